@@ -1,0 +1,64 @@
+// claim_plan.hpp: which lanes of one lane's queue a claim may take, and how far
+// its claim cursor may move first.
+//
+// Inputs are what the claimer can see under the lane lock:
+//   cursor     the lane's claim cursor: every lane_seq <= cursor is spent;
+//   committed  visible ready segments (committed contiguous lane ranges) with
+//              the generation of the ready slot that holds them;
+//   spent      lanes proven spent by visible evidence: claim attempt batches,
+//              tombstones, and gaps proven dead (their reservation ended
+//              without a row).
+// The walk starts at cursor + 1. Spent lanes at the start form the spent
+// prefix: the cursor may move past them. Then it takes committed, unspent lanes
+// in lane order, from one generation only, up to max_jobs. It stops at the first
+// lane that is neither spent nor committed ("gap") when a higher lane exists: that
+// lane's enqueue may still commit, so nothing past it is taken until the gap is
+// proven dead. No lane is ever skipped without evidence.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace awa::core {
+
+struct LaneRange {
+	int64_t first;  // inclusive
+	int64_t next;   // exclusive
+};
+
+struct CommittedRange {
+	int64_t first;
+	int64_t next;
+	int64_t generation;
+};
+
+struct ClaimPlanInput {
+	int64_t cursor = 0;
+	std::vector<CommittedRange> committed;
+	std::vector<LaneRange> spent;
+	int64_t max_jobs = 1;
+};
+
+enum class PlanStop {
+	kFull,        // max_jobs lanes planned
+	kGap,         // an unproven hole below a visible lane; see ClaimPlan::gap
+	kGeneration,  // the next lane lives in a later generation (claims stay in one slot)
+	kEnd,         // nothing visible beyond the walk position
+};
+
+struct ClaimPlan {
+	int64_t new_cursor = 0;         // cursor after the spent prefix (>= input cursor)
+	int64_t generation = -1;        // generation of the planned lanes, -1 when none
+	std::vector<LaneRange> claim;   // ascending, disjoint, non-adjacent
+	int64_t claimed = 0;            // number of lanes in `claim`
+	PlanStop stop = PlanStop::kEnd;
+	LaneRange gap{0, 0};            // valid when stop == kGap
+	int64_t position = 0;           // first lane the walk did not account for
+};
+
+ClaimPlan PlanClaim(const ClaimPlanInput &input);
+
+// Sorts and merges overlapping or adjacent ranges.
+std::vector<LaneRange> NormalizeRanges(std::vector<LaneRange> ranges);
+
+}  // namespace awa::core

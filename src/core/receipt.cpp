@@ -1,0 +1,29 @@
+// receipt.cpp: receipt id encoding (see receipt.hpp).
+#include "core/receipt.hpp"
+
+#include "core/core_only.hpp"  // last: proves no PostgreSQL header came in
+
+namespace awa::core {
+
+int64_t
+EncodeReceipt(const Receipt &receipt)
+{
+	return (receipt.claim_batch_id << (kReceiptIndexBits + kReceiptSlotBits)) |
+	       (static_cast<int64_t>(receipt.index) << kReceiptSlotBits) | receipt.claim_slot;
+}
+
+std::optional<Receipt>
+DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count)
+{
+	if (receipt_id < 0)
+		return std::nullopt;
+	Receipt receipt;
+	receipt.claim_slot = static_cast<int32_t>(receipt_id & (kMaxClaimSlots - 1));
+	receipt.index = static_cast<int32_t>((receipt_id >> kReceiptSlotBits) & kMaxBatchIndex);
+	receipt.claim_batch_id = receipt_id >> (kReceiptIndexBits + kReceiptSlotBits);
+	if (receipt.claim_slot >= claim_slot_count || receipt.claim_batch_id < 1)
+		return std::nullopt;
+	return receipt;
+}
+
+}  // namespace awa::core

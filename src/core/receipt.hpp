@@ -1,0 +1,36 @@
+// receipt.hpp: receipt ids.
+//
+// A receipt id names one claimed attempt and says where its claim evidence is:
+//   receipt_id = (claim_batch_id << 18) | (index << 4) | claim_slot
+// index is the 0-based position of the job inside its claim batch (< 16384,
+// enough for max_jobs 10000) and claim_slot the claim-ring slot (< 16). A
+// completion therefore finds the compact claim row with one primary-key probe.
+// The claim batch id comes from a global sequence, so after the claim ring
+// wraps and the slot is truncated an old receipt finds no row and is refused.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace awa::core {
+
+constexpr int kReceiptSlotBits = 4;
+constexpr int kReceiptIndexBits = 14;
+constexpr int32_t kMaxClaimSlots = 1 << kReceiptSlotBits;
+constexpr int32_t kMaxBatchIndex = (1 << kReceiptIndexBits) - 1;
+constexpr int64_t kMaxClaimBatchId = (int64_t{1} << (63 - kReceiptSlotBits - kReceiptIndexBits)) - 1;
+
+struct Receipt {
+	int64_t claim_batch_id;
+	int32_t index;
+	int32_t claim_slot;
+};
+
+// Encodes a receipt; the caller guarantees the fields are in range.
+int64_t EncodeReceipt(const Receipt &receipt);
+
+// Decodes a receipt id; nothing for ids no claim can have produced
+// (negative, or a slot outside a ring of `claim_slot_count` slots).
+std::optional<Receipt> DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count);
+
+}  // namespace awa::core

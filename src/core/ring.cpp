@@ -1,0 +1,33 @@
+// ring.cpp: ring and slot arithmetic (see ring.hpp).
+#include "core/ring.hpp"
+
+#include "core/core_only.hpp"  // last: proves no PostgreSQL header came in
+
+namespace awa::core {
+
+int32_t
+SlotOf(int64_t generation, int32_t slot_count)
+{
+	return static_cast<int32_t>(generation % slot_count);
+}
+
+int64_t
+OldestLiveGeneration(int64_t current, int32_t slot_count)
+{
+	int64_t oldest = current - (slot_count - 1);
+	return oldest < 0 ? 0 : oldest;
+}
+
+RingPosition
+NextPosition(RingPosition current, int32_t slot_count)
+{
+	return RingPosition{current.generation + 1, SlotOf(current.generation + 1, slot_count)};
+}
+
+bool
+IsLiveGeneration(int64_t generation, int64_t current, int32_t slot_count)
+{
+	return generation >= OldestLiveGeneration(current, slot_count) && generation <= current;
+}
+
+}  // namespace awa::core

@@ -1,0 +1,112 @@
+// validate.cpp: argument rules of the SQL API (see validate.hpp).
+#include "core/validate.hpp"
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+
+#include "core/core_only.hpp"  // last: proves no PostgreSQL header came in
+
+namespace awa::core {
+
+namespace {
+
+bool
+Fail(Violation *out, ViolationCode code, const char *hint, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+
+bool
+Fail(Violation *out, ViolationCode code, const char *hint, const char *format, ...)
+{
+	out->code = code;
+	va_list args;
+	va_start(args, format);
+	std::vsnprintf(out->message, sizeof(out->message), format, args);
+	va_end(args);
+	std::snprintf(out->hint, sizeof(out->hint), "%s", hint);
+	return false;
+}
+
+bool
+CheckName(const char *what, const void *value, size_t chars, Violation *out)
+{
+	if (value == nullptr)
+		return Fail(out, ViolationCode::kNullValue, "Pass a non-empty name.", "%s must not be NULL", what);
+	if (chars == 0)
+		return Fail(out, ViolationCode::kInvalidParameter, "Pass a non-empty name.", "%s must not be empty", what);
+	if (chars > kMaxNameLength)
+		return Fail(out, ViolationCode::kInvalidParameter, "Use a shorter name.",
+		            "%s is %zu characters long; at most %zu are allowed", what, chars, kMaxNameLength);
+	return true;
+}
+
+}  // namespace
+
+bool
+CheckKind(const void *value, size_t chars, Violation *out)
+{
+	return CheckName("kind", value, chars, out);
+}
+
+bool
+CheckQueue(const void *value, size_t chars, Violation *out)
+{
+	return CheckName("queue", value, chars, out);
+}
+
+bool
+CheckPriority(int64_t priority, Violation *out)
+{
+	if (priority < kMinPriority || priority > kMaxPriority)
+		return Fail(out, ViolationCode::kInvalidParameter, "Priority 1 is the most urgent, 4 the least.",
+		            "priority must be between 1 and 4, got %" PRId64, priority);
+	return true;
+}
+
+bool
+CheckMaxAttempts(int64_t max_attempts, Violation *out)
+{
+	if (max_attempts < 1 || max_attempts > kMaxAttemptsLimit)
+		return Fail(out, ViolationCode::kInvalidParameter, "Pass a number of attempts from 1 to 1000.",
+		            "max_attempts must be between 1 and 1000, got %" PRId64, max_attempts);
+	return true;
+}
+
+bool
+CheckMaxJobs(int64_t max_jobs, Violation *out)
+{
+	if (max_jobs < 1 || max_jobs > kMaxJobsPerClaim)
+		return Fail(out, ViolationCode::kInvalidParameter, "A claim takes from 1 to 10000 jobs.",
+		            "max_jobs must be between 1 and 10000, got %" PRId64, max_jobs);
+	return true;
+}
+
+bool
+CheckDeadline(int64_t deadline_micros, Violation *out)
+{
+	if (deadline_micros <= 0)
+		return Fail(out, ViolationCode::kInvalidParameter,
+		            "The deadline is how long the worker may hold the job, e.g. '5 minutes'.",
+		            "deadline must be a positive interval");
+	return true;
+}
+
+bool
+CheckNotNull(bool is_null, const char *what, Violation *out)
+{
+	if (is_null)
+		return Fail(out, ViolationCode::kNullValue, "Omit the argument to use its default.",
+		            "%s must not be NULL", what);
+	return true;
+}
+
+bool
+CheckSameLength(const char *what, size_t length, const char *reference, size_t expected, Violation *out)
+{
+	if (length != expected)
+		return Fail(out, ViolationCode::kInvalidParameter, "Pass one element per job in every array.",
+		            "%s has %zu elements but %s has %zu", what, length, reference, expected);
+	return true;
+}
+
+}  // namespace awa::core

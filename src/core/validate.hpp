@@ -1,0 +1,42 @@
+// validate.hpp: argument rules of the SQL API.
+//
+// Each check returns true when the value is acceptable, else fills a
+// Violation. Violation is trivially destructible (fixed buffers), so the
+// PostgreSQL layer may keep it live while it reports the error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace awa::core {
+
+enum class ViolationCode {
+	kNullValue,         // SQLSTATE 22004 null_value_not_allowed
+	kInvalidParameter,  // SQLSTATE 22023 invalid_parameter_value
+};
+
+struct Violation {
+	ViolationCode code;
+	char message[256];
+	char hint[256];
+};
+
+constexpr size_t kMaxNameLength = 200;  // queue and kind, in characters
+constexpr int64_t kMinPriority = 1;
+constexpr int64_t kMaxPriority = 4;
+constexpr int64_t kMaxAttemptsLimit = 1000;
+constexpr int64_t kMaxJobsPerClaim = 10000;
+
+// `chars` is the length in characters (not bytes); `value` may be null.
+bool CheckKind(const void *value, size_t chars, Violation *out);
+bool CheckQueue(const void *value, size_t chars, Violation *out);
+bool CheckPriority(int64_t priority, Violation *out);
+bool CheckMaxAttempts(int64_t max_attempts, Violation *out);
+bool CheckMaxJobs(int64_t max_jobs, Violation *out);
+bool CheckDeadline(int64_t deadline_micros, Violation *out);
+// `what` names the argument that must not be NULL.
+bool CheckNotNull(bool is_null, const char *what, Violation *out);
+// Arrays passed together must have the same number of elements.
+bool CheckSameLength(const char *what, size_t length, const char *reference, size_t expected, Violation *out);
+
+}  // namespace awa::core

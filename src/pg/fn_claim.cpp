@@ -1,0 +1,413 @@
+// fn_claim.cpp: awa.claim.
+//
+// One server-side step. For each lane of the queue, most urgent first, whose
+// claim cursor is behind its enqueue cursor: try-lock the lane (never wait; a
+// busy lane is some other claimer's), then under the lock
+//   1. load what is visible beyond the cursor: committed ready segments and
+//      the lanes already handed out by committed claims (attempt batches);
+//   2. plan (src/core/claim_plan): move the cursor over the spent prefix, take
+//      up to max_jobs committed unspent lanes from one generation;
+//   3. on a hole below a committed lane, prove it dead by taking the lane's
+//      enqueue lock exclusively (every reservation's transaction has then
+//      ended) and looking again; a hole that is still empty is spent;
+//   4. write the claim evidence (attempt batch in the ready slot, compact
+//      claim batch in the claim slot) and return the jobs.
+// The claim never moves the cursor past its own lanes: that happens at the
+// next claim of the lane, from this claim's evidence, once it is committed and
+// visible. A claim lost before its commit reached disk therefore leaves its
+// jobs claimable, and an advance can only apply where its evidence exists.
+#include "core/receipt.hpp"
+#include "core/ring.hpp"
+#include "core/validate.hpp"
+#include "pg/arguments.hpp"
+#include "pg/claim_bridge.hpp"
+#include "pg/errors.hpp"
+#include "pg/guard.hpp"
+#include "pg/gucs.hpp"
+#include "pg/lane_locks.hpp"
+#include "pg/lanes.hpp"
+#include "pg/rings.hpp"
+#include "pg/sequences.hpp"
+#include "pg/spi_plans.hpp"
+
+namespace awa::pg {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Per-backend hint: the generation that held a lane's head at this backend's
+// last claim. Heads only move to later generations, so the walk may start
+// there. Keyed by the lane's claim sequence OID (unique per lane incarnation).
+// ---------------------------------------------------------------------------
+constexpr int kHeadCacheSize = 256;
+struct HeadCacheEntry {
+	Oid claim_seq;
+	int64 generation;
+};
+HeadCacheEntry head_cache[kHeadCacheSize];
+
+int64
+CachedHeadGeneration(Oid claim_seq)
+{
+	const HeadCacheEntry &entry = head_cache[claim_seq % kHeadCacheSize];
+	return entry.claim_seq == claim_seq ? entry.generation : 0;
+}
+
+void
+RememberHeadGeneration(Oid claim_seq, int64 generation)
+{
+	head_cache[claim_seq % kHeadCacheSize] = HeadCacheEntry{claim_seq, generation};
+}
+
+// ---------------------------------------------------------------------------
+// What the claimer has loaded of one lane.
+// ---------------------------------------------------------------------------
+struct LaneView {
+	BridgeCommitted *committed;
+	int committed_count;
+	int committed_capacity;
+	BridgeRange *spent;
+	int spent_count;
+	int spent_capacity;
+	int64 first_generation;
+	int64 last_generation;  // loaded generations: [first, last]
+	bool page_full;         // the last segments page of last_generation was full
+	int64 page_after;       // ... and ended at this next_lane_seq
+};
+
+void
+AddCommitted(LaneView *view, int64 first, int64 next, int64 generation)
+{
+	if (view->committed_count == view->committed_capacity) {
+		view->committed_capacity *= 2;
+		view->committed = static_cast<BridgeCommitted *>(
+		    repalloc(view->committed, sizeof(BridgeCommitted) * view->committed_capacity));
+	}
+	view->committed[view->committed_count++] = BridgeCommitted{first, next, generation};
+}
+
+void
+AddSpent(LaneView *view, int64 first, int64 next)
+{
+	if (view->spent_count == view->spent_capacity) {
+		view->spent_capacity *= 2;
+		view->spent = static_cast<BridgeRange *>(repalloc(view->spent, sizeof(BridgeRange) * view->spent_capacity));
+	}
+	view->spent[view->spent_count++] = BridgeRange{first, next};
+}
+
+struct LaneQuery {
+	text *queue;
+	int16 priority;
+	int64 cursor;
+	int slot_count;
+	int64 page;
+};
+
+// Loads one page of committed segments of `generation` after lane `after`.
+void
+LoadSegments(LaneView *view, const LaneQuery &q, int64 generation, int64 after)
+{
+	int slot = core::SlotOf(generation, q.slot_count);
+	Datum values[5] = {PointerGetDatum(q.queue), Int16GetDatum(q.priority), Int64GetDatum(generation),
+	                   Int64GetDatum(after), Int64GetDatum(q.page)};
+	ExecuteLatest(Stmt::kLaneSegments, slot, values, NULL);
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	int64 last_next = after;
+	for (uint64 i = 0; i < SPI_processed; i++) {
+		bool isnull;
+		int64 first = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
+		int64 next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
+		AddCommitted(view, first, next, generation);
+		last_next = next;
+	}
+	view->page_full = static_cast<int64>(SPI_processed) == q.page;
+	view->page_after = last_next;
+}
+
+// Loads a generation: its first segments page and all its claim evidence.
+void
+LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
+{
+	int slot = core::SlotOf(generation, q.slot_count);
+	LoadSegments(view, q, generation, q.cursor);
+	Datum values[4] = {PointerGetDatum(q.queue), Int16GetDatum(q.priority), Int64GetDatum(generation),
+	                   Int64GetDatum(q.cursor)};
+	ExecuteLatest(Stmt::kLaneEvidence, slot, values, NULL);
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	for (uint64 i = 0; i < SPI_processed; i++) {
+		bool isnull;
+		int64 first = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
+		int64 next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
+		AddSpent(view, first, next);
+	}
+	view->last_generation = generation;
+}
+
+void
+ResetView(LaneView *view, int64 first_generation)
+{
+	view->committed_count = 0;
+	view->spent_count = 0;
+	view->first_generation = first_generation;
+	view->last_generation = first_generation - 1;
+	view->page_full = false;
+	view->page_after = 0;
+}
+
+// Multirange of the planned lane ranges.
+Datum
+LaneRanges(const BridgeRange *ranges, int count)
+{
+	TypeCacheEntry *range_type = lookup_type_cache(INT8RANGEOID, TYPECACHE_RANGE_INFO);
+	RangeType **items = static_cast<RangeType **>(palloc(sizeof(RangeType *) * count));
+	for (int i = 0; i < count; i++) {
+		RangeBound lower = {Int64GetDatum(ranges[i].first), false, true, true};
+		RangeBound upper = {Int64GetDatum(ranges[i].next), false, false, false};
+		items[i] = make_range(range_type, &lower, &upper, false);
+	}
+	return PointerGetDatum(make_multirange(INT8MULTIRANGEOID, range_type, count, items));
+}
+
+bool
+InRanges(const BridgeRange *ranges, int count, int64 lane)
+{
+	for (int i = 0; i < count; i++)
+		if (lane >= ranges[i].first && lane < ranges[i].next)
+			return true;
+	return false;
+}
+
+struct ClaimRequest {
+	text *queue;
+	int32 max_jobs;
+	Interval *deadline;
+	ReturnSetInfo *rsinfo;
+};
+
+// Claims from one lane the caller holds the claim lock of. Returns the number
+// of jobs emitted.
+int
+ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &request)
+{
+	LaneQuery q;
+	q.queue = request.queue;
+	q.priority = lane.priority;
+	q.cursor = SequenceValue(lane.claim_seq);
+	q.slot_count = ring.queue_slot_count;
+	q.page = 2 * static_cast<int64>(request.max_jobs) + 32;
+
+	int64 oldest = core::OldestLiveGeneration(ring.queue_generation, ring.queue_slot_count);
+	int64 start = Max(CachedHeadGeneration(lane.claim_seq), oldest);
+	start = Min(start, ring.queue_generation);
+
+	LaneView view;
+	view.committed_capacity = 64;
+	view.committed = static_cast<BridgeCommitted *>(palloc(sizeof(BridgeCommitted) * view.committed_capacity));
+	view.spent_capacity = 16;
+	view.spent = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.spent_capacity));
+	ResetView(&view, start);
+	LoadGeneration(&view, q, start);
+
+	BridgeRange *claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * request.max_jobs));
+	BridgePlan plan;
+	bool gap_proof_held = false;
+	char error[256];
+	for (int step = 0;; step++) {
+		if (step > 100000)
+			elog(ERROR, "awa: claim on lane " INT64_FORMAT " made no progress", lane.lane_id);
+		if (!PlanClaimBridge(q.cursor, view.committed, view.committed_count, view.spent, view.spent_count,
+		                     request.max_jobs, &plan, claim, error, sizeof(error)))
+			elog(ERROR, "awa: claim planning failed: %s", error);
+		if (plan.claimed > 0)
+			break;
+		if (plan.stop == kStopGap) {
+			if (!gap_proof_held) {
+				// Wait (bounded) until no transaction of this lane holds a
+				// reservation, then look again with a fresh snapshot.
+				if (!LockLaneEnqueueExclusive(lane.lane_id, awa_gap_proof_lock_timeout_ms))
+					break;
+				gap_proof_held = true;
+				int64 last = view.last_generation;
+				ResetView(&view, start);
+				for (int64 g = start; g <= last; g++)
+					LoadGeneration(&view, q, g);
+				continue;
+			}
+			// Still empty after every reservation below ended: the enqueue that
+			// reserved it rolled back (or died in a crash). It holds nothing.
+			AddSpent(&view, plan.gap.first, plan.gap.next);
+			continue;
+		}
+		if (plan.stop == kStopEnd && view.page_full) {
+			LoadSegments(&view, q, view.last_generation, view.page_after);
+			continue;
+		}
+		if (plan.stop == kStopEnd && view.last_generation < ring.queue_generation) {
+			LoadGeneration(&view, q, view.last_generation + 1);
+			continue;
+		}
+		break;
+	}
+
+	if (plan.new_cursor > q.cursor)
+		SequenceSet(lane.claim_seq, plan.new_cursor);
+	if (plan.claimed == 0)
+		return 0;
+	RememberHeadGeneration(lane.claim_seq, plan.generation);
+
+	// Read the planned rows.
+	int ready_slot = core::SlotOf(plan.generation, ring.queue_slot_count);
+	int64 span_first = claim[0].first;
+	int64 span_next = claim[plan.range_count - 1].next;
+	{
+		Datum values[5] = {PointerGetDatum(request.queue), Int16GetDatum(lane.priority), Int64GetDatum(span_first),
+		                   Int64GetDatum(span_next), Int64GetDatum(plan.generation)};
+		ExecuteLatest(Stmt::kReadyRows, ready_slot, values, NULL);
+	}
+	SPITupleTable *rows = SPI_tuptable;
+	uint64 row_count = SPI_processed;
+
+	int n = static_cast<int>(plan.claimed);
+	Datum *job_ids = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *run_leases = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *lane_seqs = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *attempts = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *max_attempts = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	HeapTuple *chosen = static_cast<HeapTuple *>(palloc(sizeof(HeapTuple) * n));
+	int found = 0;
+	for (uint64 i = 0; i < row_count; i++) {
+		bool isnull;
+		HeapTuple tuple = rows->vals[i];
+		int64 lane_seq = DatumGetInt64(SPI_getbinval(tuple, rows->tupdesc, 1, &isnull));
+		if (!InRanges(claim, plan.range_count, lane_seq))
+			continue;
+		if (found == n)
+			break;
+		chosen[found] = tuple;
+		lane_seqs[found] = Int64GetDatum(lane_seq);
+		job_ids[found] = SPI_getbinval(tuple, rows->tupdesc, 2, &isnull);
+		run_leases[found] = Int64GetDatum(DatumGetInt64(SPI_getbinval(tuple, rows->tupdesc, 3, &isnull)) + 1);
+		attempts[found] = Int16GetDatum(DatumGetInt16(SPI_getbinval(tuple, rows->tupdesc, 4, &isnull)) + 1);
+		max_attempts[found] = SPI_getbinval(tuple, rows->tupdesc, 5, &isnull);
+		found++;
+	}
+	if (found != n)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: lane (%s, %d) has segments for %d ready rows it does not hold",
+		                       text_to_cstring(request.queue), lane.priority, n - found)));
+
+	int64 batch_id = SequenceNext(get_relname_relid("claim_batch_id_seq", get_namespace_oid("awa", false)));
+	if (batch_id > core::kMaxClaimBatchId)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("awa: claim batch ids are exhausted")));
+	TimestampTz claimed_at = GetCurrentTimestamp();
+	Datum deadline_at =
+	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(claimed_at), PointerGetDatum(request.deadline));
+
+	{
+		Datum values[11] = {Int64GetDatum(plan.generation),
+		                    Int64GetDatum(batch_id),
+		                    PointerGetDatum(request.queue),
+		                    Int16GetDatum(lane.priority),
+		                    Int16GetDatum(ring.claim_slot),
+		                    Int64GetDatum(ring.claim_generation),
+		                    Int64GetDatum(span_first),
+		                    Int64GetDatum(span_next),
+		                    Int32GetDatum(n),
+		                    LaneRanges(claim, plan.range_count),
+		                    TimestampTzGetDatum(claimed_at)};
+		Execute(Stmt::kInsertAttemptBatch, ready_slot, values, NULL);
+	}
+	{
+		Datum values[14] = {Int64GetDatum(ring.claim_generation),
+		                    Int64GetDatum(batch_id),
+		                    Int16GetDatum(ready_slot),
+		                    Int64GetDatum(plan.generation),
+		                    PointerGetDatum(request.queue),
+		                    Int16GetDatum(lane.priority),
+		                    Int32GetDatum(n),
+		                    PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+		                    PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+		                    PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+		                    PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+		                    PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+		                    deadline_at,
+		                    TimestampTzGetDatum(claimed_at)};
+		Execute(Stmt::kInsertClaimBatch, ring.claim_slot, values, NULL);
+	}
+
+	// Emit: job_id, run_lease, receipt_id, kind, args, queue, priority,
+	// attempt, max_attempts, deadline_at, created_at, metadata.
+	for (int i = 0; i < n; i++) {
+		bool isnull;
+		HeapTuple tuple = chosen[i];
+		Datum out[12];
+		bool out_nulls[12] = {false};
+		core::Receipt receipt{batch_id, i, ring.claim_slot};
+		out[0] = job_ids[i];
+		out[1] = run_leases[i];
+		out[2] = Int64GetDatum(core::EncodeReceipt(receipt));
+		out[3] = SPI_getbinval(tuple, rows->tupdesc, 6, &isnull);
+		out[4] = SPI_getbinval(tuple, rows->tupdesc, 7, &isnull);
+		out[5] = PointerGetDatum(request.queue);
+		out[6] = Int32GetDatum(lane.priority);
+		out[7] = Int32GetDatum(DatumGetInt16(attempts[i]));
+		out[8] = Int32GetDatum(DatumGetInt16(max_attempts[i]));
+		out[9] = deadline_at;
+		out[10] = SPI_getbinval(tuple, rows->tupdesc, 8, &isnull);
+		out[11] = SPI_getbinval(tuple, rows->tupdesc, 9, &isnull);
+		tuplestore_putvalues(request.rsinfo->setResult, request.rsinfo->setDesc, out, out_nulls);
+	}
+	return n;
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+// awa.claim(queue, max_jobs, deadline) -> SETOF jobs
+AWA_FUNCTION(awa_claim)
+{
+	awa::core::Violation violation;
+	ClaimRequest request;
+	request.queue = QueueArgument(fcinfo, 0);
+	request.max_jobs = MaxJobsArgument(fcinfo, 1);
+	RequireArgument(fcinfo, 2, "deadline");
+	request.deadline = PG_GETARG_INTERVAL_P(2);
+	int64 deadline_micros = request.deadline->time +
+	                        (static_cast<int64>(request.deadline->month) * DAYS_PER_MONTH + request.deadline->day) *
+	                            USECS_PER_DAY;
+	Require(awa::core::CheckDeadline(deadline_micros, &violation), violation);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	request.rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+
+	// A claim that is its own transaction does not wait for its WAL flush
+	// while it holds the lane (docs/architecture.md, "Asynchronous claim
+	// commit"); inside a client's transaction block the client's setting stands.
+	if (awa_async_claim_commit && !IsTransactionBlock())
+		(void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
+		                        false);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	Lane lanes[kMaxLanesPerQueue];
+	int lane_count = LanesOfQueue(request.queue, lanes);
+	if (lane_count > 0) {
+		RingPositions ring = ReadRingPositions();
+		for (int i = 0; i < lane_count; i++) {
+			const Lane &lane = lanes[i];
+			if (SequenceValue(lane.claim_seq) >= SequenceValue(lane.enqueue_seq))
+				continue;
+			if (!TryLockLaneClaim(lane.lane_id))
+				continue;
+			if (ClaimFromLane(lane, ring, request) > 0)
+				break;
+			UnlockLaneClaim(lane.lane_id);
+		}
+	}
+	SPI_finish();
+	return (Datum)0;
+}

@@ -1,0 +1,8 @@
+// gucs.hpp: awa's configuration parameters (defined in module.cpp;
+// documented in docs/operations.md).
+#pragma once
+
+extern "C" {
+extern bool awa_async_claim_commit;
+extern int awa_gap_proof_lock_timeout_ms;
+}

@@ -1,0 +1,121 @@
+// lane_locks.cpp: awa's heavyweight locks (see lane_locks.hpp).
+#include "pg/lane_locks.hpp"
+
+namespace awa::pg {
+
+namespace {
+
+enum KeySpace : uint16 {
+	kLaneClaim = 0x4101,
+	kLaneEnqueue = 0x4102,
+	kLaneReserve = 0x4103,
+	kClaimBatch = 0x4104,
+	kLaneCreate = 0x4105,
+};
+
+LOCKTAG
+Tag(KeySpace space, int64 key)
+{
+	LOCKTAG tag;
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(static_cast<uint64>(key) >> 32),
+	                     static_cast<uint32>(key), space);
+	return tag;
+}
+
+}  // namespace
+
+bool
+TryLockLaneClaim(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneClaim, lane_id);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+void
+UnlockLaneClaim(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneClaim, lane_id);
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
+void
+LockLaneEnqueueShared(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneEnqueue, lane_id);
+	(void)LockAcquire(&tag, ShareLock, false, false);
+}
+
+bool
+LockLaneEnqueueExclusive(int64 lane_id, int timeout_ms)
+{
+	LOCKTAG tag = Tag(kLaneEnqueue, lane_id);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	if (timeout_ms <= 0)
+		return false;
+
+	// Bounded wait: lock_timeout inside an internal subtransaction, catching
+	// only lock_not_available. A granted lock moves to the parent transaction.
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool acquired = false;
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		int nest_level = NewGUCNestLevel();
+		char timeout[32];
+		snprintf(timeout, sizeof(timeout), "%d", timeout_ms);
+		(void)set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+		                        false);
+		(void)LockAcquire(&tag, ExclusiveLock, false, false);
+		AtEOXact_GUC(true, nest_level);
+		acquired = true;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		ErrorData *error = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(error);
+		FreeErrorData(error);
+	}
+	PG_END_TRY();
+	return acquired;
+}
+
+void
+LockLaneReserve(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneReserve, lane_id);
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
+UnlockLaneReserve(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneReserve, lane_id);
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
+void
+LockClaimBatch(int64 claim_batch_id)
+{
+	LOCKTAG tag = Tag(kClaimBatch, claim_batch_id);
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
+LockLaneCreate(uint32 lane_hash)
+{
+	LOCKTAG tag = Tag(kLaneCreate, lane_hash);
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+}  // namespace awa::pg

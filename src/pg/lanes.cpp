@@ -1,0 +1,95 @@
+// lanes.cpp: the lane registry (see lanes.hpp).
+#include "pg/lanes.hpp"
+
+#include "pg/lane_locks.hpp"
+#include "pg/sequences.hpp"
+#include "pg/spi_plans.hpp"
+
+extern "C" {
+#include "common/hashfn.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+bool
+FindLane(text *queue, int16 priority, bool latest, Lane *lane)
+{
+	Datum values[2] = {PointerGetDatum(queue), Int16GetDatum(priority)};
+	if (latest)
+		ExecuteLatest(Stmt::kLaneOf, 0, values, NULL, 1);
+	else
+		Execute(Stmt::kLaneOf, 0, values, NULL, 1);
+	if (SPI_processed == 0)
+		return false;
+	HeapTuple tuple = SPI_tuptable->vals[0];
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	bool isnull;
+	lane->lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+	lane->priority = priority;
+	lane->enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
+	lane->claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
+	return true;
+}
+
+}  // namespace
+
+Lane
+EnsureLane(text *queue, int16 priority)
+{
+	Lane lane;
+	if (FindLane(queue, priority, false, &lane))
+		return lane;
+
+	// First use: one creator per lane; a waiter sees the creator's committed row.
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), VARSIZE_ANY_EXHDR(queue));
+	LockLaneCreate(hash_combine(hash, static_cast<uint32>(priority)));
+	if (FindLane(queue, priority, true, &lane))
+		return lane;
+
+	Oid id_seq = get_relname_relid("queue_lane_id_seq", get_namespace_oid("awa", false));
+	int64 lane_id = SequenceNext(id_seq);
+	char sql[512];
+	// Sequences belong to queue_lanes.lane_id, so DROP EXTENSION removes them.
+	snprintf(sql, sizeof(sql),
+	         "CREATE SEQUENCE awa.lane_" INT64_FORMAT "_enqueue_seq AS bigint MINVALUE 0 START 1 "
+	         "OWNED BY awa.queue_lanes.lane_id; "
+	         "CREATE SEQUENCE awa.lane_" INT64_FORMAT "_claim_seq AS bigint MINVALUE 0 START 1 "
+	         "OWNED BY awa.queue_lanes.lane_id; "
+	         "GRANT SELECT ON SEQUENCE awa.lane_" INT64_FORMAT "_enqueue_seq, awa.lane_" INT64_FORMAT
+	         "_claim_seq TO awa_admin",
+	         lane_id, lane_id, lane_id, lane_id);
+	ExecuteUtility(sql);
+
+	Datum values[3] = {PointerGetDatum(queue), Int16GetDatum(priority), Int64GetDatum(lane_id)};
+	Execute(Stmt::kRegisterLane, 0, values, NULL, 1);
+	HeapTuple tuple = SPI_tuptable->vals[0];
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	bool isnull;
+	lane.lane_id = lane_id;
+	lane.priority = priority;
+	lane.enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
+	lane.claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
+	return lane;
+}
+
+int
+LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
+{
+	Datum values[1] = {PointerGetDatum(queue)};
+	Execute(Stmt::kLanesOfQueue, 0, values, NULL, kMaxLanesPerQueue);
+	int count = static_cast<int>(SPI_processed);
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	for (int i = 0; i < count; i++) {
+		HeapTuple tuple = SPI_tuptable->vals[i];
+		bool isnull;
+		lanes[i].lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		lanes[i].priority = DatumGetInt16(SPI_getbinval(tuple, desc, 2, &isnull));
+		lanes[i].enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
+		lanes[i].claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
+	}
+	return count;
+}
+
+}  // namespace awa::pg

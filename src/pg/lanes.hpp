@@ -1,0 +1,26 @@
+// lanes.hpp: the lane registry. A lane is (queue, priority); it is created on
+// first enqueue with its two cursor sequences and never changes afterwards.
+#pragma once
+
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+struct Lane {
+	int64 lane_id;
+	int16 priority;
+	Oid enqueue_seq;
+	Oid claim_seq;
+};
+
+constexpr int kMaxLanesPerQueue = 4;
+
+// The lane, created if this is its first use (in the caller's transaction,
+// so it rolls back with it). Requires SPI. May ereport.
+Lane EnsureLane(text *queue, int16 priority);
+
+// The queue's lanes by priority; returns how many (0 for an unknown queue).
+// Requires SPI. May ereport.
+int LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue]);
+
+}  // namespace awa::pg

@@ -1,0 +1,37 @@
+// module.cpp: the loadable module: magic block, _PG_init and GUCs.
+#include "pg/gucs.hpp"
+#include "pg/postgres_headers.hpp"
+
+extern "C" {
+PG_MODULE_MAGIC;
+
+bool awa_async_claim_commit = true;
+int awa_gap_proof_lock_timeout_ms = 10;
+static int awa_queue_slot_count = 16;
+static int awa_claim_slot_count = 8;
+static int awa_lease_slot_count = 8;
+
+PGDLLEXPORT void _PG_init(void);
+}
+
+void
+_PG_init(void)
+{
+	DefineCustomBoolVariable(
+	    "awa.async_claim_commit", "Commits claims that run in their own transaction asynchronously.",
+	    "A claim in an implicit transaction commits with synchronous_commit = off, so the lane lock "
+	    "is not held across a WAL flush. Inside an explicit transaction block the caller's setting stands.",
+	    &awa_async_claim_commit, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+	    "awa.gap_proof_lock_timeout", "How long a claim waits to prove a lane gap dead.",
+	    "A claim that finds a missing lane below a committed one waits up to this long for the lane's "
+	    "in-flight enqueues to end; 0 only tries.",
+	    &awa_gap_proof_lock_timeout_ms, 10, 0, 60000, PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.queue_slot_count", "Queue-ring slots created by CREATE EXTENSION.", NULL,
+	                        &awa_queue_slot_count, 16, 4, 64, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.claim_slot_count", "Claim-ring slots created by CREATE EXTENSION.", NULL,
+	                        &awa_claim_slot_count, 8, 2, 16, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.lease_slot_count", "Lease-ring slots created by CREATE EXTENSION.", NULL,
+	                        &awa_lease_slot_count, 8, 2, 64, PGC_SUSET, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("awa");
+}

@@ -1,0 +1,18 @@
+// sequences.hpp: lane cursors kept in sequences (non-transactional, WAL-logged,
+// no dead tuples). A cursor's value is the sequence's last value, 0 before the
+// first nextval/setval.
+#pragma once
+
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+// Current value of a cursor sequence. May ereport.
+int64 SequenceValue(Oid sequence);
+// Next value (one reservation). May ereport.
+int64 SequenceNext(Oid sequence);
+// Moves the sequence to `value` (is_called = true). Never use to go backwards.
+// May ereport.
+void SequenceSet(Oid sequence, int64 value);
+
+}  // namespace awa::pg

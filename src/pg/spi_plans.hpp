@@ -1,0 +1,54 @@
+// spi_plans.hpp: every SQL statement awa runs, prepared once per backend (and
+// per ring slot for statements that address one ring child directly) and kept.
+//
+// Statements name ring children (awa.ready_entries_3) rather than the
+// partitioned parents: a generic plan over a parent locks every child at
+// executor start in PostgreSQL 15, which would make every claim conflict with a
+// prune of any slot. All plans are prepared under a pinned search path
+// (pg_catalog only) and every relation is schema-qualified, so a caller's
+// search_path can never change what a SECURITY DEFINER function runs; the plan
+// cache re-parses under the same pinned path after invalidations.
+#pragma once
+
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+enum class Stmt {
+	kRingPositions,
+	kLaneOf,
+	kLanesOfQueue,
+	kRegisterLane,
+	kInsertReadyOne,
+	kInsertReadyMany,
+	kInsertDeferredOne,
+	kInsertDeferredMany,
+	kLaneSegments,
+	kLaneEvidence,
+	kReadyRows,
+	kInsertAttemptBatch,
+	kInsertClaimBatch,
+	kClaimBatch,
+	kClosedIndexes,
+	kInsertClosureBatch,
+	kInsertCompletionBatch,
+	kCount
+};
+
+// The prepared plan of `stmt` for ring slot `slot` (0 for slot-free
+// statements). May ereport.
+SPIPlanPtr Plan(Stmt stmt, int slot = 0);
+
+// Runs a prepared statement with the transaction's snapshot rules; returns the
+// SPI result code after checking it. May ereport.
+int Execute(Stmt stmt, int slot, Datum *values, const char *nulls, long limit = 0);
+
+// Runs a prepared statement against the latest committed state (a fresh
+// snapshot, also under REPEATABLE READ): used where a decision must see every
+// commit that precedes a lock this transaction now holds. May ereport.
+int ExecuteLatest(Stmt stmt, int slot, Datum *values, const char *nulls, long limit = 0);
+
+// Runs a one-shot utility statement under the pinned search path. May ereport.
+void ExecuteUtility(const char *sql);
+
+}  // namespace awa::pg
