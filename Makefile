@@ -14,16 +14,16 @@ PG_CPPFLAGS = -Isrc
 PG_CXXFLAGS = -std=c++17 -Wno-register -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK += -lstdc++
 
-# pg_regress: one file per SQL function family.
+# pg_regress: one file per SQL function family (sql/, expected/).
 REGRESS = setup enqueue enqueue_many claim complete cursor security
-REGRESS_OPTS = --inputdir=test --outputdir=test --temp-instance=./tmp_check --temp-config=./test/regress.conf \
-               --load-extension=awa
+REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
-# isolationtester specs.
+# isolationtester specs (specs/, expected/).
 ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion
-ISOLATION_OPTS = --inputdir=test --outputdir=test/isolation_output --temp-instance=./tmp_check_iso \
-                 --temp-config=./test/regress.conf --load-extension=awa
+ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
+                 --outputdir=./output_iso
 
+# TAP tests (PostgreSQL::Test::Cluster).
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
@@ -46,7 +46,19 @@ test/unit/awa_unit_tests: $(UNIT_SRCS) $(CORE_SRCS) $(wildcard src/core/*.hpp)
 unit: test/unit/awa_unit_tests
 	test/unit/awa_unit_tests
 
-EXTRA_CLEAN = test/unit/awa_unit_tests src/core/*.d src/pg/*.d test/results test/regression.* \
-              test/isolation_output tmp_check_iso tmp_pgtap
+# One target per suite, so scripts/test.sh can count each (run as a non-root user).
+regresscheck:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
 
-.PHONY: unit
+isolationcheck:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+
+tapcheck:
+	$(prove_installcheck)
+
+pgtapcheck:
+	test/pgtap/run.sh
+
+EXTRA_CLEAN = test/unit/awa_unit_tests src/core/*.d src/pg/*.d output_iso tmp_check_iso tmp_pgtap
+
+.PHONY: unit regresscheck isolationcheck tapcheck pgtapcheck
