@@ -25,6 +25,12 @@ CREATE SEQUENCE awa.queue_lane_id_seq;
 CREATE SEQUENCE awa.claim_batch_id_seq;
 -- One id per completion group: shared by the closure batch and the completion batch.
 CREATE SEQUENCE awa.closure_batch_id_seq;
+-- Ring epoch (a seqlock): a rotation bumps it to an odd value before it appends
+-- to a rotation ledger and to an even value after that commit. An enqueue that
+-- reads the same even epoch before and after reserving its lane_seq knows the
+-- ring position it cached for that epoch held at the reservation instant, so
+-- ready generations never decrease along a lane (docs/architecture.md).
+CREATE SEQUENCE awa.ring_epoch_seq MINVALUE 0 START 1;
 
 -- ---------------------------------------------------------------------------
 -- Rings: configuration, append-only rotation ledgers, slot lock targets
@@ -112,9 +118,10 @@ CREATE TABLE awa.ready_segments (
     first_run_at     timestamptz NOT NULL,
     created_at       timestamptz NOT NULL,
     CHECK (next_lane_seq > first_lane_seq),
-    PRIMARY KEY (queue, priority, first_lane_seq, ready_slot)
+    -- Segments of a lane never overlap, so next_lane_seq is unique per lane;
+    -- keyed on it, the claim's routing probe is the primary key.
+    PRIMARY KEY (queue, priority, next_lane_seq, ready_slot)
 ) PARTITION BY LIST (ready_slot);
-CREATE INDEX ready_segments_lane_next_idx ON awa.ready_segments (queue, priority, next_lane_seq);
 
 -- Hides an unclaimed ready row without touching it (cancel, reprioritise).
 CREATE TABLE awa.ready_tombstones (

@@ -7,9 +7,10 @@
 //      the lanes already handed out by committed claims (attempt batches);
 //   2. plan (src/core/claim_plan): move the cursor over the spent prefix, take
 //      up to max_jobs committed unspent lanes from one generation;
-//   3. on a hole below a committed lane, prove it dead by taking the lane's
-//      enqueue lock exclusively (every reservation's transaction has then
-//      ended) and looking again; a hole that is still empty is spent;
+//   3. on a hole below a committed lane, prove it dead by taking ShareLock on
+//      the lane's enqueue sequence (every transaction that reserved a
+//      lane_seq has then ended) and looking again; a hole that is still
+//      empty is spent;
 //   4. write the claim evidence (attempt batch in the ready slot, compact
 //      claim batch in the claim slot) and return the jobs.
 // The claim never moves the cursor past its own lanes: that happens at the
@@ -225,7 +226,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 			if (!gap_proof_held) {
 				// Wait (bounded) until no transaction of this lane holds a
 				// reservation, then look again with a fresh snapshot.
-				if (!LockLaneEnqueueExclusive(lane.lane_id, awa_gap_proof_lock_timeout_ms))
+				if (!LockLaneReservations(lane.enqueue_seq, awa_gap_proof_lock_timeout_ms))
 					break;
 				gap_proof_held = true;
 				int64 last = view.last_generation;
@@ -396,7 +397,8 @@ AWA_FUNCTION(awa_claim)
 	Lane lanes[kMaxLanesPerQueue];
 	int lane_count = LanesOfQueue(request.queue, lanes);
 	if (lane_count > 0) {
-		RingPositions ring = ReadRingPositions();
+		int64 epoch;
+		RingPositions ring = CurrentRings(&epoch);
 		for (int i = 0; i < lane_count; i++) {
 			const Lane &lane = lanes[i];
 			if (SequenceValue(lane.claim_seq) >= SequenceValue(lane.enqueue_seq))

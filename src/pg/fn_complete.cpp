@@ -156,7 +156,8 @@ CompleteClaimBatch(Attempt *attempts, const int *order, int n, Oid closure_seq)
 void
 CompleteAttempts(Attempt *attempts, int n)
 {
-	RingPositions ring = ReadRingPositions();
+	int64 epoch;
+	RingPositions ring = CurrentRings(&epoch);
 	int *order = static_cast<int *>(palloc(sizeof(int) * (n + 1)));
 	int decoded = 0;
 	for (int i = 0; i < n; i++) {

@@ -1,16 +1,15 @@
 // fn_enqueue.cpp: awa.enqueue and awa.enqueue_many.
 //
-// A due job is appended to its lane: the enqueue takes the lane's enqueue lock
-// in share mode (held to commit, see lane_locks.hpp), reserves lane_seqs and
-// reads the queue-ring position atomically under the lane's reserve lock, then
-// inserts the ready rows and one ready segment into the current queue slot. A
+// A due job is appended to its lane: the enqueue reserves lane_seqs from the
+// lane's enqueue sequence, bracketed by the ring epoch so it knows the
+// queue-ring position at the reservation instant, then inserts the ready rows
+// and their ready segments into that queue slot with one statement. A
 // job whose run_at is in the future goes to deferred_jobs. Everything is in
 // the caller's transaction and commits with the session's synchronous_commit.
 #include "core/validate.hpp"
 #include "pg/arguments.hpp"
 #include "pg/errors.hpp"
 #include "pg/guard.hpp"
-#include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
@@ -28,19 +27,27 @@ JobIdSequence()
 	return get_relname_relid("job_id_seq", get_namespace_oid("awa", false));
 }
 
-// Reserves `count` consecutive lane_seqs and reads the ring position, as one
-// step with respect to the lane's other enqueuers.
-int64
-ReserveLaneSeqs(const Lane &lane, int count, RingPositions *ring)
+// Reserves one lane_seq per job (in order) and returns the ring position that
+// held at the reservation instant. The epoch bracket (rings.hpp) makes ready
+// generations non-decreasing along a lane without any lock shared by
+// enqueuers; nextval itself holds RowExclusiveLock on the lane's enqueue
+// sequence until this transaction ends, which is what a claim's gap proof
+// waits for (lane_locks.hpp). If a rotation committed during the reservation,
+// the reserved lane_seqs are abandoned (they become gaps that claims prove
+// dead once this transaction ends) and the reservation is made again.
+RingPositions
+ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
 {
-	LockLaneEnqueueShared(lane.lane_id);
-	LockLaneReserve(lane.lane_id);
-	int64 first = SequenceNext(lane.enqueue_seq);
-	if (count > 1)
-		SequenceSet(lane.enqueue_seq, first + count - 1);
-	*ring = ReadRingPositions();
-	UnlockLaneReserve(lane.lane_id);
-	return first;
+	for (;;) {
+		int64 epoch;
+		RingPositions ring = CurrentRings(&epoch);
+		for (int i = 0; i < count; i++)
+			lane_seqs[i] = SequenceNext(lane.enqueue_seq);
+		if (epoch % 2 == 0 && RingEpoch() == epoch)
+			return ring;
+		if (ReadRingPositions().queue_generation == ring.queue_generation)
+			return ring;
+	}
 }
 
 // opts: {"metadata": {...}, "tags": ["..."]}. Returns the payload to store
@@ -135,8 +142,8 @@ AWA_FUNCTION(awa_enqueue)
 		Execute(Stmt::kInsertDeferredOne, 0, values, nulls);
 	} else {
 		Lane lane = EnsureLane(queue, priority);
-		RingPositions ring;
-		int64 lane_seq = ReserveLaneSeqs(lane, 1, &ring);
+		int64 lane_seq;
+		RingPositions ring = ReserveLaneSeqs(lane, 1, &lane_seq);
 		Datum values[11] = {Int64GetDatum(ring.queue_generation), PointerGetDatum(queue), Int16GetDatum(priority),
 		                    Int64GetDatum(lane_seq), Int64GetDatum(job_id), Int16GetDatum(max_attempts),
 		                    PointerGetDatum(kind), PointerGetDatum(args), TimestampTzGetDatum(run_at),
@@ -230,6 +237,10 @@ AWA_FUNCTION(awa_enqueue_many)
 	Datum *group_args = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
 	Datum *group_run_at = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
 	Datum *group_priority = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
+	int64 *group_lanes = static_cast<int64 *>(palloc(sizeof(int64) * (count + 1)));
+	Datum *group_lane_datums = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
+	Datum *run_firsts = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
+	Datum *run_nexts = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
 	for (int16 priority = 1; priority <= 4; priority++) {
 		int n = 0;
 		TimestampTz first_run_at = DT_NOEND;
@@ -246,18 +257,32 @@ AWA_FUNCTION(awa_enqueue_many)
 		if (n == 0)
 			continue;
 		Lane lane = EnsureLane(queue, priority);
-		RingPositions ring;
-		int64 first = ReserveLaneSeqs(lane, n, &ring);
-		Datum values[11] = {Int64GetDatum(ring.queue_generation),
+		RingPositions ring = ReserveLaneSeqs(lane, n, group_lanes);
+		// One segment per contiguous run of lane_seqs (one run unless another
+		// enqueuer of this lane interleaved).
+		int runs = 0;
+		for (int i = 0; i < n; i++) {
+			group_lane_datums[i] = Int64GetDatum(group_lanes[i]);
+			if (runs > 0 && DatumGetInt64(run_nexts[runs - 1]) == group_lanes[i]) {
+				run_nexts[runs - 1] = Int64GetDatum(group_lanes[i] + 1);
+			} else {
+				run_firsts[runs] = Int64GetDatum(group_lanes[i]);
+				run_nexts[runs] = Int64GetDatum(group_lanes[i] + 1);
+				runs++;
+			}
+		}
+		Datum values[13] = {Int64GetDatum(ring.queue_generation),
 		                    PointerGetDatum(queue),
 		                    Int16GetDatum(priority),
-		                    Int64GetDatum(first),
+		                    PointerGetDatum(construct_array(group_lane_datums, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 		                    Int16GetDatum(max_attempts),
 		                    PointerGetDatum(construct_array(group_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 		                    PointerGetDatum(construct_array(group_kinds, n, TEXTOID, -1, false, TYPALIGN_INT)),
 		                    PointerGetDatum(construct_array(group_args, n, JSONBOID, -1, false, TYPALIGN_INT)),
 		                    PointerGetDatum(construct_array(group_run_at, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE)),
 		                    TimestampTzGetDatum(now),
+		                    PointerGetDatum(construct_array(run_firsts, runs, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+		                    PointerGetDatum(construct_array(run_nexts, runs, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 		                    TimestampTzGetDatum(first_run_at)};
 		Execute(Stmt::kInsertReadyMany, ring.queue_slot, values, NULL);
 	}

@@ -1,4 +1,4 @@
-// lane_locks.cpp: awa's heavyweight locks (see lane_locks.hpp).
+// lane_locks.cpp: the locks awa takes itself (see lane_locks.hpp).
 #include "pg/lane_locks.hpp"
 
 namespace awa::pg {
@@ -7,8 +7,6 @@ namespace {
 
 enum KeySpace : uint16 {
 	kLaneClaim = 0x4101,
-	kLaneEnqueue = 0x4102,
-	kLaneReserve = 0x4103,
 	kClaimBatch = 0x4104,
 	kLaneCreate = 0x4105,
 };
@@ -38,18 +36,10 @@ UnlockLaneClaim(int64 lane_id)
 	LockRelease(&tag, ExclusiveLock, false);
 }
 
-void
-LockLaneEnqueueShared(int64 lane_id)
-{
-	LOCKTAG tag = Tag(kLaneEnqueue, lane_id);
-	(void)LockAcquire(&tag, ShareLock, false, false);
-}
-
 bool
-LockLaneEnqueueExclusive(int64 lane_id, int timeout_ms)
+LockLaneReservations(Oid enqueue_seq, int timeout_ms)
 {
-	LOCKTAG tag = Tag(kLaneEnqueue, lane_id);
-	if (LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+	if (ConditionalLockRelationOid(enqueue_seq, ShareLock))
 		return true;
 	if (timeout_ms <= 0)
 		return false;
@@ -67,7 +57,7 @@ LockLaneEnqueueExclusive(int64 lane_id, int timeout_ms)
 		snprintf(timeout, sizeof(timeout), "%d", timeout_ms);
 		(void)set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 		                        false);
-		(void)LockAcquire(&tag, ExclusiveLock, false, false);
+		LockRelationOid(enqueue_seq, ShareLock);
 		AtEOXact_GUC(true, nest_level);
 		acquired = true;
 		ReleaseCurrentSubTransaction();
@@ -88,20 +78,6 @@ LockLaneEnqueueExclusive(int64 lane_id, int timeout_ms)
 	}
 	PG_END_TRY();
 	return acquired;
-}
-
-void
-LockLaneReserve(int64 lane_id)
-{
-	LOCKTAG tag = Tag(kLaneReserve, lane_id);
-	(void)LockAcquire(&tag, ExclusiveLock, false, false);
-}
-
-void
-UnlockLaneReserve(int64 lane_id)
-{
-	LOCKTAG tag = Tag(kLaneReserve, lane_id);
-	LockRelease(&tag, ExclusiveLock, false);
 }
 
 void

@@ -2,6 +2,7 @@
 #include "pg/lanes.hpp"
 
 #include "pg/lane_locks.hpp"
+#include "pg/rings.hpp"
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
 
@@ -12,6 +13,58 @@ extern "C" {
 namespace awa::pg {
 
 namespace {
+
+// Per-backend cache of committed lanes, keyed by (queue, priority). A lane
+// never changes once committed; entries are tied to the extension's
+// incarnation, and a lane created by the current transaction is not cached
+// until a later transaction finds it committed.
+constexpr int kLaneCacheSize = 128;
+constexpr int kMaxQueueBytes = 800;  // 200 characters of up to 4 bytes
+struct LaneCacheEntry {
+	Oid incarnation;
+	uint32 hash;
+	int16 priority;
+	int length;
+	char queue[kMaxQueueBytes];
+	Lane lane;
+};
+LaneCacheEntry lane_cache[kLaneCacheSize];
+TransactionId lanes_created_by = InvalidTransactionId;
+
+uint32
+LaneHash(text *queue, int16 priority)
+{
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), VARSIZE_ANY_EXHDR(queue));
+	return hash_combine(hash, static_cast<uint32>(priority));
+}
+
+bool
+CachedLane(Oid incarnation, uint32 hash, text *queue, int16 priority, Lane *lane)
+{
+	const LaneCacheEntry &entry = lane_cache[hash % kLaneCacheSize];
+	int length = VARSIZE_ANY_EXHDR(queue);
+	if (entry.incarnation != incarnation || entry.hash != hash || entry.priority != priority ||
+	    entry.length != length || memcmp(entry.queue, VARDATA_ANY(queue), length) != 0)
+		return false;
+	*lane = entry.lane;
+	return true;
+}
+
+void
+CacheLane(Oid incarnation, uint32 hash, text *queue, const Lane &lane)
+{
+	TransactionId current = GetTopTransactionIdIfAny();
+	int length = VARSIZE_ANY_EXHDR(queue);
+	if (length > kMaxQueueBytes || (TransactionIdIsValid(current) && current == lanes_created_by))
+		return;
+	LaneCacheEntry &entry = lane_cache[hash % kLaneCacheSize];
+	entry.incarnation = incarnation;
+	entry.hash = hash;
+	entry.priority = lane.priority;
+	entry.length = length;
+	memcpy(entry.queue, VARDATA_ANY(queue), length);
+	entry.lane = lane;
+}
 
 bool
 FindLane(text *queue, int16 priority, bool latest, Lane *lane)
@@ -39,14 +92,20 @@ Lane
 EnsureLane(text *queue, int16 priority)
 {
 	Lane lane;
-	if (FindLane(queue, priority, false, &lane))
+	Oid incarnation = ExtensionIncarnation();
+	uint32 hash = LaneHash(queue, priority);
+	if (CachedLane(incarnation, hash, queue, priority, &lane))
 		return lane;
+	if (FindLane(queue, priority, false, &lane)) {
+		CacheLane(incarnation, hash, queue, lane);
+		return lane;
+	}
 
 	// First use: one creator per lane; a waiter sees the creator's committed row.
-	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), VARSIZE_ANY_EXHDR(queue));
-	LockLaneCreate(hash_combine(hash, static_cast<uint32>(priority)));
+	LockLaneCreate(hash);
 	if (FindLane(queue, priority, true, &lane))
 		return lane;
+	lanes_created_by = GetTopTransactionId();
 
 	Oid id_seq = get_relname_relid("queue_lane_id_seq", get_namespace_oid("awa", false));
 	int64 lane_id = SequenceNext(id_seq);

@@ -1,9 +1,38 @@
-// rings.cpp: ring positions (see rings.hpp).
+// rings.cpp: ring positions and the ring epoch (see rings.hpp).
 #include "pg/rings.hpp"
 
+#include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
 
 namespace awa::pg {
+
+namespace {
+
+struct RingCache {
+	Oid incarnation;
+	int64 epoch;
+	RingPositions ring;
+};
+RingCache ring_cache;
+
+}  // namespace
+
+Oid
+ExtensionIncarnation()
+{
+	Oid schema = get_namespace_oid("awa", false);
+	Oid epoch_seq = get_relname_relid("ring_epoch_seq", schema);
+	if (!OidIsValid(epoch_seq))
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("awa: awa.ring_epoch_seq is missing"),
+		                errhint("Recreate the extension.")));
+	return epoch_seq;
+}
+
+int64
+RingEpoch()
+{
+	return SequenceValue(ExtensionIncarnation());
+}
 
 RingPositions
 ReadRingPositions()
@@ -22,6 +51,20 @@ ReadRingPositions()
 	ring.claim_generation = DatumGetInt64(SPI_getbinval(tuple, desc, 4, &isnull));
 	ring.claim_slot = DatumGetInt16(SPI_getbinval(tuple, desc, 5, &isnull));
 	ring.claim_slot_count = DatumGetInt32(SPI_getbinval(tuple, desc, 6, &isnull));
+	return ring;
+}
+
+RingPositions
+CurrentRings(int64 *epoch)
+{
+	Oid incarnation = ExtensionIncarnation();
+	int64 before = SequenceValue(incarnation);
+	*epoch = before;
+	if (before % 2 == 0 && ring_cache.incarnation == incarnation && ring_cache.epoch == before)
+		return ring_cache.ring;
+	RingPositions ring = ReadRingPositions();
+	if (before % 2 == 0 && SequenceValue(incarnation) == before)
+		ring_cache = RingCache{incarnation, before, ring};
 	return ring;
 }
 

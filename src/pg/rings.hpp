@@ -1,5 +1,11 @@
-// rings.hpp: where the rings are now (highest generation of each rotation
-// ledger) and how many slots each has.
+// rings.hpp: where the rings are (highest generation of each rotation ledger)
+// and how many slots each has.
+//
+// Reads go through a per-backend cache keyed by the ring epoch (a seqlock kept
+// in awa.ring_epoch_seq): a rotation bumps the epoch to an odd value before it
+// appends to a ledger and to an even value after that commit. A position read
+// while the epoch stayed at the same even value is the committed position for
+// that whole epoch, so it can be reused until the epoch moves.
 #pragma once
 
 #include "pg/postgres_headers.hpp"
@@ -15,7 +21,19 @@ struct RingPositions {
 	int claim_slot_count;
 };
 
-// Reads both rings in one statement. Requires SPI. May ereport.
+// The ring epoch now. May ereport.
+int64 RingEpoch();
+
+// Current positions; `epoch` receives the epoch read before the positions
+// (so a caller can bracket an action between it and a later RingEpoch()).
+// Requires SPI. May ereport.
+RingPositions CurrentRings(int64 *epoch);
+
+// Reads both ledgers now, bypassing the cache. Requires SPI. May ereport.
 RingPositions ReadRingPositions();
+
+// The extension's incarnation: the OID of awa.ring_epoch_seq, which changes
+// when the extension is dropped and created again. Per-backend caches key on it.
+Oid ExtensionIncarnation();
 
 }  // namespace awa::pg

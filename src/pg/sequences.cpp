@@ -1,17 +1,34 @@
 // sequences.cpp: lane cursors in sequences (see sequences.hpp).
 #include "pg/sequences.hpp"
 
+extern "C" {
+#include "access/relation.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+}
+
 namespace awa::pg {
 
 int64
 SequenceValue(Oid sequence)
 {
-	LOCAL_FCINFO(fcinfo, 1);
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = ObjectIdGetDatum(sequence);
-	fcinfo->args[0].isnull = false;
-	Datum value = pg_sequence_last_value(fcinfo);
-	return fcinfo->isnull ? 0 : DatumGetInt64(value);
+	// Read the sequence tuple directly under AccessShareLock: unlike
+	// pg_sequence_last_value (RowExclusiveLock), this never conflicts with
+	// the ShareLock a claim takes to prove a lane gap dead.
+	Relation relation = relation_open(sequence, AccessShareLock);
+	if (relation->rd_rel->relkind != RELKIND_SEQUENCE)
+		elog(ERROR, "awa: relation %u is not a sequence", sequence);
+	Buffer buffer = ReadBuffer(relation, 0);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	Page page = BufferGetPage(buffer);
+	ItemId item = PageGetItemId(page, FirstOffsetNumber);
+	HeapTupleHeader header = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, item));
+	Form_pg_sequence_data data = reinterpret_cast<Form_pg_sequence_data>(reinterpret_cast<char *>(header) +
+	                                                                     header->t_hoff);
+	int64 value = data->is_called ? data->last_value : 0;
+	UnlockReleaseBuffer(buffer);
+	relation_close(relation, NoLock);
+	return value;
 }
 
 int64

@@ -46,18 +46,19 @@ const StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
 	 11, {INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, INT2OID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
 	      TIMESTAMPTZOID, JSONBOID}},
-	// kInsertReadyMany: $1 generation, $2 queue, $3 priority, $4 first lane_seq, $5 max_attempts,
-	// $6 job_ids, $7 kinds, $8 args, $9 run_ats, $10 created_at, $11 first run_at
+	// kInsertReadyMany: $1 generation, $2 queue, $3 priority, $4 lane_seqs, $5 max_attempts,
+	// $6 job_ids, $7 kinds, $8 args, $9 run_ats, $10 created_at, $11 segment firsts, $12 segment nexts,
+	// $13 first run_at
 	{"WITH segment AS ("
 	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
 	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at)"
-	 "  VALUES (%1$d, $1, $2, $3, $4, $4 + cardinality($6), $11, $10))"
+	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $10 FROM unnest($11, $12) AS s(first, next))"
 	 " INSERT INTO awa.ready_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
 	 "                                    max_attempts, kind, args, run_at, created_at)"
-	 " SELECT %1$d, $1, $2, $3, $4 + u.ord - 1, u.job_id, $5, u.kind, u.args, u.run_at, $10"
-	 "   FROM unnest($6, $7, $8, $9) WITH ORDINALITY AS u(job_id, kind, args, run_at, ord)",
-	 11, {INT8OID, TEXTOID, INT2OID, INT8OID, INT2OID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-	      TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
+	 " SELECT %1$d, $1, $2, $3, u.lane_seq, u.job_id, $5, u.kind, u.args, u.run_at, $10"
+	 "   FROM unnest($4, $6, $7, $8, $9) AS u(lane_seq, job_id, kind, args, run_at)",
+	 13, {INT8OID, TEXTOID, INT2OID, INT8ARRAYOID, INT2OID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
+	      TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}},
 	// kInsertDeferredOne: $1 job_id, $2 queue, $3 priority, $4 kind, $5 args, $6 run_at,
 	// $7 max_attempts, $8 created_at, $9 payload
 	{"INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, max_attempts,"

@@ -1,0 +1,6 @@
+-- awa worker loop, claim batch :B (pgbench -D B=10): claim (own transaction), then
+-- complete_many for the claimed jobs (own transaction); skipped when the claim was empty.
+SELECT count(*) AS n, coalesce(array_agg(job_id), '{}') AS j, coalesce(array_agg(run_lease), '{}') AS l, coalesce(array_agg(receipt_id), '{}') AS r FROM awa.claim('bench', :B) \gset
+\if :n > 0
+SELECT count(*) FROM awa.complete_many(:j, :l, :r);
+\endif

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# demo.sh: on a fresh Debian 12 machine, as root: installs what awa needs,
+# builds and installs it, starts a PostgreSQL 15 cluster kept inside the
+# checkout (.demo/, port 5440, awa preloaded), creates the extension, sends a
+# demo job through enqueue, claim and complete, and leaves the server running.
+# Safe to run again: it reuses the cluster and the running server.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+port=${AWA_DEMO_PORT:-5440}
+demo=$repo/.demo
+export PATH=/usr/lib/postgresql/15/bin:$PATH
+
+"$repo/scripts/install-deps.sh"
+echo "== building and installing awa"
+make -C "$repo" -s -j2
+make -C "$repo" -s install
+
+as_postgres() { runuser -u postgres -- env PATH="$PATH" "$@"; }
+
+mkdir -p "$demo"
+chown postgres "$demo"
+if [ ! -f "$demo/data/PG_VERSION" ]; then
+	echo "== creating a PostgreSQL 15 cluster in $demo/data"
+	as_postgres initdb -D "$demo/data" -A trust -U postgres >/dev/null
+	cat >>"$demo/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = 'localhost'
+unix_socket_directories = '$demo'
+shared_preload_libraries = 'awa'
+CONF
+fi
+if ! as_postgres pg_ctl -D "$demo/data" status >/dev/null 2>&1; then
+	echo "== starting the server on port $port"
+	as_postgres pg_ctl -D "$demo/data" -l "$demo/server.log" -w start >/dev/null
+else
+	echo "== restarting the server on port $port (loads the freshly installed awa)"
+	as_postgres pg_ctl -D "$demo/data" -l "$demo/server.log" -w restart >/dev/null
+fi
+
+psql_demo() { as_postgres psql -h "$demo" -p "$port" -d postgres -v ON_ERROR_STOP=1 -X "$@"; }
+
+echo "== CREATE EXTENSION awa"
+psql_demo -qc "CREATE EXTENSION IF NOT EXISTS awa"
+
+echo "== a demo job: enqueue, claim, complete"
+psql_demo <<'SQL'
+\pset footer off
+SELECT awa.enqueue('send_welcome_email', '{"user_id": 42}', queue => 'demo') AS enqueued_job_id \gset
+\echo enqueued job :enqueued_job_id on queue "demo"
+SELECT job_id, run_lease, receipt_id, kind, args, attempt
+  FROM awa.claim('demo', max_jobs => 1) \gset
+\echo claimed job :job_id (kind :kind, args :args, attempt :attempt, run_lease :run_lease, receipt :receipt_id)
+SELECT awa.complete(:job_id, :run_lease, :receipt_id) AS completed \gset
+\echo completed: :completed
+SELECT awa.complete(:job_id, :run_lease, :receipt_id) AS again \gset
+\echo completing the same attempt again is refused: :again
+SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'demo';
+SQL
+
+cat <<MSG
+== done. The server keeps running. Connect with:
+   runuser -u postgres -- psql -h $demo -p $port -d postgres
+   (or: psql "host=localhost port=$port user=postgres dbname=postgres")
+   Stop it with: runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D $demo/data stop
+MSG

@@ -1,0 +1,334 @@
+-- 01_tables.sql: the tables, views and sequences of schema awa, their exact
+-- columns, the types of the columns the hot paths depend on, nullability and
+-- primary keys (awa--0.6.sql).
+BEGIN;
+SET LOCAL search_path = public;
+SELECT plan(251);
+
+-- Every relation of kind table (regular or partitioned, partitions included)
+-- in schema awa, and nothing else.
+SELECT tables_are('awa',
+    ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
+          'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
+          'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots',
+          'queue_lanes',
+          'ready_entries', 'ready_segments', 'ready_tombstones',
+          'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
+          'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+          'lease_claim_closure_batches',
+          'leases',
+          'attempt_state', 'deferred_jobs', 'dlq_entries']::name[]
+    || ARRAY(SELECT (f || '_' || s)::name
+               FROM unnest(ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
+                                 'ready_claim_attempt_batches', 'done_entries',
+                                 'receipt_completion_batches']) f,
+                    generate_series(0, 15) s)
+    || ARRAY(SELECT (f || '_' || s)::name
+               FROM unnest(ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+                                 'lease_claim_closure_batches']) f,
+                    generate_series(0, 7) s)
+    || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s),
+    'schema awa has exactly the 24 tables and their 136 ring partitions');
+
+-- has_table: 24
+SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
+  FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
+                    'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
+                    'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots',
+                    'queue_lanes',
+                    'ready_entries', 'ready_segments', 'ready_tombstones',
+                    'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
+                    'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+                    'lease_claim_closure_batches', 'leases',
+                    'attempt_state', 'deferred_jobs', 'dlq_entries']) t;
+
+-- has_pk: 24
+SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
+  FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
+                    'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
+                    'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots',
+                    'queue_lanes',
+                    'ready_entries', 'ready_segments', 'ready_tombstones',
+                    'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
+                    'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+                    'lease_claim_closure_batches', 'leases',
+                    'attempt_state', 'deferred_jobs', 'dlq_entries']) t;
+
+-- col_is_pk, exact key columns in key order: 24
+SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
+  FROM (VALUES
+    ('queue_ring_state',            ARRAY['singleton']),
+    ('claim_ring_state',            ARRAY['singleton']),
+    ('lease_ring_state',            ARRAY['singleton']),
+    ('queue_ring_rotations',        ARRAY['generation']),
+    ('claim_ring_rotations',        ARRAY['generation']),
+    ('lease_ring_rotations',        ARRAY['generation']),
+    ('queue_ring_slots',            ARRAY['slot']),
+    ('claim_ring_slots',            ARRAY['slot']),
+    ('lease_ring_slots',            ARRAY['slot']),
+    ('queue_lanes',                 ARRAY['queue', 'priority']),
+    ('ready_entries',               ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']),
+    ('ready_segments',              ARRAY['queue', 'priority', 'first_lane_seq', 'ready_slot']),
+    ('ready_tombstones',            ARRAY['queue', 'priority', 'lane_seq', 'ready_generation', 'ready_slot']),
+    ('ready_claim_attempt_batches', ARRAY['batch_id', 'ready_slot']),
+    ('done_entries',                ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']),
+    ('receipt_completion_batches',  ARRAY['batch_id', 'ready_slot']),
+    ('lease_claims',                ARRAY['job_id', 'run_lease', 'claim_slot']),
+    ('lease_claim_batches',         ARRAY['batch_id', 'claim_slot']),
+    ('lease_claim_closures',        ARRAY['job_id', 'run_lease', 'claim_slot']),
+    ('lease_claim_closure_batches', ARRAY['batch_id', 'claim_slot']),
+    ('leases',                      ARRAY['queue', 'priority', 'lane_seq', 'lease_slot']),
+    ('attempt_state',               ARRAY['job_id', 'run_lease']),
+    ('deferred_jobs',               ARRAY['job_id']),
+    ('dlq_entries',                 ARRAY['job_id'])
+  ) AS pk(t, cols);
+
+-- columns_are, exact column sets: 24
+SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
+  FROM (VALUES
+    ('queue_ring_state', ARRAY['singleton', 'slot_count']),
+    ('claim_ring_state', ARRAY['singleton', 'slot_count']),
+    ('lease_ring_state', ARRAY['singleton', 'slot_count']),
+    ('queue_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
+    ('claim_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
+    ('lease_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
+    ('queue_ring_slots', ARRAY['slot']),
+    ('claim_ring_slots', ARRAY['slot']),
+    ('lease_ring_slots', ARRAY['slot']),
+    ('queue_lanes', ARRAY['queue', 'priority', 'lane_id', 'enqueue_seq', 'claim_seq', 'created_at']),
+    ('ready_entries', ARRAY['ready_slot', 'ready_generation', 'queue', 'priority', 'lane_seq', 'job_id',
+                            'run_lease', 'attempt', 'max_attempts', 'kind', 'args', 'run_at', 'created_at',
+                            'attempted_at', 'unique_key', 'unique_states', 'payload']),
+    ('ready_segments', ARRAY['ready_slot', 'ready_generation', 'queue', 'priority', 'first_lane_seq',
+                             'next_lane_seq', 'first_run_at', 'created_at']),
+    ('ready_tombstones', ARRAY['ready_slot', 'ready_generation', 'queue', 'priority', 'lane_seq', 'job_id',
+                               'tombstoned_at']),
+    ('ready_claim_attempt_batches', ARRAY['ready_slot', 'ready_generation', 'batch_id', 'queue', 'priority',
+                                          'claim_slot', 'claim_generation', 'first_lane_seq', 'next_lane_seq',
+                                          'claimed_count', 'lane_ranges', 'claimed_at']),
+    ('done_entries', ARRAY['ready_slot', 'ready_generation', 'queue', 'priority', 'lane_seq', 'job_id',
+                           'run_lease', 'attempt', 'kind', 'state', 'finalized_at', 'args', 'max_attempts',
+                           'run_at', 'created_at', 'unique_key', 'payload']),
+    ('receipt_completion_batches', ARRAY['ready_slot', 'ready_generation', 'batch_id', 'claim_slot',
+                                         'claim_batch_id', 'queue', 'priority', 'completed_count', 'job_ids',
+                                         'run_leases', 'lane_seqs', 'completed_at']),
+    ('lease_claims', ARRAY['claim_slot', 'job_id', 'run_lease', 'receipt_id', 'ready_slot', 'ready_generation',
+                           'queue', 'priority', 'attempt', 'max_attempts', 'lane_seq', 'claimed_at',
+                           'materialized_at', 'closed_at', 'deadline_at']),
+    ('lease_claim_batches', ARRAY['claim_slot', 'claim_generation', 'batch_id', 'ready_slot', 'ready_generation',
+                                  'queue', 'priority', 'claimed_count', 'job_ids', 'run_leases', 'lane_seqs',
+                                  'attempts', 'max_attempts', 'deadline_at', 'claimed_at']),
+    ('lease_claim_closures', ARRAY['claim_slot', 'job_id', 'run_lease', 'outcome', 'closed_at']),
+    ('lease_claim_closure_batches', ARRAY['claim_slot', 'batch_id', 'claim_batch_id', 'ready_slot',
+                                          'ready_generation', 'outcome', 'closed_count', 'claim_indexes',
+                                          'job_ids', 'run_leases', 'closed_at']),
+    ('leases', ARRAY['lease_slot', 'lease_generation', 'ready_slot', 'ready_generation', 'queue', 'priority',
+                     'lane_seq', 'job_id', 'run_lease', 'state', 'attempt', 'max_attempts', 'heartbeat_at',
+                     'deadline_at', 'attempted_at', 'callback_id', 'callback_timeout_at']),
+    ('attempt_state', ARRAY['job_id', 'run_lease', 'heartbeat_at', 'progress', 'updated_at']),
+    ('deferred_jobs', ARRAY['job_id', 'queue', 'priority', 'kind', 'args', 'state', 'run_at', 'run_lease',
+                            'attempt', 'max_attempts', 'created_at', 'finalized_at', 'unique_key',
+                            'unique_states', 'payload']),
+    ('dlq_entries', ARRAY['job_id', 'queue', 'priority', 'kind', 'args', 'run_lease', 'original_run_lease',
+                          'attempt', 'max_attempts', 'run_at', 'created_at', 'payload', 'dlq_reason', 'dlq_at'])
+  ) AS c(t, cols);
+
+-- col_type_is for the columns keys, routing, ring slots and receipts rely on: 141
+SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
+  FROM (VALUES
+    ('queue_ring_state', 'singleton', 'boolean'),
+    ('queue_ring_state', 'slot_count', 'integer'),
+    ('claim_ring_state', 'singleton', 'boolean'),
+    ('claim_ring_state', 'slot_count', 'integer'),
+    ('lease_ring_state', 'singleton', 'boolean'),
+    ('lease_ring_state', 'slot_count', 'integer'),
+    ('queue_ring_rotations', 'generation', 'bigint'),
+    ('queue_ring_rotations', 'slot', 'smallint'),
+    ('queue_ring_rotations', 'rotated_at', 'timestamp with time zone'),
+    ('claim_ring_rotations', 'generation', 'bigint'),
+    ('claim_ring_rotations', 'slot', 'smallint'),
+    ('claim_ring_rotations', 'rotated_at', 'timestamp with time zone'),
+    ('lease_ring_rotations', 'generation', 'bigint'),
+    ('lease_ring_rotations', 'slot', 'smallint'),
+    ('lease_ring_rotations', 'rotated_at', 'timestamp with time zone'),
+    ('queue_ring_slots', 'slot', 'smallint'),
+    ('claim_ring_slots', 'slot', 'smallint'),
+    ('lease_ring_slots', 'slot', 'smallint'),
+    ('queue_lanes', 'queue', 'text'),
+    ('queue_lanes', 'priority', 'smallint'),
+    ('queue_lanes', 'lane_id', 'bigint'),
+    ('queue_lanes', 'enqueue_seq', 'regclass'),
+    ('queue_lanes', 'claim_seq', 'regclass'),
+    ('queue_lanes', 'created_at', 'timestamp with time zone'),
+    ('ready_entries', 'ready_slot', 'smallint'),
+    ('ready_entries', 'ready_generation', 'bigint'),
+    ('ready_entries', 'queue', 'text'),
+    ('ready_entries', 'priority', 'smallint'),
+    ('ready_entries', 'lane_seq', 'bigint'),
+    ('ready_entries', 'job_id', 'bigint'),
+    ('ready_entries', 'run_lease', 'bigint'),
+    ('ready_entries', 'attempt', 'smallint'),
+    ('ready_entries', 'max_attempts', 'smallint'),
+    ('ready_entries', 'kind', 'text'),
+    ('ready_entries', 'args', 'jsonb'),
+    ('ready_entries', 'run_at', 'timestamp with time zone'),
+    ('ready_entries', 'created_at', 'timestamp with time zone'),
+    ('ready_entries', 'unique_key', 'bytea'),
+    ('ready_entries', 'unique_states', 'bit(8)'),
+    ('ready_entries', 'payload', 'jsonb'),
+    ('ready_segments', 'ready_slot', 'smallint'),
+    ('ready_segments', 'ready_generation', 'bigint'),
+    ('ready_segments', 'queue', 'text'),
+    ('ready_segments', 'priority', 'smallint'),
+    ('ready_segments', 'first_lane_seq', 'bigint'),
+    ('ready_segments', 'next_lane_seq', 'bigint'),
+    ('ready_segments', 'first_run_at', 'timestamp with time zone'),
+    ('ready_tombstones', 'ready_slot', 'smallint'),
+    ('ready_tombstones', 'ready_generation', 'bigint'),
+    ('ready_tombstones', 'queue', 'text'),
+    ('ready_tombstones', 'priority', 'smallint'),
+    ('ready_tombstones', 'lane_seq', 'bigint'),
+    ('ready_tombstones', 'job_id', 'bigint'),
+    ('ready_claim_attempt_batches', 'ready_slot', 'smallint'),
+    ('ready_claim_attempt_batches', 'ready_generation', 'bigint'),
+    ('ready_claim_attempt_batches', 'batch_id', 'bigint'),
+    ('ready_claim_attempt_batches', 'queue', 'text'),
+    ('ready_claim_attempt_batches', 'priority', 'smallint'),
+    ('ready_claim_attempt_batches', 'claim_slot', 'smallint'),
+    ('ready_claim_attempt_batches', 'claim_generation', 'bigint'),
+    ('ready_claim_attempt_batches', 'first_lane_seq', 'bigint'),
+    ('ready_claim_attempt_batches', 'next_lane_seq', 'bigint'),
+    ('ready_claim_attempt_batches', 'claimed_count', 'integer'),
+    ('ready_claim_attempt_batches', 'lane_ranges', 'int8multirange'),
+    ('done_entries', 'ready_slot', 'smallint'),
+    ('done_entries', 'ready_generation', 'bigint'),
+    ('done_entries', 'lane_seq', 'bigint'),
+    ('done_entries', 'job_id', 'bigint'),
+    ('done_entries', 'run_lease', 'bigint'),
+    ('done_entries', 'attempt', 'smallint'),
+    ('done_entries', 'state', 'text'),
+    ('done_entries', 'finalized_at', 'timestamp with time zone'),
+    ('receipt_completion_batches', 'ready_slot', 'smallint'),
+    ('receipt_completion_batches', 'ready_generation', 'bigint'),
+    ('receipt_completion_batches', 'batch_id', 'bigint'),
+    ('receipt_completion_batches', 'claim_slot', 'smallint'),
+    ('receipt_completion_batches', 'claim_batch_id', 'bigint'),
+    ('receipt_completion_batches', 'completed_count', 'integer'),
+    ('receipt_completion_batches', 'job_ids', 'bigint[]'),
+    ('receipt_completion_batches', 'run_leases', 'bigint[]'),
+    ('receipt_completion_batches', 'lane_seqs', 'bigint[]'),
+    ('lease_claims', 'claim_slot', 'smallint'),
+    ('lease_claims', 'job_id', 'bigint'),
+    ('lease_claims', 'run_lease', 'bigint'),
+    ('lease_claims', 'receipt_id', 'bigint'),
+    ('lease_claims', 'ready_slot', 'smallint'),
+    ('lease_claims', 'ready_generation', 'bigint'),
+    ('lease_claims', 'lane_seq', 'bigint'),
+    ('lease_claims', 'deadline_at', 'timestamp with time zone'),
+    ('lease_claim_batches', 'claim_slot', 'smallint'),
+    ('lease_claim_batches', 'claim_generation', 'bigint'),
+    ('lease_claim_batches', 'batch_id', 'bigint'),
+    ('lease_claim_batches', 'ready_slot', 'smallint'),
+    ('lease_claim_batches', 'ready_generation', 'bigint'),
+    ('lease_claim_batches', 'queue', 'text'),
+    ('lease_claim_batches', 'priority', 'smallint'),
+    ('lease_claim_batches', 'claimed_count', 'integer'),
+    ('lease_claim_batches', 'job_ids', 'bigint[]'),
+    ('lease_claim_batches', 'run_leases', 'bigint[]'),
+    ('lease_claim_batches', 'lane_seqs', 'bigint[]'),
+    ('lease_claim_batches', 'attempts', 'smallint[]'),
+    ('lease_claim_batches', 'max_attempts', 'smallint[]'),
+    ('lease_claim_batches', 'deadline_at', 'timestamp with time zone'),
+    ('lease_claim_batches', 'claimed_at', 'timestamp with time zone'),
+    ('lease_claim_closures', 'claim_slot', 'smallint'),
+    ('lease_claim_closures', 'job_id', 'bigint'),
+    ('lease_claim_closures', 'run_lease', 'bigint'),
+    ('lease_claim_closures', 'outcome', 'text'),
+    ('lease_claim_closure_batches', 'claim_slot', 'smallint'),
+    ('lease_claim_closure_batches', 'batch_id', 'bigint'),
+    ('lease_claim_closure_batches', 'claim_batch_id', 'bigint'),
+    ('lease_claim_closure_batches', 'ready_slot', 'smallint'),
+    ('lease_claim_closure_batches', 'ready_generation', 'bigint'),
+    ('lease_claim_closure_batches', 'outcome', 'text'),
+    ('lease_claim_closure_batches', 'closed_count', 'integer'),
+    ('lease_claim_closure_batches', 'claim_indexes', 'integer[]'),
+    ('lease_claim_closure_batches', 'job_ids', 'bigint[]'),
+    ('lease_claim_closure_batches', 'run_leases', 'bigint[]'),
+    ('leases', 'lease_slot', 'smallint'),
+    ('leases', 'lease_generation', 'bigint'),
+    ('leases', 'ready_slot', 'smallint'),
+    ('leases', 'ready_generation', 'bigint'),
+    ('leases', 'lane_seq', 'bigint'),
+    ('leases', 'job_id', 'bigint'),
+    ('leases', 'run_lease', 'bigint'),
+    ('leases', 'state', 'text'),
+    ('leases', 'callback_id', 'uuid'),
+    ('attempt_state', 'job_id', 'bigint'),
+    ('attempt_state', 'run_lease', 'bigint'),
+    ('attempt_state', 'progress', 'jsonb'),
+    ('deferred_jobs', 'job_id', 'bigint'),
+    ('deferred_jobs', 'priority', 'smallint'),
+    ('deferred_jobs', 'state', 'text'),
+    ('deferred_jobs', 'run_at', 'timestamp with time zone'),
+    ('deferred_jobs', 'run_lease', 'bigint'),
+    ('deferred_jobs', 'max_attempts', 'smallint'),
+    ('dlq_entries', 'job_id', 'bigint'),
+    ('dlq_entries', 'run_lease', 'bigint'),
+    ('dlq_entries', 'original_run_lease', 'bigint'),
+    ('dlq_entries', 'dlq_reason', 'text'),
+    ('dlq_entries', 'dlq_at', 'timestamp with time zone')
+  ) AS ct(t, c, ty);
+
+-- Nullability: exactly these columns of the 24 tables may be NULL (all others NOT NULL).
+SELECT results_eq(
+    $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default"
+        FROM pg_catalog.pg_attribute a
+        JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+       WHERE c.relnamespace = 'awa'::regnamespace
+         AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+         AND a.attnum > 0 AND NOT a.attisdropped AND NOT a.attnotnull
+       ORDER BY 1, 2$$,
+    $$VALUES ('attempt_state', 'heartbeat_at'), ('attempt_state', 'progress'),
+             ('deferred_jobs', 'finalized_at'), ('deferred_jobs', 'payload'),
+             ('deferred_jobs', 'unique_key'), ('deferred_jobs', 'unique_states'),
+             ('dlq_entries', 'payload'),
+             ('done_entries', 'args'), ('done_entries', 'created_at'), ('done_entries', 'max_attempts'),
+             ('done_entries', 'payload'), ('done_entries', 'run_at'), ('done_entries', 'unique_key'),
+             ('lease_claims', 'closed_at'), ('lease_claims', 'deadline_at'), ('lease_claims', 'materialized_at'),
+             ('leases', 'callback_id'), ('leases', 'callback_timeout_at'), ('leases', 'deadline_at'),
+             ('leases', 'heartbeat_at'),
+             ('ready_entries', 'attempted_at'), ('ready_entries', 'payload'), ('ready_entries', 'unique_key'),
+             ('ready_entries', 'unique_states')$$,
+    'exactly the optional columns are nullable; every other column is NOT NULL');
+
+-- queue_lanes.lane_id is unique (lane sequences are named after it).
+SELECT col_is_unique('awa', 'queue_lanes', ARRAY['lane_id']::name[], 'awa.queue_lanes.lane_id is unique');
+
+-- The lanes view.
+SELECT has_view('awa', 'lanes', 'view awa.lanes exists');
+SELECT columns_are('awa', 'lanes', ARRAY['queue', 'priority', 'lane_id', 'enqueue_cursor', 'claim_cursor']::name[],
+                   'awa.lanes has exactly its columns');
+SELECT col_type_is('awa', 'lanes', 'enqueue_cursor', 'bigint', 'awa.lanes.enqueue_cursor is bigint');
+SELECT col_type_is('awa', 'lanes', 'claim_cursor', 'bigint', 'awa.lanes.claim_cursor is bigint');
+SELECT views_are('awa', ARRAY['lanes']::name[], 'schema awa has exactly one view');
+
+-- Sequences: the four global identities; any other sequence of awa must be a
+-- per-lane cursor sequence (none exist before the first enqueue).
+SELECT has_sequence('awa', s::name, 'sequence awa.' || s || ' exists')
+  FROM unnest(ARRAY['job_id_seq', 'queue_lane_id_seq', 'claim_batch_id_seq', 'closure_batch_id_seq']) s;
+SELECT is(
+    ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class c
+           WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'S'
+             AND c.relname !~ '^lane_[0-9]+_(enqueue|claim)_seq$'
+           ORDER BY 1),
+    ARRAY['claim_batch_id_seq', 'closure_batch_id_seq', 'job_id_seq', 'queue_lane_id_seq'],
+    'awa has no sequences besides the four identities and per-lane cursor sequences');
+SELECT is(
+    ARRAY(SELECT format_type(s.seqtypid, NULL) FROM pg_catalog.pg_sequence s
+           WHERE s.seqrelid IN ('awa.job_id_seq'::regclass, 'awa.queue_lane_id_seq'::regclass,
+                                'awa.claim_batch_id_seq'::regclass, 'awa.closure_batch_id_seq'::regclass)),
+    ARRAY['bigint', 'bigint', 'bigint', 'bigint'],
+    'the identity sequences are bigint');
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,131 @@
+-- 03_indexes.sql: the indexes the hot paths need (exact columns, order and
+-- definition), the exact index set of every table, and that every partitioned
+-- index is attached on every ring partition.
+BEGIN;
+SET LOCAL search_path = public;
+SELECT plan(63);
+
+-- Hot-path indexes with their exact key columns: 9
+SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
+                 ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']::name[],
+                 'ready_entries PK is (queue, priority, lane_seq, ready_slot)');
+SELECT has_index('awa', 'ready_entries', 'ready_entries_job_id_idx', ARRAY['job_id']::name[],
+                 'ready_entries has its job_id index');
+SELECT has_index('awa', 'ready_segments', 'ready_segments_lane_next_idx',
+                 ARRAY['queue', 'priority', 'next_lane_seq']::name[],
+                 'ready_segments has its (queue, priority, next_lane_seq) index');
+SELECT has_index('awa', 'ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx',
+                 ARRAY['queue', 'priority', 'next_lane_seq']::name[],
+                 'ready_claim_attempt_batches has its (queue, priority, next_lane_seq) index');
+SELECT has_index('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
+                 ARRAY['batch_id', 'claim_slot']::name[],
+                 'lease_claim_batches PK is (batch_id, claim_slot)');
+SELECT has_index('awa', 'lease_claim_closure_batches', 'lease_claim_closure_batches_claim_batch_idx',
+                 ARRAY['claim_batch_id']::name[],
+                 'lease_claim_closure_batches has its claim_batch_id index');
+SELECT has_index('awa', 'receipt_completion_batches', 'receipt_completion_batches_claim_batch_idx',
+                 ARRAY['claim_batch_id']::name[],
+                 'receipt_completion_batches has its claim_batch_id index');
+SELECT has_index('awa', 'deferred_jobs', 'deferred_jobs_due_idx',
+                 ARRAY['state', 'run_at', 'queue', 'priority', 'job_id']::name[],
+                 'deferred_jobs has its due index (state, run_at, queue, priority, job_id)');
+SELECT has_index('awa', 'dlq_entries', 'dlq_entries_queue_idx', ARRAY['queue', 'dlq_at']::name[],
+                 'dlq_entries has its (queue, dlq_at) index');
+
+-- The two probed primary keys are the primary-key indexes: 2
+SELECT index_is_primary('awa', 'ready_entries', 'ready_entries_pkey',
+                        'ready_entries_pkey is the primary key of ready_entries');
+SELECT index_is_primary('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
+                        'lease_claim_batches_pkey is the primary key of lease_claim_batches');
+
+-- Exact definitions (uniqueness, method, order, no predicate): 9
+SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
+  FROM (VALUES
+    ('ready_entries_pkey',
+     'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (queue, priority, lane_seq, ready_slot)'),
+    ('ready_entries_job_id_idx',
+     'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id)'),
+    ('ready_segments_lane_next_idx',
+     'CREATE INDEX ready_segments_lane_next_idx ON ONLY awa.ready_segments USING btree (queue, priority, next_lane_seq)'),
+    ('ready_claim_attempt_batches_lane_next_idx',
+     'CREATE INDEX ready_claim_attempt_batches_lane_next_idx ON ONLY awa.ready_claim_attempt_batches USING btree (queue, priority, next_lane_seq)'),
+    ('lease_claim_batches_pkey',
+     'CREATE UNIQUE INDEX lease_claim_batches_pkey ON ONLY awa.lease_claim_batches USING btree (batch_id, claim_slot)'),
+    ('lease_claim_closure_batches_claim_batch_idx',
+     'CREATE INDEX lease_claim_closure_batches_claim_batch_idx ON ONLY awa.lease_claim_closure_batches USING btree (claim_batch_id)'),
+    ('receipt_completion_batches_claim_batch_idx',
+     'CREATE INDEX receipt_completion_batches_claim_batch_idx ON ONLY awa.receipt_completion_batches USING btree (claim_batch_id)'),
+    ('deferred_jobs_due_idx',
+     'CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs USING btree (state, run_at, queue, priority, job_id)'),
+    ('dlq_entries_queue_idx',
+     'CREATE INDEX dlq_entries_queue_idx ON awa.dlq_entries USING btree (queue, dlq_at DESC)')
+  ) AS d(i, def);
+
+-- Exact index set of every table: 24
+SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its indexes')
+  FROM (VALUES
+    ('queue_ring_state',            ARRAY['queue_ring_state_pkey']),
+    ('claim_ring_state',            ARRAY['claim_ring_state_pkey']),
+    ('lease_ring_state',            ARRAY['lease_ring_state_pkey']),
+    ('queue_ring_rotations',        ARRAY['queue_ring_rotations_pkey']),
+    ('claim_ring_rotations',        ARRAY['claim_ring_rotations_pkey']),
+    ('lease_ring_rotations',        ARRAY['lease_ring_rotations_pkey']),
+    ('queue_ring_slots',            ARRAY['queue_ring_slots_pkey']),
+    ('claim_ring_slots',            ARRAY['claim_ring_slots_pkey']),
+    ('lease_ring_slots',            ARRAY['lease_ring_slots_pkey']),
+    ('queue_lanes',                 ARRAY['queue_lanes_pkey', 'queue_lanes_lane_id_key']),
+    ('ready_entries',               ARRAY['ready_entries_pkey', 'ready_entries_job_id_idx']),
+    ('ready_segments',              ARRAY['ready_segments_pkey', 'ready_segments_lane_next_idx']),
+    ('ready_tombstones',            ARRAY['ready_tombstones_pkey']),
+    ('ready_claim_attempt_batches', ARRAY['ready_claim_attempt_batches_pkey',
+                                          'ready_claim_attempt_batches_lane_next_idx']),
+    ('done_entries',                ARRAY['done_entries_pkey', 'done_entries_job_id_idx', 'done_entries_failed_idx']),
+    ('receipt_completion_batches',  ARRAY['receipt_completion_batches_pkey',
+                                          'receipt_completion_batches_claim_batch_idx']),
+    ('lease_claims',                ARRAY['lease_claims_pkey']),
+    ('lease_claim_batches',         ARRAY['lease_claim_batches_pkey']),
+    ('lease_claim_closures',        ARRAY['lease_claim_closures_pkey']),
+    ('lease_claim_closure_batches', ARRAY['lease_claim_closure_batches_pkey',
+                                          'lease_claim_closure_batches_claim_batch_idx']),
+    ('leases',                      ARRAY['leases_pkey', 'leases_attempt_idx']),
+    ('attempt_state',               ARRAY['attempt_state_pkey']),
+    ('deferred_jobs',               ARRAY['deferred_jobs_pkey', 'deferred_jobs_due_idx', 'deferred_jobs_unique_key_idx']),
+    ('dlq_entries',                 ARRAY['dlq_entries_pkey', 'dlq_entries_queue_idx'])
+  ) AS x(t, idx);
+
+-- Every index of a ring family has a valid attached index on each of its
+-- partitions (claims and completions probe the slot partitions directly): 19
+SELECT is(
+    (SELECT count(*)::int
+       FROM pg_catalog.pg_inherits i
+       JOIN pg_catalog.pg_index ci ON ci.indexrelid = i.inhrelid
+       JOIN pg_catalog.pg_class ct ON ct.oid = ci.indrelid
+      WHERE i.inhparent = ('awa.' || idx)::regclass
+        AND ci.indisvalid
+        AND ct.relname = ANY (ARRAY(SELECT (family || '_' || s)::name FROM generate_series(0, slots - 1) s))),
+    slots,
+    'awa.' || idx || ' is attached on all ' || slots || ' partitions of ' || family)
+  FROM (VALUES
+    ('ready_entries', 'ready_entries_pkey', 16),
+    ('ready_entries', 'ready_entries_job_id_idx', 16),
+    ('ready_segments', 'ready_segments_pkey', 16),
+    ('ready_segments', 'ready_segments_lane_next_idx', 16),
+    ('ready_tombstones', 'ready_tombstones_pkey', 16),
+    ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_pkey', 16),
+    ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx', 16),
+    ('done_entries', 'done_entries_pkey', 16),
+    ('done_entries', 'done_entries_job_id_idx', 16),
+    ('done_entries', 'done_entries_failed_idx', 16),
+    ('receipt_completion_batches', 'receipt_completion_batches_pkey', 16),
+    ('receipt_completion_batches', 'receipt_completion_batches_claim_batch_idx', 16),
+    ('lease_claims', 'lease_claims_pkey', 8),
+    ('lease_claim_batches', 'lease_claim_batches_pkey', 8),
+    ('lease_claim_closures', 'lease_claim_closures_pkey', 8),
+    ('lease_claim_closure_batches', 'lease_claim_closure_batches_pkey', 8),
+    ('lease_claim_closure_batches', 'lease_claim_closure_batches_claim_batch_idx', 8),
+    ('leases', 'leases_pkey', 8),
+    ('leases', 'leases_attempt_idx', 8)
+  ) AS p(family, idx, slots);
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,137 @@
+# 004_standby_promotion.pl
+#
+# Failover to a streaming standby. A walsender ships WAL only up to the
+# primary's flush position, so an asynchronously committed claim whose commit
+# record has not been flushed yet has not reached any standby:
+#   - standby1, promoted while the claim is still unflushed on the primary,
+#     never saw the claim: the job is claimable there with run_lease 1 and the
+#     cursor is not past it;
+#   - standby2, promoted after a later synchronous commit on the primary
+#     (which flushed the claim) and after it replayed that commit, has the
+#     claim: the job is not handed out again and the original receipt
+#     completes it.
+#
+# Determinism: the primary's WAL writer is paused (SIGSTOP) before the claim,
+# its bgwriter does no LRU writes, no checkpoint is due and no backend evicts a
+# dirty buffer (shared_buffers = 128MB instead of the 1MB that allows_streaming
+# sets; an eviction flushes all WAL inserted so far), so nothing but a
+# backend's own synchronous commit flushes WAL (see 001). The test checks that
+# the claim is unflushed before promoting standby1.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'awa'
+autovacuum = off
+wal_writer_delay = '10s'
+bgwriter_lru_maxpages = 0
+shared_buffers = '128MB'
+checkpoint_timeout = '1h'
+max_wal_size = '1GB'
+});
+$primary->start;
+$primary->safe_psql('postgres', 'CREATE EXTENSION awa');
+
+$primary->backup('base');
+my $standby1 = PostgreSQL::Test::Cluster->new('standby1');
+$standby1->init_from_backup($primary, 'base', has_streaming => 1);
+$standby1->start;
+my $standby2 = PostgreSQL::Test::Cluster->new('standby2');
+$standby2->init_from_backup($primary, 'base', has_streaming => 1);
+$standby2->start;
+
+sub claim_cursor
+{
+	my ($node, $queue) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT claim_cursor FROM awa.lanes WHERE queue = '$queue' AND priority = 2");
+}
+
+# A durable job, replayed on both standbys.
+my $job = $primary->safe_psql('postgres', "SELECT awa.enqueue('k', '{}', 'q')");
+like($job, qr/^\d+$/, 'enqueued one job on the primary');
+$primary->wait_for_catchup($standby1, 'replay');
+$primary->wait_for_catchup($standby2, 'replay');
+for my $standby ($standby1, $standby2)
+{
+	is( $standby->safe_psql(
+			'postgres', "SELECT job_id FROM awa.ready_entries WHERE queue = 'q'"),
+		$job,
+		$standby->name . ' has the job');
+}
+
+my $ww = $primary->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'");
+like($ww, qr/^\d+$/, 'found the primary WAL writer');
+is(kill('STOP', $ww), 1, 'primary WAL writer paused (SIGSTOP)');
+
+# The claim on the primary: an implicit transaction, committed asynchronously.
+my ($c_job, $c_lease, $c_receipt) = split /\|/,
+  $primary->safe_psql('postgres',
+	"SELECT job_id, run_lease, receipt_id FROM awa.claim('q')");
+is($c_job,   $job, 'the primary claimed the job');
+is($c_lease, '1',  'run_lease 1');
+
+my $claim_end = $primary->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+is( $primary->safe_psql(
+		'postgres', "SELECT pg_current_wal_flush_lsn() < '$claim_end'::pg_lsn"),
+	't',
+	'the claim commit is not flushed on the primary');
+is( $standby1->safe_psql(
+		'postgres', "SELECT pg_last_wal_receive_lsn() < '$claim_end'::pg_lsn"),
+	't',
+	'standby1 has not received the claim commit');
+
+# Failover to standby1 now.
+$standby1->promote;
+is($standby1->safe_psql('postgres', 'SELECT pg_is_in_recovery()'),
+	'f', 'standby1 promoted');
+is(claim_cursor($standby1, 'q'), '0',
+	'standby1: the cursor is not past the job');
+my ($s1_job, $s1_lease, $s1_receipt, $s1_attempt) = split /\|/,
+  $standby1->safe_psql('postgres',
+	"SELECT job_id, run_lease, receipt_id, attempt FROM awa.claim('q')");
+is($s1_job,     $job, 'standby1: the job is claimable');
+is($s1_lease,   '1',  'standby1: run_lease 1 (the primary claim never reached it)');
+is($s1_attempt, '1',  'standby1: attempt 1');
+is( $standby1->safe_psql(
+		'postgres', "SELECT awa.complete($s1_job, $s1_lease, $s1_receipt)"),
+	't',
+	'standby1: the new attempt completes');
+
+# On the primary, a later synchronous commit flushes the claim.
+my $other = $primary->safe_psql('postgres',
+	"SELECT awa.enqueue('k', '{}', 'other')");
+like($other, qr/^\d+$/, 'synchronous enqueue on another queue');
+is( $primary->safe_psql(
+		'postgres', "SELECT pg_current_wal_flush_lsn() >= '$claim_end'::pg_lsn"),
+	't',
+	'the claim commit is flushed on the primary now');
+is(kill('CONT', $ww), 1, 'primary WAL writer resumed');
+
+$primary->wait_for_catchup($standby2, 'replay');
+$standby2->promote;
+is($standby2->safe_psql('postgres', 'SELECT pg_is_in_recovery()'),
+	'f', 'standby2 promoted');
+is($standby2->safe_psql('postgres', "SELECT awa.claim('q')"),
+	'', 'standby2: the claimed job is not handed out again');
+is(claim_cursor($standby2, 'q'), '1',
+	'standby2: the cursor moved past the job on its replicated evidence');
+is( $standby2->safe_psql(
+		'postgres', "SELECT awa.complete($c_job, $c_lease, $c_receipt)"),
+	't',
+	'standby2: the original receipt completes the job');
+is($standby2->safe_psql('postgres', "SELECT job_id FROM awa.claim('other')"),
+	$other, 'standby2: has the flushing enqueue');
+
+$standby2->stop;
+$standby1->stop;
+$primary->stop;
+done_testing();

@@ -1,0 +1,273 @@
+// validate_test.cpp: argument rules of the SQL API (src/core/validate.hpp):
+// boundaries on both sides, and the code, message and hint of every violation.
+#include "core/validate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+namespace awa::core {
+namespace {
+
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+
+const char kSomeName[] = "x";
+
+// A Violation filled with garbage, so a check that forgets a field is caught.
+Violation
+Dirty()
+{
+	Violation v;
+	std::memset(&v, 0x5a, sizeof(v));
+	v.code = static_cast<ViolationCode>(77);
+	return v;
+}
+
+void
+ExpectViolation(const Violation &v, ViolationCode code, const std::string &message, const std::string &hint)
+{
+	EXPECT_EQ(v.code, code);
+	ASSERT_NE(std::memchr(v.message, '\0', sizeof(v.message)), nullptr) << "message not terminated";
+	ASSERT_NE(std::memchr(v.hint, '\0', sizeof(v.hint)), nullptr) << "hint not terminated";
+	EXPECT_EQ(std::string(v.message), message);
+	EXPECT_EQ(std::string(v.hint), hint);
+	EXPECT_FALSE(std::string(v.hint).empty()) << "every error has a HINT";
+}
+
+TEST(Violation, IsTriviallyDestructible)
+{
+	static_assert(std::is_trivially_destructible_v<Violation>, "the PostgreSQL layer relies on this");
+	SUCCEED();
+}
+
+TEST(Constants, Values)
+{
+	EXPECT_EQ(kMaxNameLength, 200u);
+	EXPECT_EQ(kMinPriority, 1);
+	EXPECT_EQ(kMaxPriority, 4);
+	EXPECT_EQ(kMaxAttemptsLimit, 1000);
+	EXPECT_EQ(kMaxJobsPerClaim, 10000);
+}
+
+// ---- names: kind and queue ------------------------------------------------
+
+TEST(CheckKind, Null)
+{
+	Violation v = Dirty();
+	EXPECT_FALSE(CheckKind(nullptr, 0, &v));
+	ExpectViolation(v, ViolationCode::kNullValue, "kind must not be NULL", "Pass a non-empty name.");
+	v = Dirty();
+	// NULL wins over any length
+	EXPECT_FALSE(CheckKind(nullptr, 5, &v));
+	ExpectViolation(v, ViolationCode::kNullValue, "kind must not be NULL", "Pass a non-empty name.");
+}
+
+TEST(CheckKind, Empty)
+{
+	Violation v = Dirty();
+	EXPECT_FALSE(CheckKind(kSomeName, 0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "kind must not be empty", "Pass a non-empty name.");
+}
+
+TEST(CheckKind, LengthBoundaries)
+{
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckKind(kSomeName, 1, &v));
+	EXPECT_TRUE(CheckKind(kSomeName, 2, &v));
+	EXPECT_TRUE(CheckKind(kSomeName, 199, &v));
+	EXPECT_TRUE(CheckKind(kSomeName, 200, &v));
+	EXPECT_FALSE(CheckKind(kSomeName, 201, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "kind is 201 characters long; at most 200 are allowed",
+	                "Use a shorter name.");
+	v = Dirty();
+	EXPECT_FALSE(CheckKind(kSomeName, 100000, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "kind is 100000 characters long; at most 200 are allowed",
+	                "Use a shorter name.");
+}
+
+TEST(CheckQueue, Null)
+{
+	Violation v = Dirty();
+	EXPECT_FALSE(CheckQueue(nullptr, 0, &v));
+	ExpectViolation(v, ViolationCode::kNullValue, "queue must not be NULL", "Pass a non-empty name.");
+}
+
+TEST(CheckQueue, Empty)
+{
+	Violation v = Dirty();
+	EXPECT_FALSE(CheckQueue(kSomeName, 0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "queue must not be empty", "Pass a non-empty name.");
+}
+
+TEST(CheckQueue, LengthBoundaries)
+{
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckQueue(kSomeName, 1, &v));
+	EXPECT_TRUE(CheckQueue(kSomeName, 200, &v));
+	EXPECT_FALSE(CheckQueue(kSomeName, 201, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "queue is 201 characters long; at most 200 are allowed",
+	                "Use a shorter name.");
+}
+
+// ---- numbers ---------------------------------------------------------------
+
+TEST(CheckPriority, Boundaries)
+{
+	const char *hint = "Priority 1 is the most urgent, 4 the least.";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckPriority(1, &v));
+	EXPECT_TRUE(CheckPriority(2, &v));
+	EXPECT_TRUE(CheckPriority(3, &v));
+	EXPECT_TRUE(CheckPriority(4, &v));
+	EXPECT_FALSE(CheckPriority(0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "priority must be between 1 and 4, got 0", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckPriority(5, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "priority must be between 1 and 4, got 5", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckPriority(-1, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "priority must be between 1 and 4, got -1", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckPriority(kI64Min, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter,
+	                "priority must be between 1 and 4, got -9223372036854775808", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckPriority(kI64Max, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter,
+	                "priority must be between 1 and 4, got 9223372036854775807", hint);
+	// a value that only looks valid after truncation to 32 bits
+	v = Dirty();
+	EXPECT_FALSE(CheckPriority((int64_t{1} << 32) + 1, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "priority must be between 1 and 4, got 4294967297", hint);
+}
+
+TEST(CheckMaxAttempts, Boundaries)
+{
+	const char *hint = "Pass a number of attempts from 1 to 1000.";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckMaxAttempts(1, &v));
+	EXPECT_TRUE(CheckMaxAttempts(25, &v));
+	EXPECT_TRUE(CheckMaxAttempts(999, &v));
+	EXPECT_TRUE(CheckMaxAttempts(1000, &v));
+	EXPECT_FALSE(CheckMaxAttempts(0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "max_attempts must be between 1 and 1000, got 0", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckMaxAttempts(1001, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "max_attempts must be between 1 and 1000, got 1001", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckMaxAttempts(-5, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "max_attempts must be between 1 and 1000, got -5", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckMaxAttempts(kI64Max, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter,
+	                "max_attempts must be between 1 and 1000, got 9223372036854775807", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckMaxAttempts((int64_t{1} << 32) + 25, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter,
+	                "max_attempts must be between 1 and 1000, got 4294967321", hint);
+}
+
+TEST(CheckMaxJobs, Boundaries)
+{
+	const char *hint = "A claim takes from 1 to 10000 jobs.";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckMaxJobs(1, &v));
+	EXPECT_TRUE(CheckMaxJobs(2, &v));
+	EXPECT_TRUE(CheckMaxJobs(9999, &v));
+	EXPECT_TRUE(CheckMaxJobs(10000, &v));
+	EXPECT_FALSE(CheckMaxJobs(0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "max_jobs must be between 1 and 10000, got 0", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckMaxJobs(10001, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "max_jobs must be between 1 and 10000, got 10001", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckMaxJobs(-1, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "max_jobs must be between 1 and 10000, got -1", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckMaxJobs(kI64Min, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter,
+	                "max_jobs must be between 1 and 10000, got -9223372036854775808", hint);
+}
+
+TEST(CheckDeadline, Boundaries)
+{
+	const char *hint = "The deadline is how long the worker may hold the job, e.g. '5 minutes'.";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckDeadline(1, &v));
+	EXPECT_TRUE(CheckDeadline(300000000, &v));  // 5 minutes
+	EXPECT_TRUE(CheckDeadline(kI64Max, &v));
+	EXPECT_FALSE(CheckDeadline(0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "deadline must be a positive interval", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckDeadline(-1, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "deadline must be a positive interval", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckDeadline(kI64Min, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "deadline must be a positive interval", hint);
+}
+
+// ---- NULL and array shape ---------------------------------------------------
+
+TEST(CheckNotNull, Rule)
+{
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckNotNull(false, "args", &v));
+	EXPECT_FALSE(CheckNotNull(true, "args", &v));
+	ExpectViolation(v, ViolationCode::kNullValue, "args must not be NULL", "Omit the argument to use its default.");
+	v = Dirty();
+	EXPECT_FALSE(CheckNotNull(true, "max_jobs", &v));
+	ExpectViolation(v, ViolationCode::kNullValue, "max_jobs must not be NULL",
+	                "Omit the argument to use its default.");
+}
+
+TEST(CheckNotNull, LongNameIsTruncatedNotOverflowed)
+{
+	std::string what(400, 'w');
+	Violation v = Dirty();
+	EXPECT_FALSE(CheckNotNull(true, what.c_str(), &v));
+	EXPECT_EQ(v.code, ViolationCode::kNullValue);
+	ASSERT_NE(std::memchr(v.message, '\0', sizeof(v.message)), nullptr);
+	EXPECT_EQ(std::strlen(v.message), sizeof(v.message) - 1);
+	EXPECT_EQ(std::string(v.message), std::string(sizeof(v.message) - 1, 'w'));
+	EXPECT_EQ(std::string(v.hint), "Omit the argument to use its default.");
+}
+
+TEST(CheckSameLength, Rule)
+{
+	const char *hint = "Pass one element per job in every array.";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckSameLength("args", 0, "kinds", 0, &v));
+	EXPECT_TRUE(CheckSameLength("args", 3, "kinds", 3, &v));
+	EXPECT_TRUE(CheckSameLength("args", 10000, "kinds", 10000, &v));
+	EXPECT_FALSE(CheckSameLength("args", 2, "kinds", 3, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "args has 2 elements but kinds has 3", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckSameLength("priorities", 4, "kinds", 3, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "priorities has 4 elements but kinds has 3", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckSameLength("run_at", 0, "kinds", 1, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "run_at has 0 elements but kinds has 1", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckSameLength("receipt_ids", 1, "job_ids", 0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "receipt_ids has 1 elements but job_ids has 0", hint);
+}
+
+// A failed check overwrites a previous violation completely (no stale text).
+TEST(Violation, LaterFailureReplacesEarlierText)
+{
+	Violation v = Dirty();
+	EXPECT_FALSE(CheckSameLength("priorities", 4, "kinds", 3, &v));
+	EXPECT_FALSE(CheckPriority(0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "priority must be between 1 and 4, got 0",
+	                "Priority 1 is the most urgent, 4 the least.");
+	EXPECT_FALSE(CheckKind(nullptr, 0, &v));
+	ExpectViolation(v, ViolationCode::kNullValue, "kind must not be NULL", "Pass a non-empty name.");
+}
+
+}  // namespace
+}  // namespace awa::core
