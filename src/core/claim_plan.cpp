@@ -58,6 +58,7 @@ PlanClaim(const ClaimPlanInput &input)
 	std::sort(committed.begin(), committed.end(),
 	          [](const CommittedRange &a, const CommittedRange &b) { return a.first < b.first; });
 	const std::vector<LaneRange> spent = NormalizeRanges(input.spent);
+	const std::vector<LaneRange> reserved = NormalizeRanges(input.reserved);
 
 	ClaimPlan plan;
 	plan.new_cursor = input.cursor;
@@ -71,6 +72,11 @@ PlanClaim(const ClaimPlanInput &input)
 				plan.new_cursor = pos - 1;
 			continue;
 		}
+		if (const LaneRange *r = Containing(reserved, pos)) {
+			pos = r->next;
+			in_prefix = false;
+			continue;
+		}
 		if (const CommittedRange *c = Containing(committed, pos)) {
 			if (plan.generation != -1 && c->generation != plan.generation) {
 				plan.stop = PlanStop::kGeneration;
@@ -78,7 +84,8 @@ PlanClaim(const ClaimPlanInput &input)
 				return plan;
 			}
 			plan.generation = c->generation;
-			int64_t end = std::min({c->next, NextStartAfter(spent, pos), pos + (input.max_jobs - plan.claimed)});
+			int64_t end = std::min({c->next, NextStartAfter(spent, pos), NextStartAfter(reserved, pos),
+			                        pos + (input.max_jobs - plan.claimed)});
 			if (!plan.claim.empty() && plan.claim.back().next == pos)
 				plan.claim.back().next = end;
 			else
@@ -89,7 +96,8 @@ PlanClaim(const ClaimPlanInput &input)
 			continue;
 		}
 		// Neither spent nor committed: a hole if anything visible lies above it.
-		int64_t above = std::min(NextStartAfter(committed, pos), NextStartAfter(spent, pos));
+		int64_t above = std::min({NextStartAfter(committed, pos), NextStartAfter(spent, pos),
+		                          NextStartAfter(reserved, pos)});
 		plan.position = pos;
 		if (above != std::numeric_limits<int64_t>::max()) {
 			plan.stop = PlanStop::kGap;

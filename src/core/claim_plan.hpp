@@ -7,7 +7,10 @@
 //              the generation of the ready slot that holds them;
 //   spent      lanes proven spent by visible evidence: claim attempt batches,
 //              tombstones, and gaps proven dead (their reservation ended
-//              without a row).
+//              without a row);
+//   reserved   lanes planned by other claims that have not ended yet (the
+//              in-flight registry): never planned again, and the cursor does
+//              not pass them, since such a claim may still roll back.
 // The walk starts at cursor + 1. Spent lanes at the start form the spent
 // prefix: the cursor may move past them. Then it takes committed, unspent lanes
 // in lane order, from one generation only, up to max_jobs. It stops at the first
@@ -36,6 +39,7 @@ struct ClaimPlanInput {
 	int64_t cursor = 0;
 	std::vector<CommittedRange> committed;
 	std::vector<LaneRange> spent;
+	std::vector<LaneRange> reserved;
 	int64_t max_jobs = 1;
 };
 

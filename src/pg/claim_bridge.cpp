@@ -11,8 +11,8 @@ namespace awa::pg {
 
 bool
 PlanClaimBridge(int64_t cursor, const BridgeCommitted *committed, int committed_count, const BridgeRange *spent,
-                int spent_count, int64_t max_jobs, BridgePlan *plan, BridgeRange *claim, char *error,
-                size_t error_size) noexcept
+                int spent_count, const BridgeRange *reserved, int reserved_count, int64_t max_jobs,
+                BridgePlan *plan, BridgeRange *claim, char *error, size_t error_size) noexcept
 {
 	try {
 		core::ClaimPlanInput input;
@@ -24,6 +24,9 @@ PlanClaimBridge(int64_t cursor, const BridgeCommitted *committed, int committed_
 		input.spent.reserve(spent_count);
 		for (int i = 0; i < spent_count; i++)
 			input.spent.push_back({spent[i].first, spent[i].next});
+		input.reserved.reserve(reserved_count);
+		for (int i = 0; i < reserved_count; i++)
+			input.reserved.push_back({reserved[i].first, reserved[i].next});
 
 		core::ClaimPlan result = core::PlanClaim(input);
 		if (static_cast<int64_t>(result.claim.size()) > max_jobs) {

@@ -35,7 +35,7 @@ struct BridgePlan {
 // Plans a claim (core::PlanClaim). `claim` must hold `max_jobs` ranges.
 // Returns false, with a message in `error`, if the core failed.
 bool PlanClaimBridge(int64_t cursor, const BridgeCommitted *committed, int committed_count, const BridgeRange *spent,
-                     int spent_count, int64_t max_jobs, BridgePlan *plan, BridgeRange *claim, char *error,
-                     size_t error_size) noexcept;
+                     int spent_count, const BridgeRange *reserved, int reserved_count, int64_t max_jobs,
+                     BridgePlan *plan, BridgeRange *claim, char *error, size_t error_size) noexcept;
 
 }  // namespace awa::pg

@@ -25,6 +25,7 @@
 #include "pg/errors.hpp"
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
+#include "pg/inflight.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
 #include "pg/rings.hpp"
@@ -72,8 +73,9 @@ struct LaneView {
 	int spent_capacity;
 	int64 first_generation;
 	int64 last_generation;  // loaded generations: [first, last]
-	bool page_full;         // the last segments page of last_generation was full
-	int64 page_after;       // ... and ended at this next_lane_seq
+	bool page_full;           // the last segments page of last_generation was full
+	int64 page_after;         // ... and ended at this next_lane_seq
+	bool evidence_truncated;  // more evidence than one page: stop at what is known
 };
 
 void
@@ -126,21 +128,52 @@ LoadSegments(LaneView *view, const LaneQuery &q, int64 generation, int64 after)
 	view->page_after = last_next;
 }
 
-// Loads a generation: its first segments page and all its claim evidence.
+// Loads a generation: its first segments page and its claim evidence. The
+// evidence is read in lane order, at most kEvidencePage batches; when more
+// exist, what is known to be spent ends at the last batch read, so committed
+// ranges beyond that bound are dropped from the view (they are claimed by a
+// later call once the cursor has moved). Nothing unproven is ever planned.
+constexpr int64 kEvidencePage = 4096;
+
 void
 LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
 {
 	int slot = core::SlotOf(generation, q.slot_count);
 	LoadSegments(view, q, generation, q.cursor);
-	Datum values[4] = {PointerGetDatum(q.queue), Int16GetDatum(q.priority), Int64GetDatum(generation),
-	                   Int64GetDatum(q.cursor)};
+	Datum values[5] = {PointerGetDatum(q.queue), Int16GetDatum(q.priority), Int64GetDatum(generation),
+	                   Int64GetDatum(q.cursor), Int64GetDatum(kEvidencePage)};
 	ExecuteLatest(Stmt::kLaneEvidence, slot, values, NULL);
 	TupleDesc desc = SPI_tuptable->tupdesc;
+	TypeCacheEntry *multirange_type = lookup_type_cache(INT8MULTIRANGEOID, TYPECACHE_MULTIRANGE_INFO);
+	TypeCacheEntry *range_type = multirange_type->rngtype;
+	int64 known_until = PG_INT64_MAX;
 	for (uint64 i = 0; i < SPI_processed; i++) {
 		bool isnull;
-		int64 first = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
-		int64 next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
-		AddSpent(view, first, next);
+		MultirangeType *ranges = DatumGetMultirangeTypeP(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
+		int32 range_count;
+		RangeType **items;
+		multirange_deserialize(range_type, ranges, &range_count, &items);
+		for (int32 r = 0; r < range_count; r++) {
+			RangeBound lower, upper;
+			bool empty;
+			range_deserialize(range_type, items[r], &lower, &upper, &empty);
+			if (!empty)
+				AddSpent(view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
+		}
+		known_until = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
+	}
+	if (static_cast<int64>(SPI_processed) == kEvidencePage) {
+		int kept = 0;
+		for (int i = 0; i < view->committed_count; i++) {
+			BridgeCommitted range = view->committed[i];
+			if (range.first >= known_until)
+				continue;
+			range.next = Min(range.next, known_until);
+			view->committed[kept++] = range;
+		}
+		view->committed_count = kept;
+		view->page_full = false;
+		view->evidence_truncated = true;
 	}
 	view->last_generation = generation;
 }
@@ -154,6 +187,7 @@ ResetView(LaneView *view, int64 first_generation)
 	view->last_generation = first_generation - 1;
 	view->page_full = false;
 	view->page_after = 0;
+	view->evidence_truncated = false;
 }
 
 // Multirange of the planned lane ranges.
@@ -187,10 +221,17 @@ struct ClaimRequest {
 };
 
 // Claims from one lane the caller holds the claim lock of. Returns the number
-// of jobs emitted.
+// of jobs emitted; *released says whether the lane lock could be released
+// before commit (the planned lanes are in the in-flight registry).
 int
-ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &request)
+ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &request, bool *released)
 {
+	*released = false;
+	// Other claims' planned lanes, read before any evidence snapshot: a claim
+	// that leaves the registry has already made its outcome visible.
+	BridgeRange reserved[kMaxInflightPerLane];
+	int reserved_count = InflightRanges(lane.lane_id, reserved);
+
 	LaneQuery q;
 	q.queue = request.queue;
 	q.priority = lane.priority;
@@ -217,8 +258,8 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	for (int step = 0;; step++) {
 		if (step > 100000)
 			elog(ERROR, "awa: claim on lane " INT64_FORMAT " made no progress", lane.lane_id);
-		if (!PlanClaimBridge(q.cursor, view.committed, view.committed_count, view.spent, view.spent_count,
-		                     request.max_jobs, &plan, claim, error, sizeof(error)))
+		if (!PlanClaimBridge(q.cursor, view.committed, view.committed_count, view.spent, view.spent_count, reserved,
+		                     reserved_count, request.max_jobs, &plan, claim, error, sizeof(error)))
 			elog(ERROR, "awa: claim planning failed: %s", error);
 		if (plan.claimed > 0)
 			break;
@@ -240,6 +281,8 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 			AddSpent(&view, plan.gap.first, plan.gap.next);
 			continue;
 		}
+		if (view.evidence_truncated)
+			break;
 		if (plan.stop == kStopEnd && view.page_full) {
 			LoadSegments(&view, q, view.last_generation, view.page_after);
 			continue;
@@ -336,6 +379,10 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 		                    TimestampTzGetDatum(claimed_at)};
 		Execute(Stmt::kInsertClaimBatch, ring.claim_slot, values, NULL);
 	}
+	if (RegisterInflight(lane.lane_id, claim, plan.range_count)) {
+		UnlockLaneClaim(lane.lane_id);
+		*released = true;
+	}
 
 	// Emit: job_id, run_lease, receipt_id, kind, args, queue, priority,
 	// attempt, max_attempts, deadline_at, created_at, metadata.
@@ -396,19 +443,25 @@ AWA_FUNCTION(awa_claim)
 		elog(ERROR, "awa: SPI_connect failed");
 	Lane lanes[kMaxLanesPerQueue];
 	int lane_count = LanesOfQueue(request.queue, lanes);
-	if (lane_count > 0) {
-		int64 epoch;
-		RingPositions ring = CurrentRings(&epoch);
-		for (int i = 0; i < lane_count; i++) {
-			const Lane &lane = lanes[i];
-			if (SequenceValue(lane.claim_seq) >= SequenceValue(lane.enqueue_seq))
-				continue;
-			if (!TryLockLaneClaim(lane.lane_id))
-				continue;
-			if (ClaimFromLane(lane, ring, request) > 0)
-				break;
-			UnlockLaneClaim(lane.lane_id);
+	bool have_ring = false;
+	RingPositions ring;
+	for (int i = 0; i < lane_count; i++) {
+		const Lane &lane = lanes[i];
+		// Cheap checks first: an empty lane or a lane another claimer holds
+		// costs two sequence reads and a failed try-lock.
+		if (SequenceValue(lane.claim_seq) >= SequenceValue(lane.enqueue_seq))
+			continue;
+		if (!TryLockLaneClaim(lane.lane_id))
+			continue;
+		if (!have_ring) {
+			int64 epoch;
+			ring = CurrentRings(&epoch);
+			have_ring = true;
 		}
+		bool released;
+		if (ClaimFromLane(lane, ring, request, &released) > 0)
+			break;
+		UnlockLaneClaim(lane.lane_id);
 	}
 	SPI_finish();
 	return (Datum)0;

@@ -91,10 +91,17 @@ CompleteClaimBatch(Attempt *attempts, const int *order, int n, Oid closure_seq)
 
 	bool *closed = static_cast<bool *>(palloc0(sizeof(bool) * (claimed_count + 1)));
 	ExecuteLatest(Stmt::kClosedIndexes, slot, key, NULL);
-	for (uint64 i = 0; i < SPI_processed; i++) {
-		int32 index = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		if (index >= 0 && index < claimed_count)
-			closed[index] = true;
+	for (uint64 row = 0; row < SPI_processed; row++) {
+		Datum *indexes;
+		bool *index_nulls;
+		int index_count;
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1, &isnull)),
+		                  INT4OID, 4, true, TYPALIGN_INT, &indexes, &index_nulls, &index_count);
+		for (int i = 0; i < index_count; i++) {
+			int32 index = DatumGetInt32(indexes[i]);
+			if (index >= 0 && index < claimed_count)
+				closed[index] = true;
+		}
 	}
 
 	Datum *closed_indexes = static_cast<Datum *>(palloc(sizeof(Datum) * n));
@@ -235,6 +242,8 @@ AWA_FUNCTION(awa_complete_many)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+	if (n == 0)
+		return (Datum)0;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
 	CompleteAttempts(attempts, n);

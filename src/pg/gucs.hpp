@@ -5,4 +5,5 @@
 extern "C" {
 extern bool awa_async_claim_commit;
 extern int awa_gap_proof_lock_timeout_ms;
+extern int awa_max_lanes;
 }

@@ -8,6 +8,8 @@
 
 extern "C" {
 #include "common/hashfn.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
 }
 
 namespace awa::pg {
@@ -64,6 +66,30 @@ CacheLane(Oid incarnation, uint32 hash, text *queue, const Lane &lane)
 	entry.length = length;
 	memcpy(entry.queue, VARDATA_ANY(queue), length);
 	entry.lane = lane;
+}
+
+// Per-backend cache of the lanes of a queue, for claims. A new lane creates
+// two sequences, so its commit sends pg_class invalidations; every pg_class
+// invalidation empties this cache, and invalidations are processed at the
+// start of each transaction. A claim therefore sees every lane committed
+// before its transaction began.
+constexpr int kQueueCacheSize = 64;
+struct QueueCacheEntry {
+	Oid incarnation;
+	uint32 hash;
+	int length;
+	char queue[kMaxQueueBytes];
+	int lane_count;
+	Lane lanes[kMaxLanesPerQueue];
+};
+QueueCacheEntry queue_cache[kQueueCacheSize];
+bool queue_cache_callback_registered = false;
+
+void
+ForgetQueues(Datum, int, uint32)
+{
+	for (QueueCacheEntry &entry : queue_cache)
+		entry.incarnation = InvalidOid;
 }
 
 bool
@@ -136,6 +162,20 @@ EnsureLane(text *queue, int16 priority)
 int
 LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 {
+	if (!queue_cache_callback_registered) {
+		CacheRegisterSyscacheCallback(RELOID, ForgetQueues, (Datum)0);
+		queue_cache_callback_registered = true;
+	}
+	Oid incarnation = ExtensionIncarnation();
+	int length = VARSIZE_ANY_EXHDR(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), length);
+	QueueCacheEntry &entry = queue_cache[hash % kQueueCacheSize];
+	if (entry.incarnation == incarnation && entry.hash == hash && entry.length == length &&
+	    memcmp(entry.queue, VARDATA_ANY(queue), length) == 0) {
+		memcpy(lanes, entry.lanes, sizeof(Lane) * entry.lane_count);
+		return entry.lane_count;
+	}
+
 	Datum values[1] = {PointerGetDatum(queue)};
 	Execute(Stmt::kLanesOfQueue, 0, values, NULL, kMaxLanesPerQueue);
 	int count = static_cast<int>(SPI_processed);
@@ -147,6 +187,16 @@ LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 		lanes[i].priority = DatumGetInt16(SPI_getbinval(tuple, desc, 2, &isnull));
 		lanes[i].enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
 		lanes[i].claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
+	}
+	// Lanes created by this transaction are not cached: it may roll back.
+	TransactionId current = GetTopTransactionIdIfAny();
+	if (length <= kMaxQueueBytes && !(TransactionIdIsValid(current) && current == lanes_created_by)) {
+		entry.incarnation = incarnation;
+		entry.hash = hash;
+		entry.length = length;
+		memcpy(entry.queue, VARDATA_ANY(queue), length);
+		entry.lane_count = count;
+		memcpy(entry.lanes, lanes, sizeof(Lane) * count);
 	}
 	return count;
 }

@@ -20,7 +20,8 @@ constexpr int kMaxLanesPerQueue = 4;
 Lane EnsureLane(text *queue, int16 priority);
 
 // The queue's lanes by priority; returns how many (0 for an unknown queue).
-// Requires SPI. May ereport.
+// Served from a per-backend cache when it can be; requires SPI otherwise.
+// May ereport.
 int LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue]);
 
 }  // namespace awa::pg

@@ -1,5 +1,6 @@
 // module.cpp: the loadable module: magic block, _PG_init and GUCs.
 #include "pg/gucs.hpp"
+#include "pg/inflight.hpp"
 #include "pg/postgres_headers.hpp"
 
 extern "C" {
@@ -10,6 +11,7 @@ int awa_gap_proof_lock_timeout_ms = 10;
 static int awa_queue_slot_count = 16;
 static int awa_claim_slot_count = 8;
 static int awa_lease_slot_count = 8;
+int awa_max_lanes = 1024;
 
 PGDLLEXPORT void _PG_init(void);
 }
@@ -33,5 +35,10 @@ _PG_init(void)
 	                        &awa_claim_slot_count, 8, 2, 16, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.lease_slot_count", "Lease-ring slots created by CREATE EXTENSION.", NULL,
 	                        &awa_lease_slot_count, 8, 2, 64, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.max_lanes", "Lanes the in-flight claim registry can hold (shared memory).",
+	                        "A lane beyond this falls back to holding its claim lock until the claim commits.",
+	                        &awa_max_lanes, 1024, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("awa");
+	if (process_shared_preload_libraries_in_progress)
+		awa::pg::InstallInflightRegistry();
 }

@@ -78,11 +78,12 @@ const StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
 	 " ORDER BY next_lane_seq LIMIT $5",
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
-	// kLaneEvidence: lanes handed out by committed claims beyond the cursor.
-	// $1 queue, $2 priority, $3 generation, $4 cursor
-	{"SELECT lower(r), upper(r) FROM awa.ready_claim_attempt_batches_%1$d b, unnest(b.lane_ranges) r"
-	 " WHERE b.queue = $1 AND b.priority = $2 AND b.next_lane_seq > $4 AND b.ready_generation = $3",
-	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
+	// kLaneEvidence: lanes handed out by committed claims beyond the cursor, in
+	// lane order. $1 queue, $2 priority, $3 generation, $4 cursor, $5 limit
+	{"SELECT lane_ranges, next_lane_seq FROM awa.ready_claim_attempt_batches_%1$d"
+	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
+	 " ORDER BY next_lane_seq LIMIT $5",
+	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
 	// kReadyRows: $1 queue, $2 priority, $3 first lane, $4 next lane (exclusive), $5 generation
 	{"SELECT lane_seq, job_id, run_lease, attempt, max_attempts, kind, args, created_at,"
 	 "       coalesce(payload -> 'metadata', '{}'::jsonb)"
@@ -111,7 +112,7 @@ const StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1",
 	 1, {INT8OID}},
 	// kClosedIndexes: positions of a claim batch already closed. $1 claim batch id
-	{"SELECT i FROM awa.lease_claim_closure_batches_%1$d c, unnest(c.claim_indexes) i WHERE c.claim_batch_id = $1",
+	{"SELECT claim_indexes FROM awa.lease_claim_closure_batches_%1$d WHERE claim_batch_id = $1",
 	 1, {INT8OID}},
 	// kInsertClosureBatch: $1 batch_id, $2 claim_batch_id, $3 ready_slot, $4 ready_generation, $5 outcome,
 	// $6 count, $7 claim_indexes, $8 job_ids, $9 run_leases, $10 closed_at
@@ -170,7 +171,10 @@ Plan(Stmt stmt, int slot)
 		elog(ERROR, "awa: statement %d text too long", index);
 
 	PushPinnedSearchPath();
-	plan = SPI_prepare(sql, def.nargs, const_cast<Oid *>(def.argtypes));
+	// Generic plans always: these statements run on every call, and a custom
+	// plan would mean planning each time. Every statement was checked to have
+	// an index-scan generic plan (docs/architecture.md, "Plans").
+	plan = SPI_prepare_cursor(sql, def.nargs, const_cast<Oid *>(def.argtypes), CURSOR_OPT_GENERIC_PLAN);
 	PopOverrideSearchPath();
 	if (plan == NULL)
 		elog(ERROR, "awa: could not prepare statement %d: %s", index, SPI_result_code_string(SPI_result));

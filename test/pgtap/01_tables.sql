@@ -3,7 +3,7 @@
 -- primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(251);
+SELECT plan(254);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -68,7 +68,7 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('lease_ring_slots',            ARRAY['slot']),
     ('queue_lanes',                 ARRAY['queue', 'priority']),
     ('ready_entries',               ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']),
-    ('ready_segments',              ARRAY['queue', 'priority', 'first_lane_seq', 'ready_slot']),
+    ('ready_segments',              ARRAY['queue', 'priority', 'next_lane_seq', 'ready_slot']),
     ('ready_tombstones',            ARRAY['queue', 'priority', 'lane_seq', 'ready_generation', 'ready_slot']),
     ('ready_claim_attempt_batches', ARRAY['batch_id', 'ready_slot']),
     ('done_entries',                ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']),
@@ -312,23 +312,44 @@ SELECT col_type_is('awa', 'lanes', 'enqueue_cursor', 'bigint', 'awa.lanes.enqueu
 SELECT col_type_is('awa', 'lanes', 'claim_cursor', 'bigint', 'awa.lanes.claim_cursor is bigint');
 SELECT views_are('awa', ARRAY['lanes']::name[], 'schema awa has exactly one view');
 
--- Sequences: the four global identities; any other sequence of awa must be a
--- per-lane cursor sequence (none exist before the first enqueue).
+-- Sequences: the four global identities and the ring epoch; any other
+-- sequence of awa must be a per-lane cursor sequence (none exist before the
+-- first enqueue).
 SELECT has_sequence('awa', s::name, 'sequence awa.' || s || ' exists')
-  FROM unnest(ARRAY['job_id_seq', 'queue_lane_id_seq', 'claim_batch_id_seq', 'closure_batch_id_seq']) s;
+  FROM unnest(ARRAY['job_id_seq', 'queue_lane_id_seq', 'claim_batch_id_seq', 'closure_batch_id_seq',
+                    'ring_epoch_seq']) s;
 SELECT is(
     ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class c
            WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'S'
              AND c.relname !~ '^lane_[0-9]+_(enqueue|claim)_seq$'
-           ORDER BY 1),
-    ARRAY['claim_batch_id_seq', 'closure_batch_id_seq', 'job_id_seq', 'queue_lane_id_seq'],
-    'awa has no sequences besides the four identities and per-lane cursor sequences');
+           ORDER BY c.relname COLLATE "C"),
+    ARRAY['claim_batch_id_seq', 'closure_batch_id_seq', 'job_id_seq', 'queue_lane_id_seq', 'ring_epoch_seq'],
+    'awa has no sequences besides the identities, the ring epoch and per-lane cursor sequences');
 SELECT is(
     ARRAY(SELECT format_type(s.seqtypid, NULL) FROM pg_catalog.pg_sequence s
            WHERE s.seqrelid IN ('awa.job_id_seq'::regclass, 'awa.queue_lane_id_seq'::regclass,
-                                'awa.claim_batch_id_seq'::regclass, 'awa.closure_batch_id_seq'::regclass)),
-    ARRAY['bigint', 'bigint', 'bigint', 'bigint'],
-    'the identity sequences are bigint');
+                                'awa.claim_batch_id_seq'::regclass, 'awa.closure_batch_id_seq'::regclass,
+                                'awa.ring_epoch_seq'::regclass)),
+    ARRAY['bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+    'the identity and epoch sequences are bigint');
+-- The ring epoch is a seqlock: even = stable. It starts at 1 and may be set to 0.
+SELECT is(
+    (SELECT ARRAY[s.seqmin, s.seqstart, s.seqincrement]
+       FROM pg_catalog.pg_sequence s WHERE s.seqrelid = 'awa.ring_epoch_seq'::regclass),
+    ARRAY[0, 1, 1]::bigint[],
+    'awa.ring_epoch_seq has MINVALUE 0, START 1, INCREMENT 1');
+
+-- Hot-path tables carry no CHECK constraints (PostgreSQL 15 compiles every CHECK
+-- expression per INSERT statement; the C++ code keeps those invariants).
+SELECT is(
+    ARRAY(SELECT c.relname || ': ' || pg_catalog.pg_get_constraintdef(k.oid)
+            FROM pg_catalog.pg_constraint k
+            JOIN pg_catalog.pg_class c ON c.oid = k.conrelid
+           WHERE k.contype = 'c' AND c.relnamespace = 'awa'::regnamespace
+             AND c.relname ~ '^(ready_entries|ready_segments|ready_tombstones|ready_claim_attempt_batches|lease_claim_batches|lease_claim_closure_batches|receipt_completion_batches)(_[0-9]+)?$'
+           ORDER BY 1),
+    ARRAY[]::text[],
+    'hot-path tables and their partitions have no CHECK constraints');
 
 SELECT * FROM finish();
 ROLLBACK;

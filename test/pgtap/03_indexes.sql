@@ -11,9 +11,9 @@ SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
                  'ready_entries PK is (queue, priority, lane_seq, ready_slot)');
 SELECT has_index('awa', 'ready_entries', 'ready_entries_job_id_idx', ARRAY['job_id']::name[],
                  'ready_entries has its job_id index');
-SELECT has_index('awa', 'ready_segments', 'ready_segments_lane_next_idx',
-                 ARRAY['queue', 'priority', 'next_lane_seq']::name[],
-                 'ready_segments has its (queue, priority, next_lane_seq) index');
+SELECT has_index('awa', 'ready_segments', 'ready_segments_pkey',
+                 ARRAY['queue', 'priority', 'next_lane_seq', 'ready_slot']::name[],
+                 'ready_segments PK (the claim routing probe) is (queue, priority, next_lane_seq, ready_slot)');
 SELECT has_index('awa', 'ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx',
                  ARRAY['queue', 'priority', 'next_lane_seq']::name[],
                  'ready_claim_attempt_batches has its (queue, priority, next_lane_seq) index');
@@ -32,9 +32,11 @@ SELECT has_index('awa', 'deferred_jobs', 'deferred_jobs_due_idx',
 SELECT has_index('awa', 'dlq_entries', 'dlq_entries_queue_idx', ARRAY['queue', 'dlq_at']::name[],
                  'dlq_entries has its (queue, dlq_at) index');
 
--- The two probed primary keys are the primary-key indexes: 2
+-- The probed primary keys are the primary-key indexes: 3
 SELECT index_is_primary('awa', 'ready_entries', 'ready_entries_pkey',
                         'ready_entries_pkey is the primary key of ready_entries');
+SELECT index_is_primary('awa', 'ready_segments', 'ready_segments_pkey',
+                        'ready_segments_pkey is the primary key of ready_segments');
 SELECT index_is_primary('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
                         'lease_claim_batches_pkey is the primary key of lease_claim_batches');
 
@@ -45,8 +47,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (queue, priority, lane_seq, ready_slot)'),
     ('ready_entries_job_id_idx',
      'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id)'),
-    ('ready_segments_lane_next_idx',
-     'CREATE INDEX ready_segments_lane_next_idx ON ONLY awa.ready_segments USING btree (queue, priority, next_lane_seq)'),
+    ('ready_segments_pkey',
+     'CREATE UNIQUE INDEX ready_segments_pkey ON ONLY awa.ready_segments USING btree (queue, priority, next_lane_seq, ready_slot)'),
     ('ready_claim_attempt_batches_lane_next_idx',
      'CREATE INDEX ready_claim_attempt_batches_lane_next_idx ON ONLY awa.ready_claim_attempt_batches USING btree (queue, priority, next_lane_seq)'),
     ('lease_claim_batches_pkey',
@@ -75,7 +77,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('lease_ring_slots',            ARRAY['lease_ring_slots_pkey']),
     ('queue_lanes',                 ARRAY['queue_lanes_pkey', 'queue_lanes_lane_id_key']),
     ('ready_entries',               ARRAY['ready_entries_pkey', 'ready_entries_job_id_idx']),
-    ('ready_segments',              ARRAY['ready_segments_pkey', 'ready_segments_lane_next_idx']),
+    ('ready_segments',              ARRAY['ready_segments_pkey']),
     ('ready_tombstones',            ARRAY['ready_tombstones_pkey']),
     ('ready_claim_attempt_batches', ARRAY['ready_claim_attempt_batches_pkey',
                                           'ready_claim_attempt_batches_lane_next_idx']),
@@ -94,7 +96,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its
--- partitions (claims and completions probe the slot partitions directly): 19
+-- partitions (claims and completions probe the slot partitions directly): 18
 SELECT is(
     (SELECT count(*)::int
        FROM pg_catalog.pg_inherits i
@@ -109,7 +111,6 @@ SELECT is(
     ('ready_entries', 'ready_entries_pkey', 16),
     ('ready_entries', 'ready_entries_job_id_idx', 16),
     ('ready_segments', 'ready_segments_pkey', 16),
-    ('ready_segments', 'ready_segments_lane_next_idx', 16),
     ('ready_tombstones', 'ready_tombstones_pkey', 16),
     ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_pkey', 16),
     ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx', 16),

@@ -1,0 +1,204 @@
+// inflight.cpp: the in-flight claim registry (see inflight.hpp).
+#include "pg/inflight.hpp"
+
+extern "C" {
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+}
+
+extern "C" {
+extern int awa_max_lanes;
+}
+
+namespace awa::pg {
+
+namespace {
+
+struct InflightKey {
+	Oid database;
+	int32 padding;
+	int64 lane_id;
+};
+
+struct InflightRange {
+	int64 first;
+	int64 next;
+	int owner;  // pgprocno of the claiming backend
+};
+
+struct LaneInflight {
+	InflightKey key;
+	slock_t mutex;
+	int count;
+	InflightRange ranges[kMaxInflightPerLane];
+};
+
+// This backend's registrations in the current transaction.
+constexpr int kMaxLocal = 64;
+struct LocalRegistration {
+	LaneInflight *entry;
+	int64 first;
+};
+LocalRegistration local[kMaxLocal];
+int local_count = 0;
+
+HTAB *lanes = NULL;
+LWLock *lanes_lock = NULL;
+shmem_request_hook_type previous_request_hook = NULL;
+shmem_startup_hook_type previous_startup_hook = NULL;
+
+void
+RequestShmem()
+{
+	if (previous_request_hook)
+		previous_request_hook();
+	RequestAddinShmemSpace(hash_estimate_size(awa_max_lanes, sizeof(LaneInflight)));
+	RequestNamedLWLockTranche("awa_inflight", 1);
+}
+
+void
+StartupShmem()
+{
+	if (previous_startup_hook)
+		previous_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	HASHCTL info;
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(InflightKey);
+	info.entrysize = sizeof(LaneInflight);
+	lanes = ShmemInitHash("awa in-flight claims", awa_max_lanes, awa_max_lanes, &info, HASH_ELEM | HASH_BLOBS);
+	lanes_lock = &(GetNamedLWLockTranche("awa_inflight"))->lock;
+	LWLockRelease(AddinShmemInitLock);
+}
+
+InflightKey
+KeyOf(int64 lane_id)
+{
+	InflightKey key;
+	memset(&key, 0, sizeof(key));
+	key.database = MyDatabaseId;
+	key.lane_id = lane_id;
+	return key;
+}
+
+LaneInflight *
+FindEntry(int64 lane_id, bool create)
+{
+	InflightKey key = KeyOf(lane_id);
+	LWLockAcquire(lanes_lock, LW_SHARED);
+	LaneInflight *entry = static_cast<LaneInflight *>(hash_search(lanes, &key, HASH_FIND, NULL));
+	LWLockRelease(lanes_lock);
+	if (entry != NULL || !create)
+		return entry;
+	LWLockAcquire(lanes_lock, LW_EXCLUSIVE);
+	bool found;
+	entry = static_cast<LaneInflight *>(hash_search(lanes, &key, HASH_ENTER_NULL, &found));
+	if (entry != NULL && !found) {
+		SpinLockInit(&entry->mutex);
+		entry->count = 0;
+	}
+	LWLockRelease(lanes_lock);
+	return entry;
+}
+
+// Removes this transaction's ranges. Runs in commit/abort callbacks: plain
+// code that cannot fail.
+void
+ForgetLocal()
+{
+	int me = MyProc->pgprocno;
+	for (int i = 0; i < local_count; i++) {
+		LaneInflight *entry = local[i].entry;
+		SpinLockAcquire(&entry->mutex);
+		for (int r = 0; r < entry->count; r++) {
+			if (entry->ranges[r].owner == me && entry->ranges[r].first == local[i].first) {
+				entry->ranges[r] = entry->ranges[entry->count - 1];
+				entry->count--;
+				break;
+			}
+		}
+		SpinLockRelease(&entry->mutex);
+	}
+	local_count = 0;
+}
+
+void
+OnTransactionEvent(XactEvent event, void *)
+{
+	switch (event) {
+	case XACT_EVENT_COMMIT:
+	case XACT_EVENT_PARALLEL_COMMIT:
+	case XACT_EVENT_ABORT:
+	case XACT_EVENT_PARALLEL_ABORT:
+		ForgetLocal();
+		break;
+	case XACT_EVENT_PRE_PREPARE:
+		if (local_count > 0)
+			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			                errmsg("awa: a transaction that claimed jobs cannot be prepared"),
+			                errhint("Claim jobs in a transaction of their own.")));
+		break;
+	default:
+		break;
+	}
+}
+
+}  // namespace
+
+void
+InstallInflightRegistry()
+{
+	previous_request_hook = shmem_request_hook;
+	shmem_request_hook = RequestShmem;
+	previous_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = StartupShmem;
+	RegisterXactCallback(OnTransactionEvent, NULL);
+}
+
+int
+InflightRanges(int64 lane_id, BridgeRange *out)
+{
+	if (lanes == NULL)
+		return 0;
+	LaneInflight *entry = FindEntry(lane_id, false);
+	if (entry == NULL)
+		return 0;
+	int me = MyProc->pgprocno;
+	int count = 0;
+	SpinLockAcquire(&entry->mutex);
+	for (int r = 0; r < entry->count; r++) {
+		if (entry->ranges[r].owner != me)
+			out[count++] = BridgeRange{entry->ranges[r].first, entry->ranges[r].next};
+	}
+	SpinLockRelease(&entry->mutex);
+	return count;
+}
+
+bool
+RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count)
+{
+	if (lanes == NULL || GetCurrentTransactionNestLevel() != 1 || local_count + count > kMaxLocal)
+		return false;
+	LaneInflight *entry = FindEntry(lane_id, true);
+	if (entry == NULL)
+		return false;
+	int me = MyProc->pgprocno;
+	bool registered = false;
+	SpinLockAcquire(&entry->mutex);
+	if (entry->count + count <= kMaxInflightPerLane) {
+		for (int i = 0; i < count; i++)
+			entry->ranges[entry->count++] = InflightRange{ranges[i].first, ranges[i].next, me};
+		registered = true;
+	}
+	SpinLockRelease(&entry->mutex);
+	if (registered)
+		for (int i = 0; i < count; i++)
+			local[local_count++] = LocalRegistration{entry, ranges[i].first};
+	return registered;
+}
+
+}  // namespace awa::pg

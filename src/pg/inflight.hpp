@@ -1,0 +1,39 @@
+// inflight.hpp: the in-flight claim registry (shared memory).
+//
+// A claim plans its lanes under the lane's claim lock. With the registry, it
+// records the planned lane ranges here and releases the lane lock at once,
+// before it commits, so the next claimer of the lane need not wait for this
+// claim's commit. That claimer reads the registry before it takes its evidence
+// snapshot and treats registered ranges as reserved (core/claim_plan.hpp). A
+// transaction's ranges are removed by its commit or abort callback, which runs
+// after the outcome is visible, so at every instant a claimed lane is covered
+// by the registry or by visible evidence (or was rolled back). The registry
+// lives and dies with the server's shared memory, as do the transactions it
+// describes, so it needs no recovery.
+//
+// Available only when awa is in shared_preload_libraries; without it claims
+// hold the lane lock until they end. Claims inside subtransactions, and claims
+// that find the registry full, also hold the lock until the end.
+#pragma once
+
+#include "pg/claim_bridge.hpp"
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+constexpr int kMaxInflightPerLane = 32;
+
+// From _PG_init while preloading: asks for shared memory, installs the hooks
+// and the transaction callback.
+void InstallInflightRegistry();
+
+// Copies the ranges other transactions have registered for the lane; returns
+// how many (at most kMaxInflightPerLane).
+int InflightRanges(int64 lane_id, BridgeRange *out);
+
+// Registers this transaction's planned ranges for the lane; false when the
+// registry is unavailable or full, or in a subtransaction (then the caller
+// keeps the lane lock until the transaction ends).
+bool RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count);
+
+}  // namespace awa::pg
