@@ -130,12 +130,19 @@ SELECT count(*) AS claimed FROM awa.claim('cl_cols', 10);
 SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['d1', 'd2', 'd3'], NULL, 'cl_cols', ARRAY[1, 2, 4]);
 SELECT kind, deadline_at - now() BETWEEN interval '4 minutes' AND interval '6 minutes' AS deadline_in_5_minutes
   FROM awa.claim('cl_cols');
-SELECT kind, deadline_at - now() BETWEEN interval '1 day' - interval '1 minute'
-                                     AND interval '1 day' + interval '1 minute' AS deadline_in_1_day
+SELECT kind, deadline_at BETWEEN now() + interval '1 day' - interval '1 minute'
+                             AND now() + interval '1 day' + interval '1 minute' AS deadline_in_1_day
   FROM awa.claim('cl_cols', 1, '1 day');
-SELECT kind, deadline_at > now() + interval '27 days' AS deadline_in_1_month
+SELECT kind, deadline_at BETWEEN now() + interval '1 month' - interval '1 minute'
+                             AND now() + interval '1 month' + interval '1 minute' AS deadline_in_1_month
   FROM awa.claim('cl_cols', 1, '1 month');
-SELECT claimed_count, deadline_at - claimed_at AS deadline
+-- deadline_at = claimed_at + deadline, in calendar arithmetic.
+SELECT claimed_count,
+       deadline_at = claimed_at + CASE row_number() OVER (ORDER BY batch_id)
+                                      WHEN 1 THEN interval '10 minutes'
+                                      WHEN 2 THEN interval '5 minutes'
+                                      WHEN 3 THEN interval '1 day'
+                                      ELSE interval '1 month' END AS deadline_kept
   FROM awa.lease_claim_batches WHERE queue = 'cl_cols' ORDER BY batch_id;
 
 -- ---------------------------------------------------------------------------

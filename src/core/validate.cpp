@@ -92,10 +92,11 @@ CheckDeadline(int64_t deadline_micros, Violation *out)
 }
 
 bool
-CheckNotNull(bool is_null, const char *what, Violation *out)
+CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out)
 {
 	if (is_null)
-		return Fail(out, ViolationCode::kNullValue, "Omit the argument to use its default.",
+		return Fail(out, ViolationCode::kNullValue,
+		            has_default ? "Omit the argument to use its default." : "This argument has no default; pass a value.",
 		            "%s must not be NULL", what);
 	return true;
 }

@@ -34,8 +34,9 @@ bool CheckPriority(int64_t priority, Violation *out);
 bool CheckMaxAttempts(int64_t max_attempts, Violation *out);
 bool CheckMaxJobs(int64_t max_jobs, Violation *out);
 bool CheckDeadline(int64_t deadline_micros, Violation *out);
-// `what` names the argument that must not be NULL.
-bool CheckNotNull(bool is_null, const char *what, Violation *out);
+// `what` names the argument that must not be NULL; `has_default` says whether
+// omitting it is an option (it shapes the hint).
+bool CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out);
 // Arrays passed together must have the same number of elements.
 bool CheckSameLength(const char *what, size_t length, const char *reference, size_t expected, Violation *out);
 

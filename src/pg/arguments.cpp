@@ -17,10 +17,10 @@ TextChars(text *value)
 }
 
 void
-RequireArgument(FunctionCallInfo fcinfo, int index, const char *name)
+RequireArgument(FunctionCallInfo fcinfo, int index, const char *name, bool has_default)
 {
 	core::Violation violation;
-	Require(core::CheckNotNull(PG_ARGISNULL(index), name, &violation), violation);
+	Require(core::CheckNotNull(PG_ARGISNULL(index), name, has_default, &violation), violation);
 }
 
 text *
@@ -45,7 +45,7 @@ int16
 PriorityArgument(FunctionCallInfo fcinfo, int index)
 {
 	core::Violation violation;
-	RequireArgument(fcinfo, index, "priority");
+	RequireArgument(fcinfo, index, "priority", true);
 	int32 priority = PG_GETARG_INT32(index);
 	Require(core::CheckPriority(priority, &violation), violation);
 	return static_cast<int16>(priority);
@@ -55,7 +55,7 @@ int16
 MaxAttemptsArgument(FunctionCallInfo fcinfo, int index)
 {
 	core::Violation violation;
-	RequireArgument(fcinfo, index, "max_attempts");
+	RequireArgument(fcinfo, index, "max_attempts", true);
 	int32 max_attempts = PG_GETARG_INT32(index);
 	Require(core::CheckMaxAttempts(max_attempts, &violation), violation);
 	return static_cast<int16>(max_attempts);
@@ -65,7 +65,7 @@ int32
 MaxJobsArgument(FunctionCallInfo fcinfo, int index)
 {
 	core::Violation violation;
-	RequireArgument(fcinfo, index, "max_jobs");
+	RequireArgument(fcinfo, index, "max_jobs", true);
 	int32 max_jobs = PG_GETARG_INT32(index);
 	Require(core::CheckMaxJobs(max_jobs, &violation), violation);
 	return max_jobs;

@@ -14,8 +14,8 @@ text *KindArgument(FunctionCallInfo fcinfo, int index);
 int16 PriorityArgument(FunctionCallInfo fcinfo, int index);
 int16 MaxAttemptsArgument(FunctionCallInfo fcinfo, int index);
 int32 MaxJobsArgument(FunctionCallInfo fcinfo, int index);
-// Argument `index` must not be NULL.
-void RequireArgument(FunctionCallInfo fcinfo, int index, const char *name);
+// Argument `index` must not be NULL; `has_default` shapes the hint.
+void RequireArgument(FunctionCallInfo fcinfo, int index, const char *name, bool has_default);
 // A jsonb value must be an object.
 void RequireJsonObject(Jsonb *value, const char *name);
 // Character length of a text value.

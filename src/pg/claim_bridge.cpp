@@ -39,6 +39,7 @@ PlanClaimBridge(int64_t cursor, const BridgeCommitted *committed, int committed_
 		plan->claimed = result.claimed;
 		plan->stop = static_cast<int>(result.stop);
 		plan->gap = {result.gap.first, result.gap.next};
+		plan->position = result.position;
 		plan->range_count = static_cast<int>(result.claim.size());
 		for (size_t i = 0; i < result.claim.size(); i++)
 			claim[i] = {result.claim[i].first, result.claim[i].next};

@@ -29,7 +29,8 @@ struct BridgePlan {
 	int64_t claimed;
 	int stop;
 	BridgeRange gap;
-	int range_count;  // entries written to the caller's claim buffer
+	int64_t position;  // first lane the walk did not account for
+	int range_count;   // entries written to the caller's claim buffer
 };
 
 // Plans a claim (core::PlanClaim). `claim` must hold `max_jobs` ranges.

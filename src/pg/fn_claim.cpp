@@ -71,6 +71,9 @@ struct LaneView {
 	BridgeRange *spent;
 	int spent_count;
 	int spent_capacity;
+	BridgeRange *own;  // lanes this transaction claimed (uncommitted): reserved, not spent
+	int own_count;
+	int own_capacity;
 	int64 first_generation;
 	int64 last_generation;  // loaded generations: [first, last]
 	bool page_full;           // the last segments page of last_generation was full
@@ -97,6 +100,16 @@ AddSpent(LaneView *view, int64 first, int64 next)
 		view->spent = static_cast<BridgeRange *>(repalloc(view->spent, sizeof(BridgeRange) * view->spent_capacity));
 	}
 	view->spent[view->spent_count++] = BridgeRange{first, next};
+}
+
+void
+AddOwn(LaneView *view, int64 first, int64 next)
+{
+	if (view->own_count == view->own_capacity) {
+		view->own_capacity *= 2;
+		view->own = static_cast<BridgeRange *>(repalloc(view->own, sizeof(BridgeRange) * view->own_capacity));
+	}
+	view->own[view->own_count++] = BridgeRange{first, next};
 }
 
 struct LaneQuery {
@@ -150,6 +163,8 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
 	for (uint64 i = 0; i < SPI_processed; i++) {
 		bool isnull;
 		MultirangeType *ranges = DatumGetMultirangeTypeP(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
+		bool own = TransactionIdIsCurrentTransactionId(
+		    DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i], desc, 3, &isnull)));
 		int32 range_count;
 		RangeType **items;
 		multirange_deserialize(range_type, ranges, &range_count, &items);
@@ -157,7 +172,13 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
 			RangeBound lower, upper;
 			bool empty;
 			range_deserialize(range_type, items[r], &lower, &upper, &empty);
-			if (!empty)
+			if (empty)
+				continue;
+			// Evidence written by this transaction is not committed: it
+			// could still roll back, so the cursor must not pass it.
+			if (own)
+				AddOwn(view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
+			else
 				AddSpent(view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
 		}
 		known_until = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
@@ -183,6 +204,7 @@ ResetView(LaneView *view, int64 first_generation)
 {
 	view->committed_count = 0;
 	view->spent_count = 0;
+	view->own_count = 0;
 	view->first_generation = first_generation;
 	view->last_generation = first_generation - 1;
 	view->page_full = false;
@@ -248,6 +270,8 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	view.committed = static_cast<BridgeCommitted *>(palloc(sizeof(BridgeCommitted) * view.committed_capacity));
 	view.spent_capacity = 16;
 	view.spent = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.spent_capacity));
+	view.own_capacity = 16;
+	view.own = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.own_capacity));
 	ResetView(&view, start);
 	LoadGeneration(&view, q, start);
 
@@ -258,22 +282,33 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	for (int step = 0;; step++) {
 		if (step > 100000)
 			elog(ERROR, "awa: claim on lane " INT64_FORMAT " made no progress", lane.lane_id);
-		if (!PlanClaimBridge(q.cursor, view.committed, view.committed_count, view.spent, view.spent_count, reserved,
-		                     reserved_count, request.max_jobs, &plan, claim, error, sizeof(error)))
+		// Reserved = other claims in flight + this transaction's own claims.
+		int all_reserved = reserved_count + view.own_count;
+		BridgeRange *reserved_all = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * (all_reserved + 1)));
+		memcpy(reserved_all, reserved, sizeof(BridgeRange) * reserved_count);
+		memcpy(reserved_all + reserved_count, view.own, sizeof(BridgeRange) * view.own_count);
+		if (!PlanClaimBridge(q.cursor, view.committed, view.committed_count, view.spent, view.spent_count,
+		                     reserved_all, all_reserved, request.max_jobs, &plan, claim, error, sizeof(error)))
 			elog(ERROR, "awa: claim planning failed: %s", error);
-		if (plan.claimed > 0)
+		pfree(reserved_all);
+		if (plan.claimed >= request.max_jobs || view.evidence_truncated)
 			break;
+		// The walk reached lanes beyond the loaded segments: what lies there
+		// is unknown, not missing. Load more before deciding anything.
+		if (view.page_full && plan.position >= view.page_after) {
+			LoadSegments(&view, q, view.last_generation, view.page_after);
+			continue;
+		}
 		if (plan.stop == kStopGap) {
 			if (!gap_proof_held) {
-				// Wait (bounded) until no transaction of this lane holds a
-				// reservation, then look again with a fresh snapshot.
+				// Wait (bounded) until no transaction holds a reservation of
+				// this lane, then look again from the start generation with a
+				// fresh snapshot (the loop pages forward as before).
 				if (!LockLaneReservations(lane.enqueue_seq, awa_gap_proof_lock_timeout_ms))
 					break;
 				gap_proof_held = true;
-				int64 last = view.last_generation;
 				ResetView(&view, start);
-				for (int64 g = start; g <= last; g++)
-					LoadGeneration(&view, q, g);
+				LoadGeneration(&view, q, start);
 				continue;
 			}
 			// Still empty after every reservation below ended: the enqueue that
@@ -281,13 +316,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 			AddSpent(&view, plan.gap.first, plan.gap.next);
 			continue;
 		}
-		if (view.evidence_truncated)
-			break;
-		if (plan.stop == kStopEnd && view.page_full) {
-			LoadSegments(&view, q, view.last_generation, view.page_after);
-			continue;
-		}
-		if (plan.stop == kStopEnd && view.last_generation < ring.queue_generation) {
+		if (plan.stop == kStopEnd && plan.claimed == 0 && view.last_generation < ring.queue_generation) {
 			LoadGeneration(&view, q, view.last_generation + 1);
 			continue;
 		}
@@ -422,12 +451,15 @@ AWA_FUNCTION(awa_claim)
 	ClaimRequest request;
 	request.queue = QueueArgument(fcinfo, 0);
 	request.max_jobs = MaxJobsArgument(fcinfo, 1);
-	RequireArgument(fcinfo, 2, "deadline");
+	RequireArgument(fcinfo, 2, "deadline", true);
 	request.deadline = PG_GETARG_INTERVAL_P(2);
-	int64 deadline_micros = request.deadline->time +
-	                        (static_cast<int64>(request.deadline->month) * DAYS_PER_MONTH + request.deadline->day) *
-	                            USECS_PER_DAY;
-	Require(awa::core::CheckDeadline(deadline_micros, &violation), violation);
+	// Judge the deadline as the claim will apply it (calendar months and
+	// days), so an interval like '1 month -29 days' that can end before it
+	// starts is refused.
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz probe = DatumGetTimestampTz(
+	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(request.deadline)));
+	Require(awa::core::CheckDeadline(probe - now, &violation), violation);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	request.rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);

@@ -202,9 +202,9 @@ using namespace awa::pg;
 // awa.complete(job_id, run_lease, receipt_id) -> accepted
 AWA_FUNCTION(awa_complete)
 {
-	RequireArgument(fcinfo, 0, "job_id");
-	RequireArgument(fcinfo, 1, "run_lease");
-	RequireArgument(fcinfo, 2, "receipt_id");
+	RequireArgument(fcinfo, 0, "job_id", false);
+	RequireArgument(fcinfo, 1, "run_lease", false);
+	RequireArgument(fcinfo, 2, "receipt_id", false);
 	Attempt attempt;
 	attempt.job_id = PG_GETARG_INT64(0);
 	attempt.run_lease = PG_GETARG_INT64(1);
@@ -220,9 +220,9 @@ AWA_FUNCTION(awa_complete)
 AWA_FUNCTION(awa_complete_many)
 {
 	awa::core::Violation violation;
-	RequireArgument(fcinfo, 0, "job_ids");
-	RequireArgument(fcinfo, 1, "run_leases");
-	RequireArgument(fcinfo, 2, "receipt_ids");
+	RequireArgument(fcinfo, 0, "job_ids", false);
+	RequireArgument(fcinfo, 1, "run_leases", false);
+	RequireArgument(fcinfo, 2, "receipt_ids", false);
 	Datum *jobs, *leases, *receipts;
 	bool *job_nulls, *lease_nulls, *receipt_nulls;
 	int n = ArrayElements(PG_GETARG_ARRAYTYPE_P(0), INT8OID, "job_ids", &jobs, &job_nulls);

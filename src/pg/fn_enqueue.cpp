@@ -115,7 +115,7 @@ using namespace awa::pg;
 AWA_FUNCTION(awa_enqueue)
 {
 	text *kind = KindArgument(fcinfo, 0);
-	RequireArgument(fcinfo, 1, "args");
+	RequireArgument(fcinfo, 1, "args", true);
 	Jsonb *args = PG_GETARG_JSONB_P(1);
 	RequireJsonObject(args, "args");
 	text *queue = QueueArgument(fcinfo, 2);
@@ -161,7 +161,7 @@ AWA_FUNCTION(awa_enqueue)
 AWA_FUNCTION(awa_enqueue_many)
 {
 	awa::core::Violation violation;
-	RequireArgument(fcinfo, 0, "kinds");
+	RequireArgument(fcinfo, 0, "kinds", false);
 	text *queue = QueueArgument(fcinfo, 2);
 	int16 max_attempts = MaxAttemptsArgument(fcinfo, 5);
 

@@ -80,7 +80,7 @@ const StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
 	// kLaneEvidence: lanes handed out by committed claims beyond the cursor, in
 	// lane order. $1 queue, $2 priority, $3 generation, $4 cursor, $5 limit
-	{"SELECT lane_ranges, next_lane_seq FROM awa.ready_claim_attempt_batches_%1$d"
+	{"SELECT lane_ranges, next_lane_seq, xmin FROM awa.ready_claim_attempt_batches_%1$d"
 	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
 	 " ORDER BY next_lane_seq LIMIT $5",
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
@@ -133,17 +133,6 @@ const StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 
 SPIPlanPtr plans[static_cast<int>(Stmt::kCount)][kMaxSlots];
 
-// Pushes the pinned search path (pg_catalog only; no pg_temp).
-void
-PushPinnedSearchPath()
-{
-	OverrideSearchPath *path = static_cast<OverrideSearchPath *>(palloc0(sizeof(OverrideSearchPath)));
-	path->schemas = NIL;
-	path->addCatalog = true;
-	path->addTemp = false;
-	PushOverrideSearchPath(path);
-}
-
 int
 CheckResult(int rc, Stmt stmt)
 {
@@ -170,12 +159,10 @@ Plan(Stmt stmt, int slot)
 	if (length < 0 || length >= static_cast<int>(sizeof(sql)))
 		elog(ERROR, "awa: statement %d text too long", index);
 
-	PushPinnedSearchPath();
 	// Generic plans always: these statements run on every call, and a custom
 	// plan would mean planning each time. Every statement was checked to have
 	// an index-scan generic plan (docs/architecture.md, "Plans").
 	plan = SPI_prepare_cursor(sql, def.nargs, const_cast<Oid *>(def.argtypes), CURSOR_OPT_GENERIC_PLAN);
-	PopOverrideSearchPath();
 	if (plan == NULL)
 		elog(ERROR, "awa: could not prepare statement %d: %s", index, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
@@ -201,9 +188,7 @@ ExecuteLatest(Stmt stmt, int slot, Datum *values, const char *nulls, long limit)
 void
 ExecuteUtility(const char *sql)
 {
-	PushPinnedSearchPath();
 	int rc = SPI_execute(sql, false, 0);
-	PopOverrideSearchPath();
 	if (rc < 0)
 		elog(ERROR, "awa: could not run \"%s\": %s", sql, SPI_result_code_string(rc));
 }

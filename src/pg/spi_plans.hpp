@@ -4,10 +4,11 @@
 // Statements name ring children (awa.ready_entries_3) rather than the
 // partitioned parents: a generic plan over a parent locks every child at
 // executor start in PostgreSQL 15, which would make every claim conflict with a
-// prune of any slot. All plans are prepared under a pinned search path
-// (pg_catalog only) and every relation is schema-qualified, so a caller's
-// search_path can never change what a SECURITY DEFINER function runs; the plan
-// cache re-parses under the same pinned path after invalidations.
+// prune of any slot. Every relation is schema-qualified, and every SQL function
+// of awa runs with SET search_path = pg_catalog, pg_temp, so names resolve the
+// same way whatever the caller's search_path: the plan cache re-parses a
+// statement under the search_path current at execution when it differs from
+// the one the plan was made under, so pinning at preparation alone would not do.
 #pragma once
 
 #include "pg/postgres_headers.hpp"
@@ -48,7 +49,7 @@ int Execute(Stmt stmt, int slot, Datum *values, const char *nulls, long limit = 
 // commit that precedes a lock this transaction now holds. May ereport.
 int ExecuteLatest(Stmt stmt, int slot, Datum *values, const char *nulls, long limit = 0);
 
-// Runs a one-shot utility statement under the pinned search path. May ereport.
+// Runs a one-shot utility statement. May ereport.
 void ExecuteUtility(const char *sql);
 
 }  // namespace awa::pg

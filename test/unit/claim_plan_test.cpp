@@ -720,3 +720,74 @@ TEST(PlanClaimProperty, RandomLayouts)
 
 }  // namespace
 }  // namespace awa::core
+
+// ---------------------------------------------------------------------------
+// Reserved lanes: planned by other claims that have not ended (the in-flight
+// registry). Never planned again; the cursor does not pass them.
+// ---------------------------------------------------------------------------
+namespace awa::core {
+namespace {
+
+ClaimPlanInput
+WithReserved(ClaimPlanInput in, std::vector<LaneRange> reserved)
+{
+	in.reserved = std::move(reserved);
+	return in;
+}
+
+TEST(PlanClaimReserved, ReservedHeadIsSkippedAndStopsTheCursor)
+{
+	ClaimPlan p = PlanClaim(WithReserved(In(0, {{1, 21, 0}}, {}, 10), {{1, 11}}));
+	EXPECT_EQ(p.new_cursor, 0);
+	ASSERT_EQ(p.claim.size(), 1u);
+	EXPECT_EQ(p.claim[0], (LaneRange{11, 21}));
+	EXPECT_EQ(p.claimed, 10);
+	EXPECT_EQ(p.stop, PlanStop::kFull);
+}
+
+TEST(PlanClaimReserved, SpentPrefixMovesCursorUpToAReservedRange)
+{
+	ClaimPlan p = PlanClaim(WithReserved(In(0, {{1, 31, 0}}, {{1, 11}}, 5), {{11, 21}}));
+	EXPECT_EQ(p.new_cursor, 10);
+	ASSERT_EQ(p.claim.size(), 1u);
+	EXPECT_EQ(p.claim[0], (LaneRange{21, 26}));
+}
+
+TEST(PlanClaimReserved, ClaimStopsBeforeAReservedRangeAndResumesAfterIt)
+{
+	ClaimPlan p = PlanClaim(WithReserved(In(0, {{1, 31, 0}}, {}, 20), {{6, 11}}));
+	EXPECT_EQ(p.new_cursor, 0);
+	ASSERT_EQ(p.claim.size(), 2u);
+	EXPECT_EQ(p.claim[0], (LaneRange{1, 6}));
+	EXPECT_EQ(p.claim[1], (LaneRange{11, 26}));
+	EXPECT_EQ(p.claimed, 20);
+}
+
+TEST(PlanClaimReserved, SpentWinsOverReserved)
+{
+	// A claim that committed but has not yet left the registry: its lanes are
+	// spent, so the cursor may pass them.
+	ClaimPlan p = PlanClaim(WithReserved(In(0, {{1, 21, 0}}, {{1, 11}}, 10), {{1, 11}}));
+	EXPECT_EQ(p.new_cursor, 10);
+	ASSERT_EQ(p.claim.size(), 1u);
+	EXPECT_EQ(p.claim[0], (LaneRange{11, 21}));
+}
+
+TEST(PlanClaimReserved, EverythingReservedClaimsNothing)
+{
+	ClaimPlan p = PlanClaim(WithReserved(In(0, {{1, 11, 0}}, {}, 10), {{1, 11}}));
+	EXPECT_EQ(p.claimed, 0);
+	EXPECT_EQ(p.new_cursor, 0);
+	EXPECT_EQ(p.stop, PlanStop::kEnd);
+}
+
+TEST(PlanClaimReserved, HoleBelowAReservedRangeIsAGap)
+{
+	ClaimPlan p = PlanClaim(WithReserved(In(0, {{5, 11, 0}}, {}, 10), {{3, 5}}));
+	EXPECT_EQ(p.claimed, 0);
+	EXPECT_EQ(p.stop, PlanStop::kGap);
+	EXPECT_EQ(p.gap, (LaneRange{1, 3}));
+}
+
+}  // namespace
+}  // namespace awa::core

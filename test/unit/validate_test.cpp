@@ -216,20 +216,29 @@ TEST(CheckDeadline, Boundaries)
 TEST(CheckNotNull, Rule)
 {
 	Violation v = Dirty();
-	EXPECT_TRUE(CheckNotNull(false, "args", &v));
-	EXPECT_FALSE(CheckNotNull(true, "args", &v));
+	EXPECT_TRUE(CheckNotNull(false, "args", true, &v));
+	EXPECT_FALSE(CheckNotNull(true, "args", true, &v));
 	ExpectViolation(v, ViolationCode::kNullValue, "args must not be NULL", "Omit the argument to use its default.");
 	v = Dirty();
-	EXPECT_FALSE(CheckNotNull(true, "max_jobs", &v));
+	EXPECT_FALSE(CheckNotNull(true, "max_jobs", true, &v));
 	ExpectViolation(v, ViolationCode::kNullValue, "max_jobs must not be NULL",
 	                "Omit the argument to use its default.");
+}
+
+TEST(CheckNotNull, ArgumentWithoutDefault)
+{
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckNotNull(false, "receipt_id", false, &v));
+	EXPECT_FALSE(CheckNotNull(true, "receipt_id", false, &v));
+	ExpectViolation(v, ViolationCode::kNullValue, "receipt_id must not be NULL",
+	                "This argument has no default; pass a value.");
 }
 
 TEST(CheckNotNull, LongNameIsTruncatedNotOverflowed)
 {
 	std::string what(400, 'w');
 	Violation v = Dirty();
-	EXPECT_FALSE(CheckNotNull(true, what.c_str(), &v));
+	EXPECT_FALSE(CheckNotNull(true, what.c_str(), true, &v));
 	EXPECT_EQ(v.code, ViolationCode::kNullValue);
 	ASSERT_NE(std::memchr(v.message, '\0', sizeof(v.message)), nullptr);
 	EXPECT_EQ(std::strlen(v.message), sizeof(v.message) - 1);
