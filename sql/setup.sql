@@ -123,6 +123,6 @@ SHOW awa.async_claim_commit;
 SHOW awa.gap_proof_lock_timeout;
 SELECT name, setting, unit, context, vartype
   FROM pg_settings
- WHERE name IN ('awa.async_claim_commit', 'awa.gap_proof_lock_timeout', 'awa.queue_slot_count',
+ WHERE name IN ('awa.async_claim_commit', 'awa.early_lane_release', 'awa.gap_proof_lock_timeout', 'awa.max_lanes', 'awa.queue_slot_count',
                 'awa.claim_slot_count', 'awa.lease_slot_count')
  ORDER BY name;

@@ -408,7 +408,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 		                    TimestampTzGetDatum(claimed_at)};
 		Execute(Stmt::kInsertClaimBatch, ring.claim_slot, values, NULL);
 	}
-	if (RegisterInflight(lane.lane_id, claim, plan.range_count)) {
+	if (awa_early_lane_release && RegisterInflight(lane.lane_id, claim, plan.range_count)) {
 		UnlockLaneClaim(lane.lane_id);
 		*released = true;
 	}

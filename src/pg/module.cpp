@@ -7,6 +7,7 @@ extern "C" {
 PG_MODULE_MAGIC;
 
 bool awa_async_claim_commit = true;
+bool awa_early_lane_release = true;
 int awa_gap_proof_lock_timeout_ms = 10;
 static int awa_queue_slot_count = 16;
 static int awa_claim_slot_count = 8;
@@ -24,6 +25,12 @@ _PG_init(void)
 	    "A claim in an implicit transaction commits with synchronous_commit = off, so the lane lock "
 	    "is not held across a WAL flush. Inside an explicit transaction block the caller's setting stands.",
 	    &awa_async_claim_commit, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable(
+	    "awa.early_lane_release", "Releases a lane's claim lock before the claim commits.",
+	    "A claim records its planned lanes in the shared-memory in-flight registry and releases the lane "
+	    "lock at once, so the next claimer of the lane does not wait for this claim's commit. Off: the "
+	    "lane lock is held until the claim's transaction ends (as in awa 0.6).",
+	    &awa_early_lane_release, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 	    "awa.gap_proof_lock_timeout", "How long a claim waits to prove a lane gap dead.",
 	    "A claim that finds a missing lane below a committed one waits up to this long for the lane's "
