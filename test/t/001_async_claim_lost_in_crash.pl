@@ -85,6 +85,12 @@ is($c_job,     $job, 'claim returned the job');
 is($c_lease,   '1',  'first claim: run_lease 1');
 is($c_attempt, '1',  'first claim: attempt 1');
 
+my $claim_end = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+is( $node->safe_psql(
+		'postgres', "SELECT pg_current_wal_flush_lsn() < '$claim_end'::pg_lsn"),
+	't',
+	'the claim commit has not been flushed');
+
 $node->stop('immediate');
 $node->start;
 

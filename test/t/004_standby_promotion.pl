@@ -30,7 +30,6 @@ $primary->append_conf(
 	'postgresql.conf', qq{
 shared_preload_libraries = 'awa'
 autovacuum = off
-wal_writer_delay = '10s'
 bgwriter_lru_maxpages = 0
 shared_buffers = '128MB'
 checkpoint_timeout = '1h'
@@ -57,8 +56,8 @@ sub claim_cursor
 # A durable job, replayed on both standbys.
 my $job = $primary->safe_psql('postgres', "SELECT awa.enqueue('k', '{}', 'q')");
 like($job, qr/^\d+$/, 'enqueued one job on the primary');
-$primary->wait_for_catchup($standby1, 'replay');
-$primary->wait_for_catchup($standby2, 'replay');
+$primary->wait_for_catchup($standby1, 'replay', $primary->lsn('flush'));
+$primary->wait_for_catchup($standby2, 'replay', $primary->lsn('flush'));
 for my $standby ($standby1, $standby2)
 {
 	is( $standby->safe_psql(
@@ -116,7 +115,7 @@ is( $primary->safe_psql(
 	'the claim commit is flushed on the primary now');
 is(kill('CONT', $ww), 1, 'primary WAL writer resumed');
 
-$primary->wait_for_catchup($standby2, 'replay');
+$primary->wait_for_catchup($standby2, 'replay', $primary->lsn('flush'));
 $standby2->promote;
 is($standby2->safe_psql('postgres', 'SELECT pg_is_in_recovery()'),
 	'f', 'standby2 promoted');
