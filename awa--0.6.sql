@@ -485,13 +485,22 @@ RETURNS TABLE (job_id bigint, accepted boolean)
 AS 'MODULE_PATHNAME', 'awa_complete_many'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 10;
 
+-- A lane cursor's value, read under AccessShareLock (pg_sequence_last_value
+-- would hold RowExclusiveLock until the reader's transaction ends, and that
+-- would hold up the lock a claim takes to prove a lane gap dead). Checks that
+-- the caller may SELECT the sequence.
+CREATE FUNCTION awa.cursor_value(seq regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'awa_cursor_value'
+LANGUAGE C STABLE STRICT;
+
 -- Read-only view of every lane and its two cursors.
 CREATE VIEW awa.lanes AS
 SELECT l.queue,
        l.priority,
        l.lane_id,
-       coalesce(pg_catalog.pg_sequence_last_value(l.enqueue_seq), 0) AS enqueue_cursor,
-       coalesce(pg_catalog.pg_sequence_last_value(l.claim_seq), 0)   AS claim_cursor
+       awa.cursor_value(l.enqueue_seq) AS enqueue_cursor,
+       awa.cursor_value(l.claim_seq)   AS claim_cursor
 FROM awa.queue_lanes l;
 
 REVOKE ALL ON FUNCTION awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb) FROM PUBLIC;
@@ -499,6 +508,8 @@ REVOKE ALL ON FUNCTION awa.enqueue_many(text[], jsonb[], text, int[], timestampt
 REVOKE ALL ON FUNCTION awa.claim(text, int, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION awa.complete(bigint, bigint, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION awa.complete_many(bigint[], bigint[], bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION awa.cursor_value(regclass) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION awa.cursor_value(regclass) TO awa_admin;
 
 GRANT EXECUTE ON FUNCTION awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb),
                           awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int)

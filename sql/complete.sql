@@ -209,3 +209,21 @@ SELECT call, pg_temp.try(format(call, :bad_job, :bad_lease, :bad_receipt)) AS ou
 SELECT pg_temp.footprint() = :'before_bad'::jsonb AS nothing_written;
 -- The attempt is still live.
 SELECT awa.complete(:bad_job, :bad_lease, :bad_receipt) AS accepted;
+
+-- ---------------------------------------------------------------------------
+-- Duplicates in a long call (qsort is not stable): the first occurrence of
+-- each attempt is accepted, every later one refused, whatever the order.
+-- ---------------------------------------------------------------------------
+SELECT count(*) AS jobs FROM awa.enqueue_many(array_fill('dup'::text, ARRAY[6]), NULL, 'cm_dups');
+CREATE TEMP TABLE dup_claim AS SELECT job_id, run_lease, receipt_id FROM awa.claim('cm_dups', 6);
+-- Each attempt twice, interleaved: positions 1..6 then the same attempts again, reversed.
+CREATE TEMP TABLE dup_input AS
+  SELECT row_number() OVER () AS pos, job_id, run_lease, receipt_id
+    FROM (SELECT * FROM (SELECT * FROM dup_claim ORDER BY job_id) a
+          UNION ALL
+          SELECT * FROM (SELECT * FROM dup_claim ORDER BY job_id DESC) b) t;
+SELECT array_agg(accepted ORDER BY ord) AS accepted_in_input_order
+  FROM awa.complete_many((SELECT array_agg(job_id ORDER BY pos) FROM dup_input),
+                         (SELECT array_agg(run_lease ORDER BY pos) FROM dup_input),
+                         (SELECT array_agg(receipt_id ORDER BY pos) FROM dup_input))
+       WITH ORDINALITY AS r(job_id, accepted, ord);

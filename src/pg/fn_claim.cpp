@@ -277,7 +277,10 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 
 	BridgeRange *claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * request.max_jobs));
 	BridgePlan plan;
-	bool gap_proof_held = false;
+	// Lanes up to proof_horizon were reserved before a gap proof was granted:
+	// a hole among them that is still empty after the proof's re-read is dead.
+	// Holes above it were reserved later and need a proof of their own.
+	int64 proof_horizon = 0;
 	char error[256];
 	for (int step = 0;; step++) {
 		if (step > 100000)
@@ -300,20 +303,23 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 			continue;
 		}
 		if (plan.stop == kStopGap) {
-			if (!gap_proof_held) {
+			if (plan.gap.first > proof_horizon) {
 				// Wait (bounded) until no transaction holds a reservation of
-				// this lane, then look again from the start generation with a
-				// fresh snapshot (the loop pages forward as before).
+				// this lane, note how far reservations went, and look again
+				// from the start generation with a fresh snapshot (the loop
+				// pages forward as before). Then let producers go on.
 				if (!LockLaneReservations(lane.enqueue_seq, awa_gap_proof_lock_timeout_ms))
 					break;
-				gap_proof_held = true;
+				proof_horizon = SequenceValue(lane.enqueue_seq);
 				ResetView(&view, start);
 				LoadGeneration(&view, q, start);
+				UnlockLaneReservations(lane.enqueue_seq);
 				continue;
 			}
-			// Still empty after every reservation below ended: the enqueue that
-			// reserved it rolled back (or died in a crash). It holds nothing.
-			AddSpent(&view, plan.gap.first, plan.gap.next);
+			// Still empty although every reservation up to the horizon had
+			// ended when the view was read: the enqueue that reserved it
+			// rolled back (or died in a crash). It holds nothing.
+			AddSpent(&view, plan.gap.first, Min(plan.gap.next, proof_horizon + 1));
 			continue;
 		}
 		if (plan.stop == kStopEnd && plan.claimed == 0 && view.last_generation < ring.queue_generation) {

@@ -48,7 +48,11 @@ CompareAttempts(const void *a, const void *b)
 		return x.claim_batch_id < y.claim_batch_id ? -1 : 1;
 	if (x.claim_slot != y.claim_slot)
 		return x.claim_slot < y.claim_slot ? -1 : 1;
-	return x.index < y.index ? -1 : (x.index > y.index ? 1 : 0);
+	if (x.index != y.index)
+		return x.index < y.index ? -1 : 1;
+	// Same attempt twice in one call: the earlier one is accepted.
+	int a_position = *static_cast<const int *>(a), b_position = *static_cast<const int *>(b);
+	return a_position < b_position ? -1 : (a_position > b_position ? 1 : 0);
 }
 
 int64 *

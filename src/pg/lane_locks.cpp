@@ -39,7 +39,13 @@ UnlockLaneClaim(int64 lane_id)
 bool
 LockLaneReservations(Oid enqueue_seq, int timeout_ms)
 {
-	if (ConditionalLockRelationOid(enqueue_seq, ShareLock))
+	// A lock granted inside the subtransaction below ends up owned by the
+	// transaction's resource owner; take the immediate one there too.
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	bool immediate = ConditionalLockRelationOid(enqueue_seq, ShareLock);
+	CurrentResourceOwner = caller_owner;
+	if (immediate)
 		return true;
 	if (timeout_ms <= 0)
 		return false;
@@ -78,6 +84,15 @@ LockLaneReservations(Oid enqueue_seq, int timeout_ms)
 	}
 	PG_END_TRY();
 	return acquired;
+}
+
+void
+UnlockLaneReservations(Oid enqueue_seq)
+{
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	UnlockRelationOid(enqueue_seq, ShareLock);
+	CurrentResourceOwner = caller_owner;
 }
 
 void

@@ -25,8 +25,12 @@ bool TryLockLaneClaim(int64 lane_id);
 void UnlockLaneClaim(int64 lane_id);
 // Waits at most `timeout_ms` for ShareLock on the lane's enqueue sequence;
 // false if it could not be had in time. Errors other than the lock timeout
-// propagate.
+// propagate. The lock belongs to the transaction's resource owner whichever
+// way it was granted, so UnlockLaneReservations can release it.
 bool LockLaneReservations(Oid enqueue_seq, int timeout_ms);
+// Releases it as soon as the proof's re-read is done, so that the lane's
+// producers do not wait for the claim's transaction to end.
+void UnlockLaneReservations(Oid enqueue_seq);
 void LockClaimBatch(int64 claim_batch_id);
 void LockLaneCreate(uint32 lane_hash);
 

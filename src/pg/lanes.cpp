@@ -135,16 +135,20 @@ EnsureLane(text *queue, int16 priority)
 
 	Oid id_seq = get_relname_relid("queue_lane_id_seq", get_namespace_oid("awa", false));
 	int64 lane_id = SequenceNext(id_seq);
-	char sql[512];
-	// Sequences belong to queue_lanes.lane_id, so DROP EXTENSION removes them.
+	char sql[1024];
+	// The sequences are members of the extension (like queue_lanes, which
+	// names them): DROP EXTENSION removes them and pg_dump leaves them out
+	// together with the lane rows, so a restored database starts consistent.
 	snprintf(sql, sizeof(sql),
 	         "CREATE SEQUENCE awa.lane_" INT64_FORMAT "_enqueue_seq AS bigint MINVALUE 0 START 1 "
 	         "OWNED BY awa.queue_lanes.lane_id; "
 	         "CREATE SEQUENCE awa.lane_" INT64_FORMAT "_claim_seq AS bigint MINVALUE 0 START 1 "
 	         "OWNED BY awa.queue_lanes.lane_id; "
+	         "ALTER EXTENSION awa ADD SEQUENCE awa.lane_" INT64_FORMAT "_enqueue_seq; "
+	         "ALTER EXTENSION awa ADD SEQUENCE awa.lane_" INT64_FORMAT "_claim_seq; "
 	         "GRANT SELECT ON SEQUENCE awa.lane_" INT64_FORMAT "_enqueue_seq, awa.lane_" INT64_FORMAT
 	         "_claim_seq TO awa_admin",
-	         lane_id, lane_id, lane_id, lane_id);
+	         lane_id, lane_id, lane_id, lane_id, lane_id, lane_id);
 	ExecuteUtility(sql);
 
 	Datum values[3] = {PointerGetDatum(queue), Int16GetDatum(priority), Int64GetDatum(lane_id)};

@@ -28,8 +28,9 @@ _PG_init(void)
 	DefineCustomBoolVariable(
 	    "awa.early_lane_release", "Releases a lane's claim lock before the claim commits.",
 	    "A claim records its planned lanes in the shared-memory in-flight registry and releases the lane "
-	    "lock at once, so the next claimer of the lane does not wait for this claim's commit. Off: the "
-	    "lane lock is held until the claim's transaction ends (as in awa 0.6).",
+	    "lock at once, so the lane is free for the next claimer before this claim commits. Off: the lane "
+	    "lock is held until the claim's transaction ends, and other claimers skip the lane meanwhile (the "
+	    "reference design's behaviour).",
 	    &awa_early_lane_release, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 	    "awa.gap_proof_lock_timeout", "How long a claim waits to prove a lane gap dead.",

@@ -3,7 +3,7 @@
 -- (NULL arguments must reach the C code, which raises 22004), and the C symbol.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(47);
+SELECT plan(53);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, symbol text)
     ON COMMIT DROP;
@@ -45,12 +45,23 @@ INSERT INTO api VALUES
      'TABLE(job_id bigint, accepted boolean)',
      'awa_complete_many');
 
--- Exactly these five functions in schema awa: 1
-SELECT functions_are('awa', ARRAY['enqueue', 'enqueue_many', 'claim', 'complete', 'complete_many']::name[],
-                     'schema awa has exactly the five API functions');
+-- Exactly these functions in schema awa (the five API functions and the
+-- cursor reader behind awa.lanes): 1
+SELECT functions_are('awa', ARRAY['enqueue', 'enqueue_many', 'claim', 'complete', 'complete_many',
+                                  'cursor_value']::name[],
+                     'schema awa has exactly the five API functions and cursor_value');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 5,
-          'no API function is overloaded');
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 6,
+          'no function is overloaded');
+
+-- awa.cursor_value(regclass): 6
+SELECT has_function('awa', 'cursor_value', ARRAY['regclass'], 'awa.cursor_value(regclass) exists');
+SELECT function_returns('awa', 'cursor_value', ARRAY['regclass'], 'bigint', 'awa.cursor_value returns bigint');
+SELECT isnt_definer('awa', 'cursor_value', ARRAY['regclass'],
+                    'awa.cursor_value runs as the caller (who needs SELECT on the sequence)');
+SELECT is_strict('awa', 'cursor_value', ARRAY['regclass'], 'awa.cursor_value is STRICT');
+SELECT function_lang_is('awa', 'cursor_value', ARRAY['regclass'], 'c', 'awa.cursor_value is LANGUAGE C');
+SELECT volatility_is('awa', 'cursor_value', ARRAY['regclass'], 'stable', 'awa.cursor_value is STABLE');
 
 -- Per function, 9 checks: 45
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')

@@ -3,7 +3,7 @@
 -- all of it and read (only read) every table. Nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(49);
+SELECT plan(53);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -14,7 +14,7 @@ SELECT ok(NOT rolcanlogin AND NOT rolsuper AND NOT rolcreaterole AND NOT rolcrea
  WHERE rolname IN ('awa_producer', 'awa_worker', 'awa_admin')
  ORDER BY rolname;
 
--- EXECUTE per function and role (PUBLIC included): 5 x 4 = 20
+-- EXECUTE per function and role (PUBLIC included): 6 x 4 = 24
 SELECT function_privs_are('awa', fn::name, args::name[], role::name, privs::name[],
                           role || ' ' || CASE WHEN cardinality(privs) = 0 THEN 'may not' ELSE 'may' END
                           || ' execute awa.' || fn)
@@ -46,7 +46,11 @@ SELECT function_privs_are('awa', fn::name, args::name[], role::name, privs::name
     ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'awa_producer', ARRAY[]::text[]),
     ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'awa_worker', ARRAY['EXECUTE']),
     ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'awa_admin', ARRAY['EXECUTE']),
-    ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'public', ARRAY[]::text[])
+    ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'public', ARRAY[]::text[]),
+    ('cursor_value', ARRAY['regclass'], 'awa_producer', ARRAY[]::text[]),
+    ('cursor_value', ARRAY['regclass'], 'awa_worker', ARRAY[]::text[]),
+    ('cursor_value', ARRAY['regclass'], 'awa_admin', ARRAY['EXECUTE']),
+    ('cursor_value', ARRAY['regclass'], 'public', ARRAY[]::text[])
   ) AS g(fn, args, role, privs);
 
 -- The ACLs name no other grantee (no role besides the owner and these): 1
