@@ -19,7 +19,7 @@ REGRESS = setup enqueue enqueue_many claim complete cursor security
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
 # isolationtester specs (specs/, expected/).
-ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion
+ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 
