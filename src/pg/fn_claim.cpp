@@ -22,6 +22,7 @@
 #include "core/validate.hpp"
 #include "pg/arguments.hpp"
 #include "pg/claim_bridge.hpp"
+#include "pg/direct_insert.hpp"
 #include "pg/errors.hpp"
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
@@ -383,37 +384,37 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	Datum deadline_at =
 	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(claimed_at), PointerGetDatum(request.deadline));
 
-	{
-		Datum values[11] = {Int64GetDatum(plan.generation),
-		                    Int64GetDatum(batch_id),
-		                    PointerGetDatum(request.queue),
-		                    Int16GetDatum(lane.priority),
-		                    Int16GetDatum(ring.claim_slot),
-		                    Int64GetDatum(ring.claim_generation),
-		                    Int64GetDatum(span_first),
-		                    Int64GetDatum(span_next),
-		                    Int32GetDatum(n),
-		                    LaneRanges(claim, plan.range_count),
-		                    TimestampTzGetDatum(claimed_at)};
-		Execute(Stmt::kInsertAttemptBatch, ready_slot, values, NULL);
-	}
-	{
-		Datum values[14] = {Int64GetDatum(ring.claim_generation),
-		                    Int64GetDatum(batch_id),
-		                    Int16GetDatum(ready_slot),
-		                    Int64GetDatum(plan.generation),
-		                    PointerGetDatum(request.queue),
-		                    Int16GetDatum(lane.priority),
-		                    Int32GetDatum(n),
-		                    PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-		                    PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-		                    PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-		                    PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
-		                    PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
-		                    deadline_at,
-		                    TimestampTzGetDatum(claimed_at)};
-		Execute(Stmt::kInsertClaimBatch, ring.claim_slot, values, NULL);
-	}
+	Datum attempt_batch[12] = {Int16GetDatum(ready_slot),
+	                           Int64GetDatum(plan.generation),
+	                           Int64GetDatum(batch_id),
+	                           PointerGetDatum(request.queue),
+	                           Int16GetDatum(lane.priority),
+	                           Int16GetDatum(ring.claim_slot),
+	                           Int64GetDatum(ring.claim_generation),
+	                           Int64GetDatum(span_first),
+	                           Int64GetDatum(span_next),
+	                           Int32GetDatum(n),
+	                           LaneRanges(claim, plan.range_count),
+	                           TimestampTzGetDatum(claimed_at)};
+	bool attempt_nulls[12] = {false};
+	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 12);
+	Datum claim_batch[15] = {Int16GetDatum(ring.claim_slot),
+	                         Int64GetDatum(ring.claim_generation),
+	                         Int64GetDatum(batch_id),
+	                         Int16GetDatum(ready_slot),
+	                         Int64GetDatum(plan.generation),
+	                         PointerGetDatum(request.queue),
+	                         Int16GetDatum(lane.priority),
+	                         Int32GetDatum(n),
+	                         PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	                         PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	                         PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	                         PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+	                         PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+	                         deadline_at,
+	                         TimestampTzGetDatum(claimed_at)};
+	bool claim_nulls[15] = {false};
+	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 15);
 	if (awa_early_lane_release && RegisterInflight(lane.lane_id, claim, plan.range_count)) {
 		UnlockLaneClaim(lane.lane_id);
 		*released = true;

@@ -13,6 +13,7 @@
 #include "core/receipt.hpp"
 #include "core/validate.hpp"
 #include "pg/arguments.hpp"
+#include "pg/direct_insert.hpp"
 #include "pg/errors.hpp"
 #include "pg/guard.hpp"
 #include "pg/lane_locks.hpp"
@@ -134,33 +135,35 @@ CompleteClaimBatch(Attempt *attempts, const int *order, int n, Oid closure_seq)
 	TimestampTz now = GetCurrentTimestamp();
 	Datum jobs_array = PointerGetDatum(construct_array(closed_jobs, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	Datum leases_array = PointerGetDatum(construct_array(closed_leases, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	{
-		Datum values[10] = {Int64GetDatum(batch_id),
-		                    Int64GetDatum(claim_batch_id),
-		                    Int16GetDatum(ready_slot),
-		                    Int64GetDatum(ready_generation),
-		                    CStringGetTextDatum("completed"),
-		                    Int32GetDatum(accepted),
-		                    PointerGetDatum(construct_array(closed_indexes, accepted, INT4OID, 4, true, TYPALIGN_INT)),
-		                    jobs_array,
-		                    leases_array,
-		                    TimestampTzGetDatum(now)};
-		Execute(Stmt::kInsertClosureBatch, slot, values, NULL);
-	}
-	{
-		Datum values[11] = {Int64GetDatum(ready_generation),
-		                    Int64GetDatum(batch_id),
-		                    Int16GetDatum(slot),
-		                    Int64GetDatum(claim_batch_id),
-		                    queue,
-		                    Int16GetDatum(priority),
-		                    Int32GetDatum(accepted),
-		                    jobs_array,
-		                    leases_array,
-		                    PointerGetDatum(construct_array(closed_lanes, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-		                    TimestampTzGetDatum(now)};
-		Execute(Stmt::kInsertCompletionBatch, ready_slot, values, NULL);
-	}
+	Datum closure[11] = {Int16GetDatum(slot),
+	                     Int64GetDatum(batch_id),
+	                     Int64GetDatum(claim_batch_id),
+	                     Int16GetDatum(ready_slot),
+	                     Int64GetDatum(ready_generation),
+	                     CStringGetTextDatum("completed"),
+	                     Int32GetDatum(accepted),
+	                     PointerGetDatum(construct_array(closed_indexes, accepted, INT4OID, 4, true, TYPALIGN_INT)),
+	                     jobs_array,
+	                     leases_array,
+	                     TimestampTzGetDatum(now)};
+	bool closure_nulls[11] = {false};
+	InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 11);
+	Datum completion[12] = {Int16GetDatum(ready_slot),
+	                        Int64GetDatum(ready_generation),
+	                        Int64GetDatum(batch_id),
+	                        Int16GetDatum(slot),
+	                        Int64GetDatum(claim_batch_id),
+	                        queue,
+	                        Int16GetDatum(priority),
+	                        Int32GetDatum(accepted),
+	                        jobs_array,
+	                        leases_array,
+	                        PointerGetDatum(construct_array(closed_lanes, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	                        TimestampTzGetDatum(now)};
+	bool completion_nulls[12] = {false};
+	InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 12);
+	// The next claim batch of this call reads with a fresh command id.
+	CommandCounterIncrement();
 }
 
 // Completes `n` attempts; sets each one's `accepted`. Requires SPI.

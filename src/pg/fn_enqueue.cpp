@@ -8,6 +8,7 @@
 // the caller's transaction and commits with the session's synchronous_commit.
 #include "core/validate.hpp"
 #include "pg/arguments.hpp"
+#include "pg/direct_insert.hpp"
 #include "pg/errors.hpp"
 #include "pg/guard.hpp"
 #include "pg/lanes.hpp"
@@ -144,14 +145,25 @@ AWA_FUNCTION(awa_enqueue)
 		Lane lane = EnsureLane(queue, priority);
 		int64 lane_seq;
 		RingPositions ring = ReserveLaneSeqs(lane, 1, &lane_seq);
-		Datum values[11] = {Int64GetDatum(ring.queue_generation), PointerGetDatum(queue), Int16GetDatum(priority),
-		                    Int64GetDatum(lane_seq), Int64GetDatum(job_id), Int16GetDatum(max_attempts),
-		                    PointerGetDatum(kind), PointerGetDatum(args), TimestampTzGetDatum(run_at),
-		                    TimestampTzGetDatum(now), PointerGetDatum(payload)};
-		char nulls[12] = "           ";
-		if (payload == NULL)
-			nulls[10] = 'n';
-		Execute(Stmt::kInsertReadyOne, ring.queue_slot, values, nulls);
+		Datum ready[17] = {Int16GetDatum(ring.queue_slot),  Int64GetDatum(ring.queue_generation),
+		                   PointerGetDatum(queue),          Int16GetDatum(priority),
+		                   Int64GetDatum(lane_seq),         Int64GetDatum(job_id),
+		                   Int64GetDatum(0),                Int16GetDatum(0),
+		                   Int16GetDatum(max_attempts),     PointerGetDatum(kind),
+		                   PointerGetDatum(args),           TimestampTzGetDatum(run_at),
+		                   TimestampTzGetDatum(now),        (Datum)0,
+		                   (Datum)0,                        (Datum)0,
+		                   PointerGetDatum(payload)};
+		bool ready_nulls[17] = {false};
+		ready_nulls[13] = ready_nulls[14] = ready_nulls[15] = true;  // attempted_at, unique_key, unique_states
+		ready_nulls[16] = payload == NULL;
+		InsertRingRow(RingTable::kReadyEntries, ring.queue_slot, ready, ready_nulls, 17);
+		Datum segment[8] = {Int16GetDatum(ring.queue_slot), Int64GetDatum(ring.queue_generation),
+		                    PointerGetDatum(queue),         Int16GetDatum(priority),
+		                    Int64GetDatum(lane_seq),        Int64GetDatum(lane_seq + 1),
+		                    TimestampTzGetDatum(run_at),    TimestampTzGetDatum(now)};
+		bool segment_nulls[8] = {false};
+		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 8);
 	}
 	SPI_finish();
 	PG_RETURN_INT64(job_id);

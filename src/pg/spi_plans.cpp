@@ -9,47 +9,37 @@ constexpr int kMaxSlots = 64;
 constexpr int kMaxArgs = 16;
 
 struct StmtDef {
+	Stmt id;          // checked against its position (no silent shift)
 	const char *sql;  // "%1$d" is the ring slot
 	int nargs;
 	Oid argtypes[kMaxArgs];
 };
 
 // clang-format off
-const StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
+constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kRingPositions
-	{"SELECT q.generation, q.slot, qs.slot_count, c.generation, c.slot, cs.slot_count"
+	{Stmt::kRingPositions, "SELECT q.generation, q.slot, qs.slot_count, c.generation, c.slot, cs.slot_count"
 	 "  FROM (SELECT generation, slot FROM awa.queue_ring_rotations ORDER BY generation DESC LIMIT 1) q,"
 	 "       (SELECT generation, slot FROM awa.claim_ring_rotations ORDER BY generation DESC LIMIT 1) c,"
 	 "       awa.queue_ring_state qs, awa.claim_ring_state cs",
 	 0, {}},
 	// kLaneOf
-	{"SELECT lane_id, enqueue_seq::oid, claim_seq::oid FROM awa.queue_lanes WHERE queue = $1 AND priority = $2",
+	{Stmt::kLaneOf, "SELECT lane_id, enqueue_seq::oid, claim_seq::oid FROM awa.queue_lanes WHERE queue = $1 AND priority = $2",
 	 2, {TEXTOID, INT2OID}},
 	// kLanesOfQueue
-	{"SELECT lane_id, priority, enqueue_seq::oid, claim_seq::oid FROM awa.queue_lanes"
+	{Stmt::kLanesOfQueue, "SELECT lane_id, priority, enqueue_seq::oid, claim_seq::oid FROM awa.queue_lanes"
 	 " WHERE queue = $1 ORDER BY priority",
 	 1, {TEXTOID}},
 	// kRegisterLane: the sequences were created just before, named after the lane id
-	{"INSERT INTO awa.queue_lanes (queue, priority, lane_id, enqueue_seq, claim_seq)"
+	{Stmt::kRegisterLane, "INSERT INTO awa.queue_lanes (queue, priority, lane_id, enqueue_seq, claim_seq)"
 	 " VALUES ($1, $2, $3, ('awa.lane_' || $3 || '_enqueue_seq')::regclass,"
 	 "         ('awa.lane_' || $3 || '_claim_seq')::regclass)"
 	 " RETURNING enqueue_seq::oid, claim_seq::oid",
 	 3, {TEXTOID, INT2OID, INT8OID}},
-	// kInsertReadyOne: $1 generation, $2 queue, $3 priority, $4 lane_seq, $5 job_id,
-	// $6 max_attempts, $7 kind, $8 args, $9 run_at, $10 created_at, $11 payload
-	{"WITH segment AS ("
-	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
-	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at)"
-	 "  VALUES (%1$d, $1, $2, $3, $4, $4 + 1, $9, $10))"
-	 " INSERT INTO awa.ready_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
-	 "                                    max_attempts, kind, args, run_at, created_at, payload)"
-	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-	 11, {INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, INT2OID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-	      TIMESTAMPTZOID, JSONBOID}},
 	// kInsertReadyMany: $1 generation, $2 queue, $3 priority, $4 lane_seqs, $5 max_attempts,
 	// $6 job_ids, $7 kinds, $8 args, $9 run_ats, $10 created_at, $11 segment firsts, $12 segment nexts,
 	// $13 first run_at
-	{"WITH segment AS ("
+	{Stmt::kInsertReadyMany, "WITH segment AS ("
 	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
 	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at)"
 	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $10 FROM unnest($11, $12) AS s(first, next))"
@@ -61,75 +51,55 @@ const StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	      TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}},
 	// kInsertDeferredOne: $1 job_id, $2 queue, $3 priority, $4 kind, $5 args, $6 run_at,
 	// $7 max_attempts, $8 created_at, $9 payload
-	{"INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, max_attempts,"
+	{Stmt::kInsertDeferredOne, "INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, max_attempts,"
 	 "                               created_at, payload)"
 	 " VALUES ($1, $2, $3, $4, $5, 'scheduled', $6, $7, $8, $9)",
 	 9, {INT8OID, TEXTOID, INT2OID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT2OID, TIMESTAMPTZOID, JSONBOID}},
 	// kInsertDeferredMany: $1 job_ids, $2 queue, $3 priorities, $4 kinds, $5 args, $6 run_ats,
 	// $7 max_attempts, $8 created_at
-	{"INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, max_attempts, created_at)"
+	{Stmt::kInsertDeferredMany, "INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, max_attempts, created_at)"
 	 " SELECT u.job_id, $2, u.priority, u.kind, u.args, 'scheduled', u.run_at, $7, $8"
 	 "   FROM unnest($1, $3, $4, $5, $6) AS u(job_id, priority, kind, args, run_at)",
 	 8, {INT8ARRAYOID, TEXTOID, INT2ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT2OID,
 	     TIMESTAMPTZOID}},
 	// kLaneSegments: committed lane ranges beyond the cursor in one generation.
 	// $1 queue, $2 priority, $3 generation, $4 lanes after this, $5 limit
-	{"SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"
+	{Stmt::kLaneSegments, "SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"
 	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
 	 " ORDER BY next_lane_seq LIMIT $5",
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
 	// kLaneEvidence: lanes handed out by committed claims beyond the cursor, in
 	// lane order. $1 queue, $2 priority, $3 generation, $4 cursor, $5 limit
-	{"SELECT lane_ranges, next_lane_seq, xmin FROM awa.ready_claim_attempt_batches_%1$d"
+	{Stmt::kLaneEvidence, "SELECT lane_ranges, next_lane_seq, xmin FROM awa.ready_claim_attempt_batches_%1$d"
 	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
 	 " ORDER BY next_lane_seq LIMIT $5",
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
 	// kReadyRows: $1 queue, $2 priority, $3 first lane, $4 next lane (exclusive), $5 generation
-	{"SELECT lane_seq, job_id, run_lease, attempt, max_attempts, kind, args, created_at,"
+	{Stmt::kReadyRows, "SELECT lane_seq, job_id, run_lease, attempt, max_attempts, kind, args, created_at,"
 	 "       coalesce(payload -> 'metadata', '{}'::jsonb)"
 	 "  FROM awa.ready_entries_%1$d"
 	 " WHERE queue = $1 AND priority = $2 AND lane_seq >= $3 AND lane_seq < $4 AND ready_generation = $5"
 	 " ORDER BY lane_seq",
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
-	// kInsertAttemptBatch: $1 generation, $2 batch_id, $3 queue, $4 priority, $5 claim_slot,
-	// $6 claim_generation, $7 first lane, $8 next lane, $9 count, $10 lane_ranges, $11 claimed_at
-	{"INSERT INTO awa.ready_claim_attempt_batches_%1$d (ready_slot, ready_generation, batch_id, queue, priority,"
-	 "       claim_slot, claim_generation, first_lane_seq, next_lane_seq, claimed_count, lane_ranges, claimed_at)"
-	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-	 11, {INT8OID, INT8OID, TEXTOID, INT2OID, INT2OID, INT8OID, INT8OID, INT8OID, INT4OID, INT8MULTIRANGEOID,
-	      TIMESTAMPTZOID}},
-	// kInsertClaimBatch: $1 claim_generation, $2 batch_id, $3 ready_slot, $4 ready_generation, $5 queue,
-	// $6 priority, $7 count, $8 job_ids, $9 run_leases, $10 lane_seqs, $11 attempts, $12 max_attempts,
-	// $13 deadline_at, $14 claimed_at
-	{"INSERT INTO awa.lease_claim_batches_%1$d (claim_slot, claim_generation, batch_id, ready_slot,"
-	 "       ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs, attempts,"
-	 "       max_attempts, deadline_at, claimed_at)"
-	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-	 14, {INT8OID, INT8OID, INT2OID, INT8OID, TEXTOID, INT2OID, INT4OID, INT8ARRAYOID, INT8ARRAYOID,
-	      INT8ARRAYOID, INT2ARRAYOID, INT2ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
 	// kClaimBatch: $1 batch_id
-	{"SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs"
+	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs"
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1",
 	 1, {INT8OID}},
 	// kClosedIndexes: positions of a claim batch already closed. $1 claim batch id
-	{"SELECT claim_indexes FROM awa.lease_claim_closure_batches_%1$d WHERE claim_batch_id = $1",
+	{Stmt::kClosedIndexes, "SELECT claim_indexes FROM awa.lease_claim_closure_batches_%1$d WHERE claim_batch_id = $1",
 	 1, {INT8OID}},
-	// kInsertClosureBatch: $1 batch_id, $2 claim_batch_id, $3 ready_slot, $4 ready_generation, $5 outcome,
-	// $6 count, $7 claim_indexes, $8 job_ids, $9 run_leases, $10 closed_at
-	{"INSERT INTO awa.lease_claim_closure_batches_%1$d (claim_slot, batch_id, claim_batch_id, ready_slot,"
-	 "       ready_generation, outcome, closed_count, claim_indexes, job_ids, run_leases, closed_at)"
-	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-	 10, {INT8OID, INT8OID, INT2OID, INT8OID, TEXTOID, INT4OID, INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
-	      TIMESTAMPTZOID}},
-	// kInsertCompletionBatch: $1 ready_generation, $2 batch_id, $3 claim_slot, $4 claim_batch_id, $5 queue,
-	// $6 priority, $7 count, $8 job_ids, $9 run_leases, $10 lane_seqs, $11 completed_at
-	{"INSERT INTO awa.receipt_completion_batches_%1$d (ready_slot, ready_generation, batch_id, claim_slot,"
-	 "       claim_batch_id, queue, priority, completed_count, job_ids, run_leases, lane_seqs, completed_at)"
-	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-	 11, {INT8OID, INT8OID, INT2OID, INT8OID, TEXTOID, INT2OID, INT4OID, INT8ARRAYOID, INT8ARRAYOID,
-	      INT8ARRAYOID, TIMESTAMPTZOID}},
 };
 // clang-format on
+
+constexpr bool
+StatementsInOrder()
+{
+	for (int i = 0; i < static_cast<int>(Stmt::kCount); i++)
+		if (static_cast<int>(kStmts[i].id) != i)
+			return false;
+	return true;
+}
+static_assert(StatementsInOrder(), "kStmts must list every Stmt in enum order");
 
 SPIPlanPtr plans[static_cast<int>(Stmt::kCount)][kMaxSlots];
 

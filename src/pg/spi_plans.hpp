@@ -20,19 +20,14 @@ enum class Stmt {
 	kLaneOf,
 	kLanesOfQueue,
 	kRegisterLane,
-	kInsertReadyOne,
 	kInsertReadyMany,
 	kInsertDeferredOne,
 	kInsertDeferredMany,
 	kLaneSegments,
 	kLaneEvidence,
 	kReadyRows,
-	kInsertAttemptBatch,
-	kInsertClaimBatch,
 	kClaimBatch,
 	kClosedIndexes,
-	kInsertClosureBatch,
-	kInsertCompletionBatch,
 	kCount
 };
 

@@ -1,0 +1,84 @@
+// direct_insert.cpp: one row into a ring child without the executor (see
+// direct_insert.hpp).
+#include "pg/direct_insert.hpp"
+
+#include "pg/rings.hpp"
+
+extern "C" {
+#include "access/table.h"
+#include "access/tableam.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "nodes/execnodes.h"
+#include "utils/rel.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+constexpr int kMaxSlots = 64;
+const char *const kFamilies[static_cast<int>(RingTable::kCount)] = {
+    "ready_entries",       "ready_segments",          "ready_claim_attempt_batches",
+    "lease_claim_batches", "lease_claim_closure_batches", "receipt_completion_batches",
+};
+
+// Child OIDs by family and slot, for one incarnation of the extension.
+Oid child_oids[static_cast<int>(RingTable::kCount)][kMaxSlots];
+Oid child_incarnation = InvalidOid;
+
+Oid
+ChildOid(RingTable table, int slot)
+{
+	if (slot < 0 || slot >= kMaxSlots)
+		elog(ERROR, "awa: ring slot %d out of range", slot);
+	Oid incarnation = ExtensionIncarnation();
+	if (incarnation != child_incarnation) {
+		memset(child_oids, 0, sizeof(child_oids));
+		child_incarnation = incarnation;
+	}
+	Oid &oid = child_oids[static_cast<int>(table)][slot];
+	if (!OidIsValid(oid)) {
+		char name[NAMEDATALEN];
+		snprintf(name, sizeof(name), "%s_%d", kFamilies[static_cast<int>(table)], slot);
+		Oid found = get_relname_relid(name, get_namespace_oid("awa", false));
+		if (!OidIsValid(found))
+			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("awa: ring child awa.%s is missing", name),
+			                errhint("The ring tables were changed by hand; recreate the extension.")));
+		oid = found;
+	}
+	return oid;
+}
+
+}  // namespace
+
+void
+InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls, int natts)
+{
+	Relation relation = table_open(ChildOid(table, slot), RowExclusiveLock);
+	TupleDesc desc = RelationGetDescr(relation);
+	if (desc->natts != natts)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: %s has %d columns, awa writes %d", RelationGetRelationName(relation), desc->natts,
+		                       natts),
+		                errhint("The installed awa library does not match the extension's tables.")));
+
+	EState *estate = CreateExecutorState();
+	ResultRelInfo *result = makeNode(ResultRelInfo);
+	InitResultRelInfo(result, relation, 1, NULL, 0);
+	ExecOpenIndices(result, false);
+	TupleTableSlot *tuple_slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
+	HeapTuple tuple = heap_form_tuple(desc, const_cast<Datum *>(values), const_cast<bool *>(nulls));
+	ExecStoreHeapTuple(tuple, tuple_slot, false);
+
+	table_tuple_insert(relation, tuple_slot, GetCurrentCommandId(true), 0, NULL);
+	List *recheck = ExecInsertIndexTuples(result, tuple_slot, estate, false, false, NULL, NIL);
+	list_free(recheck);
+
+	ExecCloseIndices(result);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(relation, NoLock);
+}
+
+}  // namespace awa::pg

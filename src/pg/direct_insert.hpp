@@ -1,0 +1,32 @@
+// direct_insert.hpp: inserting one row into a ring child without the executor.
+//
+// Every hot-path write (a ready row and its segment, claim evidence, closure
+// and completion evidence) is one row into one ring child. Through SPI each
+// costs an executor start, a ModifyTable node and an executor end; here it is a
+// heap insert plus the index inserts (unique checks included), nothing else.
+// This is safe for these tables only: they have no triggers, no CHECK
+// constraints and no expression or partial indexes, awa supplies every NOT NULL
+// value, and the caller addresses the child that owns the row's slot. Each
+// call checks the column count, so a schema that drifted from the code fails
+// loudly instead of writing garbage.
+#pragma once
+
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+enum class RingTable {
+	kReadyEntries,
+	kReadySegments,
+	kAttemptBatches,
+	kClaimBatches,
+	kClosureBatches,
+	kCompletionBatches,
+	kCount
+};
+
+// Inserts values[0..natts) (in column order) into `table`'s child for `slot`.
+// May ereport (unique violation, out of memory, ...).
+void InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls, int natts);
+
+}  // namespace awa::pg
