@@ -428,9 +428,9 @@ GRANT USAGE ON SCHEMA awa TO awa_producer, awa_worker, awa_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA awa TO awa_admin;
 
 -- ---------------------------------------------------------------------------
--- SQL API (C++). SECURITY DEFINER: callers need only EXECUTE. Each function
--- pins search_path (pg_catalog, then pg_temp last) so that no name in the
--- statements it runs can resolve to a caller's object (src/pg/spi_plans.hpp).
+-- SQL API (C++). SECURITY DEFINER: callers need only EXECUTE. The C code runs
+-- every statement under a pinned search path (pg_catalog only), so no name in
+-- what it runs can resolve to a caller's object (src/pg/spi_plans.hpp).
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION awa.enqueue(
     kind         text,
@@ -442,7 +442,7 @@ CREATE FUNCTION awa.enqueue(
     opts         jsonb       DEFAULT '{}')
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'awa_enqueue'
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE SECURITY DEFINER;
 
 CREATE FUNCTION awa.enqueue_many(
     kinds        text[],
@@ -453,7 +453,7 @@ CREATE FUNCTION awa.enqueue_many(
     max_attempts int           DEFAULT 25)
 RETURNS SETOF bigint
 AS 'MODULE_PATHNAME', 'awa_enqueue_many'
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 100;
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 
 CREATE FUNCTION awa.claim(
     queue    text,
@@ -473,17 +473,17 @@ RETURNS TABLE (
     created_at   timestamptz,
     metadata     jsonb)
 AS 'MODULE_PATHNAME', 'awa_claim'
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 10;
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
 
 CREATE FUNCTION awa.complete(job_id bigint, run_lease bigint, receipt_id bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'awa_complete'
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE SECURITY DEFINER;
 
 CREATE FUNCTION awa.complete_many(job_ids bigint[], run_leases bigint[], receipt_ids bigint[])
 RETURNS TABLE (job_id bigint, accepted boolean)
 AS 'MODULE_PATHNAME', 'awa_complete_many'
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 10;
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
 
 -- A lane cursor's value, read under AccessShareLock (pg_sequence_last_value
 -- would hold RowExclusiveLock until the reader's transaction ends, and that

@@ -5,6 +5,7 @@
 #include "pg/rings.hpp"
 
 extern "C" {
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
@@ -75,7 +76,12 @@ InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls,
 	List *recheck = ExecInsertIndexTuples(result, tuple_slot, estate, false, false, NULL, NIL);
 	list_free(recheck);
 
-	ExecCloseIndices(result);
+	// Close the indexes keeping their RowExclusiveLock until the transaction
+	// ends, as the table's (ExecCloseIndices would release and the next row
+	// would take it again).
+	for (int i = 0; i < result->ri_NumIndices; i++)
+		if (result->ri_IndexRelationDescs[i] != NULL)
+			index_close(result->ri_IndexRelationDescs[i], NoLock);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
 	table_close(relation, NoLock);

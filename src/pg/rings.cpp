@@ -4,6 +4,11 @@
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
 
+extern "C" {
+#include "utils/inval.h"
+#include "utils/syscache.h"
+}
+
 namespace awa::pg {
 
 namespace {
@@ -15,10 +20,20 @@ struct RingCache {
 };
 RingCache ring_cache;
 
-}  // namespace
+// The incarnation is cached until the next pg_class invalidation (dropping
+// or creating the extension sends some; they are processed at transaction
+// start and, for this backend's own changes, at each command boundary).
+Oid cached_incarnation = InvalidOid;
+bool incarnation_callback_registered = false;
+
+void
+ForgetIncarnation(Datum, int, uint32)
+{
+	cached_incarnation = InvalidOid;
+}
 
 Oid
-ExtensionIncarnation()
+LookUpIncarnation()
 {
 	Oid schema = get_namespace_oid("awa", false);
 	Oid epoch_seq = get_relname_relid("ring_epoch_seq", schema);
@@ -26,6 +41,20 @@ ExtensionIncarnation()
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("awa: awa.ring_epoch_seq is missing"),
 		                errhint("Recreate the extension.")));
 	return epoch_seq;
+}
+
+}  // namespace
+
+Oid
+ExtensionIncarnation()
+{
+	if (!incarnation_callback_registered) {
+		CacheRegisterSyscacheCallback(RELOID, ForgetIncarnation, (Datum)0);
+		incarnation_callback_registered = true;
+	}
+	if (!OidIsValid(cached_incarnation))
+		cached_incarnation = LookUpIncarnation();
+	return cached_incarnation;
 }
 
 int64

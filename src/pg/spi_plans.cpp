@@ -103,6 +103,24 @@ static_assert(StatementsInOrder(), "kStmts must list every Stmt in enum order");
 
 SPIPlanPtr plans[static_cast<int>(Stmt::kCount)][kMaxSlots];
 
+// The caller's search_path must never decide what a statement means: awa's
+// functions are SECURITY DEFINER. Every statement is prepared, executed and
+// (by the plan cache, which re-parses when the search_path in force differs
+// from the one a plan was made under) re-parsed under this pinned path:
+// pg_catalog only, no pg_temp.
+// On an error between push and pop, the transaction's abort discards the
+// override stack (AtEOXact_Namespace / AtEOSubXact_Namespace).
+void
+PushPinnedSearchPath()
+{
+	OverrideSearchPath path;
+	memset(&path, 0, sizeof(path));
+	path.schemas = NIL;
+	path.addCatalog = true;
+	path.addTemp = false;
+	PushOverrideSearchPath(&path);
+}
+
 int
 CheckResult(int rc, Stmt stmt)
 {
@@ -132,7 +150,9 @@ Plan(Stmt stmt, int slot)
 	// Generic plans always: these statements run on every call, and a custom
 	// plan would mean planning each time. Every statement was checked to have
 	// an index-scan generic plan (docs/architecture.md, "Plans").
+	PushPinnedSearchPath();
 	plan = SPI_prepare_cursor(sql, def.nargs, const_cast<Oid *>(def.argtypes), CURSOR_OPT_GENERIC_PLAN);
+	PopOverrideSearchPath();
 	if (plan == NULL)
 		elog(ERROR, "awa: could not prepare statement %d: %s", index, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
@@ -144,21 +164,29 @@ Plan(Stmt stmt, int slot)
 int
 Execute(Stmt stmt, int slot, Datum *values, const char *nulls, long limit)
 {
-	return CheckResult(SPI_execute_plan(Plan(stmt, slot), values, nulls, false, limit), stmt);
+	SPIPlanPtr plan = Plan(stmt, slot);
+	PushPinnedSearchPath();
+	int rc = SPI_execute_plan(plan, values, nulls, false, limit);
+	PopOverrideSearchPath();
+	return CheckResult(rc, stmt);
 }
 
 int
 ExecuteLatest(Stmt stmt, int slot, Datum *values, const char *nulls, long limit)
 {
 	SPIPlanPtr plan = Plan(stmt, slot);
-	return CheckResult(
-	    SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot, false, false, limit), stmt);
+	PushPinnedSearchPath();
+	int rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot, false, false, limit);
+	PopOverrideSearchPath();
+	return CheckResult(rc, stmt);
 }
 
 void
 ExecuteUtility(const char *sql)
 {
+	PushPinnedSearchPath();
 	int rc = SPI_execute(sql, false, 0);
+	PopOverrideSearchPath();
 	if (rc < 0)
 		elog(ERROR, "awa: could not run \"%s\": %s", sql, SPI_result_code_string(rc));
 }

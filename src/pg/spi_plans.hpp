@@ -4,11 +4,17 @@
 // Statements name ring children (awa.ready_entries_3) rather than the
 // partitioned parents: a generic plan over a parent locks every child at
 // executor start in PostgreSQL 15, which would make every claim conflict with a
-// prune of any slot. Every relation is schema-qualified, and every SQL function
-// of awa runs with SET search_path = pg_catalog, pg_temp, so names resolve the
-// same way whatever the caller's search_path: the plan cache re-parses a
-// statement under the search_path current at execution when it differs from
-// the one the plan was made under, so pinning at preparation alone would not do.
+// prune of any slot.
+//
+// awa's functions are SECURITY DEFINER, so the caller's search_path must never
+// decide what a statement means. Every relation is schema-qualified, and every
+// statement is prepared and executed under a pinned override search path
+// (pg_catalog only, no pg_temp). Pinning at preparation alone would not do: the
+// plan cache re-parses a statement under the search_path in force at execution
+// whenever it differs from the one the plan was made under. Pinning here
+// rather than with a SET clause on the functions costs nothing on paths that
+// run no statement (a steady-state enqueue runs none) and avoids the GUC
+// save/restore of every call (9 % of enqueue CPU in perf).
 #pragma once
 
 #include "pg/postgres_headers.hpp"
