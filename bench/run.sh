@@ -63,6 +63,7 @@ log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 server_started=0
 cleanup() {
 	local rc=$?
+	touch "$WORKDIR/sampler.stop" 2>/dev/null || true
 	[ -n "${SAMPLER_PID:-}" ] && kill "$SAMPLER_PID" 2>/dev/null || true
 	if [ "$server_started" = 1 ]; then
 		as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
@@ -109,7 +110,7 @@ as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$SERVER_LOG" -w start >/dev/null
 server_started=1
 
 PG_VERSION=$(sql "SELECT version()")
-SETTINGS=$(sql "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) FROM pg_settings
+SETTINGS=$(sql "SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name) FROM pg_settings
                 WHERE name IN ('shared_buffers','max_connections','fsync','synchronous_commit','checkpoint_timeout',
                                'max_wal_size','autovacuum','wal_level','commit_delay','commit_siblings',
                                'shared_preload_libraries','awa.async_claim_commit','full_page_writes','wal_buffers')")
@@ -153,18 +154,33 @@ start_sampler() {
 	if [ "$sys" = awa ]; then
 		q="SELECT extract(epoch FROM clock_timestamp()),
 		   (SELECT coalesce(sum(completed_count), 0) FROM awa.receipt_completion_batches),
-		   $PRELOAD - (SELECT coalesce(sum(claimed_count), 0) FROM awa.ready_claim_attempt_batches)"
+		   $PRELOAD - (SELECT coalesce(sum(claimed_count), 0) FROM awa.ready_claim_attempt_batches);"
 	else
 		q="SELECT extract(epoch FROM clock_timestamp()), $PRELOAD - count(*),
-		   count(*) FILTER (WHERE state = 'available') FROM jobs"
+		   count(*) FILTER (WHERE state = 'available') FROM jobs;"
 	fi
-	printf '%s\n\\watch 1\n' "$q" | "${PSQL[@]}" -d bench -At -F ' ' >"$file" 2>/dev/null &
+	rm -f "$WORKDIR/sampler.stop"
+	# One psql session fed one query per second; stopping the feeder closes its stdin, so
+	# psql finishes its current query and exits cleanly (no "connection lost" in the log).
+	( while [ ! -e "$WORKDIR/sampler.stop" ]; do printf '%s\n' "$q"; sleep 1; done ) |
+		"${PSQL[@]}" -d bench -At -F ' ' >"$file" 2>&1 &
 	SAMPLER_PID=$!
 }
 stop_sampler() {
-	kill "$SAMPLER_PID" 2>/dev/null || true
+	touch "$WORKDIR/sampler.stop"
 	wait "$SAMPLER_PID" 2>/dev/null || true
 	SAMPLER_PID=""
+}
+
+# CPU accounting, to show how much of the 2 vCPUs other sessions took during a run.
+busy_jiffies() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
+# Our server: postmaster (own + reaped children) + its live children.
+server_jiffies() {
+	local pm; pm=$(head -1 "$PGDATA/postmaster.pid")
+	for f in /proc/[0-9]*/stat; do cat "$f" 2>/dev/null || true; done | awk -v pm="$pm" '
+		{ pid = $1; line = $0; sub(/^.*\) /, "", line); split(line, f, " ")
+		  if (pid == pm) s += f[12] + f[13] + f[14] + f[15]; else if (f[2] == pm) s += f[12] + f[13] }
+		END { print s + 0 }'
 }
 
 # Drain rate (peers method): if a sample saw the queue empty, rate = done at the last
@@ -173,7 +189,7 @@ stop_sampler() {
 drain_rate() { # samples t0 elapsed final_done
 	awk -v t0="$2" -v el="$3" -v fin="$4" '
 		NF == 3 && $1 ~ /^[0-9.]+$/ {
-			t = $1 - t0; if (t < 0) next
+			t = $1 - t0; if (t < 0 || t > el) next
 			if ($3 > 0) { lt = t; ld = $2; seen = 1 }
 			else if (!empty) { empty = 1; et = t }
 		}
@@ -202,14 +218,16 @@ check_log() { # $1 = run label: ERROR/WARNING/FATAL/PANIC lines written since th
 pgb_field() { # $1 pgbench output file, $2 regexp of the line, prints the number after '='/':'
 	{ grep -E "$2" "$1" || true; } | head -1 | sed -E 's/.*[=:] *([0-9.]+).*/\1/'
 }
-# Per-statement latency (-r) of the claim statement.
-claim_latency() {
-	awk '/statement latencies/ {on = 1; next} on && (/awa\.claim\(/ || /WITH c AS/) {print $1; exit}' "$1"
+# Per-statement latency (-r) of the K-th SQL statement of the script (1 = claim, 2 = complete).
+stmt_latency() { # file K
+	awk -v k="$2" '/^statement latencies/ {on = 1; next}
+		on && NF >= 3 && $3 !~ /^\\/ { if (++i == k) { print $1; exit } }' "$1"
 }
 
 # run_cell SYSTEM WORKLOAD N B VARIANT REP
 #   WORKLOAD enqueue | drain;  VARIANT: default | slow (commit_delay) ;
-#   SYSTEM awa | awa_sync (awa.async_claim_commit=off) | base | base_async
+#   SYSTEM awa | awa_sync (awa.async_claim_commit=off) | awa_hold (awa.early_lane_release=off)
+#          | awa_synchold (both off) | base | base_async
 run_cell() {
 	local sys=$1 wl=$2 n=$3 b=$4 variant=$5 rep=$6
 	local label="$wl-$sys-$variant-N$n-B$b-r$rep" script opts=() pgopt="" j
@@ -223,7 +241,13 @@ run_cell() {
 		[ "$sys" = base_async ] && script+="_async"
 		script+=".sql"
 	fi
-	[ "$sys" = awa_sync ] && pgopt="-c awa.async_claim_commit=off"
+	case "$sys" in
+	awa_sync) pgopt="-c awa.async_claim_commit=off" ;;
+	# The lane lock held until the claim commits (awa.early_lane_release=off), as
+	# in the reference design that awa's asynchronous claim commit was built for.
+	awa_hold) pgopt="-c awa.early_lane_release=off" ;;
+	awa_synchold) pgopt="-c awa.async_claim_commit=off -c awa.early_lane_release=off" ;;
+	esac
 
 	fresh_db
 	[ "$wl" = drain ] && preload "$kind"
@@ -232,19 +256,29 @@ run_cell() {
 	local load0; load0=$(cut -d' ' -f1 /proc/loadavg)
 
 	[ "$wl" = drain ] && start_sampler "$kind" "$samples"
-	local t0 t1 rc=0
+	local t0 t1 rc=0 cpu0 srv0 cpu1 srv1
+	cpu0=$(busy_jiffies); srv0=$(server_jiffies)
 	t0=$(date +%s.%N)
-	PGOPTIONS="$pgopt" "$PGBIN/pgbench" -h "$WORKDIR" -p "$PORT" -U postgres -n -M prepared -r \
+	PGOPTIONS="$pgopt" /usr/bin/time -f '%U %S' -o "$out.time" "$PGBIN/pgbench" -h "$WORKDIR" -p "$PORT" -U postgres -n -M prepared -r \
 		-T "$DURATION" -c "$n" -j "$j" "${opts[@]}" -f "$script" bench >"$out" 2>&1 || rc=$?
 	t1=$(date +%s.%N)
+	cpu1=$(busy_jiffies); srv1=$(server_jiffies)
 	[ "$wl" = drain ] && stop_sampler
 	local elapsed; elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
+	# cores used by us (server + pgbench) and by everything else during the pgbench run
+	local cores
+	cores=$(awk -v el="$elapsed" -v b="$((cpu1 - cpu0))" -v s="$((srv1 - srv0))" \
+		'NR == 1 && NF == 2 { p = ($1 + $2) * 100 } END { printf "%.2f/%.2f", (s + p) / (100 * el), (b - s - p) / (100 * el) }' "$out.time")
 	sleep 1.5 # let backends' statistics reach the cumulative stats system
-	local xacts failed lat clat dead
+	local xacts failed lat clat cplat dead empty="-"
 	xacts=$(pgb_field "$out" '^number of transactions actually processed')
 	failed=$(pgb_field "$out" '^number of failed transactions' ); failed=${failed:-0}
 	lat=$(pgb_field "$out" '^latency average')
-	clat=$(claim_latency "$out"); clat=${clat:--}
+	clat="-"; cplat="-"
+	if [ "$wl" = drain ]; then
+		clat=$(stmt_latency "$out" 1); clat=${clat:--}
+		cplat=$(stmt_latency "$out" 2); cplat=${cplat:--}
+	fi
 	dead=$(DB=bench sql "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables")
 	[ "$rc" != 0 ] && printf '%s: pgbench exit status %s (see %s)\n' "$label" "$rc" "$out" >>"$NOTES"
 	[ "${failed%.*}" != 0 ] && printf '%s: pgbench reports %s failed transactions\n' "$label" "$failed" >>"$NOTES"
@@ -274,6 +308,9 @@ run_cell() {
 				(SELECT count(DISTINCT j) FROM awa.receipt_completion_batches, unnest(job_ids) AS j),
 				(SELECT count(*) FROM awa.ready_entries)" | tr '|' ' ')
 			final=$completed
+			# share of claim calls that returned no job (every pgbench transaction claims once)
+			empty=$(DB=bench sql "SELECT count(*) FROM awa.lease_claim_batches" |
+				awk -v x="${xacts:-0}" '{ if (x > 0) printf "%.0f%%", 100 * (x - $1) / x; else print "-" }')
 			[ "$claimed" != "$cdistinct" ] && printf '%s: DUPLICATE CLAIMS: %s jobs claimed, %s distinct\n' "$label" "$claimed" "$cdistinct" >>"$NOTES"
 			[ "$completed" != "$pdistinct" ] && printf '%s: DUPLICATE COMPLETIONS: %s completed, %s distinct\n' "$label" "$completed" "$pdistinct" >>"$NOTES"
 			[ "$claimed" != "$completed" ] && printf '%s: %s jobs claimed but %s completed at the end\n' "$label" "$claimed" "$completed" >>"$NOTES"
@@ -291,10 +328,11 @@ run_cell() {
 	fi
 	local errs; errs=$(check_log "$label")
 	local load1; load1=$(cut -d' ' -f1 /proc/loadavg)
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-		"$wl" "$sys" "$variant" "$n" "$b" "$rep" "$rate" "$drained" "$final" "$dead" "${lat:--}" "$clat" "$errs" "$load0/$load1" "$elapsed" >>"$RES"
-	log "$(printf '%-7s %-10s %-7s N=%-2s B=%-3s rep %s: %8s jobs/s  drained@%s  dead=%s  lat=%sms claim=%sms  errors=%s' \
-		"$wl" "$sys" "$variant" "$n" "$b" "$rep" "$rate" "$drained" "$dead" "${lat:--}" "$clat" "$errs")"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		"$wl" "$sys" "$variant" "$n" "$b" "$rep" "$rate" "$drained" "$final" "$dead" "${lat:--}" "$clat" "$errs" "$load0/$load1" "$elapsed" \
+		"$cplat" "$empty" "$cores" "${xacts:-0}" >>"$RES"
+	log "$(printf '%-7s %-10s %-7s N=%-2s B=%-3s rep %s: %8s jobs/s drained@%s dead=%s lat=%s claim=%s complete=%s empty=%s cpu us/others=%s errors=%s' \
+		"$wl" "$sys" "$variant" "$n" "$b" "$rep" "$rate" "$drained" "$dead" "${lat:--}" "$clat" "$cplat" "$empty" "$cores" "$errs")"
 }
 
 set_slow_flush() { # on | off
@@ -332,6 +370,8 @@ for rep in $(seq 1 "$REPS"); do
 	set_slow_flush on
 	run_cell awa_sync drain 16 1 slow "$rep"
 	run_cell awa drain 16 1 slow "$rep"
+	run_cell awa_synchold drain 16 1 slow "$rep"
+	run_cell awa_hold drain 16 1 slow "$rep"
 	run_cell base drain 16 1 slow "$rep"
 	run_cell base_async drain 16 1 slow "$rep"
 	set_slow_flush off
@@ -370,6 +410,11 @@ mean() { cell "$@" | awk '{print $1}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "n/a" }'; }
 verdict() { awk -v r="${1%x}" -v t="$2" 'BEGIN { if (r == "n/a") print "n/a"; else if (r + 0 >= t) print "met"; else print "**not met**" }'; }
 drained() { local d; d=$(cell drain "$@" 8); [ "$d" = "-" ] || [ -z "$d" ] && return 0; echo " [drained@${d}s]"; }
+lats() { echo "$(mean drain "$@" 11) / $(mean drain "$@" 12) / $(mean drain "$@" 16)"; }
+# "us/others" CPU cores during a run (column 18), averaged
+cpu() { awk -F'\t' -v wl="$1" -v sys="$2" -v va="$3" -v n="$4" -v b="$5" '$1 == wl && $2 == sys && $3 == va && $4 == n && $5 == b {
+	split($18, c, "/"); u += c[1]; o += c[2]; k++ } END { if (k) printf "%.2f / %.2f", u / k, o / k; else print "n/a" }' "$RES"; }
+OTHERS=$(awk -F'\t' '{ split($18, c, "/"); s += c[2]; if (c[2] > m) m = c[2]; k++ } END { if (k) printf "%.2f cores on average, %.2f at most", s / k, m }' "$RES")
 
 {
 	echo "# awa vs. FOR UPDATE SKIP LOCKED: benchmark results"
@@ -380,11 +425,11 @@ drained() { local d; d=$(cell drain "$@" 8); [ "$d" = "-" ] || [ -z "$d" ] && re
 	echo "- Command: \`$CMD\`"
 	echo "- Started: $START_UTC, finished: $END_UTC (about $MINUTES min)."
 	echo "- Machine: $(nproc) vCPU ($(lscpu 2>/dev/null | sed -nE 's/^Model name: *//p' | head -1)), $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) RAM, $(uname -sr)."
-	echo "- Load average (1/5/15 min) at start: $LOAD_START, at end: $LOAD_END. Other PostgreSQL servers running at start: $OTHER_PG (other sessions share this machine; their tests add noise)."
+	echo "- Noise: other sessions share this machine. Load average (1/5/15 min) at start: $LOAD_START, at end: $LOAD_END; other PostgreSQL servers running at start: $OTHER_PG. During the pgbench runs, processes other than this benchmark's server and pgbench used $OTHERS of the $(nproc) vCPUs (/proc/stat; column \`cpu us/others\` of the raw table)."
 	echo "- $PG_VERSION"
 	echo "- awa $AWA_VERSION, $AWA_SO sha256 $AWA_SHA..."
 	echo "- Settings: $SETTINGS; plus log_checkpoints=on, log_autovacuum_min_duration=0. Everything else initdb defaults."
-	echo "- pgbench: \`pgbench -n -M prepared -r -T $DURATION -c N -j min(N,4)\`, $REPS repetition(s) per cell$( [ "$REPS" -gt 1 ] && echo ' (mean, repetitions in parentheses)'). Fresh database (copy of a template holding awa + baseline.sql) and \`CHECKPOINT\` before every run; drains pre-load $PRELOAD jobs (batches of 100) then \`VACUUM ANALYZE\`."
+	echo "- pgbench: \`pgbench -n -M prepared -r -T $DURATION -c N -j min(N,4)\`, user postgres over the Unix socket, $REPS repetition(s) per cell$( [ "$REPS" -gt 1 ] && echo ' (mean, repetitions in parentheses)'). Fresh database (copy of a template holding awa + baseline.sql) and \`CHECKPOINT\` before every run; drains pre-load $PRELOAD jobs (batches of 100) then \`VACUUM ANALYZE\`."
 	echo "- Jobs are counted in the database, not from pgbench tps. Drain rates use a 1 s sampler: when the queue emptied before the end, the rate is the jobs done at the last sample that still saw unclaimed jobs divided by that sample's time (\`drained@Xs\` = first empty sample)."
 	echo
 	echo "## Ratios (awa / baseline, same run)"
@@ -402,6 +447,8 @@ drained() { local d; d=$(cell drain "$@" 8); [ "$d" = "-" ] || [ -z "$d" ] && re
 	done; done
 	a=$(mean drain awa slow 16 1 7); o=$(mean drain awa_sync slow 16 1 7); r=$(ratio "$a" "$o")
 	echo "| slow flush: awa async claim on / off | 16 | 1 | $a (on) | $o (off) | $r (on/off) | >= 3x: $(verdict "$r" 3) |"
+	ha=$(mean drain awa_hold slow 16 1 7); ho=$(mean drain awa_synchold slow 16 1 7); hr=$(ratio "$ha" "$ho")
+	echo "| slow flush, lane held to commit (early_lane_release=off): async claim on / off | 16 | 1 | $ha (on) | $ho (off) | $hr (on/off) | >= 3x: $(verdict "$hr" 3) |"
 	s=$(mean drain base slow 16 1 7); echo "| slow flush: awa off / baseline sync claim | 16 | 1 | $o | $s | $(ratio "$o" "$s") | - |"
 	s=$(mean drain base_async slow 16 1 7); echo "| slow flush: awa on / baseline async claim | 16 | 1 | $a | $s | $(ratio "$a" "$s") | - |"
 	echo
@@ -409,50 +456,53 @@ drained() { local d; d=$(cell drain "$@" 8); [ "$d" = "-" ] || [ -z "$d" ] && re
 	echo
 	echo "### Enqueue: jobs/s (jobs counted in the database / $DURATION s)"
 	echo
-	echo "| N | B | awa | baseline | awa latency ms | baseline latency ms |"
-	echo "|---:|---:|---:|---:|---:|---:|"
+	echo "| N | B | awa | baseline | awa latency ms | baseline latency ms | cpu us / others, awa | cpu us / others, baseline |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for b in "${ENQ_B[@]}"; do for n in "${ENQ_N[@]}"; do
-		echo "| $n | $b | $(cell enqueue awa default "$n" "$b" 7) | $(cell enqueue base default "$n" "$b" 7) | $(cell enqueue awa default "$n" "$b" 11) | $(cell enqueue base default "$n" "$b" 11) |"
+		echo "| $n | $b | $(cell enqueue awa default "$n" "$b" 7) | $(cell enqueue base default "$n" "$b" 7) | $(cell enqueue awa default "$n" "$b" 11) | $(cell enqueue base default "$n" "$b" 11) | $(cpu enqueue awa default "$n" "$b") | $(cpu enqueue base default "$n" "$b") |"
 	done; done
 	echo
 	echo "### Drain of $PRELOAD pre-loaded jobs: jobs completed/s"
 	echo
-	echo "Latency columns are pgbench's: loop = one claim + complete script, claim = the claim statement (-r);"
-	echo "after a drain they include cheap empty polls. n_dead_tup = sum over all tables, 1.5 s after pgbench exits."
+	echo "Latencies are pgbench's (-r), in ms: loop = one worker script (claim + complete), then the claim"
+	echo "statement and the complete statement; after a drain they include cheap empty polls. \"awa empty"
+	echo "claims\" = share of awa.claim calls that returned no job (whole run, so it includes polls after a"
+	echo "drain). n_dead_tup = sum over all tables, 1.5 s after pgbench exits."
 	echo
-	echo "| N | B | awa | baseline | awa loop / claim ms | baseline loop / claim ms | awa n_dead_tup | baseline n_dead_tup |"
-	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| N | B | awa | baseline | awa loop / claim / complete | baseline loop / claim / complete | awa empty claims | awa n_dead_tup | baseline n_dead_tup |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for b in "${DRAIN_B[@]}"; do for n in "${DRAIN_N[@]}"; do
-		echo "| $n | $b | $(cell drain awa default "$n" "$b" 7)$(drained awa default "$n" "$b") | $(cell drain base default "$n" "$b" 7)$(drained base default "$n" "$b") | $(mean drain awa default "$n" "$b" 11) / $(mean drain awa default "$n" "$b" 12) | $(mean drain base default "$n" "$b" 11) / $(mean drain base default "$n" "$b" 12) | $(cell drain awa default "$n" "$b" 10) | $(cell drain base default "$n" "$b" 10) |"
+		echo "| $n | $b | $(cell drain awa default "$n" "$b" 7)$(drained awa default "$n" "$b") | $(cell drain base default "$n" "$b" 7)$(drained base default "$n" "$b") | $(lats awa default "$n" "$b") | $(lats base default "$n" "$b") | $(cell drain awa default "$n" "$b" 17) | $(cell drain awa default "$n" "$b" 10) | $(cell drain base default "$n" "$b" 10) |"
 	done; done
 	echo
 	echo "### Synchronous vs. asynchronous claim commit, N=16, B=10 (normal WAL flush)"
 	echo
 	echo "awa's default is awa.async_claim_commit=on (a claim in its own transaction commits with"
-	echo "synchronous_commit=off); the baseline above commits its claims synchronously. For comparison:"
+	echo "synchronous_commit=off); the baseline in the tables above commits its claims synchronously."
+	echo "Both the other way round, for comparison:"
 	echo
-	echo "| system | jobs/s | loop / claim ms |"
-	echo "|---|---:|---:|"
-	echo "| awa, async_claim_commit=on (default, as above) | $(cell drain awa default 16 10 7)$(drained awa default 16 10) | $(mean drain awa default 16 10 11) / $(mean drain awa default 16 10 12) |"
-	echo "| awa, async_claim_commit=off | $(cell drain awa_sync default 16 10 7)$(drained awa_sync default 16 10) | $(mean drain awa_sync default 16 10 11) / $(mean drain awa_sync default 16 10 12) |"
-	echo "| baseline, sync claim (as above) | $(cell drain base default 16 10 7)$(drained base default 16 10) | $(mean drain base default 16 10 11) / $(mean drain base default 16 10 12) |"
-	echo "| baseline, claim with set_config('synchronous_commit','off',true) | $(cell drain base_async default 16 10 7)$(drained base_async default 16 10) | $(mean drain base_async default 16 10 11) / $(mean drain base_async default 16 10 12) |"
+	echo "| system | jobs/s | loop / claim / complete ms | empty claims |"
+	echo "|---|---:|---:|---:|"
+	echo "| awa, async_claim_commit=on (default, as above) | $(cell drain awa default 16 10 7)$(drained awa default 16 10) | $(lats awa default 16 10) | $(cell drain awa default 16 10 17) |"
+	echo "| awa, async_claim_commit=off | $(cell drain awa_sync default 16 10 7)$(drained awa_sync default 16 10) | $(lats awa_sync default 16 10) | $(cell drain awa_sync default 16 10 17) |"
+	echo "| baseline, sync claim (as above) | $(cell drain base default 16 10 7)$(drained base default 16 10) | $(lats base default 16 10) | - |"
+	echo "| baseline, claim with set_config('synchronous_commit','off',true) | $(cell drain base_async default 16 10 7)$(drained base_async default 16 10) | $(lats base_async default 16 10) | - |"
 	echo
 	echo "### Emulated slow WAL flush (commit_delay=5000, commit_siblings=0), drain N=16, B=1"
 	echo
-	echo "| system | jobs/s | loop / claim ms | n_dead_tup |"
-	echo "|---|---:|---:|---:|"
-	for s in "awa_sync|awa, async_claim_commit=off" "awa|awa, async_claim_commit=on" "base|baseline, sync claim" "base_async|baseline, claim with set_config('synchronous_commit','off',true)"; do
+	echo "| system | jobs/s | loop / claim / complete ms | empty claims | n_dead_tup |"
+	echo "|---|---:|---:|---:|---:|"
+	for s in "awa_sync|awa, async_claim_commit=off" "awa|awa, async_claim_commit=on" "awa_synchold|awa, lane held to commit, async_claim_commit=off" "awa_hold|awa, lane held to commit, async_claim_commit=on" "base|baseline, sync claim" "base_async|baseline, claim with set_config('synchronous_commit','off',true)"; do
 		k=${s%%|*}
-		echo "| ${s#*|} | $(cell drain "$k" slow 16 1 7)$(drained "$k" slow 16 1) | $(mean drain "$k" slow 16 1 11) / $(mean drain "$k" slow 16 1 12) | $(cell drain "$k" slow 16 1 10) |"
+		echo "| ${s#*|} | $(cell drain "$k" slow 16 1 7)$(drained "$k" slow 16 1) | $(lats "$k" slow 16 1) | $(cell drain "$k" slow 16 1 17) | $(cell drain "$k" slow 16 1 10) |"
 	done
 	echo
 	echo "Both settings were reset (ALTER SYSTEM RESET, reload) after these runs."
 	echo
 	echo "## Checks"
 	echo
-	echo "- After every drain, awa: jobs claimed (lease_claim_batches) = distinct claimed job ids = jobs completed (receipt_completion_batches) = distinct completed ids, and all $PRELOAD ready rows present; baseline: no row left in state 'running'. After every enqueue: jobs counted = committed pgbench transactions x B (awa also: distinct job ids, enqueue cursors)."
-	echo "- Server log: ERROR/WARNING/FATAL/PANIC lines after each run, WAL-triggered checkpoints: $CHECKPOINTS, autovacuum runs on the bench database: $AUTOVAC."
+	echo "- After every drain, awa: jobs claimed (lease_claim_batches) = distinct claimed job ids = jobs completed (receipt_completion_batches) = distinct completed ids, all $PRELOAD ready rows present, and a queue seen empty had all jobs completed; baseline: no row left in state 'running'. After every enqueue: jobs counted = committed pgbench transactions x B (awa also: distinct job ids, enqueue cursors)."
+	echo "- Server log: ERROR/WARNING/FATAL/PANIC lines checked after each run; WAL-triggered checkpoints: $CHECKPOINTS; autovacuum runs in the bench databases: $AUTOVAC."
 	if [ -s "$NOTES" ]; then
 		echo "- Findings:"
 		echo
@@ -460,7 +510,7 @@ drained() { local d; d=$(cell drain "$@" 8); [ "$d" = "-" ] || [ -z "$d" ] && re
 		cat "$NOTES"
 		echo '```'
 	else
-		echo "- Findings: none (every check passed, no ERROR/WARNING lines in the server log)."
+		echo "- Findings: none (every check passed, no ERROR/WARNING/FATAL lines in the server log)."
 	fi
 	echo
 	echo "Baseline claim plan (\`EXPLAIN\`, after pre-loading):"
@@ -471,9 +521,11 @@ drained() { local d; d=$(cell drain "$@" 8); [ "$d" = "-" ] || [ -z "$d" ] && re
 	echo
 	echo "## Raw runs"
 	echo
-	echo "| workload | system | variant | N | B | rep | jobs/s | drained@ s | jobs done | n_dead_tup | loop ms | claim ms | log errors | load 1m before/after | wall s |"
-	echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
-	awk -F'\t' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; printf "\n" }' "$RES"
+	echo "cpu us/others = CPU cores used by this benchmark (server + pgbench) / by all other processes, averaged over the pgbench run."
+	echo
+	echo "| workload | system | variant | N | B | rep | jobs/s | drained@ s | jobs done | pgbench xacts | loop ms | claim ms | complete ms | empty claims | n_dead_tup | log errors | cpu us/others | load 1m before/after | wall s |"
+	echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"
+	awk -F'\t' '{ print "| " $1 " | " $2 " | " $3 " | " $4 " | " $5 " | " $6 " | " $7 " | " $8 " | " $9 " | " $19 " | " $11 " | " $12 " | " $16 " | " $17 " | " $10 " | " $13 " | " $18 " | " $14 " | " $15 " |" }' "$RES"
 } >"$WORKDIR/RESULTS.md"
 
 cp "$WORKDIR/RESULTS.md" "$OUT"

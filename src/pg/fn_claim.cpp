@@ -336,6 +336,14 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 		return 0;
 	RememberHeadGeneration(lane.claim_seq, plan.generation);
 
+	// The planned lanes are decided. Once they are in the in-flight registry
+	// no other claim can plan them, so the lane is free for the next claimer
+	// while this one reads its rows, writes its evidence and commits.
+	if (awa_early_lane_release && RegisterInflight(lane.lane_id, claim, plan.range_count)) {
+		UnlockLaneClaim(lane.lane_id);
+		*released = true;
+	}
+
 	// Read the planned rows.
 	int ready_slot = core::SlotOf(plan.generation, ring.queue_slot_count);
 	int64 span_first = claim[0].first;
@@ -415,10 +423,6 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	                         TimestampTzGetDatum(claimed_at)};
 	bool claim_nulls[15] = {false};
 	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 15);
-	if (awa_early_lane_release && RegisterInflight(lane.lane_id, claim, plan.range_count)) {
-		UnlockLaneClaim(lane.lane_id);
-		*released = true;
-	}
 
 	// Emit: job_id, run_lease, receipt_id, kind, args, queue, priority,
 	// attempt, max_attempts, deadline_at, created_at, metadata.

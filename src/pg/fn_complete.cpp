@@ -95,7 +95,8 @@ CompleteClaimBatch(Attempt *attempts, const int *order, int n, Oid closure_seq)
 	int64 *lane_seqs = Int64Elements(SPI_getbinval(tuple, desc, 8, &isnull), &count);
 
 	bool *closed = static_cast<bool *>(palloc0(sizeof(bool) * (claimed_count + 1)));
-	ExecuteLatest(Stmt::kClosedIndexes, slot, key, NULL);
+	Datum closed_key[2] = {Int64GetDatum(claim_batch_id), Int64GetDatum(PG_INT64_MAX)};
+	ExecuteLatest(Stmt::kClosedIndexes, slot, closed_key, NULL);
 	for (uint64 row = 0; row < SPI_processed; row++) {
 		Datum *indexes;
 		bool *index_nulls;

@@ -2,8 +2,8 @@
 //
 // A claim plans its lanes under the lane's claim lock. With the registry, it
 // records the planned lane ranges here and releases the lane lock at once,
-// before it commits, so the next claimer of the lane need not wait for this
-// claim's commit. That claimer reads the registry before it takes its evidence
+// before it reads its rows, writes its evidence and commits, so the lane is
+// free for the next claimer while this one finishes. That claimer reads the registry before it takes its evidence
 // snapshot and treats registered ranges as reserved (core/claim_plan.hpp). A
 // transaction's ranges are removed by its commit or abort callback, which runs
 // after the outcome is visible, so at every instant a claimed lane is covered

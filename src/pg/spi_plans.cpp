@@ -82,12 +82,18 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " ORDER BY lane_seq",
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
 	// kClaimBatch: $1 batch_id
+	// (The slot equality makes it a probe of the whole primary key, so even a
+	// generic plan made while the child is empty is an index scan.)
 	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs"
-	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1",
+	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
 	 1, {INT8OID}},
 	// kClosedIndexes: positions of a claim batch already closed. $1 claim batch id
-	{Stmt::kClosedIndexes, "SELECT claim_indexes FROM awa.lease_claim_closure_batches_%1$d WHERE claim_batch_id = $1",
-	 1, {INT8OID}},
+	// (A LIMIT parameter makes the planner cost a fraction of the rows, which
+	// favours the index scan's low start-up over a bitmap scan in a generic
+	// plan made while the child is empty; $2 is always large.)
+	{Stmt::kClosedIndexes, "SELECT claim_indexes FROM awa.lease_claim_closure_batches_%1$d WHERE claim_batch_id = $1"
+	 " LIMIT $2",
+	 2, {INT8OID, INT8OID}},
 };
 // clang-format on
 
