@@ -54,31 +54,38 @@ CheckQueue(const void *value, size_t chars, Violation *out)
 	return CheckName("queue", value, chars, out);
 }
 
+namespace {
+
+// One integer rule: `value` must lie in [low, high].
+bool
+CheckRange(const char *what, int64_t value, int64_t low, int64_t high, const char *hint, Violation *out)
+{
+	if (value < low || value > high)
+		return Fail(out, ViolationCode::kInvalidParameter, hint,
+		            "%s must be between %" PRId64 " and %" PRId64 ", got %" PRId64, what, low, high, value);
+	return true;
+}
+
+}  // namespace
+
 bool
 CheckPriority(int64_t priority, Violation *out)
 {
-	if (priority < kMinPriority || priority > kMaxPriority)
-		return Fail(out, ViolationCode::kInvalidParameter, "Priority 1 is the most urgent, 4 the least.",
-		            "priority must be between 1 and 4, got %" PRId64, priority);
-	return true;
+	return CheckRange("priority", priority, kMinPriority, kMaxPriority, "Priority 1 is the most urgent, 4 the least.",
+	                  out);
 }
 
 bool
 CheckMaxAttempts(int64_t max_attempts, Violation *out)
 {
-	if (max_attempts < 1 || max_attempts > kMaxAttemptsLimit)
-		return Fail(out, ViolationCode::kInvalidParameter, "Pass a number of attempts from 1 to 1000.",
-		            "max_attempts must be between 1 and 1000, got %" PRId64, max_attempts);
-	return true;
+	return CheckRange("max_attempts", max_attempts, 1, kMaxAttemptsLimit, "Pass a number of attempts from 1 to 1000.",
+	                  out);
 }
 
 bool
 CheckMaxJobs(int64_t max_jobs, Violation *out)
 {
-	if (max_jobs < 1 || max_jobs > kMaxJobsPerClaim)
-		return Fail(out, ViolationCode::kInvalidParameter, "A claim takes from 1 to 10000 jobs.",
-		            "max_jobs must be between 1 and 10000, got %" PRId64, max_jobs);
-	return true;
+	return CheckRange("max_jobs", max_jobs, 1, kMaxJobsPerClaim, "A claim takes from 1 to 10000 jobs.", out);
 }
 
 bool

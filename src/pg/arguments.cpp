@@ -41,34 +41,37 @@ KindArgument(FunctionCallInfo fcinfo, int index)
 	return kind;
 }
 
+namespace {
+
+// Argument `index` as an integer that must not be NULL and must pass `check`.
+int32
+CheckedIntArgument(FunctionCallInfo fcinfo, int index, const char *name, bool (*check)(int64_t, core::Violation *))
+{
+	core::Violation violation;
+	RequireArgument(fcinfo, index, name, true);
+	int32 value = PG_GETARG_INT32(index);
+	Require(check(value, &violation), violation);
+	return value;
+}
+
+}  // namespace
+
 int16
 PriorityArgument(FunctionCallInfo fcinfo, int index)
 {
-	core::Violation violation;
-	RequireArgument(fcinfo, index, "priority", true);
-	int32 priority = PG_GETARG_INT32(index);
-	Require(core::CheckPriority(priority, &violation), violation);
-	return static_cast<int16>(priority);
+	return static_cast<int16>(CheckedIntArgument(fcinfo, index, "priority", core::CheckPriority));
 }
 
 int16
 MaxAttemptsArgument(FunctionCallInfo fcinfo, int index)
 {
-	core::Violation violation;
-	RequireArgument(fcinfo, index, "max_attempts", true);
-	int32 max_attempts = PG_GETARG_INT32(index);
-	Require(core::CheckMaxAttempts(max_attempts, &violation), violation);
-	return static_cast<int16>(max_attempts);
+	return static_cast<int16>(CheckedIntArgument(fcinfo, index, "max_attempts", core::CheckMaxAttempts));
 }
 
 int32
 MaxJobsArgument(FunctionCallInfo fcinfo, int index)
 {
-	core::Violation violation;
-	RequireArgument(fcinfo, index, "max_jobs", true);
-	int32 max_jobs = PG_GETARG_INT32(index);
-	Require(core::CheckMaxJobs(max_jobs, &violation), violation);
-	return max_jobs;
+	return CheckedIntArgument(fcinfo, index, "max_jobs", core::CheckMaxJobs);
 }
 
 void
