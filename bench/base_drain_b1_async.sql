@@ -1,10 +1,13 @@
 -- baseline worker loop, claim batch 1, claim committed asynchronously: the claim statement
 -- calls set_config('synchronous_commit', 'off', true) (transaction-local, same mechanism as
 -- awa.async_claim_commit, no extra round trip). The DELETE commits synchronously.
+-- An empty claim is followed by a 1 ms pause, as a real worker backs off (same rule for every system).
 WITH c AS (UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_at = now(), locked_by = 'worker-' || :client_id, deadline_at = now() + interval '5 minutes'
     WHERE id IN (SELECT id FROM jobs WHERE queue = 'bench' AND state = 'available' AND run_at <= now() ORDER BY priority, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
     RETURNING id, kind, args, attempt, max_attempts, deadline_at, created_at, metadata)
 SELECT count(*) AS n, coalesce(max(id), 0) AS j, (SELECT set_config('synchronous_commit', 'off', true)) AS sc FROM c \gset
 \if :n > 0
 DELETE FROM jobs WHERE id = :j;
+\else
+\sleep 1 ms
 \endif

@@ -8,7 +8,10 @@
 # Environment: DURATION (s per pgbench run), PRELOAD (jobs pre-loaded for drains, default
 # 200000), REPS (repetitions of every cell, default 1), PORT (default 55440), PGBIN,
 # WORKDIR (server + logs, default a new /tmp/awa-bench.XXXXXX), OUT (default
-# bench/RESULTS.md), KEEP=1 (keep WORKDIR afterwards).
+# bench/RESULTS.md), KEEP=1 (keep the data directory afterwards), ONLY (bash regexp: run
+# only the cells whose label WORKLOAD-SYSTEM-VARIANT-N<n>-B<b> matches, e.g.
+# ONLY='drain-(awa|base)-default-N16-B10$'; systems: awa awa_sync awa_hold awa_synchold
+# base base_async; variants: default slow).
 # Run as root (the server is started as the postgres user through runuser) or as postgres.
 # Needs: the awa extension installed into the PostgreSQL 15 tree (make install).
 set -euo pipefail
@@ -16,8 +19,8 @@ set -euo pipefail
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The exact command, as it was typed modulo the environment variables that matter.
 CMD=""
-for v in QUICK DURATION PRELOAD REPS PORT; do
-	if [ -n "${!v+x}" ]; then CMD+="$v=${!v} "; fi
+for v in QUICK DURATION PRELOAD REPS ONLY PORT; do
+	if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
 done
 CMD+="bench/run.sh${*:+ $*}"
 
@@ -30,6 +33,7 @@ else
 	PRELOAD=${PRELOAD:-200000}
 fi
 REPS=${REPS:-1}
+ONLY=${ONLY:-}
 PORT=${PORT:-55440}
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 OUT=${OUT:-$BENCH_DIR/RESULTS.md}
@@ -113,7 +117,7 @@ PG_VERSION=$(sql "SELECT version()")
 SETTINGS=$(sql "SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name) FROM pg_settings
                 WHERE name IN ('shared_buffers','max_connections','fsync','synchronous_commit','checkpoint_timeout',
                                'max_wal_size','autovacuum','wal_level','commit_delay','commit_siblings',
-                               'shared_preload_libraries','awa.async_claim_commit','full_page_writes','wal_buffers')")
+                               'shared_preload_libraries','awa.async_claim_commit','awa.early_lane_release','full_page_writes','wal_buffers')")
 
 # Template database: awa + the baseline table. Every measured run gets a fresh copy.
 sql "CREATE DATABASE bench_tmpl"
@@ -233,6 +237,7 @@ run_cell() {
 	local label="$wl-$sys-$variant-N$n-B$b-r$rep" script opts=() pgopt="" j
 	local out="$WORKDIR/logs/$label.pgbench" samples="$WORKDIR/logs/$label.samples"
 	local kind=${sys%%_*}
+	if [ -n "$ONLY" ] && ! [[ "$wl-$sys-$variant-N$n-B$b" =~ $ONLY ]]; then return 0; fi
 	j=$((n < 4 ? n : 4))
 	if [ "$wl" = enqueue ]; then
 		script="$BENCH_DIR/${kind}_enqueue_$b.sql"
@@ -401,7 +406,7 @@ cell() { # wl sys variant n b col
 			if (!k) { print "n/a"; exit }
 			if (!m) { out = v[1]; for (i = 2; i <= k; i++) out = out "," v[i]; print out; exit }
 			mean = s / m
-			out = (mean >= 100 ? sprintf("%.0f", mean) : sprintf("%.2f", mean))
+			out = (mean >= 100 || mean == int(mean) ? sprintf("%.0f", mean) : sprintf("%.2f", mean))
 			if (k > 1) { out = out " ("; for (i = 1; i <= k; i++) out = out (i > 1 ? " / " : "") v[i]; out = out ")" }
 			print out
 		}' "$RES"
