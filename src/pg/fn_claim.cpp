@@ -148,6 +148,7 @@ LoadSegments(LaneView *view, const LaneQuery &q, int64 generation, int64 after)
 // ranges beyond that bound are dropped from the view (they are claimed by a
 // later call once the cursor has moved). Nothing unproven is ever planned.
 constexpr int64 kEvidencePage = 4096;
+constexpr int64 kMaxSegmentPage = 65536;
 
 void
 LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
@@ -260,6 +261,9 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	q.priority = lane.priority;
 	q.cursor = SequenceValue(lane.claim_seq);
 	q.slot_count = ring.queue_slot_count;
+	// Segments per page: the first page covers the claim and a short lag of
+	// the cursor; a walk that runs past it loads pages twice as large each
+	// time (a cursor lagging behind many in-flight single-job claims).
 	q.page = 2 * static_cast<int64>(request.max_jobs) + 32;
 
 	int64 oldest = core::OldestLiveGeneration(ring.queue_generation, ring.queue_slot_count);
@@ -300,6 +304,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 		// The walk reached lanes beyond the loaded segments: what lies there
 		// is unknown, not missing. Load more before deciding anything.
 		if (view.page_full && plan.position >= view.page_after) {
+			q.page = Min(q.page * 2, kMaxSegmentPage);
 			LoadSegments(&view, q, view.last_generation, view.page_after);
 			continue;
 		}

@@ -38,7 +38,7 @@ struct LaneInflight {
 };
 
 // This backend's registrations in the current transaction.
-constexpr int kMaxLocal = 64;
+constexpr int kMaxLocal = 256;
 struct LocalRegistration {
 	LaneInflight *entry;
 	int64 first;

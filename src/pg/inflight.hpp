@@ -21,7 +21,10 @@
 
 namespace awa::pg {
 
-constexpr int kMaxInflightPerLane = 32;
+// Enough for every backend of a large server to hold a claim of one lane at
+// once (each claim registers at most a few ranges); a full entry only means
+// the next claim keeps the lane lock until it ends.
+constexpr int kMaxInflightPerLane = 256;
 
 // From _PG_init while preloading: asks for shared memory, installs the hooks
 // and the transaction callback.
