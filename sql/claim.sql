@@ -5,20 +5,7 @@
 --
 \set VERBOSITY default
 
--- Runs a statement; returns 'ok' or 'SQLSTATE: message | HINT: hint'.
-CREATE FUNCTION pg_temp.try(sql text) RETURNS text LANGUAGE plpgsql AS $f$
-DECLARE
-    state text;
-    message text;
-    hint text;
-BEGIN
-    EXECUTE sql;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-    RETURN state || ': ' || message || coalesce(' | HINT: ' || nullif(hint, ''), ' | (no hint)');
-END
-$f$;
+\i sql/include/try.sql
 
 -- Row counts of every table a claim can write.
 CREATE FUNCTION pg_temp.footprint() RETURNS jsonb LANGUAGE sql AS $f$
