@@ -28,44 +28,16 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'awa'
-autovacuum = off
-wal_writer_delay = '10s'
-bgwriter_lru_maxpages = 0
-shared_buffers = '128MB'
-checkpoint_timeout = '1h'
-max_wal_size = '1GB'
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION awa');
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
+
+my $node = start_awa_node('main', conf => $QUIET_WAL_CONF . "wal_writer_delay = '10s'\n");
 
 is($node->safe_psql('postgres', 'SHOW synchronous_commit'),
 	'on', 'enqueues commit synchronously (synchronous_commit = on)');
 is($node->safe_psql('postgres', 'SHOW awa.async_claim_commit'),
 	'on', 'awa.async_claim_commit defaults to on');
-
-# Pause the WAL writer: from here on only a backend's own XLogFlush (a
-# synchronous commit) writes WAL to the files.
-sub pause_wal_writer
-{
-	my ($node) = @_;
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'");
-	like($pid, qr/^\d+$/, 'found the WAL writer');
-	is(kill('STOP', $pid), 1, 'WAL writer paused (SIGSTOP)');
-	return;
-}
-
-sub claim_cursor
-{
-	my ($node, $queue) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT claim_cursor FROM awa.lanes WHERE queue = '$queue' AND priority = 2");
-}
 
 my $claim_sql = "SELECT job_id, run_lease, receipt_id, attempt FROM awa.claim('%s')";
 

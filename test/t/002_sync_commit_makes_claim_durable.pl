@@ -19,40 +19,21 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'awa'
-autovacuum = off
-wal_writer_delay = '10s'
-bgwriter_lru_maxpages = 0
-shared_buffers = '128MB'
-checkpoint_timeout = '1h'
-max_wal_size = '1GB'
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION awa');
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
+
+my $node = start_awa_node('main', conf => $QUIET_WAL_CONF . "wal_writer_delay = '10s'\n");
 
 is($node->safe_psql('postgres', 'SHOW synchronous_commit'),
 	'on', 'synchronous_commit = on');
 is($node->safe_psql('postgres', 'SHOW awa.async_claim_commit'),
 	'on', 'awa.async_claim_commit = on');
 
-sub claim_cursor
-{
-	my ($node, $queue) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT claim_cursor FROM awa.lanes WHERE queue = '$queue' AND priority = 2");
-}
-
 my $job = $node->safe_psql('postgres', "SELECT awa.enqueue('k', '{}', 'q')");
 like($job, qr/^\d+$/, 'enqueued one job on q');
 
-my $ww = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'");
-like($ww, qr/^\d+$/, 'found the WAL writer');
-is(kill('STOP', $ww), 1, 'WAL writer paused (SIGSTOP)');
+pause_wal_writer($node);
 
 # The claim: its own implicit transaction, committed asynchronously.
 my $claimed = $node->safe_psql('postgres',

@@ -14,22 +14,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'awa'
-autovacuum = off
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION awa');
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
 
-sub claim_cursor
-{
-	my ($node, $queue) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT claim_cursor FROM awa.lanes WHERE queue = '$queue' AND priority = 2");
-}
+my $node = start_awa_node('main', conf => "autovacuum = off\n");
 
 my $claim_sql =
   "SELECT job_id, run_lease, receipt_id, attempt FROM awa.claim('q')";

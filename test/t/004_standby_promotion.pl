@@ -24,19 +24,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'awa'
-autovacuum = off
-bgwriter_lru_maxpages = 0
-shared_buffers = '128MB'
-checkpoint_timeout = '1h'
-max_wal_size = '1GB'
-});
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION awa');
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
+
+my $primary = start_awa_node('primary', init => { allows_streaming => 1 }, conf => $QUIET_WAL_CONF);
 
 $primary->backup('base');
 my $standby1 = PostgreSQL::Test::Cluster->new('standby1');
@@ -45,13 +37,6 @@ $standby1->start;
 my $standby2 = PostgreSQL::Test::Cluster->new('standby2');
 $standby2->init_from_backup($primary, 'base', has_streaming => 1);
 $standby2->start;
-
-sub claim_cursor
-{
-	my ($node, $queue) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT claim_cursor FROM awa.lanes WHERE queue = '$queue' AND priority = 2");
-}
 
 # A durable job, replayed on both standbys.
 my $job = $primary->safe_psql('postgres', "SELECT awa.enqueue('k', '{}', 'q')");
@@ -66,10 +51,7 @@ for my $standby ($standby1, $standby2)
 		$standby->name . ' has the job');
 }
 
-my $ww = $primary->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'");
-like($ww, qr/^\d+$/, 'found the primary WAL writer');
-is(kill('STOP', $ww), 1, 'primary WAL writer paused (SIGSTOP)');
+my $ww = pause_wal_writer($primary, 'primary WAL writer');
 
 # The claim on the primary: an implicit transaction, committed asynchronously.
 my ($c_job, $c_lease, $c_receipt) = split /\|/,

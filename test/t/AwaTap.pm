@@ -1,0 +1,59 @@
+# AwaTap.pm: helpers shared by awa's TAP tests (test/t/*.pl).
+package AwaTap;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use Test::More;
+
+our @EXPORT = qw($QUIET_WAL_CONF start_awa_node pause_wal_writer claim_cursor);
+
+# Settings under which, once the WAL writer is paused, only a backend's own
+# XLogFlush (a synchronous commit) writes WAL to the files: no autovacuum, no
+# background-writer LRU writes, buffers large enough that no backend evicts a
+# dirty buffer, no checkpoint due.
+our $QUIET_WAL_CONF = qq{
+autovacuum = off
+bgwriter_lru_maxpages = 0
+shared_buffers = '128MB'
+checkpoint_timeout = '1h'
+max_wal_size = '1GB'
+};
+
+# A started node with awa preloaded and created in database postgres.
+# conf: extra postgresql.conf text; init: options for init().
+sub start_awa_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%{ $opts{init} // {} });
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'awa'\n" . ($opts{conf} // ''));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION awa');
+	return $node;
+}
+
+# Pauses the node's WAL writer (SIGSTOP); returns its pid. Two assertions,
+# named after $label.
+sub pause_wal_writer
+{
+	my ($node, $label) = @_;
+	$label //= 'WAL writer';
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'");
+	like($pid, qr/^\d+$/, "found the $label");
+	is(kill('STOP', $pid), 1, "$label paused (SIGSTOP)");
+	return $pid;
+}
+
+# The claim cursor of lane ($queue, priority 2).
+sub claim_cursor
+{
+	my ($node, $queue) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT claim_cursor FROM awa.lanes WHERE queue = '$queue' AND priority = 2");
+}
+
+1;
