@@ -33,6 +33,15 @@ struct LaneCacheEntry {
 LaneCacheEntry lane_cache[kLaneCacheSize];
 TransactionId lanes_created_by = InvalidTransactionId;
 
+// True while the current transaction has created a lane: what it sees of the
+// lane registry may still roll back, so neither cache takes it.
+bool
+LaneCreatedInThisTransaction()
+{
+	TransactionId current = GetTopTransactionIdIfAny();
+	return TransactionIdIsValid(current) && current == lanes_created_by;
+}
+
 uint32
 LaneHash(text *queue, int16 priority)
 {
@@ -55,9 +64,8 @@ CachedLane(Oid incarnation, uint32 hash, text *queue, int16 priority, Lane *lane
 void
 CacheLane(Oid incarnation, uint32 hash, text *queue, const Lane &lane)
 {
-	TransactionId current = GetTopTransactionIdIfAny();
 	int length = VARSIZE_ANY_EXHDR(queue);
-	if (length > kMaxQueueBytes || (TransactionIdIsValid(current) && current == lanes_created_by))
+	if (length > kMaxQueueBytes || LaneCreatedInThisTransaction())
 		return;
 	LaneCacheEntry &entry = lane_cache[hash % kLaneCacheSize];
 	entry.incarnation = incarnation;
@@ -192,9 +200,7 @@ LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 		lanes[i].enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
 		lanes[i].claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
 	}
-	// Lanes created by this transaction are not cached: it may roll back.
-	TransactionId current = GetTopTransactionIdIfAny();
-	if (length <= kMaxQueueBytes && !(TransactionIdIsValid(current) && current == lanes_created_by)) {
+	if (length <= kMaxQueueBytes && !LaneCreatedInThisTransaction()) {
 		entry.incarnation = incarnation;
 		entry.hash = hash;
 		entry.length = length;
