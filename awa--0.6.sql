@@ -105,7 +105,7 @@ CREATE TABLE awa.ready_entries (
     created_at       timestamptz NOT NULL,
     attempted_at     timestamptz,
     unique_key       bytea,
-    unique_states    bit(8),
+    unique_states    smallint,
     payload          jsonb,
     PRIMARY KEY (queue, priority, lane_seq, ready_slot)
 ) PARTITION BY LIST (ready_slot);
@@ -339,10 +339,11 @@ CREATE TABLE awa.deferred_jobs (
     created_at    timestamptz NOT NULL,
     finalized_at  timestamptz,
     unique_key    bytea,
-    unique_states bit(8),
+    unique_states smallint,
     payload       jsonb
 );
-CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs (state, run_at, queue, priority, job_id);
+-- Promotion walks due jobs in (run_at, priority, job_id) order and stops at its batch size.
+CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs (run_at, priority, job_id);
 CREATE INDEX deferred_jobs_unique_key_idx ON awa.deferred_jobs (unique_key) WHERE unique_key IS NOT NULL;
 
 CREATE TABLE awa.dlq_entries (
@@ -357,11 +358,40 @@ CREATE TABLE awa.dlq_entries (
     max_attempts       smallint    NOT NULL,
     run_at             timestamptz NOT NULL,
     created_at         timestamptz NOT NULL,
+    unique_key         bytea,
+    unique_states      smallint,
     payload            jsonb,
     dlq_reason         text        NOT NULL,
     dlq_at             timestamptz NOT NULL
 );
 CREATE INDEX dlq_entries_queue_idx ON awa.dlq_entries (queue, dlq_at DESC);
+
+-- ---------------------------------------------------------------------------
+-- Control plane
+-- ---------------------------------------------------------------------------
+-- Per-queue settings (awa.configure_queue, pause_queue, resume_queue). A queue
+-- without a row has the defaults. Claims read it through a per-backend cache
+-- that every change invalidates at commit (src/pg/queue_settings.hpp).
+CREATE TABLE awa.queue_meta (
+    queue            text        PRIMARY KEY CHECK (length(queue) BETWEEN 1 AND 200),
+    paused           boolean     NOT NULL DEFAULT false,
+    paused_at        timestamptz,
+    dlq_enabled      boolean     NOT NULL DEFAULT false,
+    aging_interval   interval    NOT NULL DEFAULT '60 seconds' CHECK (aging_interval >= interval '0'),
+    default_deadline interval    CHECK (default_deadline > interval '0'),
+    updated_at       timestamptz NOT NULL DEFAULT now()
+) WITH (fillfactor = 70);
+
+-- Uniqueness ownership: one row per unique key while its job is in one of the
+-- key's states (bit i = state i in awa.queue_counts column order). Taken at
+-- enqueue; released when the job reaches a final state outside the mask.
+CREATE TABLE awa.job_unique_claims (
+    unique_key    bytea       PRIMARY KEY,
+    job_id        bigint      NOT NULL,
+    unique_states smallint    NOT NULL,
+    claimed_at    timestamptz NOT NULL
+) WITH (fillfactor = 80);
+CREATE INDEX job_unique_claims_job_id_idx ON awa.job_unique_claims (job_id);
 
 -- ---------------------------------------------------------------------------
 -- Ring partitions. Slot counts come from awa.queue_slot_count,
@@ -427,10 +457,13 @@ $roles$;
 GRANT USAGE ON SCHEMA awa TO awa_producer, awa_worker, awa_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA awa TO awa_admin;
 
+
 -- ---------------------------------------------------------------------------
--- SQL API (C++). SECURITY DEFINER: callers need only EXECUTE. The C code runs
+-- SQL API. The hot path (enqueue, claim, complete, heartbeat, promotion,
+-- counts) is C++. SECURITY DEFINER: callers need only EXECUTE. The C code runs
 -- every statement under a pinned search path (pg_catalog only), so no name in
--- what it runs can resolve to a caller's object (src/pg/spi_plans.hpp).
+-- what it runs can resolve to a caller's object (src/pg/spi_plans.hpp); the
+-- SQL and PL/pgSQL functions pin theirs with a SET clause.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION awa.enqueue(
     kind         text,
@@ -450,15 +483,17 @@ CREATE FUNCTION awa.enqueue_many(
     queue        text          DEFAULT 'default',
     priorities   int[]         DEFAULT NULL,
     run_at       timestamptz[] DEFAULT NULL,
-    max_attempts int           DEFAULT 25)
+    max_attempts int           DEFAULT 25,
+    opts         jsonb[]       DEFAULT NULL)
 RETURNS SETOF bigint
 AS 'MODULE_PATHNAME', 'awa_enqueue_many'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 
+-- deadline NULL: the queue's default_deadline, else 5 minutes.
 CREATE FUNCTION awa.claim(
     queue    text,
     max_jobs int      DEFAULT 1,
-    deadline interval DEFAULT '5 minutes')
+    deadline interval DEFAULT NULL)
 RETURNS TABLE (
     job_id       bigint,
     run_lease    bigint,
@@ -485,6 +520,28 @@ RETURNS TABLE (job_id bigint, accepted boolean)
 AS 'MODULE_PATHNAME', 'awa_complete_many'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
 
+CREATE FUNCTION awa.heartbeat(job_id bigint, run_lease bigint, receipt_id bigint, progress jsonb DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'awa_heartbeat'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+CREATE FUNCTION awa.heartbeat_many(job_ids bigint[], run_leases bigint[], receipt_ids bigint[],
+                                   progress jsonb[] DEFAULT NULL)
+RETURNS TABLE (job_id bigint, run_lease bigint, status text)
+AS 'MODULE_PATHNAME', 'awa_heartbeat_many'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+CREATE FUNCTION awa.promote_due(max_jobs int DEFAULT 4096)
+RETURNS int
+AS 'MODULE_PATHNAME', 'awa_promote_due'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+CREATE FUNCTION awa.queue_counts(queue text DEFAULT NULL)
+RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+AS 'MODULE_PATHNAME', 'awa_queue_counts'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
 -- A lane cursor's value, read under AccessShareLock (pg_sequence_last_value
 -- would hold RowExclusiveLock until the reader's transaction ends, and that
 -- would hold up the lock a claim takes to prove a lane gap dead). Checks that
@@ -503,19 +560,679 @@ SELECT l.queue,
        awa.cursor_value(l.claim_seq)   AS claim_cursor
 FROM awa.queue_lanes l;
 
-REVOKE ALL ON FUNCTION awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int) FROM PUBLIC;
-REVOKE ALL ON FUNCTION awa.claim(text, int, interval) FROM PUBLIC;
-REVOKE ALL ON FUNCTION awa.complete(bigint, bigint, bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION awa.complete_many(bigint[], bigint[], bigint[]) FROM PUBLIC;
-REVOKE ALL ON FUNCTION awa.cursor_value(regclass) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION awa.cursor_value(regclass) TO awa_admin;
+-- ---------------------------------------------------------------------------
+-- Internal building blocks (granted to no role; awa's SECURITY DEFINER
+-- functions call them as the extension owner).
+-- ---------------------------------------------------------------------------
+-- Locks the attempt's claim batch for the transaction and reports it; with an
+-- outcome, closes it when it is open (status 'closed_now').
+CREATE FUNCTION awa._attempt(job_id bigint, run_lease bigint, receipt_id bigint, outcome text)
+RETURNS TABLE (status text, closed_outcome text, queue text, priority int, ready_slot int,
+               ready_generation bigint, lane_seq bigint, attempt int, max_attempts int,
+               claimed_at timestamptz)
+AS 'MODULE_PATHNAME', 'awa_internal_attempt'
+LANGUAGE C VOLATILE;
+
+-- Hides an unclaimed ready row (cancel); 'tombstoned', 'claimed' or 'already_tombstoned'.
+CREATE FUNCTION awa._tombstone(queue text, priority int, lane_seq bigint, ready_slot int,
+                               ready_generation bigint, job_id bigint)
+RETURNS text
+AS 'MODULE_PATHNAME', 'awa_internal_tombstone'
+LANGUAGE C VOLATILE;
+
+-- Moves the given deferred jobs into the ready ring now.
+CREATE FUNCTION awa._promote_jobs(job_ids bigint[])
+RETURNS int
+AS 'MODULE_PATHNAME', 'awa_internal_promote_jobs'
+LANGUAGE C VOLATILE;
+
+-- Records a move of n jobs between states in this transaction (counters).
+CREATE FUNCTION awa._count_move(queue text, from_state text, to_state text, n bigint DEFAULT 1)
+RETURNS void
+AS 'MODULE_PATHNAME', 'awa_internal_count_move'
+LANGUAGE C VOLATILE;
+
+-- Retry delay after failed attempt n: 2^n s + up to 25 % jitter, at most 24 h.
+CREATE FUNCTION awa._backoff(attempt int)
+RETURNS interval
+AS 'MODULE_PATHNAME', 'awa_internal_backoff'
+LANGUAGE C VOLATILE;
+
+-- Sends the relcache invalidation that empties every backend's settings cache.
+CREATE FUNCTION awa._queue_meta_changed()
+RETURNS void
+AS 'MODULE_PATHNAME', 'awa_internal_queue_meta_changed'
+LANGUAGE C VOLATILE;
+
+-- The exact pass: every job of the queue (NULL: of every queue with a lane or
+-- settings) counted from the tables. STABLE, so it runs under one snapshot
+-- (the counter rebuild publishes that snapshot; src/pg/counters.hpp).
+--   available = ready rows - lanes handed out by claims - tombstoned lanes
+--   running   = claimed attempts - closed attempts
+CREATE FUNCTION awa._queue_counts_scan(p_queue text)
+RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+WITH queues AS (
+    SELECT l.queue FROM awa.queue_lanes l WHERE p_queue IS NULL OR l.queue = p_queue
+    UNION
+    SELECT m.queue FROM awa.queue_meta m WHERE p_queue IS NULL OR m.queue = p_queue
+), ready AS (
+    SELECT e.queue, count(*) AS n FROM awa.ready_entries e
+     WHERE p_queue IS NULL OR e.queue = p_queue GROUP BY e.queue
+), handed_out AS (
+    SELECT b.queue, sum(b.claimed_count) AS n FROM awa.ready_claim_attempt_batches b
+     WHERE p_queue IS NULL OR b.queue = p_queue GROUP BY b.queue
+), tombstoned AS (
+    SELECT t.queue, count(*) AS n FROM awa.ready_tombstones t
+     WHERE p_queue IS NULL OR t.queue = p_queue GROUP BY t.queue
+), claimed AS (
+    SELECT c.queue, sum(c.claimed_count) AS n FROM awa.lease_claim_batches c
+     WHERE p_queue IS NULL OR c.queue = p_queue GROUP BY c.queue
+), closed AS (
+    SELECT c.queue, sum(x.closed_count) AS n
+      FROM awa.lease_claim_closure_batches x
+      JOIN awa.lease_claim_batches c ON c.batch_id = x.claim_batch_id AND c.claim_slot = x.claim_slot
+     WHERE p_queue IS NULL OR c.queue = p_queue GROUP BY c.queue
+), completed AS (
+    SELECT r.queue, sum(r.completed_count) AS n FROM awa.receipt_completion_batches r
+     WHERE p_queue IS NULL OR r.queue = p_queue GROUP BY r.queue
+), done AS (
+    SELECT d.queue, count(*) FILTER (WHERE d.state = 'failed') AS failed,
+           count(*) FILTER (WHERE d.state = 'cancelled') AS cancelled
+      FROM awa.done_entries d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
+), deferred AS (
+    SELECT d.queue, count(*) FILTER (WHERE d.state = 'scheduled') AS scheduled,
+           count(*) FILTER (WHERE d.state = 'retryable') AS retryable
+      FROM awa.deferred_jobs d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
+), dead AS (
+    SELECT d.queue, count(*) AS n FROM awa.dlq_entries d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
+)
+SELECT q.queue,
+       (coalesce(ready.n, 0) - coalesce(handed_out.n, 0) - coalesce(tombstoned.n, 0))::bigint,
+       coalesce(deferred.scheduled, 0)::bigint,
+       coalesce(deferred.retryable, 0)::bigint,
+       (coalesce(claimed.n, 0) - coalesce(closed.n, 0))::bigint,
+       coalesce(completed.n, 0)::bigint,
+       coalesce(done.failed, 0)::bigint,
+       coalesce(done.cancelled, 0)::bigint,
+       coalesce(dead.n, 0)::bigint
+  FROM queues q
+  LEFT JOIN ready USING (queue)
+  LEFT JOIN handed_out USING (queue)
+  LEFT JOIN tombstoned USING (queue)
+  LEFT JOIN claimed USING (queue)
+  LEFT JOIN closed USING (queue)
+  LEFT JOIN completed USING (queue)
+  LEFT JOIN done USING (queue)
+  LEFT JOIN deferred USING (queue)
+  LEFT JOIN dead USING (queue)
+ ORDER BY q.queue
+$$;
+
+-- Checks the (job_id, run_lease, receipt_id) triple every worker call takes.
+CREATE FUNCTION awa._require_attempt(job_id bigint, run_lease bigint, receipt_id bigint)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF job_id IS NULL OR run_lease IS NULL OR receipt_id IS NULL THEN
+        RAISE EXCEPTION 'job_id, run_lease and receipt_id must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'Pass job_id, run_lease and receipt_id as returned by awa.claim.';
+    END IF;
+END
+$$;
+
+-- Ends a running attempt other than by success: 'retry' (retryable, or
+-- failed/dlq once attempts are exhausted), 'snooze' (scheduled; the attempt is
+-- given back) or 'fail' (failed, or dlq when the queue has DLQ on). The open
+-- attempt is closed first (its claim batch stays locked to the end of the
+-- transaction), so a stale or concurrent call finds it closed: 'stale'.
+CREATE FUNCTION awa._end_attempt(p_job_id bigint, p_run_lease bigint, p_receipt_id bigint,
+                                 p_action text, p_error text, p_delay interval)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    a          record;
+    r          record;
+    outcome    text;
+    dlq        boolean;
+    payload    jsonb;
+    progress   jsonb;
+    next_run   timestamptz;
+BEGIN
+    SELECT * INTO a FROM awa._attempt(p_job_id, p_run_lease, p_receipt_id, NULL);
+    IF a.status <> 'open' THEN
+        RETURN 'stale';
+    END IF;
+    SELECT m.dlq_enabled INTO dlq FROM awa.queue_meta m WHERE m.queue = a.queue;
+    IF p_action = 'snooze' THEN
+        outcome := 'scheduled';
+    ELSIF p_action = 'retry' AND a.attempt < a.max_attempts THEN
+        outcome := 'retryable';
+    ELSIF coalesce(dlq, false) THEN
+        outcome := 'dlq';
+    ELSE
+        outcome := 'failed';
+    END IF;
+
+    SELECT * INTO STRICT r FROM awa.ready_entries e
+     WHERE e.queue = a.queue AND e.priority = a.priority AND e.lane_seq = a.lane_seq
+       AND e.ready_slot = a.ready_slot;
+    SELECT s.progress INTO progress FROM awa.attempt_state s
+     WHERE s.job_id = p_job_id AND s.run_lease = p_run_lease;
+    -- Close first: this also drops the heartbeat row, frees a unique key the
+    -- new state does not hold, and moves the counters (running -> outcome).
+    PERFORM awa._attempt(p_job_id, p_run_lease, p_receipt_id, outcome);
+
+    payload := coalesce(r.payload, '{}'::jsonb);
+    IF p_action <> 'snooze' THEN
+        payload := payload || jsonb_build_object('errors',
+            coalesce(payload -> 'errors', '[]'::jsonb)
+            || jsonb_build_array(jsonb_build_object('attempt', a.attempt, 'error', p_error,
+                                                    'at', clock_timestamp())));
+    END IF;
+    IF progress IS NOT NULL THEN
+        payload := payload || jsonb_build_object('progress', progress);
+    END IF;
+    IF payload = '{}'::jsonb THEN
+        payload := NULL;
+    END IF;
+
+    IF outcome IN ('retryable', 'scheduled') THEN
+        next_run := clock_timestamp() + coalesce(p_delay, awa._backoff(a.attempt));
+        INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease, attempt,
+                                       max_attempts, created_at, unique_key, unique_states, payload)
+        VALUES (p_job_id, a.queue, a.priority, r.kind, r.args, outcome, next_run, p_run_lease,
+                CASE WHEN outcome = 'scheduled' THEN a.attempt - 1 ELSE a.attempt END,
+                a.max_attempts, r.created_at, r.unique_key, r.unique_states, payload);
+    ELSIF outcome = 'dlq' THEN
+        INSERT INTO awa.dlq_entries (job_id, queue, priority, kind, args, run_lease, original_run_lease, attempt,
+                                     max_attempts, run_at, created_at, unique_key, unique_states, payload,
+                                     dlq_reason, dlq_at)
+        VALUES (p_job_id, a.queue, a.priority, r.kind, r.args, p_run_lease, p_run_lease, a.attempt,
+                a.max_attempts, r.run_at, r.created_at, r.unique_key, r.unique_states, payload,
+                p_error, clock_timestamp());
+    ELSE
+        INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease,
+                                      attempt, kind, state, finalized_at, args, max_attempts, run_at, created_at,
+                                      unique_key, payload)
+        VALUES (a.ready_slot, a.ready_generation, a.queue, a.priority, a.lane_seq, p_job_id, p_run_lease,
+                a.attempt, r.kind, 'failed', clock_timestamp(), r.args, a.max_attempts, r.run_at, r.created_at,
+                r.unique_key, payload);
+    END IF;
+    RETURN outcome;
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Worker calls on a running attempt
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION awa.retry(job_id bigint, run_lease bigint, receipt_id bigint, error text,
+                          delay interval DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM awa._require_attempt(job_id, run_lease, receipt_id);
+    IF error IS NULL THEN
+        RAISE EXCEPTION 'error must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass the error message; it is kept in the job''s error history.';
+    END IF;
+    IF delay < interval '0' OR statement_timestamp() + delay < statement_timestamp() THEN
+        RAISE EXCEPTION 'delay must not be negative' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass a delay of zero or more, or NULL for exponential backoff.';
+    END IF;
+    RETURN awa._end_attempt(job_id, run_lease, receipt_id, 'retry', error, delay);
+END
+$$;
+
+CREATE FUNCTION awa.snooze(job_id bigint, run_lease bigint, receipt_id bigint, delay interval)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM awa._require_attempt(job_id, run_lease, receipt_id);
+    IF delay IS NULL THEN
+        RAISE EXCEPTION 'delay must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass how long to wait, such as interval ''30 seconds''.';
+    END IF;
+    IF delay < interval '0' OR statement_timestamp() + delay < statement_timestamp() THEN
+        RAISE EXCEPTION 'delay must not be negative' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass a delay of zero or more.';
+    END IF;
+    RETURN awa._end_attempt(job_id, run_lease, receipt_id, 'snooze', NULL, delay);
+END
+$$;
+
+CREATE FUNCTION awa.fail(job_id bigint, run_lease bigint, receipt_id bigint, error text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM awa._require_attempt(job_id, run_lease, receipt_id);
+    IF error IS NULL THEN
+        RAISE EXCEPTION 'error must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass the error message; it is kept in the job''s error history.';
+    END IF;
+    RETURN awa._end_attempt(job_id, run_lease, receipt_id, 'fail', error, NULL);
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Operators: cancel, inspect, dead-letter queue, queue settings
+-- ---------------------------------------------------------------------------
+-- The document awa.get_job returns.
+CREATE FUNCTION awa._job_document(job_id bigint, queue text, priority int, kind text, args jsonb, state text,
+                                  attempt int, max_attempts int, run_lease bigint, run_at timestamptz,
+                                  created_at timestamptz, payload jsonb, attempted_at timestamptz,
+                                  finalized_at timestamptz, progress jsonb, extra jsonb DEFAULT '{}')
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT jsonb_build_object(
+    'job_id', job_id, 'queue', queue, 'priority', priority, 'kind', kind, 'args', args, 'state', state,
+    'attempt', attempt, 'max_attempts', max_attempts, 'run_lease', run_lease, 'run_at', run_at,
+    'created_at', created_at, 'attempted_at', attempted_at, 'finalized_at', finalized_at,
+    'errors', coalesce(payload -> 'errors', '[]'::jsonb),
+    'progress', coalesce(progress, payload -> 'progress'),
+    'metadata', coalesce(payload -> 'metadata', '{}'::jsonb),
+    'tags', coalesce(payload -> 'tags', '[]'::jsonb)) || coalesce(extra, '{}'::jsonb)
+$$;
+
+-- One job wherever it is: deferred (scheduled, retryable), dead-lettered, or in
+-- the queue ring (available, running, completed, failed, cancelled). NULL when
+-- unknown (never enqueued, purged, or reclaimed with its ring slot). STABLE:
+-- every read is under one snapshot, so a job is seen in exactly one state.
+CREATE FUNCTION awa.get_job(job_id bigint)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p_job_id bigint := $1;
+    d        record;
+    r        record;
+    b        record;
+    c        record;
+    x        record;
+    s        record;
+    idx      int;
+BEGIN
+    IF p_job_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    SELECT * INTO d FROM awa.deferred_jobs j WHERE j.job_id = p_job_id;
+    IF FOUND THEN
+        RETURN awa._job_document(d.job_id, d.queue, d.priority, d.kind, d.args, d.state, d.attempt,
+                                 d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, NULL, NULL, NULL);
+    END IF;
+    SELECT * INTO d FROM awa.dlq_entries j WHERE j.job_id = p_job_id;
+    IF FOUND THEN
+        RETURN awa._job_document(d.job_id, d.queue, d.priority, d.kind, d.args, 'dlq', d.attempt,
+                                 d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, NULL, d.dlq_at,
+                                 NULL, jsonb_build_object('dlq_reason', d.dlq_reason));
+    END IF;
+    -- The latest incarnation in the queue ring (each promotion appends a row
+    -- with a higher run_lease).
+    SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
+     ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;
+    IF NOT FOUND THEN
+        SELECT * INTO d FROM awa.done_entries e WHERE e.job_id = p_job_id ORDER BY e.finalized_at DESC LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        RETURN awa._job_document(d.job_id, d.queue, d.priority, d.kind, d.args, d.state, d.attempt,
+                                 d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, NULL,
+                                 d.finalized_at, NULL);
+    END IF;
+    SELECT * INTO d FROM awa.done_entries e
+     WHERE e.queue = r.queue AND e.priority = r.priority AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot;
+    IF FOUND THEN
+        -- failed or cancelled (cancelled before its claim, or while it ran)
+        RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt,
+                                 r.max_attempts, d.run_lease, r.run_at, r.created_at, d.payload, NULL,
+                                 d.finalized_at, NULL);
+    END IF;
+    SELECT a.batch_id, a.claim_slot INTO b FROM awa.ready_claim_attempt_batches a
+     WHERE a.queue = r.queue AND a.priority = r.priority AND a.ready_slot = r.ready_slot
+       AND a.ready_generation = r.ready_generation AND a.next_lane_seq > r.lane_seq
+       AND a.first_lane_seq <= r.lane_seq AND a.lane_ranges @> r.lane_seq;
+    IF NOT FOUND THEN
+        RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'available', r.attempt,
+                                 r.max_attempts, r.run_lease, r.run_at, r.created_at, r.payload, NULL, NULL, NULL);
+    END IF;
+    SELECT * INTO c FROM awa.lease_claim_batches k WHERE k.batch_id = b.batch_id AND k.claim_slot = b.claim_slot;
+    IF NOT FOUND THEN
+        RETURN NULL;  -- its claim ring slot was reclaimed
+    END IF;
+    idx := array_position(c.job_ids, p_job_id);
+    SELECT k.outcome, k.closed_at INTO x FROM awa.lease_claim_closure_batches k
+     WHERE k.claim_batch_id = b.batch_id AND k.claim_slot = b.claim_slot AND (idx - 1) = ANY (k.claim_indexes);
+    IF NOT FOUND THEN
+        SELECT * INTO s FROM awa.attempt_state t WHERE t.job_id = p_job_id AND t.run_lease = r.run_lease + 1;
+        RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'running', c.attempts[idx],
+                                 r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, c.claimed_at,
+                                 NULL, s.progress,
+                                 jsonb_build_object('deadline_at', c.deadline_at, 'heartbeat_at', s.heartbeat_at));
+    END IF;
+    IF x.outcome = 'dlq' THEN
+        RETURN NULL;  -- dead-lettered, then purged
+    END IF;
+    RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, x.outcome, c.attempts[idx],
+                             r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, c.claimed_at,
+                             x.closed_at, NULL);
+END
+$$;
+
+-- Cancels a job: 'cancelled' (it was available, scheduled or retryable),
+-- 'cancel_requested' (it was running: the attempt is closed, so the worker's
+-- completion is refused and its next heartbeat answers cancel_requested),
+-- 'already_finished' or 'not_found'. An available job is hidden by a ready
+-- tombstone (src/pg/fn_tombstone.cpp), never by changing its ready row.
+CREATE FUNCTION awa.cancel(job_id bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p_job_id bigint := $1;
+    d        record;
+    r        record;
+    b        record;
+    a        record;
+    ring     record;
+    outcome  text;
+    idx      int;
+BEGIN
+    IF p_job_id IS NULL THEN
+        RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass the job_id awa.enqueue returned.';
+    END IF;
+    -- A job can move while we look (promotion, retry); each round looks again.
+    FOR round IN 1 .. 100 LOOP
+        DELETE FROM awa.deferred_jobs j WHERE j.job_id = p_job_id RETURNING j.* INTO d;
+        IF FOUND THEN
+            SELECT q.slot, q.generation INTO ring FROM awa.queue_ring_rotations q ORDER BY q.generation DESC LIMIT 1;
+            INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease,
+                                          attempt, kind, state, finalized_at, args, max_attempts, run_at,
+                                          created_at, unique_key, payload)
+            VALUES (ring.slot, ring.generation, d.queue, d.priority, -d.job_id, d.job_id, d.run_lease, d.attempt,
+                    d.kind, 'cancelled', clock_timestamp(), d.args, d.max_attempts, d.run_at, d.created_at,
+                    d.unique_key, d.payload);
+            PERFORM awa._count_move(d.queue, d.state, 'cancelled');
+            DELETE FROM awa.job_unique_claims u WHERE u.job_id = p_job_id AND (u.unique_states & 64) = 0;
+            RETURN 'cancelled';
+        END IF;
+        IF EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = p_job_id) THEN
+            RETURN 'already_finished';
+        END IF;
+        SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
+         ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;
+        IF NOT FOUND THEN
+            IF EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id) THEN
+                RETURN 'already_finished';
+            END IF;
+            RETURN 'not_found';
+        END IF;
+        IF EXISTS (SELECT FROM awa.done_entries e WHERE e.queue = r.queue AND e.priority = r.priority
+                      AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot) THEN
+            RETURN 'already_finished';
+        END IF;
+
+        outcome := awa._tombstone(r.queue, r.priority, r.lane_seq, r.ready_slot, r.ready_generation, r.job_id);
+        IF outcome = 'tombstoned' THEN
+            INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease,
+                                          attempt, kind, state, finalized_at, args, max_attempts, run_at,
+                                          created_at, unique_key, payload)
+            VALUES (r.ready_slot, r.ready_generation, r.queue, r.priority, r.lane_seq, r.job_id, r.run_lease,
+                    r.attempt, r.kind, 'cancelled', clock_timestamp(), r.args, r.max_attempts, r.run_at,
+                    r.created_at, r.unique_key, r.payload);
+            DELETE FROM awa.job_unique_claims u WHERE u.job_id = p_job_id AND (u.unique_states & 64) = 0;
+            RETURN 'cancelled';
+        ELSIF outcome = 'already_tombstoned' THEN
+            RETURN 'already_finished';
+        END IF;
+
+        -- Claimed: close the attempt that took this ready row.
+        SELECT x.batch_id, x.claim_slot INTO b FROM awa.ready_claim_attempt_batches x
+         WHERE x.queue = r.queue AND x.priority = r.priority AND x.ready_slot = r.ready_slot
+           AND x.ready_generation = r.ready_generation AND x.next_lane_seq > r.lane_seq
+           AND x.first_lane_seq <= r.lane_seq AND x.lane_ranges @> r.lane_seq;
+        IF NOT FOUND THEN
+            RETURN 'already_finished';
+        END IF;
+        SELECT array_position(k.job_ids, p_job_id) INTO idx FROM awa.lease_claim_batches k
+         WHERE k.batch_id = b.batch_id AND k.claim_slot = b.claim_slot;
+        IF idx IS NULL THEN
+            RETURN 'already_finished';
+        END IF;
+        SELECT * INTO a FROM awa._attempt(p_job_id, r.run_lease + 1,
+                                          (b.batch_id << 18) | ((idx - 1)::bigint << 4) | b.claim_slot,
+                                          'cancelled');
+        IF a.status = 'closed_now' THEN
+            INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease,
+                                          attempt, kind, state, finalized_at, args, max_attempts, run_at,
+                                          created_at, unique_key, payload)
+            VALUES (r.ready_slot, r.ready_generation, r.queue, r.priority, r.lane_seq, r.job_id, r.run_lease + 1,
+                    a.attempt, r.kind, 'cancelled', clock_timestamp(), r.args, r.max_attempts, r.run_at,
+                    r.created_at, r.unique_key, r.payload);
+            RETURN 'cancel_requested';
+        END IF;
+        IF a.status = 'closed' AND a.closed_outcome IN ('retryable', 'scheduled') THEN
+            CONTINUE;  -- retried or snoozed meanwhile: cancel it where it went
+        END IF;
+        RETURN 'already_finished';
+    END LOOP;
+    RAISE EXCEPTION 'job % kept changing state while it was being cancelled', p_job_id
+        USING ERRCODE = 'lock_not_available', HINT = 'Try again.';
+END
+$$;
+
+-- One row per dead-lettered job.
+CREATE VIEW awa.dlq AS
+SELECT d.job_id, d.queue, d.kind, d.args, d.attempt, coalesce(d.payload -> 'errors', '[]'::jsonb) AS errors,
+       d.dlq_at, d.dlq_reason, d.priority, d.max_attempts, d.run_lease, d.created_at
+  FROM awa.dlq_entries d;
+
+-- Moves dead-lettered jobs back to available with fresh attempts. Their
+-- run_lease continues from the last attempt (never reused). A unique key
+-- another job took meanwhile raises 23505 and nothing moves.
+CREATE FUNCTION awa.dlq_retry(job_ids bigint[])
+RETURNS int
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    moved bigint[];
+    q     record;
+BEGIN
+    IF job_ids IS NULL THEN
+        RAISE EXCEPTION 'job_ids must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass the job ids to retry, as listed by awa.dlq.';
+    END IF;
+    WITH gone AS (
+        DELETE FROM awa.dlq_entries d WHERE d.job_id = ANY (job_ids) RETURNING d.*
+    ), parked AS (
+        INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease, attempt,
+                                       max_attempts, created_at, unique_key, unique_states, payload)
+        SELECT g.job_id, g.queue, g.priority, g.kind, g.args, 'scheduled', clock_timestamp(), g.run_lease, 0,
+               g.max_attempts, g.created_at, g.unique_key, g.unique_states, nullif(g.payload - 'progress', '{}')
+          FROM gone g
+        RETURNING queue, job_id
+    )
+    SELECT array_agg(p.job_id) INTO moved FROM parked p;
+    IF moved IS NULL THEN
+        RETURN 0;
+    END IF;
+    FOR q IN SELECT j.queue, count(*) AS n FROM awa.deferred_jobs j WHERE j.job_id = ANY (moved) GROUP BY j.queue LOOP
+        PERFORM awa._count_move(q.queue, 'dlq', 'scheduled', q.n);
+    END LOOP;
+    RETURN awa._promote_jobs(moved);
+END
+$$;
+
+-- Deletes dead-lettered jobs for good.
+CREATE FUNCTION awa.dlq_purge(job_ids bigint[])
+RETURNS int
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    q     record;
+    total int := 0;
+BEGIN
+    IF job_ids IS NULL THEN
+        RAISE EXCEPTION 'job_ids must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass the job ids to purge, as listed by awa.dlq.';
+    END IF;
+    FOR q IN
+        WITH gone AS (DELETE FROM awa.dlq_entries d WHERE d.job_id = ANY (job_ids) RETURNING d.queue, d.job_id),
+             freed AS (DELETE FROM awa.job_unique_claims u USING gone g WHERE u.job_id = g.job_id)
+        SELECT g.queue, count(*) AS n FROM gone g GROUP BY g.queue
+    LOOP
+        PERFORM awa._count_move(q.queue, 'dlq', NULL, q.n);
+        total := total + q.n;
+    END LOOP;
+    RETURN total;
+END
+$$;
+
+CREATE FUNCTION awa._require_queue(queue text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF queue IS NULL THEN
+        RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Name the queue, such as ''default''.';
+    END IF;
+    IF length(queue) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'queue must be 1 to 200 characters' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Use a short name such as ''emails''.';
+    END IF;
+END
+$$;
+
+-- Creates or changes a queue's settings; NULL leaves a setting as it is.
+CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL,
+                                    aging_interval interval DEFAULT NULL,
+                                    default_deadline interval DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM awa._require_queue(queue);
+    IF aging_interval < interval '0' THEN
+        RAISE EXCEPTION 'aging_interval must not be negative' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass 0 for strict priorities, or how long a waiting job takes to gain one priority level.';
+    END IF;
+    IF default_deadline <= interval '0' THEN
+        RAISE EXCEPTION 'default_deadline must be positive' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass how long an attempt may run, such as interval ''5 minutes''.';
+    END IF;
+    INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline)
+    VALUES ($1, coalesce($2, false), coalesce($3, interval '60 seconds'), $4)
+    ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
+       SET dlq_enabled = coalesce($2, m.dlq_enabled),
+           aging_interval = coalesce($3, m.aging_interval),
+           default_deadline = coalesce($4, m.default_deadline),
+           updated_at = now();
+    PERFORM awa._queue_meta_changed();
+END
+$$;
+
+-- A paused queue is neither claimed nor promoted; enqueue goes on.
+CREATE FUNCTION awa.pause_queue(queue text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM awa._require_queue(queue);
+    INSERT INTO awa.queue_meta AS m (queue, paused, paused_at) VALUES ($1, true, now())
+    ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
+       SET paused = true, paused_at = coalesce(m.paused_at, now()), updated_at = now();
+    PERFORM awa._queue_meta_changed();
+END
+$$;
+
+CREATE FUNCTION awa.resume_queue(queue text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM awa._require_queue(queue);
+    INSERT INTO awa.queue_meta AS m (queue, paused) VALUES ($1, false)
+    ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
+       SET paused = false, paused_at = NULL, updated_at = now();
+    PERFORM awa._queue_meta_changed();
+END
+$$;
+
+-- queue_counts' columns counted from the tables (cost grows with the backlog).
+CREATE FUNCTION awa.queue_counts_exact(queue text DEFAULT NULL)
+RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT awa._require_queue($1) WHERE $1 IS NOT NULL;
+SELECT * FROM awa._queue_counts_scan($1)
+UNION ALL
+SELECT $1, 0, 0, 0, 0, 0, 0, 0, 0
+ WHERE $1 IS NOT NULL AND NOT EXISTS (SELECT FROM awa._queue_counts_scan($1))
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Privileges: awa_producer enqueues; awa_worker claims and ends attempts;
+-- awa_admin may do everything. Nothing is executable by PUBLIC.
+-- ---------------------------------------------------------------------------
+DO $grants$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p WHERE p.pronamespace = 'awa'::regnamespace LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+END
+$grants$;
 
 GRANT EXECUTE ON FUNCTION awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb),
-                          awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int)
+                          awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])
     TO awa_producer, awa_admin;
 GRANT EXECUTE ON FUNCTION awa.claim(text, int, interval),
                           awa.complete(bigint, bigint, bigint),
-                          awa.complete_many(bigint[], bigint[], bigint[])
+                          awa.complete_many(bigint[], bigint[], bigint[]),
+                          awa.heartbeat(bigint, bigint, bigint, jsonb),
+                          awa.heartbeat_many(bigint[], bigint[], bigint[], jsonb[]),
+                          awa.retry(bigint, bigint, bigint, text, interval),
+                          awa.snooze(bigint, bigint, bigint, interval),
+                          awa.fail(bigint, bigint, bigint, text)
     TO awa_worker, awa_admin;
-GRANT SELECT ON awa.lanes TO awa_admin;
+GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
+                          awa.get_job(bigint),
+                          awa.promote_due(int),
+                          awa.queue_counts(text),
+                          awa.queue_counts_exact(text),
+                          awa.configure_queue(text, boolean, interval, interval),
+                          awa.pause_queue(text),
+                          awa.resume_queue(text),
+                          awa.dlq_retry(bigint[]),
+                          awa.dlq_purge(bigint[]),
+                          awa.cursor_value(regclass)
+    TO awa_admin;
+GRANT SELECT ON awa.lanes, awa.dlq TO awa_admin;

@@ -17,11 +17,13 @@
 // next claim of the lane, from this claim's evidence, once it is committed and
 // visible. A claim lost before its commit reached disk therefore leaves its
 // jobs claimable, and an advance can only apply where its evidence exists.
+#include "core/lifecycle.hpp"
 #include "core/receipt.hpp"
 #include "core/ring.hpp"
 #include "core/validate.hpp"
 #include "pg/arguments.hpp"
 #include "pg/claim_bridge.hpp"
+#include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/errors.hpp"
 #include "pg/guard.hpp"
@@ -29,6 +31,7 @@
 #include "pg/inflight.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
+#include "pg/queue_settings.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
@@ -185,7 +188,25 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
 		}
 		known_until = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
 	}
-	if (static_cast<int64>(SPI_processed) == kEvidencePage) {
+	bool evidence_full = static_cast<int64>(SPI_processed) == kEvidencePage;
+	if (!evidence_full)
+		known_until = PG_INT64_MAX;
+	// Tombstones (cancelled available jobs) are spent lanes too.
+	ExecuteLatest(Stmt::kLaneTombstones, slot, values, NULL);
+	desc = SPI_tuptable->tupdesc;
+	for (uint64 i = 0; i < SPI_processed; i++) {
+		bool isnull;
+		int64 lane = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
+		bool own = TransactionIdIsCurrentTransactionId(
+		    DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull)));
+		if (own)
+			AddOwn(view, lane, lane + 1);
+		else
+			AddSpent(view, lane, lane + 1);
+		if (static_cast<int64>(SPI_processed) == kEvidencePage && i + 1 == SPI_processed)
+			known_until = Min(known_until, lane + 1);
+	}
+	if (evidence_full || static_cast<int64>(SPI_processed) == kEvidencePage) {
 		int kept = 0;
 		for (int i = 0; i < view->committed_count; i++) {
 			BridgeCommitted range = view->committed[i];
@@ -235,6 +256,76 @@ InRanges(const BridgeRange *ranges, int count, int64 lane)
 		if (lane >= ranges[i].first && lane < ranges[i].next)
 			return true;
 	return false;
+}
+
+// When the lane's head became due: first_run_at of the segment holding the
+// first lane past the cursor and past the claimed lanes right after it (the
+// cursor lags until the next claim of the lane); `fallback` when the lane
+// shows none.
+TimestampTz
+HeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, TimestampTz fallback)
+{
+	LaneQuery q;
+	q.queue = queue;
+	q.priority = lane.priority;
+	q.cursor = SequenceValue(lane.claim_seq);
+	q.slot_count = ring.queue_slot_count;
+	q.page = 64;
+	int64 oldest = core::OldestLiveGeneration(ring.queue_generation, ring.queue_slot_count);
+	int64 start = Min(Max(CachedHeadGeneration(lane.claim_seq), oldest), ring.queue_generation);
+	LaneView view;
+	view.committed_capacity = 64;
+	view.committed = static_cast<BridgeCommitted *>(palloc(sizeof(BridgeCommitted) * view.committed_capacity));
+	view.spent_capacity = 16;
+	view.spent = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.spent_capacity));
+	view.own_capacity = 16;
+	view.own = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.own_capacity));
+	ResetView(&view, start);
+	LoadGeneration(&view, q, start);
+	// Walk over the spent prefix (claimed, own or tombstoned lanes).
+	int64 position = q.cursor + 1;
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (int i = 0; i < view.spent_count; i++)
+			if (view.spent[i].first <= position && position < view.spent[i].next) {
+				position = view.spent[i].next;
+				moved = true;
+			}
+		for (int i = 0; i < view.own_count; i++)
+			if (view.own[i].first <= position && position < view.own[i].next) {
+				position = view.own[i].next;
+				moved = true;
+			}
+	}
+	for (int64 generation = start; generation <= ring.queue_generation; generation++) {
+		// The segment holding `position` is the first whose end is past it.
+		Datum values[4] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(position),
+		                   Int64GetDatum(generation)};
+		ExecuteLatest(Stmt::kHeadRunAt, core::SlotOf(generation, ring.queue_slot_count), values, NULL, 1);
+		if (SPI_processed == 1) {
+			bool isnull;
+			return DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		}
+	}
+	return fallback;
+}
+
+struct LaneOrder {
+	int index;
+	int effective;
+	TimestampTz head;
+};
+
+int
+CompareLaneOrder(const void *a, const void *b)
+{
+	const LaneOrder &x = *static_cast<const LaneOrder *>(a);
+	const LaneOrder &y = *static_cast<const LaneOrder *>(b);
+	if (x.effective != y.effective)
+		return x.effective < y.effective ? -1 : 1;
+	if (x.head != y.head)
+		return x.head < y.head ? -1 : 1;  // equal urgency: the longer wait first
+	return x.index < y.index ? -1 : (x.index > y.index ? 1 : 0);
 }
 
 struct ClaimRequest {
@@ -428,6 +519,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	                         TimestampTzGetDatum(claimed_at)};
 	bool claim_nulls[15] = {false};
 	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 15);
+	CountMove(request.queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
 
 	// Emit: job_id, run_lease, receipt_id, kind, args, queue, priority,
 	// attempt, max_attempts, deadline_at, created_at, metadata.
@@ -454,6 +546,17 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	return n;
 }
 
+// Judges a deadline as the claim will apply it (calendar months and days), so
+// an interval like '1 month -29 days' that can end before it starts is refused.
+void
+CheckClaimDeadline(Interval *deadline, TimestampTz now)
+{
+	core::Violation violation;
+	TimestampTz probe = DatumGetTimestampTz(
+	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(deadline)));
+	Require(core::CheckDeadline(probe - now, &violation), violation);
+}
+
 }  // namespace
 
 }  // namespace awa::pg
@@ -463,22 +566,32 @@ using namespace awa::pg;
 // awa.claim(queue, max_jobs, deadline) -> SETOF jobs
 AWA_FUNCTION(awa_claim)
 {
-	awa::core::Violation violation;
 	ClaimRequest request;
 	request.queue = QueueArgument(fcinfo, 0);
 	request.max_jobs = MaxJobsArgument(fcinfo, 1);
-	RequireArgument(fcinfo, 2, "deadline", true);
-	request.deadline = PG_GETARG_INTERVAL_P(2);
-	// Judge the deadline as the claim will apply it (calendar months and
-	// days), so an interval like '1 month -29 days' that can end before it
-	// starts is refused.
+	request.deadline = PG_ARGISNULL(2) ? NULL : PG_GETARG_INTERVAL_P(2);
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz probe = DatumGetTimestampTz(
-	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(request.deadline)));
-	Require(awa::core::CheckDeadline(probe - now, &violation), violation);
+	if (request.deadline != NULL)
+		CheckClaimDeadline(request.deadline, now);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	request.rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	QueueSettings settings = SettingsOf(request.queue);
+	if (settings.paused) {
+		SPI_finish();
+		return (Datum)0;
+	}
+	if (request.deadline == NULL) {
+		// The queue's default deadline, else five minutes.
+		request.deadline = static_cast<Interval *>(palloc0(sizeof(Interval)));
+		if (settings.has_deadline)
+			*request.deadline = settings.deadline;
+		else
+			request.deadline->time = 5 * 60 * USECS_PER_SEC;
+	}
 
 	// A claim that is its own transaction does not wait for its WAL flush
 	// while it holds the lane (docs/architecture.md, "Asynchronous claim
@@ -487,18 +600,34 @@ AWA_FUNCTION(awa_claim)
 		(void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
 		                        false);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "awa: SPI_connect failed");
 	Lane lanes[kMaxLanesPerQueue];
 	int lane_count = LanesOfQueue(request.queue, lanes);
+	LaneOrder order[kMaxLanesPerQueue];
+	int candidates = 0;
+	for (int i = 0; i < lane_count; i++) {
+		// Cheap check first: an empty lane costs two sequence reads.
+		if (SequenceValue(lanes[i].claim_seq) >= SequenceValue(lanes[i].enqueue_seq))
+			continue;
+		order[candidates++] = LaneOrder{i, lanes[i].priority, 0};
+	}
 	bool have_ring = false;
 	RingPositions ring;
-	for (int i = 0; i < lane_count; i++) {
-		const Lane &lane = lanes[i];
-		// Cheap checks first: an empty lane or a lane another claimer holds
-		// costs two sequence reads and a failed try-lock.
-		if (SequenceValue(lane.claim_seq) >= SequenceValue(lane.enqueue_seq))
-			continue;
+	if (candidates > 1 && settings.aging_micros > 0) {
+		// Priority aging: a lane whose head has waited competes as if it
+		// were one level more urgent per aging interval; it keeps its lane.
+		int64 epoch;
+		ring = CurrentRings(&epoch);
+		have_ring = true;
+		for (int i = 0; i < candidates; i++) {
+			order[i].head = HeadRunAt(request.queue, lanes[order[i].index], ring, now);
+			order[i].effective =
+			    awa::core::EffectivePriority(lanes[order[i].index].priority, now - order[i].head, settings.aging_micros);
+		}
+		qsort(order, candidates, sizeof(LaneOrder), CompareLaneOrder);
+	}
+	for (int i = 0; i < candidates; i++) {
+		const Lane &lane = lanes[order[i].index];
+		// A lane another claimer holds is skipped, never waited for.
 		if (!TryLockLaneClaim(lane.lane_id))
 			continue;
 		if (!have_ring) {

@@ -28,6 +28,7 @@ struct InflightRange {
 	int64 first;
 	int64 next;
 	int owner;  // pgprocno of the claiming backend
+	TransactionId xid;  // its top transaction (cancel waits for it)
 };
 
 struct LaneInflight {
@@ -178,6 +179,28 @@ InflightRanges(int64 lane_id, BridgeRange *out)
 	return count;
 }
 
+TransactionId
+InflightHolder(int64 lane_id, int64 lane_seq)
+{
+	if (lanes == NULL)
+		return InvalidTransactionId;
+	LaneInflight *entry = FindEntry(lane_id, false);
+	if (entry == NULL)
+		return InvalidTransactionId;
+	int me = MyProc->pgprocno;
+	TransactionId holder = InvalidTransactionId;
+	SpinLockAcquire(&entry->mutex);
+	for (int r = 0; r < entry->count; r++) {
+		const InflightRange &range = entry->ranges[r];
+		if (range.owner != me && lane_seq >= range.first && lane_seq < range.next) {
+			holder = range.xid;
+			break;
+		}
+	}
+	SpinLockRelease(&entry->mutex);
+	return holder;
+}
+
 bool
 RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count)
 {
@@ -187,11 +210,13 @@ RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count)
 	if (entry == NULL)
 		return false;
 	int me = MyProc->pgprocno;
+	// The transaction writes anyway; an xid now lets others wait for its end.
+	TransactionId xid = GetTopTransactionId();
 	bool registered = false;
 	SpinLockAcquire(&entry->mutex);
 	if (entry->count + count <= kMaxInflightPerLane) {
 		for (int i = 0; i < count; i++)
-			entry->ranges[entry->count++] = InflightRange{ranges[i].first, ranges[i].next, me};
+			entry->ranges[entry->count++] = InflightRange{ranges[i].first, ranges[i].next, me, xid};
 		registered = true;
 	}
 	SpinLockRelease(&entry->mutex);

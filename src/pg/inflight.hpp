@@ -14,6 +14,10 @@
 // Available only when awa is in shared_preload_libraries; without it claims
 // hold the lane lock until they end. Claims inside subtransactions, and claims
 // that find the registry full, also hold the lock until the end.
+//
+// A cancel uses the registry too: it registers the lane it tombstones, so no
+// claim plans that lane or moves the cursor past it until the cancel has
+// committed (the tombstone is then visible) or rolled back.
 #pragma once
 
 #include "pg/claim_bridge.hpp"
@@ -33,6 +37,10 @@ void InstallInflightRegistry();
 // Copies the ranges other transactions have registered for the lane; returns
 // how many (at most kMaxInflightPerLane).
 int InflightRanges(int64 lane_id, BridgeRange *out);
+
+// The transaction of another backend that has registered `lane_seq` of the
+// lane (InvalidTransactionId if none).
+TransactionId InflightHolder(int64 lane_id, int64 lane_seq);
 
 // Registers this transaction's planned ranges for the lane; false when the
 // registry is unavailable or full, or in a subtransaction (then the caller

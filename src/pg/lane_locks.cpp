@@ -30,6 +30,13 @@ TryLockLaneClaim(int64 lane_id)
 }
 
 void
+LockLaneClaim(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneClaim, lane_id);
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
 UnlockLaneClaim(int64 lane_id)
 {
 	LOCKTAG tag = Tag(kLaneClaim, lane_id);

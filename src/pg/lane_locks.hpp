@@ -22,6 +22,8 @@
 namespace awa::pg {
 
 bool TryLockLaneClaim(int64 lane_id);
+// Waits for the lane claim lock (cancel: claimers hold it only while they plan).
+void LockLaneClaim(int64 lane_id);
 void UnlockLaneClaim(int64 lane_id);
 // Waits at most `timeout_ms` for ShareLock on the lane's enqueue sequence;
 // false if it could not be had in time. Errors other than the lock timeout

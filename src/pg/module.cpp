@@ -1,6 +1,8 @@
 // module.cpp: the loadable module: magic block, _PG_init and GUCs.
 #include "pg/gucs.hpp"
+#include "pg/counters.hpp"
 #include "pg/inflight.hpp"
+#include "pg/queue_settings.hpp"
 #include "pg/postgres_headers.hpp"
 
 extern "C" {
@@ -13,6 +15,7 @@ static int awa_queue_slot_count = 16;
 static int awa_claim_slot_count = 8;
 static int awa_lease_slot_count = 8;
 int awa_max_lanes = 1024;
+int awa_max_queues = 1024;
 
 PGDLLEXPORT void _PG_init(void);
 }
@@ -46,7 +49,13 @@ _PG_init(void)
 	DefineCustomIntVariable("awa.max_lanes", "Lanes the in-flight claim registry can hold (shared memory).",
 	                        "A lane beyond this falls back to holding its claim lock until the claim commits.",
 	                        &awa_max_lanes, 1024, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.max_queues", "Queues whose job counts are kept in shared memory.",
+	                        "Beyond this, awa.queue_counts counts exactly (its cost then grows with the backlog).",
+	                        &awa_max_queues, 1024, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("awa");
-	if (process_shared_preload_libraries_in_progress)
+	awa::pg::InstallQueueSettingsCache();
+	if (process_shared_preload_libraries_in_progress) {
 		awa::pg::InstallInflightRegistry();
+		awa::pg::InstallCounters();
+	}
 }

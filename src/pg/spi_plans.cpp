@@ -6,7 +6,7 @@ namespace awa::pg {
 namespace {
 
 constexpr int kMaxSlots = 64;
-constexpr int kMaxArgs = 16;
+constexpr int kMaxArgs = 20;
 
 struct StmtDef {
 	Stmt id;          // checked against its position (no silent shift)
@@ -36,32 +36,39 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "         ('awa.lane_' || $3 || '_claim_seq')::regclass)"
 	 " RETURNING enqueue_seq::oid, claim_seq::oid",
 	 3, {TEXTOID, INT2OID, INT8OID}},
-	// kInsertReadyMany: $1 generation, $2 queue, $3 priority, $4 lane_seqs, $5 max_attempts,
-	// $6 job_ids, $7 kinds, $8 args, $9 run_ats, $10 created_at, $11 segment firsts, $12 segment nexts,
-	// $13 first run_at
+	// kInsertReadyMany: $1 generation, $2 queue, $3 priority, $4 lane_seqs, $5 max_attempts[],
+	// $6 job_ids, $7 kinds, $8 args, $9 run_ats, $10 created_ats, $11 segment firsts, $12 segment nexts,
+	// $13 first run_at, $14 run_leases, $15 attempts, $16 unique keys, $17 unique states, $18 payloads,
+	// $19 now
 	{Stmt::kInsertReadyMany, "WITH segment AS ("
 	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
 	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at)"
-	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $10 FROM unnest($11, $12) AS s(first, next))"
+	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $19 FROM unnest($11, $12) AS s(first, next))"
 	 " INSERT INTO awa.ready_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
-	 "                                    max_attempts, kind, args, run_at, created_at)"
-	 " SELECT %1$d, $1, $2, $3, u.lane_seq, u.job_id, $5, u.kind, u.args, u.run_at, $10"
-	 "   FROM unnest($4, $6, $7, $8, $9) AS u(lane_seq, job_id, kind, args, run_at)",
-	 13, {INT8OID, TEXTOID, INT2OID, INT8ARRAYOID, INT2OID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-	      TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}},
-	// kInsertDeferredOne: $1 job_id, $2 queue, $3 priority, $4 kind, $5 args, $6 run_at,
-	// $7 max_attempts, $8 created_at, $9 payload
-	{Stmt::kInsertDeferredOne, "INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, max_attempts,"
-	 "                               created_at, payload)"
-	 " VALUES ($1, $2, $3, $4, $5, 'scheduled', $6, $7, $8, $9)",
-	 9, {INT8OID, TEXTOID, INT2OID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT2OID, TIMESTAMPTZOID, JSONBOID}},
-	// kInsertDeferredMany: $1 job_ids, $2 queue, $3 priorities, $4 kinds, $5 args, $6 run_ats,
-	// $7 max_attempts, $8 created_at
-	{Stmt::kInsertDeferredMany, "INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, max_attempts, created_at)"
-	 " SELECT u.job_id, $2, u.priority, u.kind, u.args, 'scheduled', u.run_at, $7, $8"
-	 "   FROM unnest($1, $3, $4, $5, $6) AS u(job_id, priority, kind, args, run_at)",
-	 8, {INT8ARRAYOID, TEXTOID, INT2ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT2OID,
-	     TIMESTAMPTZOID}},
+	 "                                    run_lease, attempt, max_attempts, kind, args, run_at, created_at,"
+	 "                                    unique_key, unique_states, payload)"
+	 " SELECT %1$d, $1, $2, $3, u.lane_seq, u.job_id, u.run_lease, u.attempt, u.max_attempts, u.kind, u.args,"
+	 "        u.run_at, u.created_at, u.unique_key, CASE WHEN u.unique_key IS NOT NULL THEN u.unique_states END,"
+	 "        u.payload"
+	 "   FROM unnest($4, $6, $7, $8, $9, $10, $14, $15, $5, $16, $17, $18)"
+	 "        AS u(lane_seq, job_id, kind, args, run_at, created_at, run_lease, attempt, max_attempts,"
+	 "             unique_key, unique_states, payload)",
+	 19, {INT8OID, TEXTOID, INT2OID, INT8ARRAYOID, INT2ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
+	      TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+	      INT2ARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}},
+	// kInsertDeferredMany: $1 job_ids, $2 queues, $3 priorities, $4 kinds, $5 args, $6 run_ats,
+	// $7 run_leases, $8 attempts, $9 max_attempts, $10 created_ats, $11 unique keys, $12 unique states,
+	// $13 payloads
+	{Stmt::kInsertDeferredMany, "INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease,"
+	 "                               attempt, max_attempts, created_at, unique_key, unique_states, payload)"
+	 " SELECT u.job_id, u.queue, u.priority, u.kind, u.args, 'scheduled', u.run_at, u.run_lease, u.attempt,"
+	 "        u.max_attempts, u.created_at, u.unique_key,"
+	 "        CASE WHEN u.unique_key IS NOT NULL THEN u.unique_states END, u.payload"
+	 "   FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+	 "        AS u(job_id, queue, priority, kind, args, run_at, run_lease, attempt, max_attempts, created_at,"
+	 "             unique_key, unique_states, payload)",
+	 13, {INT8ARRAYOID, TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID,
+	      INT2ARRAYOID, INT2ARRAYOID, TIMESTAMPTZARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID}},
 	// kLaneSegments: committed lane ranges beyond the cursor in one generation.
 	// $1 queue, $2 priority, $3 generation, $4 lanes after this, $5 limit
 	{Stmt::kLaneSegments, "SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"
@@ -84,16 +91,85 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kClaimBatch: $1 batch_id
 	// (The slot equality makes it a probe of the whole primary key, so even a
 	// generic plan made while the child is empty is an index scan.)
-	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs"
+	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs,"
+	 "       attempts, max_attempts, claimed_at"
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
 	 1, {INT8OID}},
 	// kClosedIndexes: positions of a claim batch already closed. $1 claim batch id
 	// (A LIMIT parameter makes the planner cost a fraction of the rows, which
 	// favours the index scan's low start-up over a bitmap scan in a generic
 	// plan made while the child is empty; $2 is always large.)
-	{Stmt::kClosedIndexes, "SELECT claim_indexes FROM awa.lease_claim_closure_batches_%1$d WHERE claim_batch_id = $1"
+	{Stmt::kClosedIndexes, "SELECT claim_indexes, outcome FROM awa.lease_claim_closure_batches_%1$d WHERE claim_batch_id = $1"
 	 " LIMIT $2",
 	 2, {INT8OID, INT8OID}},
+	// kLaneTombstones: cancelled lanes beyond the cursor, in lane order.
+	// $1 queue, $2 priority, $3 generation, $4 cursor, $5 limit
+	{Stmt::kLaneTombstones, "SELECT lane_seq, xmin FROM awa.ready_tombstones_%1$d"
+	 " WHERE queue = $1 AND priority = $2 AND lane_seq > $4 AND ready_generation = $3"
+	 " ORDER BY lane_seq LIMIT $5",
+	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
+	// kHeadRunAt: when the lane's head became due. $1 queue, $2 priority, $3 cursor, $4 generation
+	{Stmt::kHeadRunAt, "SELECT first_run_at FROM awa.ready_segments_%1$d"
+	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $3 AND ready_generation = $4"
+	 " ORDER BY next_lane_seq LIMIT 1",
+	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
+	// kQueueSettings: $1 queue
+	{Stmt::kQueueSettings, "SELECT paused, dlq_enabled, aging_interval, default_deadline FROM awa.queue_meta WHERE queue = $1",
+	 1, {TEXTOID}},
+	// kDeleteAttemptState: $1 job_ids, $2 run_leases
+	{Stmt::kDeleteAttemptState, "DELETE FROM awa.attempt_state s USING unnest($1, $2) AS u(job_id, run_lease)"
+	 " WHERE s.job_id = u.job_id AND s.run_lease = u.run_lease",
+	 2, {INT8ARRAYOID, INT8ARRAYOID}},
+	// kUpsertAttemptState: $1 job_ids, $2 run_leases, $3 progress (NULL keeps the stored one)
+	{Stmt::kUpsertAttemptState, "INSERT INTO awa.attempt_state AS s (job_id, run_lease, heartbeat_at, progress, updated_at)"
+	 " SELECT u.job_id, u.run_lease, clock_timestamp(), u.progress, clock_timestamp()"
+	 "   FROM unnest($1, $2, $3) AS u(job_id, run_lease, progress)"
+	 " ON CONFLICT (job_id, run_lease) DO UPDATE"
+	 "   SET heartbeat_at = excluded.heartbeat_at, updated_at = excluded.updated_at,"
+	 "       progress = coalesce(excluded.progress, s.progress)",
+	 3, {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID}},
+	// kReleaseUnique: keys of jobs that entered a state outside their mask. $1 job_ids, $2 state bit
+	{Stmt::kReleaseUnique, "DELETE FROM awa.job_unique_claims WHERE job_id = ANY($1) AND (unique_states & $2) = 0",
+	 2, {INT8ARRAYOID, INT2OID}},
+	// kClaimUnique: $1 key, $2 job_id, $3 states, $4 now
+	{Stmt::kClaimUnique, "INSERT INTO awa.job_unique_claims (unique_key, job_id, unique_states, claimed_at)"
+	 " VALUES ($1, $2, $3, $4) ON CONFLICT (unique_key) DO NOTHING RETURNING job_id",
+	 4, {BYTEAOID, INT8OID, INT2OID, TIMESTAMPTZOID}},
+	// kUniqueHolder: $1 key
+	{Stmt::kUniqueHolder, "SELECT job_id FROM awa.job_unique_claims WHERE unique_key = $1", 1, {BYTEAOID}},
+	// kPromoteDue: $1 limit, $2 now
+	{Stmt::kPromoteDue, "DELETE FROM awa.deferred_jobs d WHERE d.job_id IN ("
+	 "   SELECT due.job_id FROM awa.deferred_jobs due"
+	 "    WHERE due.run_at <= $2"
+	 "      AND NOT EXISTS (SELECT FROM awa.queue_meta m WHERE m.queue = due.queue AND m.paused)"
+	 "    ORDER BY due.run_at, due.priority, due.job_id LIMIT $1 FOR UPDATE SKIP LOCKED)"
+	 " RETURNING job_id, queue, priority, kind, args, state, run_at, run_lease, attempt, max_attempts, created_at,"
+	 "           unique_key, unique_states, payload",
+	 2, {INT4OID, TIMESTAMPTZOID}},
+	// kPromoteIds: $1 job_ids
+	{Stmt::kPromoteIds, "DELETE FROM awa.deferred_jobs WHERE job_id = ANY($1)"
+	 " RETURNING job_id, queue, priority, kind, args, state, run_at, run_lease, attempt, max_attempts, created_at,"
+	 "           unique_key, unique_states, payload",
+	 1, {INT8ARRAYOID}},
+	// kCountsScan: the exact pass over every queue (run under a published snapshot)
+	{Stmt::kCountsScan, "SELECT * FROM awa._queue_counts_scan(NULL)", 0, {}},
+	// kCountsScanOne: $1 queue (NULL: all)
+	{Stmt::kCountsScanOne, "SELECT * FROM awa._queue_counts_scan($1)", 1, {TEXTOID}},
+	// kQueueList: every queue that has a lane or settings
+	{Stmt::kQueueList, "SELECT queue FROM awa.queue_lanes UNION SELECT queue FROM awa.queue_meta ORDER BY 1", 0, {}},
+	// kLaneSeqClaimed: $1 queue, $2 priority, $3 generation, $4 lane_seq
+	{Stmt::kLaneSeqClaimed, "SELECT 1 FROM awa.ready_claim_attempt_batches_%1$d"
+	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
+	 "   AND first_lane_seq <= $4 AND lane_ranges @> $4",
+	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
+	// kLaneSeqTombstoned: $1 queue, $2 priority, $3 generation, $4 lane_seq
+	{Stmt::kLaneSeqTombstoned, "SELECT 1 FROM awa.ready_tombstones_%1$d"
+	 " WHERE queue = $1 AND priority = $2 AND lane_seq = $4 AND ready_generation = $3",
+	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
+	// kInsertTombstone: $1 slot, $2 generation, $3 queue, $4 priority, $5 lane_seq, $6 job_id, $7 now
+	{Stmt::kInsertTombstone, "INSERT INTO awa.ready_tombstones_%1$d (ready_slot, ready_generation, queue, priority,"
+	 " lane_seq, job_id, tombstoned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+	 7, {INT2OID, INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, TIMESTAMPTZOID}},
 };
 // clang-format on
 
@@ -183,6 +259,16 @@ ExecuteLatest(Stmt stmt, int slot, Datum *values, const char *nulls, long limit)
 	SPIPlanPtr plan = Plan(stmt, slot);
 	PushPinnedSearchPath();
 	int rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot, false, false, limit);
+	PopOverrideSearchPath();
+	return CheckResult(rc, stmt);
+}
+
+int
+ExecuteWithSnapshot(Stmt stmt, int slot, Datum *values, const char *nulls, Snapshot snapshot)
+{
+	SPIPlanPtr plan = Plan(stmt, slot);
+	PushPinnedSearchPath();
+	int rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot, true, false, 0);
 	PopOverrideSearchPath();
 	return CheckResult(rc, stmt);
 }

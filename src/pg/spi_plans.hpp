@@ -27,13 +27,28 @@ enum class Stmt {
 	kLanesOfQueue,
 	kRegisterLane,
 	kInsertReadyMany,
-	kInsertDeferredOne,
 	kInsertDeferredMany,
 	kLaneSegments,
 	kLaneEvidence,
 	kReadyRows,
 	kClaimBatch,
 	kClosedIndexes,
+	kLaneTombstones,
+	kHeadRunAt,
+	kQueueSettings,
+	kDeleteAttemptState,
+	kUpsertAttemptState,
+	kReleaseUnique,
+	kClaimUnique,
+	kUniqueHolder,
+	kPromoteDue,
+	kPromoteIds,
+	kCountsScan,
+	kCountsScanOne,
+	kQueueList,
+	kLaneSeqClaimed,
+	kLaneSeqTombstoned,
+	kInsertTombstone,
 	kCount
 };
 
@@ -49,6 +64,9 @@ int Execute(Stmt stmt, int slot, Datum *values, const char *nulls, long limit = 
 // snapshot, also under REPEATABLE READ): used where a decision must see every
 // commit that precedes a lock this transaction now holds. May ereport.
 int ExecuteLatest(Stmt stmt, int slot, Datum *values, const char *nulls, long limit = 0);
+
+// Runs a prepared statement (read only) under the given snapshot. May ereport.
+int ExecuteWithSnapshot(Stmt stmt, int slot, Datum *values, const char *nulls, Snapshot snapshot);
 
 // Runs a one-shot utility statement. May ereport.
 void ExecuteUtility(const char *sql);

@@ -1,0 +1,64 @@
+// lifecycle.cpp: see lifecycle.hpp.
+#include "core/lifecycle.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/core_only.hpp"
+
+namespace awa::core {
+
+namespace {
+constexpr const char *kStateNames[kJobStateCount] = {"available", "scheduled", "retryable", "running",
+                                                     "completed", "failed",    "cancelled", "dlq"};
+}  // namespace
+
+const char *
+JobStateName(JobState state)
+{
+	int index = static_cast<int>(state);
+	return index >= 0 && index < kJobStateCount ? kStateNames[index] : "unknown";
+}
+
+bool
+ParseJobState(const char *name, size_t length, JobState *out)
+{
+	for (int i = 0; i < kJobStateCount; i++) {
+		if (std::strlen(kStateNames[i]) == length && std::memcmp(kStateNames[i], name, length) == 0) {
+			*out = static_cast<JobState>(i);
+			return true;
+		}
+	}
+	return false;
+}
+
+int64_t
+BackoffMicros(int64_t attempt, double jitter)
+{
+	if (attempt < 0)
+		attempt = 0;
+	if (jitter < 0)
+		jitter = 0;
+	if (jitter >= 1)
+		jitter = 0.999999;
+	// 2^17 s already exceeds 24 h: cap the exponent before it can overflow.
+	if (attempt >= 17)
+		return kMaxBackoffMicros;
+	double base = std::ldexp(1.0, static_cast<int>(attempt));
+	double seconds = base + jitter * 0.25 * base;
+	int64_t micros = static_cast<int64_t>(seconds * 1e6);
+	return micros > kMaxBackoffMicros ? kMaxBackoffMicros : micros;
+}
+
+int
+EffectivePriority(int priority, int64_t waited_micros, int64_t aging_micros)
+{
+	if (aging_micros <= 0 || waited_micros <= 0)
+		return priority;
+	int64_t levels = waited_micros / aging_micros;
+	if (levels >= priority - 1)
+		return 1;
+	return priority - static_cast<int>(levels);
+}
+
+}  // namespace awa::core

@@ -1,0 +1,52 @@
+// lifecycle.hpp: the rules of a job's life that need no database: job states
+// and their bit masks (unique jobs), retry backoff, priority aging.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace awa::core {
+
+// Every state a job can be in, in the column order of awa.queue_counts. The
+// value is also the state's bit in a unique-states mask (bit 0 = available).
+enum class JobState : int {
+	kAvailable = 0,
+	kScheduled = 1,
+	kRetryable = 2,
+	kRunning = 3,
+	kCompleted = 4,
+	kFailed = 5,
+	kCancelled = 6,
+	kDlq = 7,
+};
+constexpr int kJobStateCount = 8;
+
+// "available", "scheduled", ... (the names used in SQL).
+const char *JobStateName(JobState state);
+// The state named `name` (length `length`); false if it names none.
+bool ParseJobState(const char *name, size_t length, JobState *out);
+
+using StateMask = uint8_t;
+constexpr StateMask MaskOf(JobState state) { return static_cast<StateMask>(1u << static_cast<int>(state)); }
+// A unique job blocks duplicates while it is in any state of its mask. The
+// default: every state that can still lead to a run.
+constexpr StateMask kDefaultUniqueMask = MaskOf(JobState::kAvailable) | MaskOf(JobState::kScheduled) |
+                                         MaskOf(JobState::kRetryable) | MaskOf(JobState::kRunning);
+// A mask must contain every non-terminal state: the uniqueness claim is taken
+// at enqueue and held until the job reaches a terminal state outside the mask,
+// so a job can never re-enter the mask without a check (docs/lifecycle.md).
+constexpr StateMask kRequiredUniqueMask = kDefaultUniqueMask;
+inline bool MaskHolds(StateMask mask, JobState state) { return (mask & MaskOf(state)) != 0; }
+
+// Retry backoff after failed attempt `attempt` (1-based): 2^attempt seconds
+// plus a jitter of up to a quarter of that, capped at 24 hours. `jitter` is
+// uniform in [0, 1). Returns microseconds.
+constexpr int64_t kMaxBackoffMicros = int64_t{24} * 3600 * 1000000;
+int64_t BackoffMicros(int64_t attempt, double jitter);
+
+// Priority aging: a job that has waited `waited_micros` in a lane of
+// `priority` competes as if it were `waited / aging` levels more urgent, never
+// above 1. aging_micros <= 0 means strict priorities.
+int EffectivePriority(int priority, int64_t waited_micros, int64_t aging_micros);
+
+}  // namespace awa::core

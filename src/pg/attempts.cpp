@@ -1,0 +1,312 @@
+// attempts.cpp: finding, checking and closing running attempts (see attempts.hpp).
+#include "pg/attempts.hpp"
+
+#include "core/lifecycle.hpp"
+#include "core/receipt.hpp"
+#include "core/validate.hpp"
+#include "pg/arguments.hpp"
+#include "pg/counters.hpp"
+#include "pg/direct_insert.hpp"
+#include "pg/errors.hpp"
+#include "pg/lane_locks.hpp"
+#include "pg/rings.hpp"
+#include "pg/sequences.hpp"
+#include "pg/spi_plans.hpp"
+
+extern "C" {
+#include "access/relation.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+}
+
+#include <cstdlib>
+
+namespace awa::pg {
+
+namespace {
+
+using core::JobState;
+
+// Orders attempt positions by (claim batch, slot, index): the lock order.
+const Attempt *sort_attempts;
+int
+CompareAttempts(const void *a, const void *b)
+{
+	const Attempt &x = sort_attempts[*static_cast<const int *>(a)];
+	const Attempt &y = sort_attempts[*static_cast<const int *>(b)];
+	if (x.claim_batch_id != y.claim_batch_id)
+		return x.claim_batch_id < y.claim_batch_id ? -1 : 1;
+	if (x.claim_slot != y.claim_slot)
+		return x.claim_slot < y.claim_slot ? -1 : 1;
+	if (x.index != y.index)
+		return x.index < y.index ? -1 : 1;
+	// Same attempt twice in one call: the earlier one wins.
+	int a_position = *static_cast<const int *>(a), b_position = *static_cast<const int *>(b);
+	return a_position < b_position ? -1 : (a_position > b_position ? 1 : 0);
+}
+
+template <typename T>
+T *
+Elements(Datum array, Oid type, int length, bool byval, char align, int *count)
+{
+	Datum *values;
+	bool *nulls;
+	deconstruct_array(DatumGetArrayTypeP(array), type, length, byval, align, &values, &nulls, count);
+	T *out = static_cast<T *>(palloc(sizeof(T) * (*count + 1)));
+	for (int i = 0; i < *count; i++)
+		out[i] = type == INT8OID ? static_cast<T>(DatumGetInt64(values[i]))
+		                         : (type == INT2OID ? static_cast<T>(DatumGetInt16(values[i]))
+		                                            : static_cast<T>(DatumGetInt32(values[i])));
+	return out;
+}
+
+JobState
+StateOfOutcome(const char *outcome)
+{
+	core::JobState state = JobState::kCompleted;
+	if (!core::ParseJobState(outcome, strlen(outcome), &state))
+		elog(ERROR, "awa: unknown closure outcome \"%s\"", outcome);
+	return state;
+}
+
+// True when the plain table has any block at all. A table with no block has
+// no row, visible or not, so the delete that would find nothing is skipped:
+// jobs that never heartbeat and queues without unique jobs pay nothing.
+bool
+TableHasBlocks(const char *name)
+{
+	Oid relid = get_relname_relid(name, get_namespace_oid("awa", false));
+	if (!OidIsValid(relid))
+		return false;
+	Relation relation = relation_open(relid, AccessShareLock);
+	BlockNumber blocks = RelationGetNumberOfBlocks(relation);
+	relation_close(relation, NoLock);
+	return blocks > 0;
+}
+
+struct Closed {
+	Datum *job_ids;
+	Datum *run_leases;
+	int count;
+};
+
+// Resolves (and acts on) the attempts at positions order[0..n) of one claim batch.
+void
+ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction action, const char *outcome,
+                  MemoryContext result_context, Closed *closed_out)
+{
+	const Attempt &head = attempts[order[0]];
+	int slot = head.claim_slot;
+	int64 claim_batch_id = head.claim_batch_id;
+	LockClaimBatch(claim_batch_id);
+
+	Datum key[1] = {Int64GetDatum(claim_batch_id)};
+	ExecuteLatest(Stmt::kClaimBatch, slot, key, NULL, 1);
+	if (SPI_processed == 0)
+		return;  // truncated with its ring slot, or never existed: all stale
+	HeapTuple tuple = SPI_tuptable->vals[0];
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	bool isnull;
+	int16 ready_slot = DatumGetInt16(SPI_getbinval(tuple, desc, 1, &isnull));
+	int64 ready_generation = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+	Datum queue = SPI_getbinval(tuple, desc, 3, &isnull);
+	int16 priority = DatumGetInt16(SPI_getbinval(tuple, desc, 4, &isnull));
+	int claimed_count = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
+	int count;
+	int64 *job_ids = Elements<int64>(SPI_getbinval(tuple, desc, 6, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &count);
+	int64 *run_leases =
+	    Elements<int64>(SPI_getbinval(tuple, desc, 7, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &count);
+	int64 *lane_seqs = Elements<int64>(SPI_getbinval(tuple, desc, 8, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &count);
+	int16 *attempt_numbers =
+	    Elements<int16>(SPI_getbinval(tuple, desc, 9, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &count);
+	int16 *max_attempts =
+	    Elements<int16>(SPI_getbinval(tuple, desc, 10, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &count);
+	TimestampTz claimed_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 11, &isnull));
+	Datum result_queue;
+	{
+		MemoryContext previous = MemoryContextSwitchTo(result_context);
+		result_queue = PointerGetDatum(DatumGetTextPCopy(queue));
+		MemoryContextSwitchTo(previous);
+	}
+
+	// Outcome that closed each index (NULL: open).
+	const char **closed_by = static_cast<const char **>(palloc0(sizeof(char *) * (claimed_count + 1)));
+	Datum closed_key[2] = {Int64GetDatum(claim_batch_id), Int64GetDatum(PG_INT64_MAX)};
+	ExecuteLatest(Stmt::kClosedIndexes, slot, closed_key, NULL);
+	for (uint64 row = 0; row < SPI_processed; row++) {
+		int index_count;
+		int32 *indexes = Elements<int32>(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1, &isnull),
+		                                 INT4OID, 4, true, TYPALIGN_INT, &index_count);
+		char *row_outcome = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 2, &isnull));
+		for (int i = 0; i < index_count; i++)
+			if (indexes[i] >= 0 && indexes[i] < claimed_count)
+				closed_by[indexes[i]] = row_outcome;
+	}
+
+	Datum *closed_indexes = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *closed_jobs = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *closed_leases = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *closed_lanes = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	int accepted = 0;
+	const char *close_as = action == AttemptAction::kComplete ? "completed" : outcome;
+	for (int i = 0; i < n; i++) {
+		Attempt &attempt = attempts[order[i]];
+		int index = attempt.index;
+		if (index >= claimed_count || job_ids[index] != attempt.job_id || run_leases[index] != attempt.run_lease)
+			continue;  // stale
+		attempt.ready_slot = ready_slot;
+		attempt.ready_generation = ready_generation;
+		attempt.queue = result_queue;
+		attempt.priority = priority;
+		attempt.lane_seq = lane_seqs[index];
+		attempt.attempt = attempt_numbers[index];
+		attempt.max_attempts = max_attempts[index];
+		attempt.claimed_at = claimed_at;
+		if (closed_by[index] != NULL) {
+			attempt.status = AttemptStatus::kClosed;
+			strlcpy(attempt.closed_outcome, closed_by[index], sizeof(attempt.closed_outcome));
+			continue;
+		}
+		attempt.status = AttemptStatus::kOpen;
+		if (action == AttemptAction::kInspect)
+			continue;
+		// Closed by this call: a duplicate later in the same call sees it closed.
+		closed_by[index] = close_as;
+		attempt.closed_now = true;
+		closed_indexes[accepted] = Int32GetDatum(index);
+		closed_jobs[accepted] = Int64GetDatum(attempt.job_id);
+		closed_leases[accepted] = Int64GetDatum(attempt.run_lease);
+		closed_lanes[accepted] = Int64GetDatum(lane_seqs[index]);
+		accepted++;
+	}
+	if (accepted == 0)
+		return;
+
+	int64 batch_id = SequenceNext(get_relname_relid("closure_batch_id_seq", get_namespace_oid("awa", false)));
+	TimestampTz now = GetCurrentTimestamp();
+	Datum jobs_array = PointerGetDatum(construct_array(closed_jobs, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	Datum leases_array = PointerGetDatum(construct_array(closed_leases, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	Datum closure[11] = {Int16GetDatum(slot),
+	                     Int64GetDatum(batch_id),
+	                     Int64GetDatum(claim_batch_id),
+	                     Int16GetDatum(ready_slot),
+	                     Int64GetDatum(ready_generation),
+	                     CStringGetTextDatum(close_as),
+	                     Int32GetDatum(accepted),
+	                     PointerGetDatum(construct_array(closed_indexes, accepted, INT4OID, 4, true, TYPALIGN_INT)),
+	                     jobs_array,
+	                     leases_array,
+	                     TimestampTzGetDatum(now)};
+	bool closure_nulls[11] = {false};
+	InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 11);
+	if (action == AttemptAction::kComplete) {
+		Datum completion[12] = {Int16GetDatum(ready_slot),
+		                        Int64GetDatum(ready_generation),
+		                        Int64GetDatum(batch_id),
+		                        Int16GetDatum(slot),
+		                        Int64GetDatum(claim_batch_id),
+		                        queue,
+		                        Int16GetDatum(priority),
+		                        Int32GetDatum(accepted),
+		                        jobs_array,
+		                        leases_array,
+		                        PointerGetDatum(construct_array(closed_lanes, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+		                        TimestampTzGetDatum(now)};
+		bool completion_nulls[12] = {false};
+		InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 12);
+	}
+	CountMove(DatumGetTextPP(queue), static_cast<int>(JobState::kRunning), static_cast<int>(StateOfOutcome(close_as)),
+	          accepted);
+	for (int i = 0; i < accepted; i++) {
+		closed_out->job_ids[closed_out->count] = closed_jobs[i];
+		closed_out->run_leases[closed_out->count] = closed_leases[i];
+		closed_out->count++;
+	}
+	// The next claim batch of this call reads with a fresh command id.
+	CommandCounterIncrement();
+}
+
+}  // namespace
+
+void
+ProcessAttempts(Attempt *attempts, int n, AttemptAction action, const char *outcome, MemoryContext result_context)
+{
+	int64 epoch;
+	RingPositions ring = CurrentRings(&epoch);
+	int *order = static_cast<int *>(palloc(sizeof(int) * (n + 1)));
+	int decoded = 0;
+	for (int i = 0; i < n; i++) {
+		Attempt &attempt = attempts[i];
+		attempt.status = AttemptStatus::kStale;
+		attempt.closed_outcome[0] = '\0';
+		attempt.closed_now = false;
+		std::optional<core::Receipt> receipt = core::DecodeReceipt(attempt.receipt_id, ring.claim_slot_count);
+		if (!receipt.has_value())
+			continue;
+		attempt.claim_batch_id = receipt->claim_batch_id;
+		attempt.index = receipt->index;
+		attempt.claim_slot = receipt->claim_slot;
+		order[decoded++] = i;
+	}
+	sort_attempts = attempts;
+	qsort(order, decoded, sizeof(int), CompareAttempts);
+
+	Closed closed;
+	closed.job_ids = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
+	closed.run_leases = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
+	closed.count = 0;
+	for (int start = 0; start < decoded;) {
+		int end = start + 1;
+		while (end < decoded && attempts[order[end]].claim_batch_id == attempts[order[start]].claim_batch_id &&
+		       attempts[order[end]].claim_slot == attempts[order[start]].claim_slot)
+			end++;
+		ProcessClaimBatch(attempts, order + start, end - start, action, outcome, result_context, &closed);
+		start = end;
+	}
+	if (closed.count == 0)
+		return;
+
+	// A closed attempt keeps no heartbeat row; a job leaving the states its
+	// unique key covers frees the key.
+	Datum jobs = PointerGetDatum(construct_array(closed.job_ids, closed.count, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	Datum leases = PointerGetDatum(construct_array(closed.run_leases, closed.count, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	if (TableHasBlocks("attempt_state")) {
+		Datum values[2] = {jobs, leases};
+		Execute(Stmt::kDeleteAttemptState, 0, values, NULL);
+	}
+	JobState target = StateOfOutcome(action == AttemptAction::kComplete ? "completed" : outcome);
+	if (!core::MaskHolds(core::kRequiredUniqueMask, target) && TableHasBlocks("job_unique_claims")) {
+		Datum values[2] = {jobs, Int16GetDatum(core::MaskOf(target))};
+		Execute(Stmt::kReleaseUnique, 0, values, NULL);
+	}
+}
+
+int
+AttemptArrays(FunctionCallInfo fcinfo, int first_arg, Attempt **out)
+{
+	core::Violation violation;
+	RequireArgument(fcinfo, first_arg, "job_ids", false);
+	RequireArgument(fcinfo, first_arg + 1, "run_leases", false);
+	RequireArgument(fcinfo, first_arg + 2, "receipt_ids", false);
+	Datum *jobs, *leases, *receipts;
+	bool *job_nulls, *lease_nulls, *receipt_nulls;
+	int n = ArrayElements(PG_GETARG_ARRAYTYPE_P(first_arg), INT8OID, "job_ids", &jobs, &job_nulls);
+	int lease_count = ArrayElements(PG_GETARG_ARRAYTYPE_P(first_arg + 1), INT8OID, "run_leases", &leases, &lease_nulls);
+	int receipt_count =
+	    ArrayElements(PG_GETARG_ARRAYTYPE_P(first_arg + 2), INT8OID, "receipt_ids", &receipts, &receipt_nulls);
+	Require(core::CheckSameLength("run_leases", lease_count, "job_ids", n, &violation), violation);
+	Require(core::CheckSameLength("receipt_ids", receipt_count, "job_ids", n, &violation), violation);
+	Attempt *attempts = static_cast<Attempt *>(palloc0(sizeof(Attempt) * (n + 1)));
+	for (int i = 0; i < n; i++) {
+		if (job_nulls[i] || lease_nulls[i] || receipt_nulls[i])
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("attempt %d has a NULL element", i + 1),
+			                errhint("Pass job_id, run_lease and receipt_id as returned by awa.claim.")));
+		attempts[i].job_id = DatumGetInt64(jobs[i]);
+		attempts[i].run_lease = DatumGetInt64(leases[i]);
+		attempts[i].receipt_id = DatumGetInt64(receipts[i]);
+	}
+	*out = attempts;
+	return n;
+}
+
+}  // namespace awa::pg

@@ -1,0 +1,65 @@
+// fn_attempt.cpp: awa._attempt, the building block of retry, snooze, fail and
+// cancel (awa--0.6.sql). Not granted to any role: awa's own SECURITY DEFINER
+// functions call it.
+//
+// awa._attempt(job_id, run_lease, receipt_id, outcome) locks the attempt's
+// claim batch for the rest of the transaction and reports the attempt; with
+// an outcome, it also closes the attempt when it is open (closure evidence with
+// that outcome; the job leaves `running` in the counters and enters the
+// outcome's state, whose row the caller writes in the same transaction).
+#include "pg/arguments.hpp"
+#include "pg/attempts.hpp"
+#include "pg/guard.hpp"
+
+using namespace awa::pg;
+
+// -> (status, closed_outcome, queue, priority, ready_slot, ready_generation,
+//     lane_seq, attempt, max_attempts, claimed_at)
+AWA_FUNCTION(awa_internal_attempt)
+{
+	RequireArgument(fcinfo, 0, "job_id", false);
+	RequireArgument(fcinfo, 1, "run_lease", false);
+	RequireArgument(fcinfo, 2, "receipt_id", false);
+	Attempt attempt;
+	memset(&attempt, 0, sizeof(attempt));
+	attempt.job_id = PG_GETARG_INT64(0);
+	attempt.run_lease = PG_GETARG_INT64(1);
+	attempt.receipt_id = PG_GETARG_INT64(2);
+	char *outcome = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	if (outcome != NULL && strcmp(outcome, "retryable") != 0 && strcmp(outcome, "scheduled") != 0 &&
+	    strcmp(outcome, "failed") != 0 && strcmp(outcome, "dlq") != 0 && strcmp(outcome, "cancelled") != 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown outcome \"%s\"", outcome),
+		                errhint("Use retryable, scheduled, failed, dlq or cancelled.")));
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+	MemoryContext caller = CurrentMemoryContext;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	ProcessAttempts(&attempt, 1, outcome == NULL ? AttemptAction::kInspect : AttemptAction::kClose, outcome, caller);
+	SPI_finish();
+
+	Datum values[10];
+	bool nulls[10] = {false};
+	const char *status = attempt.status == AttemptStatus::kOpen ? "open"
+	                     : attempt.status == AttemptStatus::kClosed ? "closed"
+	                                                                : "stale";
+	if (attempt.closed_now)
+		status = "closed_now";
+	values[0] = PointerGetDatum(cstring_to_text(status));
+	bool known = attempt.status != AttemptStatus::kStale;
+	nulls[1] = attempt.status != AttemptStatus::kClosed;
+	values[1] = nulls[1] ? (Datum)0 : PointerGetDatum(cstring_to_text(attempt.closed_outcome));
+	values[2] = attempt.queue;
+	values[3] = Int32GetDatum(attempt.priority);
+	values[4] = Int32GetDatum(attempt.ready_slot);
+	values[5] = Int64GetDatum(attempt.ready_generation);
+	values[6] = Int64GetDatum(attempt.lane_seq);
+	values[7] = Int32GetDatum(attempt.attempt);
+	values[8] = Int32GetDatum(attempt.max_attempts);
+	values[9] = TimestampTzGetDatum(attempt.claimed_at);
+	for (int i = 2; i < 10; i++)
+		nulls[i] = !known;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum)0;
+}

@@ -1,0 +1,121 @@
+// fn_counts.cpp: awa.queue_counts, plus awa._count_move and awa._backoff, the
+// counter and backoff primitives awa's SQL functions use.
+//
+// awa.queue_counts answers from the shared-memory counters (counters.hpp): its
+// cost depends on the number of queues, never on the backlog. When the
+// counters cannot be trusted it answers from the exact pass, like
+// awa.queue_counts_exact.
+#include "core/lifecycle.hpp"
+#include "pg/arguments.hpp"
+#include "pg/counters.hpp"
+#include "pg/guard.hpp"
+#include "pg/spi_plans.hpp"
+
+extern "C" {
+#include "common/pg_prng.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+using core::kJobStateCount;
+
+void
+EmitRow(ReturnSetInfo *rsinfo, Datum queue, const int64 *counts)
+{
+	Datum values[1 + kJobStateCount];
+	bool nulls[1 + kJobStateCount] = {false};
+	values[0] = queue;
+	for (int s = 0; s < kJobStateCount; s++)
+		values[s + 1] = Int64GetDatum(counts[s]);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+int
+StateArgument(FunctionCallInfo fcinfo, int index)
+{
+	if (PG_ARGISNULL(index))
+		return kNoState;
+	char *name = text_to_cstring(PG_GETARG_TEXT_PP(index));
+	core::JobState state;
+	if (!core::ParseJobState(name, strlen(name), &state))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown job state \"%s\"", name),
+		                errhint("States are available, scheduled, retryable, running, completed, failed, "
+		                        "cancelled and dlq.")));
+	return static_cast<int>(state);
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+// awa.queue_counts(queue) -> (queue, available, scheduled, retryable, running,
+//                             completed, failed, cancelled, dlq)
+AWA_FUNCTION(awa_queue_counts)
+{
+	text *queue = PG_ARGISNULL(0) ? NULL : QueueArgument(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	int64 zero[kJobStateCount] = {0};
+	if (!EnsureCountersTrusted()) {
+		Datum key[1] = {PointerGetDatum(queue)};
+		char nulls[2] = {static_cast<char>(queue == NULL ? 'n' : ' '), '\0'};
+		Execute(Stmt::kCountsScanOne, 0, key, nulls);
+		for (uint64 i = 0; i < SPI_processed; i++) {
+			int64 counts[kJobStateCount];
+			bool isnull;
+			for (int s = 0; s < kJobStateCount; s++)
+				counts[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, s + 2, &isnull));
+			EmitRow(rsinfo, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull), counts);
+		}
+		if (queue != NULL && SPI_processed == 0)
+			EmitRow(rsinfo, PointerGetDatum(queue), zero);
+		SPI_finish();
+		return (Datum)0;
+	}
+	if (queue != NULL) {
+		QueueCounts counts;
+		(void)ReadCounters(queue, &counts);
+		SPI_finish();
+		EmitRow(rsinfo, PointerGetDatum(queue), counts.count);
+		return (Datum)0;
+	}
+	Execute(Stmt::kQueueList, 0, NULL, NULL);
+	for (uint64 i = 0; i < SPI_processed; i++) {
+		bool isnull;
+		Datum name = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		QueueCounts counts;
+		(void)ReadCounters(DatumGetTextPP(name), &counts);
+		EmitRow(rsinfo, name, counts.count);
+	}
+	SPI_finish();
+	return (Datum)0;
+}
+
+// awa._count_move(queue, from_state, to_state, n): records that n jobs of the
+// queue moved between states in this transaction (NULL: none).
+AWA_FUNCTION(awa_internal_count_move)
+{
+	text *queue = QueueArgument(fcinfo, 0);
+	int from = StateArgument(fcinfo, 1);
+	int to = StateArgument(fcinfo, 2);
+	int64 n = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT64(3);
+	CountMove(queue, from, to, n);
+	PG_RETURN_VOID();
+}
+
+// awa._backoff(attempt) -> the retry delay after failed attempt `attempt`:
+// 2^attempt seconds plus up to 25 % jitter, at most 24 hours.
+AWA_FUNCTION(awa_internal_backoff)
+{
+	int32 attempt = PG_ARGISNULL(0) ? 1 : PG_GETARG_INT32(0);
+	int64 micros = awa::core::BackoffMicros(attempt, pg_prng_double(&pg_global_prng_state));
+	Interval *result = static_cast<Interval *>(palloc0(sizeof(Interval)));
+	result->time = micros;
+	PG_RETURN_INTERVAL_P(result);
+}

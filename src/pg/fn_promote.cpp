@@ -1,0 +1,100 @@
+// fn_promote.cpp: awa.promote_due and awa._promote_jobs.
+//
+// Promotion moves deferred jobs (scheduled: a future run_at or a snooze;
+// retryable: a retry's backoff) into the ready ring in one transaction: it
+// deletes the deferred rows (FOR UPDATE SKIP LOCKED, so concurrent promoters
+// and cancels never wait for each other) and appends them to their lanes
+// through the enqueue path (job_insert.hpp), keeping job_id, run_lease,
+// attempt, errors and unique key. Jobs of a paused queue are not promoted.
+#include "core/lifecycle.hpp"
+#include "core/validate.hpp"
+#include "pg/arguments.hpp"
+#include "pg/counters.hpp"
+#include "pg/errors.hpp"
+#include "pg/guard.hpp"
+#include "pg/job_insert.hpp"
+#include "pg/spi_plans.hpp"
+
+namespace awa::pg {
+
+namespace {
+
+// Turns the deferred rows just deleted (SPI_tuptable) into ready rows.
+int
+PromoteDeleted()
+{
+	int n = static_cast<int>(SPI_processed);
+	if (n == 0)
+		return 0;
+	SPITupleTable *table = SPI_tuptable;
+	TupleDesc desc = table->tupdesc;
+	JobRow *rows = static_cast<JobRow *>(palloc0(sizeof(JobRow) * (n + 1)));
+	for (int i = 0; i < n; i++) {
+		HeapTuple tuple = table->vals[i];
+		bool isnull;
+		JobRow &row = rows[i];
+		row.job_id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		row.queue = DatumGetTextPP(SPI_getbinval(tuple, desc, 2, &isnull));
+		row.priority = DatumGetInt16(SPI_getbinval(tuple, desc, 3, &isnull));
+		row.kind = DatumGetTextPP(SPI_getbinval(tuple, desc, 4, &isnull));
+		row.args = DatumGetJsonbP(SPI_getbinval(tuple, desc, 5, &isnull));
+		char *state = TextDatumGetCString(SPI_getbinval(tuple, desc, 6, &isnull));
+		row.from_state = static_cast<int>(strcmp(state, "retryable") == 0 ? core::JobState::kRetryable
+		                                                                   : core::JobState::kScheduled);
+		row.run_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 7, &isnull));
+		row.run_lease = DatumGetInt64(SPI_getbinval(tuple, desc, 8, &isnull));
+		row.attempt = DatumGetInt16(SPI_getbinval(tuple, desc, 9, &isnull));
+		row.max_attempts = DatumGetInt16(SPI_getbinval(tuple, desc, 10, &isnull));
+		row.created_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 11, &isnull));
+		Datum key = SPI_getbinval(tuple, desc, 12, &isnull);
+		row.unique_key = isnull ? NULL : DatumGetByteaPP(key);
+		Datum states = SPI_getbinval(tuple, desc, 13, &isnull);
+		row.unique_states = isnull ? 0 : DatumGetInt16(states);
+		Datum payload = SPI_getbinval(tuple, desc, 14, &isnull);
+		row.payload = isnull ? NULL : DatumGetJsonbP(payload);
+	}
+	// Due now at the latest: a job is never promoted into the future.
+	TimestampTz now = GetCurrentTimestamp();
+	for (int i = 0; i < n; i++)
+		if (rows[i].run_at > now)
+			rows[i].run_at = now;
+	InsertJobs(rows, n, now);
+	return n;
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+// awa.promote_due(max_jobs) -> number of jobs made available
+AWA_FUNCTION(awa_promote_due)
+{
+	RequireArgument(fcinfo, 0, "max_jobs", true);
+	int32 max_jobs = PG_GETARG_INT32(0);
+	if (max_jobs < 1 || max_jobs > 100000)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_jobs must be between 1 and 100000"),
+		                errhint("Promote in batches; the background worker uses 4096.")));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	Datum values[2] = {Int32GetDatum(max_jobs), TimestampTzGetDatum(GetCurrentTimestamp())};
+	Execute(Stmt::kPromoteDue, 0, values, NULL);
+	int promoted = PromoteDeleted();
+	SPI_finish();
+	PG_RETURN_INT32(promoted);
+}
+
+// awa._promote_jobs(job_ids) -> number of the given deferred jobs made
+// available now, whatever their run_at (used by awa.dlq_retry).
+AWA_FUNCTION(awa_internal_promote_jobs)
+{
+	RequireArgument(fcinfo, 0, "job_ids", false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	Datum values[1] = {PG_GETARG_DATUM(0)};
+	Execute(Stmt::kPromoteIds, 0, values, NULL);
+	int promoted = PromoteDeleted();
+	SPI_finish();
+	PG_RETURN_INT32(promoted);
+}

@@ -1,0 +1,288 @@
+// job_insert.cpp: see job_insert.hpp.
+#include "pg/job_insert.hpp"
+
+#include "core/lifecycle.hpp"
+#include "pg/counters.hpp"
+#include "pg/direct_insert.hpp"
+#include "pg/lanes.hpp"
+#include "pg/rings.hpp"
+#include "pg/sequences.hpp"
+#include "pg/spi_plans.hpp"
+
+#include <cstdlib>
+
+namespace awa::pg {
+
+namespace {
+
+using core::JobState;
+
+// Reserves one lane_seq per job (in order) and returns the ring position that
+// held at the reservation instant. The epoch bracket (rings.hpp) makes ready
+// generations non-decreasing along a lane without any lock shared by
+// enqueuers; nextval itself holds RowExclusiveLock on the lane's enqueue
+// sequence until this transaction ends, which is what a claim's gap proof
+// waits for (lane_locks.hpp). If a rotation committed during the reservation,
+// the reserved lane_seqs are abandoned (they become gaps that claims prove
+// dead once this transaction ends) and the reservation is made again.
+RingPositions
+ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
+{
+	for (;;) {
+		int64 epoch;
+		RingPositions ring = CurrentRings(&epoch);
+		for (int i = 0; i < count; i++)
+			lane_seqs[i] = SequenceNext(lane.enqueue_seq);
+		if (epoch % 2 == 0 && RingEpoch() == epoch)
+			return ring;
+		if (ReadRingPositions().queue_generation == ring.queue_generation)
+			return ring;
+	}
+}
+
+bool
+SameText(text *a, text *b)
+{
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+	       memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+const JobRow *sort_rows;
+int
+CompareLanes(const void *a, const void *b)
+{
+	const JobRow &x = sort_rows[*static_cast<const int *>(a)];
+	const JobRow &y = sort_rows[*static_cast<const int *>(b)];
+	int length_x = VARSIZE_ANY_EXHDR(x.queue), length_y = VARSIZE_ANY_EXHDR(y.queue);
+	int c = memcmp(VARDATA_ANY(x.queue), VARDATA_ANY(y.queue), Min(length_x, length_y));
+	if (c != 0)
+		return c;
+	if (length_x != length_y)
+		return length_x < length_y ? -1 : 1;
+	if (x.priority != y.priority)
+		return x.priority < y.priority ? -1 : 1;
+	int pa = *static_cast<const int *>(a), pb = *static_cast<const int *>(b);
+	return pa < pb ? -1 : (pa > pb ? 1 : 0);  // input order within a lane
+}
+
+void
+ClaimUniqueKeys(JobRow *rows, int n, TimestampTz now)
+{
+	for (int i = 0; i < n; i++) {
+		if (rows[i].unique_key == NULL)
+			continue;
+		Datum values[4] = {PointerGetDatum(rows[i].unique_key), Int64GetDatum(rows[i].job_id),
+		                   Int16GetDatum(rows[i].unique_states), TimestampTzGetDatum(now)};
+		Execute(Stmt::kClaimUnique, 0, values, NULL);
+		if (SPI_processed == 1)
+			continue;
+		Datum key[1] = {PointerGetDatum(rows[i].unique_key)};
+		ExecuteLatest(Stmt::kUniqueHolder, 0, key, NULL, 1);
+		bool isnull = true;
+		int64 holder = SPI_processed == 1 ? DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) : 0;
+		if (!isnull && holder == rows[i].job_id)
+			continue;  // the job holds its own key already
+		ereport(ERROR, (errcode(ERRCODE_UNIQUE_VIOLATION),
+		                errmsg("a job with the same unique key already exists"),
+		                isnull ? 0 : errdetail("Job " INT64_FORMAT " holds the key.", holder),
+		                errhint("A unique job blocks duplicates while it is in one of its unique states; "
+		                        "nothing was enqueued.")));
+	}
+}
+
+Datum
+Int64Array(const Datum *values, int n)
+{
+	return PointerGetDatum(construct_array(const_cast<Datum *>(values), n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+}
+
+struct Columns {
+	Datum *job_ids, *kinds, *args, *run_ats, *run_leases, *attempts, *max_attempts, *created_ats, *unique_keys,
+	    *unique_states, *payloads, *priorities, *lane_seqs;
+	bool *unique_nulls, *payload_nulls;
+};
+
+Columns
+AllocColumns(int n)
+{
+	Columns c;
+	Datum **all[] = {&c.job_ids,      &c.kinds,      &c.args,          &c.run_ats,  &c.run_leases,
+	                 &c.attempts,     &c.max_attempts, &c.created_ats, &c.unique_keys, &c.unique_states,
+	                 &c.payloads,     &c.priorities, &c.lane_seqs};
+	for (Datum **column : all)
+		*column = static_cast<Datum *>(palloc0(sizeof(Datum) * (n + 1)));
+	c.unique_nulls = static_cast<bool *>(palloc0(sizeof(bool) * (n + 1)));
+	c.payload_nulls = static_cast<bool *>(palloc0(sizeof(bool) * (n + 1)));
+	return c;
+}
+
+void
+FillColumns(Columns *c, int k, const JobRow &row)
+{
+	c->job_ids[k] = Int64GetDatum(row.job_id);
+	c->kinds[k] = PointerGetDatum(row.kind);
+	c->args[k] = PointerGetDatum(row.args);
+	c->run_ats[k] = TimestampTzGetDatum(row.run_at);
+	c->run_leases[k] = Int64GetDatum(row.run_lease);
+	c->attempts[k] = Int16GetDatum(row.attempt);
+	c->max_attempts[k] = Int16GetDatum(row.max_attempts);
+	c->created_ats[k] = TimestampTzGetDatum(row.created_at);
+	c->unique_nulls[k] = row.unique_key == NULL;
+	c->unique_keys[k] = PointerGetDatum(row.unique_key);
+	c->unique_states[k] = Int16GetDatum(row.unique_states);
+	c->payload_nulls[k] = row.payload == NULL;
+	c->payloads[k] = PointerGetDatum(row.payload);
+	c->priorities[k] = Int16GetDatum(row.priority);
+}
+
+Datum
+Array(Datum *values, bool *nulls, int n, Oid type, int length, bool byval, char align)
+{
+	int dims[1] = {n};
+	int lbs[1] = {1};
+	return PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs, type, length, byval, align));
+}
+
+// Appends one lane's rows (positions order[0..n) of rows) as ready rows.
+void
+InsertLane(JobRow *rows, const int *order, int n, TimestampTz now)
+{
+	const JobRow &head = rows[order[0]];
+	Lane lane = EnsureLane(head.queue, head.priority);
+	int64 *lane_seqs = static_cast<int64 *>(palloc(sizeof(int64) * (n + 1)));
+	RingPositions ring = ReserveLaneSeqs(lane, n, lane_seqs);
+	if (n == 1) {
+		// The common single enqueue: two direct inserts, no statement.
+		const JobRow &row = head;
+		Datum ready[17] = {Int16GetDatum(ring.queue_slot),  Int64GetDatum(ring.queue_generation),
+		                   PointerGetDatum(row.queue),      Int16GetDatum(row.priority),
+		                   Int64GetDatum(lane_seqs[0]),     Int64GetDatum(row.job_id),
+		                   Int64GetDatum(row.run_lease),    Int16GetDatum(row.attempt),
+		                   Int16GetDatum(row.max_attempts), PointerGetDatum(row.kind),
+		                   PointerGetDatum(row.args),       TimestampTzGetDatum(row.run_at),
+		                   TimestampTzGetDatum(row.created_at), (Datum)0,
+		                   PointerGetDatum(row.unique_key), Int16GetDatum(row.unique_states),
+		                   PointerGetDatum(row.payload)};
+		bool ready_nulls[17] = {false};
+		ready_nulls[13] = true;  // attempted_at
+		ready_nulls[14] = ready_nulls[15] = row.unique_key == NULL;
+		ready_nulls[16] = row.payload == NULL;
+		InsertRingRow(RingTable::kReadyEntries, ring.queue_slot, ready, ready_nulls, 17);
+		Datum segment[8] = {Int16GetDatum(ring.queue_slot), Int64GetDatum(ring.queue_generation),
+		                    PointerGetDatum(row.queue),     Int16GetDatum(row.priority),
+		                    Int64GetDatum(lane_seqs[0]),    Int64GetDatum(lane_seqs[0] + 1),
+		                    TimestampTzGetDatum(row.run_at), TimestampTzGetDatum(now)};
+		bool segment_nulls[8] = {false};
+		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 8);
+		return;
+	}
+	Columns c = AllocColumns(n);
+	Datum *run_firsts = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
+	Datum *run_nexts = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
+	int runs = 0;
+	TimestampTz first_run_at = DT_NOEND;
+	for (int i = 0; i < n; i++) {
+		const JobRow &row = rows[order[i]];
+		FillColumns(&c, i, row);
+		first_run_at = Min(first_run_at, row.run_at);
+		c.lane_seqs[i] = Int64GetDatum(lane_seqs[i]);
+		// One segment per contiguous run of lane_seqs (one run unless another
+		// enqueuer of this lane interleaved).
+		if (runs > 0 && DatumGetInt64(run_nexts[runs - 1]) == lane_seqs[i]) {
+			run_nexts[runs - 1] = Int64GetDatum(lane_seqs[i] + 1);
+		} else {
+			run_firsts[runs] = Int64GetDatum(lane_seqs[i]);
+			run_nexts[runs] = Int64GetDatum(lane_seqs[i] + 1);
+			runs++;
+		}
+	}
+	Datum values[19] = {Int64GetDatum(ring.queue_generation),
+	                    PointerGetDatum(head.queue),
+	                    Int16GetDatum(head.priority),
+	                    Int64Array(c.lane_seqs, n),
+	                    Array(c.max_attempts, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
+	                    Int64Array(c.job_ids, n),
+	                    Array(c.kinds, NULL, n, TEXTOID, -1, false, TYPALIGN_INT),
+	                    Array(c.args, NULL, n, JSONBOID, -1, false, TYPALIGN_INT),
+	                    Array(c.run_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
+	                    Array(c.created_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
+	                    Int64Array(run_firsts, runs),
+	                    Int64Array(run_nexts, runs),
+	                    TimestampTzGetDatum(first_run_at),
+	                    Int64Array(c.run_leases, n),
+	                    Array(c.attempts, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
+	                    Array(c.unique_keys, c.unique_nulls, n, BYTEAOID, -1, false, TYPALIGN_INT),
+	                    Array(c.unique_states, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
+	                    Array(c.payloads, c.payload_nulls, n, JSONBOID, -1, false, TYPALIGN_INT),
+	                    TimestampTzGetDatum(now)};
+	Execute(Stmt::kInsertReadyMany, ring.queue_slot, values, NULL);
+}
+
+void
+InsertDeferred(JobRow *rows, const int *order, int n)
+{
+	Columns c = AllocColumns(n);
+	Datum *queues = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
+	for (int i = 0; i < n; i++) {
+		FillColumns(&c, i, rows[order[i]]);
+		queues[i] = PointerGetDatum(rows[order[i]].queue);
+	}
+	Datum values[13] = {Int64Array(c.job_ids, n),
+	                    Array(queues, NULL, n, TEXTOID, -1, false, TYPALIGN_INT),
+	                    Array(c.priorities, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
+	                    Array(c.kinds, NULL, n, TEXTOID, -1, false, TYPALIGN_INT),
+	                    Array(c.args, NULL, n, JSONBOID, -1, false, TYPALIGN_INT),
+	                    Array(c.run_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
+	                    Int64Array(c.run_leases, n),
+	                    Array(c.attempts, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
+	                    Array(c.max_attempts, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
+	                    Array(c.created_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
+	                    Array(c.unique_keys, c.unique_nulls, n, BYTEAOID, -1, false, TYPALIGN_INT),
+	                    Array(c.unique_states, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
+	                    Array(c.payloads, c.payload_nulls, n, JSONBOID, -1, false, TYPALIGN_INT)};
+	Execute(Stmt::kInsertDeferredMany, 0, values, NULL);
+}
+
+}  // namespace
+
+void
+InsertJobs(JobRow *rows, int n, TimestampTz now)
+{
+	if (n == 0)
+		return;
+	ClaimUniqueKeys(rows, n, now);
+	int *order = static_cast<int *>(palloc(sizeof(int) * (n + 1)));
+	int ready = 0, deferred = 0;
+	for (int i = 0; i < n; i++)
+		if (rows[i].run_at <= now)
+			order[ready++] = i;
+	int *deferred_order = static_cast<int *>(palloc(sizeof(int) * (n + 1)));
+	for (int i = 0; i < n; i++)
+		if (rows[i].run_at > now)
+			deferred_order[deferred++] = i;
+
+	sort_rows = rows;
+	qsort(order, ready, sizeof(int), CompareLanes);
+	for (int start = 0; start < ready;) {
+		int end = start + 1;
+		while (end < ready && rows[order[end]].priority == rows[order[start]].priority &&
+		       SameText(rows[order[end]].queue, rows[order[start]].queue))
+			end++;
+		InsertLane(rows, order + start, end - start, now);
+		start = end;
+	}
+	if (deferred > 0) {
+		// A deferred job's lane exists from the start: its queue is known
+		// (queue_counts lists it) and promotion finds the lane ready.
+		for (int i = 0; i < deferred; i++)
+			(void)EnsureLane(rows[deferred_order[i]].queue, rows[deferred_order[i]].priority);
+		InsertDeferred(rows, deferred_order, deferred);
+	}
+	for (int i = 0; i < n; i++) {
+		int to = static_cast<int>(rows[i].run_at <= now ? JobState::kAvailable : JobState::kScheduled);
+		if (rows[i].from_state != to)
+			CountMove(rows[i].queue, rows[i].from_state, to, 1);
+	}
+}
+
+}  // namespace awa::pg

@@ -1,0 +1,33 @@
+// job_insert.hpp: putting jobs into the queue: ready rows (appended to their
+// lane) or deferred rows (future run_at), with their unique keys and counter
+// moves. Shared by enqueue, enqueue_many, promotion and DLQ retry.
+#pragma once
+
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+struct JobRow {
+	int64 job_id;
+	text *queue;
+	int16 priority;
+	text *kind;
+	Jsonb *args;
+	TimestampTz run_at;
+	int64 run_lease;     // of the last emitted attempt (0 for a new job)
+	int16 attempt;       // attempts used so far
+	int16 max_attempts;
+	TimestampTz created_at;
+	bytea *unique_key;   // NULL: not unique
+	int16 unique_states; // state mask (core/lifecycle.hpp)
+	Jsonb *payload;      // metadata, tags, errors, progress; NULL when empty
+	int from_state;      // counter state the job leaves (kNoState for a new job)
+};
+
+// Claims the unique keys of rows[0..n) (SQLSTATE 23505 when another job holds
+// one), then inserts the rows: run_at after `now` into deferred_jobs
+// (scheduled), the others into the current queue slot as ready rows, one
+// statement per lane. Requires SPI. May ereport.
+void InsertJobs(JobRow *rows, int n, TimestampTz now);
+
+}  // namespace awa::pg

@@ -1,0 +1,208 @@
+// job_options.cpp: see job_options.hpp.
+#include "pg/job_options.hpp"
+
+#include "core/lifecycle.hpp"
+#include "pg/queue_settings.hpp"
+
+#include <initializer_list>
+
+extern "C" {
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+JsonbValue *
+Field(JsonbContainer *container, const char *name)
+{
+	JsonbValue key;
+	key.type = jbvString;
+	key.val.string.val = const_cast<char *>(name);
+	key.val.string.len = static_cast<int>(strlen(name));
+	return findJsonbValueFromContainer(container, JB_FOBJECT, &key);
+}
+
+[[noreturn]] void
+Invalid(const char *where, const char *message, const char *hint)
+{
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: %s", where, message), errhint("%s", hint)));
+	pg_unreachable();
+}
+
+const char kUniqueHint[] =
+    "Use '{\"unique\": {\"by_args\": true, \"by_queue\": false, \"period\": \"1 hour\", \"states\": "
+    "[\"available\", \"scheduled\", \"retryable\", \"running\"]}}' or '{\"unique_key\": \"...\"}'.";
+
+bool
+BoolField(JsonbContainer *unique, const char *name, bool fallback, const char *where)
+{
+	JsonbValue *value = Field(unique, name);
+	if (value == NULL)
+		return fallback;
+	if (value->type != jbvBool) {
+		char message[96];
+		snprintf(message, sizeof(message), "unique.%s must be true or false", name);
+		Invalid(where, message, kUniqueHint);
+	}
+	return value->val.boolean;
+}
+
+void
+Append(pg_cryptohash_ctx *ctx, const char *data, size_t length)
+{
+	if (pg_cryptohash_update(ctx, reinterpret_cast<const uint8 *>(data), length) < 0)
+		elog(ERROR, "awa: could not compute a unique key");
+}
+
+}  // namespace
+
+JobOptions
+ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *args, TimestampTz now)
+{
+	JobOptions result{NULL, NULL, 0};
+	if (opts == NULL)
+		return result;
+	if (!JB_ROOT_IS_OBJECT(opts) || JB_ROOT_IS_SCALAR(opts))
+		Invalid(where, "must be a JSON object", "Pass options as '{\"metadata\": {...}, \"tags\": [...]}', or '{}'.");
+	int pairs = JB_ROOT_COUNT(opts);
+	if (pairs == 0)
+		return result;
+
+	int known = 0;
+	bool payload_keys = false;
+	if (JsonbValue *metadata = Field(&opts->root, "metadata")) {
+		known++;
+		payload_keys = true;
+		if (metadata->type != jbvBinary || !JsonContainerIsObject(metadata->val.binary.data))
+			Invalid(where, "metadata must be a JSON object", "Pass metadata as '{\"metadata\": {\"key\": \"value\"}}'.");
+	}
+	if (JsonbValue *tags = Field(&opts->root, "tags")) {
+		known++;
+		payload_keys = true;
+		bool valid = tags->type == jbvBinary && JsonContainerIsArray(tags->val.binary.data) &&
+		             JsonContainerSize(tags->val.binary.data) <= 20;
+		for (uint32 i = 0; valid && i < JsonContainerSize(tags->val.binary.data); i++) {
+			JsonbValue *tag = getIthJsonbValueFromContainer(tags->val.binary.data, i);
+			valid = tag != NULL && tag->type == jbvString && tag->val.string.len > 0;
+		}
+		if (!valid)
+			Invalid(where, "tags must be an array of at most 20 non-empty strings",
+			        "Pass tags as '{\"tags\": [\"billing\", \"eu\"]}'.");
+	}
+
+	JsonbValue *unique = Field(&opts->root, "unique");
+	JsonbValue *raw_key = Field(&opts->root, "unique_key");
+	if (unique != NULL)
+		known++;
+	if (raw_key != NULL)
+		known++;
+	if (known != pairs)
+		Invalid(where, "has an unknown key",
+		        "opts accepts \"metadata\" (object), \"tags\" (array of strings), \"unique\" (object) and "
+		        "\"unique_key\" (string).");
+
+	if (unique != NULL || raw_key != NULL) {
+		JsonbContainer *spec = NULL;
+		if (unique != NULL) {
+			if (unique->type != jbvBinary || !JsonContainerIsObject(unique->val.binary.data))
+				Invalid(where, "unique must be a JSON object", kUniqueHint);
+			spec = unique->val.binary.data;
+			int spec_known = 0;
+			for (const char *name : {"by_args", "by_queue", "period", "states"})
+				if (Field(spec, name) != NULL)
+					spec_known++;
+			if (spec_known != static_cast<int>(JsonContainerSize(spec)))
+				Invalid(where, "unique has an unknown key",
+				        "unique accepts \"by_args\", \"by_queue\", \"period\" and \"states\".");
+		}
+		if (raw_key != NULL) {
+			if (raw_key->type != jbvString || raw_key->val.string.len == 0 || raw_key->val.string.len > 1000)
+				Invalid(where, "unique_key must be a non-empty string of at most 1000 bytes", kUniqueHint);
+			if (spec != NULL && (Field(spec, "by_args") != NULL || Field(spec, "by_queue") != NULL))
+				Invalid(where, "unique_key cannot be combined with unique.by_args or unique.by_queue",
+				        "A unique_key is the whole identity; use unique.states and unique.period with it.");
+		}
+		bool by_args = spec == NULL ? false : BoolField(spec, "by_args", true, where);
+		bool by_queue = spec == NULL ? false : BoolField(spec, "by_queue", false, where);
+
+		int64 bucket = -1;
+		if (JsonbValue *period = spec == NULL ? NULL : Field(spec, "period")) {
+			if (period->type != jbvString)
+				Invalid(where, "unique.period must be an interval string such as \"1 hour\"", kUniqueHint);
+			char *literal = pnstrdup(period->val.string.val, period->val.string.len);
+			Interval *interval = DatumGetIntervalP(
+			    DirectFunctionCall3(interval_in, CStringGetDatum(literal), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+			int64 micros = IntervalMicros(interval);
+			if (micros <= 0)
+				Invalid(where, "unique.period must be positive", kUniqueHint);
+			bucket = now / micros - (now % micros < 0 ? 1 : 0);
+		}
+
+		core::StateMask mask = core::kDefaultUniqueMask;
+		if (JsonbValue *states = spec == NULL ? NULL : Field(spec, "states")) {
+			if (states->type != jbvBinary || !JsonContainerIsArray(states->val.binary.data))
+				Invalid(where, "unique.states must be an array of state names", kUniqueHint);
+			mask = 0;
+			for (uint32 i = 0; i < JsonContainerSize(states->val.binary.data); i++) {
+				JsonbValue *state = getIthJsonbValueFromContainer(states->val.binary.data, i);
+				core::JobState parsed;
+				if (state == NULL || state->type != jbvString ||
+				    !core::ParseJobState(state->val.string.val, state->val.string.len, &parsed))
+					Invalid(where, "unique.states has an unknown state",
+					        "States are available, scheduled, retryable, running, completed, failed, cancelled and dlq.");
+				mask |= core::MaskOf(parsed);
+			}
+			if ((mask & core::kRequiredUniqueMask) != core::kRequiredUniqueMask)
+				Invalid(where, "unique.states must include available, scheduled, retryable and running",
+				        "A unique job holds its key from enqueue until it reaches a final state outside its "
+				        "states; add the final states (completed, failed, cancelled, dlq) that should also block.");
+		}
+
+		pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+		if (ctx == NULL || pg_cryptohash_init(ctx) < 0)
+			elog(ERROR, "awa: could not compute a unique key");
+		char number[32];
+		if (raw_key != NULL) {
+			Append(ctx, "awa-key\0", 8);
+			Append(ctx, raw_key->val.string.val, raw_key->val.string.len);
+		} else {
+			Append(ctx, "awa-job\0", 8);
+			Append(ctx, VARDATA_ANY(kind), VARSIZE_ANY_EXHDR(kind));
+			Append(ctx, "\0", 1);
+			if (by_queue)
+				Append(ctx, VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue));
+			Append(ctx, "\0", 1);
+			if (by_args) {
+				char *canonical = JsonbToCString(NULL, &args->root, VARSIZE(args));
+				Append(ctx, canonical, strlen(canonical));
+			}
+		}
+		Append(ctx, "\0", 1);
+		if (bucket >= 0 || bucket < -1) {
+			snprintf(number, sizeof(number), INT64_FORMAT, bucket);
+			Append(ctx, number, strlen(number));
+		}
+		bytea *key = static_cast<bytea *>(palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH));
+		SET_VARSIZE(key, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+		if (pg_cryptohash_final(ctx, reinterpret_cast<uint8 *>(VARDATA(key)), PG_SHA256_DIGEST_LENGTH) < 0)
+			elog(ERROR, "awa: could not compute a unique key");
+		pg_cryptohash_free(ctx);
+		result.unique_key = key;
+		result.unique_states = mask;
+	}
+
+	if (payload_keys) {
+		Datum payload = PointerGetDatum(opts);
+		if (unique != NULL)
+			payload = DirectFunctionCall2(jsonb_delete, payload, CStringGetTextDatum("unique"));
+		if (raw_key != NULL)
+			payload = DirectFunctionCall2(jsonb_delete, payload, CStringGetTextDatum("unique_key"));
+		result.payload = DatumGetJsonbP(payload);
+	}
+	return result;
+}
+
+}  // namespace awa::pg

@@ -1,0 +1,30 @@
+// job_options.hpp: the `opts` of an enqueued job: metadata, tags and
+// uniqueness.
+//
+//   {"metadata": {...}, "tags": ["a", "b"],
+//    "unique": {"by_args": true, "by_queue": false, "period": "1 hour",
+//               "states": ["available", "scheduled", "retryable", "running"]},
+//    "unique_key": "order-42"}
+//
+// A unique job's key is a SHA-256 digest of its kind, its queue (by_queue,
+// default false), its args (by_args, default true) and the start of the
+// current period (when a period is given), or of `unique_key` when that is
+// given. `states` (default: available, scheduled, retryable, running) are the
+// states in which the job blocks duplicates; they must include those four
+// (docs/lifecycle.md explains why). Bad options raise 22023 with a hint.
+#pragma once
+
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+struct JobOptions {
+	Jsonb *payload;       // metadata and tags to store; NULL when none
+	bytea *unique_key;    // NULL: not unique
+	int16 unique_states;  // state mask (core/lifecycle.hpp)
+};
+
+// `where` names the argument in messages ("opts", "opts[3]").
+JobOptions ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *args, TimestampTz now);
+
+}  // namespace awa::pg

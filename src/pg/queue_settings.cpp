@@ -1,0 +1,112 @@
+// queue_settings.cpp: the per-backend cache of awa.queue_meta (see queue_settings.hpp).
+#include "pg/queue_settings.hpp"
+
+#include "pg/guard.hpp"
+#include "pg/spi_plans.hpp"
+
+extern "C" {
+#include "common/hashfn.h"
+#include "utils/inval.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+constexpr int kCacheSize = 64;
+constexpr int kMaxQueueBytes = 800;
+struct CacheEntry {
+	bool valid;
+	uint32 hash;
+	int length;
+	char queue[kMaxQueueBytes];
+	QueueSettings settings;
+};
+CacheEntry cache[kCacheSize];
+Oid queue_meta_relid = InvalidOid;
+
+void
+Flush()
+{
+	for (CacheEntry &entry : cache)
+		entry.valid = false;
+	queue_meta_relid = InvalidOid;
+}
+
+void
+OnRelcacheInvalidation(Datum, Oid relid)
+{
+	if (relid == InvalidOid || relid == queue_meta_relid || queue_meta_relid == InvalidOid)
+		Flush();
+}
+
+}  // namespace
+
+void
+InstallQueueSettingsCache()
+{
+	CacheRegisterRelcacheCallback(OnRelcacheInvalidation, (Datum)0);
+}
+
+int64
+IntervalMicros(const Interval *interval)
+{
+	return interval->time + static_cast<int64>(interval->day) * USECS_PER_DAY +
+	       static_cast<int64>(interval->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+}
+
+QueueSettings
+SettingsOf(text *queue)
+{
+	int length = VARSIZE_ANY_EXHDR(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), length);
+	CacheEntry &entry = cache[hash % kCacheSize];
+	if (entry.valid && entry.hash == hash && entry.length == length &&
+	    memcmp(entry.queue, VARDATA_ANY(queue), length) == 0)
+		return entry.settings;
+
+	if (queue_meta_relid == InvalidOid)
+		queue_meta_relid = get_relname_relid("queue_meta", get_namespace_oid("awa", false));
+	QueueSettings settings;
+	memset(&settings, 0, sizeof(settings));
+	settings.aging_micros = kDefaultAgingMicros;
+	Datum key[1] = {PointerGetDatum(queue)};
+	Execute(Stmt::kQueueSettings, 0, key, NULL, 1);
+	if (SPI_processed == 1) {
+		HeapTuple tuple = SPI_tuptable->vals[0];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		bool isnull;
+		settings.paused = DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull));
+		settings.dlq_enabled = DatumGetBool(SPI_getbinval(tuple, desc, 2, &isnull));
+		Datum aging = SPI_getbinval(tuple, desc, 3, &isnull);
+		settings.aging_micros = isnull ? kDefaultAgingMicros : IntervalMicros(DatumGetIntervalP(aging));
+		Datum deadline = SPI_getbinval(tuple, desc, 4, &isnull);
+		settings.has_deadline = !isnull;
+		if (!isnull)
+			settings.deadline = *DatumGetIntervalP(deadline);
+	}
+	// Not cached while this transaction may have changed the settings itself
+	// (its invalidation reaches other backends only at commit).
+	if (length <= kMaxQueueBytes && !TransactionIdIsValid(GetTopTransactionIdIfAny())) {
+		entry.valid = true;
+		entry.hash = hash;
+		entry.length = length;
+		memcpy(entry.queue, VARDATA_ANY(queue), length);
+		entry.settings = settings;
+	}
+	return settings;
+}
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+// awa._queue_meta_changed(): queues a relcache invalidation of awa.queue_meta
+// with this transaction, so every backend re-reads queue settings after commit.
+AWA_FUNCTION(awa_internal_queue_meta_changed)
+{
+	Oid relid = get_relname_relid("queue_meta", get_namespace_oid("awa", false));
+	if (OidIsValid(relid))
+		CacheInvalidateRelcacheByRelid(relid);
+	PG_RETURN_VOID();
+}

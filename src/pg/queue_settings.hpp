@@ -1,0 +1,34 @@
+// queue_settings.hpp: per-queue settings (awa.queue_meta) as claims and
+// promotion see them: paused, priority aging, default deadline, DLQ.
+//
+// Served from a per-backend cache. awa.configure_queue, pause_queue and
+// resume_queue send a relcache invalidation for awa.queue_meta with their
+// commit (awa._queue_meta_changed), which empties every backend's cache at its
+// next transaction start, so a committed pause holds for every claim that
+// starts after it. A queue without a row has the defaults.
+#pragma once
+
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+struct QueueSettings {
+	bool paused;
+	bool dlq_enabled;
+	int64 aging_micros;      // 0: strict priorities
+	bool has_deadline;       // default_deadline set
+	Interval deadline;       // ... its value
+};
+
+constexpr int64 kDefaultAgingMicros = 60 * USECS_PER_SEC;
+
+// From _PG_init: registers the cache's invalidation callback.
+void InstallQueueSettingsCache();
+
+// The settings of `queue`. Requires SPI. May ereport.
+QueueSettings SettingsOf(text *queue);
+
+// Interval as microseconds (a month counts 30 days).
+int64 IntervalMicros(const Interval *interval);
+
+}  // namespace awa::pg
