@@ -188,7 +188,6 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
     ($$SELECT * FROM awa.claim('cl_bad', 1, '-1 minute')$$),
     ($$SELECT * FROM awa.claim('cl_bad', 1, '1 day -24 hours')$$),
     ($$SELECT * FROM awa.claim('cl_bad', 1, '-1 day')$$),
-    ($$SELECT * FROM awa.claim('cl_bad', 1, NULL)$$),
     ($$SELECT * FROM awa.claim(NULL, NULL, NULL)$$)
 ) AS t(call);
 SELECT pg_temp.footprint() = :'before'::jsonb AS nothing_written;

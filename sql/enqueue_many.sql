@@ -1,5 +1,5 @@
 --
--- enqueue_many: awa.enqueue_many(kinds, args, queue, priorities, run_at, max_attempts)
+-- enqueue_many: awa.enqueue_many(kinds, args, queue, priorities, run_at, max_attempts, opts)
 -- Queues used here: em_one, em_three, em_big, em_mixed, em_defaults, em_time,
 -- em_split, em_empty, em_bad.
 --
@@ -102,7 +102,7 @@ SELECT kind, args, priority, max_attempts, lane_seq FROM awa.ready_entries
 
 -- ---------------------------------------------------------------------------
 -- run_at: future elements go to deferred_jobs with their priority; NULL and
--- past elements are due now. Deferred jobs do not create lanes.
+-- past elements are due now. Deferred jobs create their (empty) lanes.
 -- ---------------------------------------------------------------------------
 SELECT now() + interval '1 hour' AS later, now() + interval '2 days' AS much_later,
        now() - interval '1 hour' AS earlier \gset

@@ -109,7 +109,7 @@ SELECT rolname, rolcanlogin, rolsuper, rolinherit
 SELECT r.rolname,
        has_schema_privilege(r.rolname, 'awa', 'USAGE') AS schema_usage,
        has_function_privilege(r.rolname, 'awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb)', 'EXECUTE') AS enqueue,
-       has_function_privilege(r.rolname, 'awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int)', 'EXECUTE') AS enqueue_many,
+       has_function_privilege(r.rolname, 'awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])', 'EXECUTE') AS enqueue_many,
        has_function_privilege(r.rolname, 'awa.claim(text, int, interval)', 'EXECUTE') AS claim,
        has_function_privilege(r.rolname, 'awa.complete(bigint, bigint, bigint)', 'EXECUTE') AS complete,
        has_function_privilege(r.rolname, 'awa.complete_many(bigint[], bigint[], bigint[])', 'EXECUTE') AS complete_many,

@@ -28,7 +28,7 @@ Field(JsonbContainer *container, const char *name)
 [[noreturn]] void
 Invalid(const char *where, const char *message, const char *hint)
 {
-	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: %s", where, message), errhint("%s", hint)));
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s%s", where, message), errhint("%s", hint)));
 	pg_unreachable();
 }
 
@@ -44,7 +44,7 @@ BoolField(JsonbContainer *unique, const char *name, bool fallback, const char *w
 		return fallback;
 	if (value->type != jbvBool) {
 		char message[96];
-		snprintf(message, sizeof(message), "unique.%s must be true or false", name);
+		snprintf(message, sizeof(message), ".unique.%s must be true or false", name);
 		Invalid(where, message, kUniqueHint);
 	}
 	return value->val.boolean;
@@ -66,7 +66,7 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 	if (opts == NULL)
 		return result;
 	if (!JB_ROOT_IS_OBJECT(opts) || JB_ROOT_IS_SCALAR(opts))
-		Invalid(where, "must be a JSON object", "Pass options as '{\"metadata\": {...}, \"tags\": [...]}', or '{}'.");
+		Invalid(where, " must be a JSON object", "Pass options as '{\"metadata\": {...}, \"tags\": [...]}', or '{}'.");
 	int pairs = JB_ROOT_COUNT(opts);
 	if (pairs == 0)
 		return result;
@@ -77,7 +77,7 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 		known++;
 		payload_keys = true;
 		if (metadata->type != jbvBinary || !JsonContainerIsObject(metadata->val.binary.data))
-			Invalid(where, "metadata must be a JSON object", "Pass metadata as '{\"metadata\": {\"key\": \"value\"}}'.");
+			Invalid(where, ".metadata must be a JSON object", "Pass metadata as '{\"metadata\": {\"key\": \"value\"}}'.");
 	}
 	if (JsonbValue *tags = Field(&opts->root, "tags")) {
 		known++;
@@ -89,7 +89,7 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 			valid = tag != NULL && tag->type == jbvString && tag->val.string.len > 0;
 		}
 		if (!valid)
-			Invalid(where, "tags must be an array of at most 20 non-empty strings",
+			Invalid(where, ".tags must be an array of at most 20 non-empty strings",
 			        "Pass tags as '{\"tags\": [\"billing\", \"eu\"]}'.");
 	}
 
@@ -100,7 +100,7 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 	if (raw_key != NULL)
 		known++;
 	if (known != pairs)
-		Invalid(where, "has an unknown key",
+		Invalid(where, " has an unknown key",
 		        "opts accepts \"metadata\" (object), \"tags\" (array of strings), \"unique\" (object) and "
 		        "\"unique_key\" (string).");
 
@@ -108,21 +108,21 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 		JsonbContainer *spec = NULL;
 		if (unique != NULL) {
 			if (unique->type != jbvBinary || !JsonContainerIsObject(unique->val.binary.data))
-				Invalid(where, "unique must be a JSON object", kUniqueHint);
+				Invalid(where, ".unique must be a JSON object", kUniqueHint);
 			spec = unique->val.binary.data;
 			int spec_known = 0;
 			for (const char *name : {"by_args", "by_queue", "period", "states"})
 				if (Field(spec, name) != NULL)
 					spec_known++;
 			if (spec_known != static_cast<int>(JsonContainerSize(spec)))
-				Invalid(where, "unique has an unknown key",
+				Invalid(where, ".unique has an unknown key",
 				        "unique accepts \"by_args\", \"by_queue\", \"period\" and \"states\".");
 		}
 		if (raw_key != NULL) {
 			if (raw_key->type != jbvString || raw_key->val.string.len == 0 || raw_key->val.string.len > 1000)
-				Invalid(where, "unique_key must be a non-empty string of at most 1000 bytes", kUniqueHint);
+				Invalid(where, ".unique_key must be a non-empty string of at most 1000 bytes", kUniqueHint);
 			if (spec != NULL && (Field(spec, "by_args") != NULL || Field(spec, "by_queue") != NULL))
-				Invalid(where, "unique_key cannot be combined with unique.by_args or unique.by_queue",
+				Invalid(where, ".unique_key cannot be combined with unique.by_args or unique.by_queue",
 				        "A unique_key is the whole identity; use unique.states and unique.period with it.");
 		}
 		bool by_args = spec == NULL ? false : BoolField(spec, "by_args", true, where);
@@ -131,32 +131,32 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 		int64 bucket = -1;
 		if (JsonbValue *period = spec == NULL ? NULL : Field(spec, "period")) {
 			if (period->type != jbvString)
-				Invalid(where, "unique.period must be an interval string such as \"1 hour\"", kUniqueHint);
+				Invalid(where, ".unique.period must be an interval string such as \"1 hour\"", kUniqueHint);
 			char *literal = pnstrdup(period->val.string.val, period->val.string.len);
 			Interval *interval = DatumGetIntervalP(
 			    DirectFunctionCall3(interval_in, CStringGetDatum(literal), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
 			int64 micros = IntervalMicros(interval);
 			if (micros <= 0)
-				Invalid(where, "unique.period must be positive", kUniqueHint);
+				Invalid(where, ".unique.period must be positive", kUniqueHint);
 			bucket = now / micros - (now % micros < 0 ? 1 : 0);
 		}
 
 		core::StateMask mask = core::kDefaultUniqueMask;
 		if (JsonbValue *states = spec == NULL ? NULL : Field(spec, "states")) {
 			if (states->type != jbvBinary || !JsonContainerIsArray(states->val.binary.data))
-				Invalid(where, "unique.states must be an array of state names", kUniqueHint);
+				Invalid(where, ".unique.states must be an array of state names", kUniqueHint);
 			mask = 0;
 			for (uint32 i = 0; i < JsonContainerSize(states->val.binary.data); i++) {
 				JsonbValue *state = getIthJsonbValueFromContainer(states->val.binary.data, i);
 				core::JobState parsed;
 				if (state == NULL || state->type != jbvString ||
 				    !core::ParseJobState(state->val.string.val, state->val.string.len, &parsed))
-					Invalid(where, "unique.states has an unknown state",
+					Invalid(where, ".unique.states has an unknown state",
 					        "States are available, scheduled, retryable, running, completed, failed, cancelled and dlq.");
 				mask |= core::MaskOf(parsed);
 			}
 			if ((mask & core::kRequiredUniqueMask) != core::kRequiredUniqueMask)
-				Invalid(where, "unique.states must include available, scheduled, retryable and running",
+				Invalid(where, ".unique.states must include available, scheduled, retryable and running",
 				        "A unique job holds its key from enqueue until it reaches a final state outside its "
 				        "states; add the final states (completed, failed, cancelled, dlq) that should also block.");
 		}
