@@ -883,6 +883,14 @@ BEGIN
                                  d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, NULL, d.dlq_at,
                                  NULL, jsonb_build_object('dlq_reason', d.dlq_reason));
     END IF;
+    -- Cancelled while deferred: a synthetic done row (lane_seq = -job_id) is its
+    -- final state, newer than any ready row an earlier attempt left.
+    SELECT * INTO d FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id;
+    IF FOUND THEN
+        RETURN awa._job_document(d.job_id, d.queue, d.priority, d.kind, d.args, d.state, d.attempt,
+                                 d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, NULL,
+                                 d.finalized_at, NULL);
+    END IF;
     -- The latest incarnation in the queue ring (each promotion appends a row
     -- with a higher run_lease).
     SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
@@ -974,8 +982,9 @@ BEGIN
             DELETE FROM awa.job_unique_claims u WHERE u.job_id = p_job_id AND (u.unique_states & 64) = 0;
             RETURN 'cancelled';
         END IF;
-        IF EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = p_job_id) THEN
-            RETURN 'already_finished';
+        IF EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = p_job_id)
+           OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id) THEN
+            RETURN 'already_finished';  -- dead-lettered, or cancelled while deferred
         END IF;
         SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
          ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;

@@ -1,9 +1,9 @@
 -- 01_tables.sql: the tables, views and sequences of schema awa, their exact
--- columns, the types of the columns the hot paths depend on, nullability and
--- primary keys (awa--0.6.sql).
+-- columns, the type of every column, nullability, defaults, CHECK constraints,
+-- storage parameters and primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(254);
+SELECT plan(353);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -17,7 +17,8 @@ SELECT tables_are('awa',
           'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
           'lease_claim_closure_batches',
           'leases',
-          'attempt_state', 'deferred_jobs', 'dlq_entries']::name[]
+          'attempt_state', 'deferred_jobs', 'dlq_entries',
+          'queue_meta', 'job_unique_claims']::name[]
     || ARRAY(SELECT (f || '_' || s)::name
                FROM unnest(ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
                                  'ready_claim_attempt_batches', 'done_entries',
@@ -28,9 +29,9 @@ SELECT tables_are('awa',
                                  'lease_claim_closure_batches']) f,
                     generate_series(0, 7) s)
     || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s),
-    'schema awa has exactly the 24 tables and their 136 ring partitions');
+    'schema awa has exactly the 26 tables and their 136 ring partitions');
 
--- has_table: 24
+-- has_table: 26
 SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -40,9 +41,10 @@ SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases',
-                    'attempt_state', 'deferred_jobs', 'dlq_entries']) t;
+                    'attempt_state', 'deferred_jobs', 'dlq_entries',
+                    'queue_meta', 'job_unique_claims']) t;
 
--- has_pk: 24
+-- has_pk: 26
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -52,9 +54,10 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases',
-                    'attempt_state', 'deferred_jobs', 'dlq_entries']) t;
+                    'attempt_state', 'deferred_jobs', 'dlq_entries',
+                    'queue_meta', 'job_unique_claims']) t;
 
--- col_is_pk, exact key columns in key order: 24
+-- col_is_pk, exact key columns in key order: 26
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['singleton']),
@@ -80,10 +83,12 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('leases',                      ARRAY['queue', 'priority', 'lane_seq', 'lease_slot']),
     ('attempt_state',               ARRAY['job_id', 'run_lease']),
     ('deferred_jobs',               ARRAY['job_id']),
-    ('dlq_entries',                 ARRAY['job_id'])
+    ('dlq_entries',                 ARRAY['job_id']),
+    ('queue_meta',                  ARRAY['queue']),
+    ('job_unique_claims',           ARRAY['unique_key'])
   ) AS pk(t, cols);
 
--- columns_are, exact column sets: 24
+-- columns_are, exact column sets: 26
 SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
   FROM (VALUES
     ('queue_ring_state', ARRAY['singleton', 'slot_count']),
@@ -130,10 +135,14 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                             'attempt', 'max_attempts', 'created_at', 'finalized_at', 'unique_key',
                             'unique_states', 'payload']),
     ('dlq_entries', ARRAY['job_id', 'queue', 'priority', 'kind', 'args', 'run_lease', 'original_run_lease',
-                          'attempt', 'max_attempts', 'run_at', 'created_at', 'payload', 'dlq_reason', 'dlq_at'])
+                          'attempt', 'max_attempts', 'run_at', 'created_at', 'unique_key', 'unique_states',
+                          'payload', 'dlq_reason', 'dlq_at']),
+    ('queue_meta', ARRAY['queue', 'paused', 'paused_at', 'dlq_enabled', 'aging_interval', 'default_deadline',
+                         'updated_at']),
+    ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at'])
   ) AS c(t, cols);
 
--- col_type_is for the columns keys, routing, ring slots and receipts rely on: 141
+-- col_type_is, every column of every table (partitions inherit them): 207
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -173,8 +182,9 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('ready_entries', 'args', 'jsonb'),
     ('ready_entries', 'run_at', 'timestamp with time zone'),
     ('ready_entries', 'created_at', 'timestamp with time zone'),
+    ('ready_entries', 'attempted_at', 'timestamp with time zone'),
     ('ready_entries', 'unique_key', 'bytea'),
-    ('ready_entries', 'unique_states', 'bit(8)'),
+    ('ready_entries', 'unique_states', 'smallint'),
     ('ready_entries', 'payload', 'jsonb'),
     ('ready_segments', 'ready_slot', 'smallint'),
     ('ready_segments', 'ready_generation', 'bigint'),
@@ -183,12 +193,14 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('ready_segments', 'first_lane_seq', 'bigint'),
     ('ready_segments', 'next_lane_seq', 'bigint'),
     ('ready_segments', 'first_run_at', 'timestamp with time zone'),
+    ('ready_segments', 'created_at', 'timestamp with time zone'),
     ('ready_tombstones', 'ready_slot', 'smallint'),
     ('ready_tombstones', 'ready_generation', 'bigint'),
     ('ready_tombstones', 'queue', 'text'),
     ('ready_tombstones', 'priority', 'smallint'),
     ('ready_tombstones', 'lane_seq', 'bigint'),
     ('ready_tombstones', 'job_id', 'bigint'),
+    ('ready_tombstones', 'tombstoned_at', 'timestamp with time zone'),
     ('ready_claim_attempt_batches', 'ready_slot', 'smallint'),
     ('ready_claim_attempt_batches', 'ready_generation', 'bigint'),
     ('ready_claim_attempt_batches', 'batch_id', 'bigint'),
@@ -200,30 +212,50 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('ready_claim_attempt_batches', 'next_lane_seq', 'bigint'),
     ('ready_claim_attempt_batches', 'claimed_count', 'integer'),
     ('ready_claim_attempt_batches', 'lane_ranges', 'int8multirange'),
+    ('ready_claim_attempt_batches', 'claimed_at', 'timestamp with time zone'),
     ('done_entries', 'ready_slot', 'smallint'),
     ('done_entries', 'ready_generation', 'bigint'),
+    ('done_entries', 'queue', 'text'),
+    ('done_entries', 'priority', 'smallint'),
     ('done_entries', 'lane_seq', 'bigint'),
     ('done_entries', 'job_id', 'bigint'),
     ('done_entries', 'run_lease', 'bigint'),
     ('done_entries', 'attempt', 'smallint'),
+    ('done_entries', 'kind', 'text'),
     ('done_entries', 'state', 'text'),
     ('done_entries', 'finalized_at', 'timestamp with time zone'),
+    ('done_entries', 'args', 'jsonb'),
+    ('done_entries', 'max_attempts', 'smallint'),
+    ('done_entries', 'run_at', 'timestamp with time zone'),
+    ('done_entries', 'created_at', 'timestamp with time zone'),
+    ('done_entries', 'unique_key', 'bytea'),
+    ('done_entries', 'payload', 'jsonb'),
     ('receipt_completion_batches', 'ready_slot', 'smallint'),
     ('receipt_completion_batches', 'ready_generation', 'bigint'),
     ('receipt_completion_batches', 'batch_id', 'bigint'),
     ('receipt_completion_batches', 'claim_slot', 'smallint'),
     ('receipt_completion_batches', 'claim_batch_id', 'bigint'),
+    ('receipt_completion_batches', 'queue', 'text'),
+    ('receipt_completion_batches', 'priority', 'smallint'),
     ('receipt_completion_batches', 'completed_count', 'integer'),
     ('receipt_completion_batches', 'job_ids', 'bigint[]'),
     ('receipt_completion_batches', 'run_leases', 'bigint[]'),
     ('receipt_completion_batches', 'lane_seqs', 'bigint[]'),
+    ('receipt_completion_batches', 'completed_at', 'timestamp with time zone'),
     ('lease_claims', 'claim_slot', 'smallint'),
     ('lease_claims', 'job_id', 'bigint'),
     ('lease_claims', 'run_lease', 'bigint'),
     ('lease_claims', 'receipt_id', 'bigint'),
     ('lease_claims', 'ready_slot', 'smallint'),
     ('lease_claims', 'ready_generation', 'bigint'),
+    ('lease_claims', 'queue', 'text'),
+    ('lease_claims', 'priority', 'smallint'),
+    ('lease_claims', 'attempt', 'smallint'),
+    ('lease_claims', 'max_attempts', 'smallint'),
     ('lease_claims', 'lane_seq', 'bigint'),
+    ('lease_claims', 'claimed_at', 'timestamp with time zone'),
+    ('lease_claims', 'materialized_at', 'timestamp with time zone'),
+    ('lease_claims', 'closed_at', 'timestamp with time zone'),
     ('lease_claims', 'deadline_at', 'timestamp with time zone'),
     ('lease_claim_batches', 'claim_slot', 'smallint'),
     ('lease_claim_batches', 'claim_generation', 'bigint'),
@@ -244,6 +276,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('lease_claim_closures', 'job_id', 'bigint'),
     ('lease_claim_closures', 'run_lease', 'bigint'),
     ('lease_claim_closures', 'outcome', 'text'),
+    ('lease_claim_closures', 'closed_at', 'timestamp with time zone'),
     ('lease_claim_closure_batches', 'claim_slot', 'smallint'),
     ('lease_claim_closure_batches', 'batch_id', 'bigint'),
     ('lease_claim_closure_batches', 'claim_batch_id', 'bigint'),
@@ -254,32 +287,74 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('lease_claim_closure_batches', 'claim_indexes', 'integer[]'),
     ('lease_claim_closure_batches', 'job_ids', 'bigint[]'),
     ('lease_claim_closure_batches', 'run_leases', 'bigint[]'),
+    ('lease_claim_closure_batches', 'closed_at', 'timestamp with time zone'),
     ('leases', 'lease_slot', 'smallint'),
     ('leases', 'lease_generation', 'bigint'),
     ('leases', 'ready_slot', 'smallint'),
     ('leases', 'ready_generation', 'bigint'),
+    ('leases', 'queue', 'text'),
+    ('leases', 'priority', 'smallint'),
     ('leases', 'lane_seq', 'bigint'),
     ('leases', 'job_id', 'bigint'),
     ('leases', 'run_lease', 'bigint'),
     ('leases', 'state', 'text'),
+    ('leases', 'attempt', 'smallint'),
+    ('leases', 'max_attempts', 'smallint'),
+    ('leases', 'heartbeat_at', 'timestamp with time zone'),
+    ('leases', 'deadline_at', 'timestamp with time zone'),
+    ('leases', 'attempted_at', 'timestamp with time zone'),
     ('leases', 'callback_id', 'uuid'),
+    ('leases', 'callback_timeout_at', 'timestamp with time zone'),
     ('attempt_state', 'job_id', 'bigint'),
     ('attempt_state', 'run_lease', 'bigint'),
+    ('attempt_state', 'heartbeat_at', 'timestamp with time zone'),
     ('attempt_state', 'progress', 'jsonb'),
+    ('attempt_state', 'updated_at', 'timestamp with time zone'),
     ('deferred_jobs', 'job_id', 'bigint'),
+    ('deferred_jobs', 'queue', 'text'),
     ('deferred_jobs', 'priority', 'smallint'),
+    ('deferred_jobs', 'kind', 'text'),
+    ('deferred_jobs', 'args', 'jsonb'),
     ('deferred_jobs', 'state', 'text'),
     ('deferred_jobs', 'run_at', 'timestamp with time zone'),
     ('deferred_jobs', 'run_lease', 'bigint'),
+    ('deferred_jobs', 'attempt', 'smallint'),
     ('deferred_jobs', 'max_attempts', 'smallint'),
+    ('deferred_jobs', 'created_at', 'timestamp with time zone'),
+    ('deferred_jobs', 'finalized_at', 'timestamp with time zone'),
+    ('deferred_jobs', 'unique_key', 'bytea'),
+    ('deferred_jobs', 'unique_states', 'smallint'),
+    ('deferred_jobs', 'payload', 'jsonb'),
     ('dlq_entries', 'job_id', 'bigint'),
+    ('dlq_entries', 'queue', 'text'),
+    ('dlq_entries', 'priority', 'smallint'),
+    ('dlq_entries', 'kind', 'text'),
+    ('dlq_entries', 'args', 'jsonb'),
     ('dlq_entries', 'run_lease', 'bigint'),
     ('dlq_entries', 'original_run_lease', 'bigint'),
+    ('dlq_entries', 'attempt', 'smallint'),
+    ('dlq_entries', 'max_attempts', 'smallint'),
+    ('dlq_entries', 'run_at', 'timestamp with time zone'),
+    ('dlq_entries', 'created_at', 'timestamp with time zone'),
+    ('dlq_entries', 'unique_key', 'bytea'),
+    ('dlq_entries', 'unique_states', 'smallint'),
+    ('dlq_entries', 'payload', 'jsonb'),
     ('dlq_entries', 'dlq_reason', 'text'),
-    ('dlq_entries', 'dlq_at', 'timestamp with time zone')
+    ('dlq_entries', 'dlq_at', 'timestamp with time zone'),
+    ('queue_meta', 'queue', 'text'),
+    ('queue_meta', 'paused', 'boolean'),
+    ('queue_meta', 'paused_at', 'timestamp with time zone'),
+    ('queue_meta', 'dlq_enabled', 'boolean'),
+    ('queue_meta', 'aging_interval', 'interval'),
+    ('queue_meta', 'default_deadline', 'interval'),
+    ('queue_meta', 'updated_at', 'timestamp with time zone'),
+    ('job_unique_claims', 'unique_key', 'bytea'),
+    ('job_unique_claims', 'job_id', 'bigint'),
+    ('job_unique_claims', 'unique_states', 'smallint'),
+    ('job_unique_claims', 'claimed_at', 'timestamp with time zone')
   ) AS ct(t, c, ty);
 
--- Nullability: exactly these columns of the 24 tables may be NULL (all others NOT NULL).
+-- Nullability: exactly these columns of the 26 tables may be NULL (all others NOT NULL): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default"
         FROM pg_catalog.pg_attribute a
@@ -291,30 +366,145 @@ SELECT results_eq(
     $$VALUES ('attempt_state', 'heartbeat_at'), ('attempt_state', 'progress'),
              ('deferred_jobs', 'finalized_at'), ('deferred_jobs', 'payload'),
              ('deferred_jobs', 'unique_key'), ('deferred_jobs', 'unique_states'),
-             ('dlq_entries', 'payload'),
+             ('dlq_entries', 'payload'), ('dlq_entries', 'unique_key'), ('dlq_entries', 'unique_states'),
              ('done_entries', 'args'), ('done_entries', 'created_at'), ('done_entries', 'max_attempts'),
              ('done_entries', 'payload'), ('done_entries', 'run_at'), ('done_entries', 'unique_key'),
              ('lease_claims', 'closed_at'), ('lease_claims', 'deadline_at'), ('lease_claims', 'materialized_at'),
              ('leases', 'callback_id'), ('leases', 'callback_timeout_at'), ('leases', 'deadline_at'),
              ('leases', 'heartbeat_at'),
+             ('queue_meta', 'default_deadline'), ('queue_meta', 'paused_at'),
              ('ready_entries', 'attempted_at'), ('ready_entries', 'payload'), ('ready_entries', 'unique_key'),
              ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
--- queue_lanes.lane_id is unique (lane sequences are named after it).
+-- Defaults: exactly these columns of the 26 tables have a default, and these
+-- are the defaults (configure_queue's fallbacks match queue_meta's): 1
+SELECT results_eq(
+    $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default",
+             pg_catalog.pg_get_expr(d.adbin, d.adrelid) COLLATE "default"
+        FROM pg_catalog.pg_attrdef d
+        JOIN pg_catalog.pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+        JOIN pg_catalog.pg_class c ON c.oid = d.adrelid
+       WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+       ORDER BY c.relname COLLATE "C", a.attname COLLATE "C"$$,
+    $$VALUES ('claim_ring_rotations', 'rotated_at', 'now()'),
+             ('claim_ring_state', 'singleton', 'true'),
+             ('deferred_jobs', 'attempt', '0'), ('deferred_jobs', 'run_lease', '0'),
+             ('lease_ring_rotations', 'rotated_at', 'now()'),
+             ('lease_ring_state', 'singleton', 'true'),
+             ('queue_lanes', 'created_at', 'now()'),
+             ('queue_meta', 'aging_interval', '''00:01:00''::interval'),
+             ('queue_meta', 'dlq_enabled', 'false'), ('queue_meta', 'paused', 'false'),
+             ('queue_meta', 'updated_at', 'now()'),
+             ('queue_ring_rotations', 'rotated_at', 'now()'),
+             ('queue_ring_state', 'singleton', 'true'),
+             ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0')$$,
+    'exactly these columns have defaults, and these are the defaults');
+
+-- CHECK and UNIQUE constraints of the 26 tables, exactly (no foreign keys, no
+-- exclusion constraints; partitions inherit their parent's): 1
+SELECT results_eq(
+    $$SELECT c.relname::text COLLATE "default", k.contype::text COLLATE "default",
+             pg_catalog.pg_get_constraintdef(k.oid) COLLATE "default"
+        FROM pg_catalog.pg_constraint k
+        JOIN pg_catalog.pg_class c ON c.oid = k.conrelid
+       WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+         AND k.contype <> 'p'
+       ORDER BY c.relname COLLATE "C", pg_catalog.pg_get_constraintdef(k.oid) COLLATE "C"$$,
+    $$VALUES ('claim_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
+             ('claim_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
+             ('claim_ring_state', 'c', 'CHECK (((slot_count >= 2) AND (slot_count <= 16)))'),
+             ('claim_ring_state', 'c', 'CHECK (singleton)'),
+             ('deferred_jobs', 'c', 'CHECK (((priority >= 1) AND (priority <= 4)))'),
+             ('deferred_jobs', 'c', 'CHECK ((state = ANY (ARRAY[''scheduled''::text, ''retryable''::text])))'),
+             ('done_entries', 'c',
+              'CHECK ((state = ANY (ARRAY[''completed''::text, ''failed''::text, ''cancelled''::text])))'),
+             ('lease_claim_closures', 'c',
+              'CHECK ((outcome = ANY (ARRAY[''completed''::text, ''retryable''::text, ''scheduled''::text, '
+              '''failed''::text, ''dlq''::text, ''cancelled''::text, ''rescued''::text, '
+              '''deadline_expired''::text])))'),
+             ('lease_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
+             ('lease_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
+             ('lease_ring_state', 'c', 'CHECK (((slot_count >= 2) AND (slot_count <= 64)))'),
+             ('lease_ring_state', 'c', 'CHECK (singleton)'),
+             ('leases', 'c', 'CHECK ((state = ANY (ARRAY[''running''::text, ''waiting_external''::text])))'),
+             ('queue_lanes', 'c', 'CHECK (((length(queue) >= 1) AND (length(queue) <= 200)))'),
+             ('queue_lanes', 'c', 'CHECK (((priority >= 1) AND (priority <= 4)))'),
+             ('queue_lanes', 'u', 'UNIQUE (lane_id)'),
+             ('queue_meta', 'c', 'CHECK (((length(queue) >= 1) AND (length(queue) <= 200)))'),
+             ('queue_meta', 'c', 'CHECK ((aging_interval >= ''00:00:00''::interval))'),
+             ('queue_meta', 'c', 'CHECK ((default_deadline > ''00:00:00''::interval))'),
+             ('queue_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
+             ('queue_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
+             ('queue_ring_state', 'c', 'CHECK (((slot_count >= 4) AND (slot_count <= 64)))'),
+             ('queue_ring_state', 'c', 'CHECK (singleton)')$$,
+    'exactly these CHECK and UNIQUE constraints, and no foreign key');
+
+-- Storage parameters: the plain tables updated in place keep free space for
+-- HOT updates, and no other relation of awa sets any: 1
+SELECT results_eq(
+    $$SELECT c.relname::text COLLATE "default", c.reloptions::text COLLATE "default"
+        FROM pg_catalog.pg_class c
+       WHERE c.relnamespace = 'awa'::regnamespace AND c.reloptions IS NOT NULL
+       ORDER BY c.relname COLLATE "C"$$,
+    $$VALUES ('attempt_state', '{fillfactor=80}'), ('job_unique_claims', '{fillfactor=80}'),
+             ('queue_meta', '{fillfactor=70}')$$,
+    'attempt_state and job_unique_claims have fillfactor 80, queue_meta 70, nothing else sets storage parameters');
+
+-- queue_meta enforces its settings' bounds and supplies the defaults of a
+-- queue configured by name only: 5
+SELECT throws_ok($$INSERT INTO awa.queue_meta (queue) VALUES ('')$$,
+                 '23514', NULL, 'queue_meta refuses an empty queue name');
+SELECT throws_ok($$INSERT INTO awa.queue_meta (queue, aging_interval) VALUES ('pgtap_meta', interval '-1 second')$$,
+                 '23514', NULL, 'queue_meta refuses a negative aging_interval');
+SELECT throws_ok($$INSERT INTO awa.queue_meta (queue, default_deadline) VALUES ('pgtap_meta', interval '0')$$,
+                 '23514', NULL, 'queue_meta refuses a default_deadline that is not positive');
+SELECT lives_ok($$INSERT INTO awa.queue_meta (queue) VALUES ('pgtap_meta')$$,
+                'queue_meta takes a queue name alone');
+SELECT results_eq(
+    $$SELECT paused, paused_at IS NULL, dlq_enabled, aging_interval = interval '60 seconds',
+             default_deadline IS NULL, updated_at = now()
+        FROM awa.queue_meta WHERE queue = 'pgtap_meta'$$,
+    $$VALUES (false, true, false, true, true, true)$$,
+    'a new queue_meta row is not paused, has no DLQ, ages by 60 s and has no default deadline');
+
+-- queue_lanes.lane_id is unique (lane sequences are named after it): 1
 SELECT col_is_unique('awa', 'queue_lanes', ARRAY['lane_id']::name[], 'awa.queue_lanes.lane_id is unique');
 
--- The lanes view.
-SELECT has_view('awa', 'lanes', 'view awa.lanes exists');
+-- The views lanes and dlq, their columns and column types: 1 + 2 + 2 + 17
+SELECT views_are('awa', ARRAY['lanes', 'dlq']::name[], 'schema awa has exactly the views lanes and dlq');
+SELECT has_view('awa', v::name, 'view awa.' || v || ' exists')
+  FROM unnest(ARRAY['lanes', 'dlq']) v;
 SELECT columns_are('awa', 'lanes', ARRAY['queue', 'priority', 'lane_id', 'enqueue_cursor', 'claim_cursor']::name[],
                    'awa.lanes has exactly its columns');
-SELECT col_type_is('awa', 'lanes', 'enqueue_cursor', 'bigint', 'awa.lanes.enqueue_cursor is bigint');
-SELECT col_type_is('awa', 'lanes', 'claim_cursor', 'bigint', 'awa.lanes.claim_cursor is bigint');
-SELECT views_are('awa', ARRAY['lanes']::name[], 'schema awa has exactly one view');
+SELECT columns_are('awa', 'dlq',
+                   ARRAY['job_id', 'queue', 'kind', 'args', 'attempt', 'errors', 'dlq_at', 'dlq_reason',
+                         'priority', 'max_attempts', 'run_lease', 'created_at']::name[],
+                   'awa.dlq has exactly its columns');
+SELECT col_type_is('awa', v::name, c::name, ty, 'awa.' || v || '.' || c || ' is ' || ty)
+  FROM (VALUES
+    ('lanes', 'queue', 'text'),
+    ('lanes', 'priority', 'smallint'),
+    ('lanes', 'lane_id', 'bigint'),
+    ('lanes', 'enqueue_cursor', 'bigint'),
+    ('lanes', 'claim_cursor', 'bigint'),
+    ('dlq', 'job_id', 'bigint'),
+    ('dlq', 'queue', 'text'),
+    ('dlq', 'kind', 'text'),
+    ('dlq', 'args', 'jsonb'),
+    ('dlq', 'attempt', 'smallint'),
+    ('dlq', 'errors', 'jsonb'),
+    ('dlq', 'dlq_at', 'timestamp with time zone'),
+    ('dlq', 'dlq_reason', 'text'),
+    ('dlq', 'priority', 'smallint'),
+    ('dlq', 'max_attempts', 'smallint'),
+    ('dlq', 'run_lease', 'bigint'),
+    ('dlq', 'created_at', 'timestamp with time zone')
+  ) AS vc(v, c, ty);
 
 -- Sequences: the four global identities and the ring epoch; any other
 -- sequence of awa must be a per-lane cursor sequence (none exist before the
--- first enqueue).
+-- first enqueue): 5 + 3
 SELECT has_sequence('awa', s::name, 'sequence awa.' || s || ' exists')
   FROM unnest(ARRAY['job_id_seq', 'queue_lane_id_seq', 'claim_batch_id_seq', 'closure_batch_id_seq',
                     'ring_epoch_seq']) s;
@@ -340,7 +530,7 @@ SELECT is(
     'awa.ring_epoch_seq has MINVALUE 0, START 1, INCREMENT 1');
 
 -- Hot-path tables carry no CHECK constraints (PostgreSQL 15 compiles every CHECK
--- expression per INSERT statement; the C++ code keeps those invariants).
+-- expression per INSERT statement; the C++ code keeps those invariants): 1
 SELECT is(
     ARRAY(SELECT c.relname || ': ' || pg_catalog.pg_get_constraintdef(k.oid)
             FROM pg_catalog.pg_constraint k

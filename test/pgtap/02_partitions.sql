@@ -4,7 +4,7 @@
 -- The ring configuration rows agree with the partitions.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(208);
+SELECT plan(210);
 
 CREATE TEMP TABLE ring_family (family name, slot_column name, slots int) ON COMMIT DROP;
 INSERT INTO ring_family VALUES
@@ -76,12 +76,13 @@ SELECT is(
     ARRAY(SELECT family::text FROM ring_family ORDER BY family COLLATE "C"),
     'exactly the 11 ring families are partitioned');
 
--- Control and plain tables are not partitioned: 13
+-- Control and plain tables are not partitioned: 15
 SELECT isnt_partitioned('awa', t::name, 'awa.' || t || ' is not partitioned')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
                     'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots',
-                    'queue_lanes', 'attempt_state', 'deferred_jobs', 'dlq_entries']) t;
+                    'queue_lanes', 'attempt_state', 'deferred_jobs', 'dlq_entries',
+                    'queue_meta', 'job_unique_claims']) t;
 
 -- Ring configuration agrees with the partitions: 9
 SELECT results_eq('SELECT singleton, slot_count FROM awa.queue_ring_state',

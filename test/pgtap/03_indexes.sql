@@ -3,9 +3,9 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(63);
+SELECT plan(97);
 
--- Hot-path indexes with their exact key columns: 9
+-- Hot-path indexes with their exact key columns: 10
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
                  ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']::name[],
                  'ready_entries PK is (queue, priority, lane_seq, ready_slot)');
@@ -27,43 +27,110 @@ SELECT has_index('awa', 'receipt_completion_batches', 'receipt_completion_batche
                  ARRAY['claim_batch_id']::name[],
                  'receipt_completion_batches has its claim_batch_id index');
 SELECT has_index('awa', 'deferred_jobs', 'deferred_jobs_due_idx',
-                 ARRAY['state', 'run_at', 'queue', 'priority', 'job_id']::name[],
-                 'deferred_jobs has its due index (state, run_at, queue, priority, job_id)');
+                 ARRAY['run_at', 'priority', 'job_id']::name[],
+                 'deferred_jobs has its due index (run_at, priority, job_id) (promotion walks it in order)');
 SELECT has_index('awa', 'dlq_entries', 'dlq_entries_queue_idx', ARRAY['queue', 'dlq_at']::name[],
                  'dlq_entries has its (queue, dlq_at) index');
+SELECT has_index('awa', 'job_unique_claims', 'job_unique_claims_job_id_idx', ARRAY['job_id']::name[],
+                 'job_unique_claims has its job_id index (keys are released by job)');
 
--- The probed primary keys are the primary-key indexes: 3
+-- The probed primary keys are the primary-key indexes (configure_queue,
+-- pause_queue and resume_queue name queue_meta_pkey in ON CONFLICT ON
+-- CONSTRAINT; unique keys are taken by inserting into job_unique_claims): 5
 SELECT index_is_primary('awa', 'ready_entries', 'ready_entries_pkey',
                         'ready_entries_pkey is the primary key of ready_entries');
 SELECT index_is_primary('awa', 'ready_segments', 'ready_segments_pkey',
                         'ready_segments_pkey is the primary key of ready_segments');
 SELECT index_is_primary('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
                         'lease_claim_batches_pkey is the primary key of lease_claim_batches');
+SELECT index_is_primary('awa', 'queue_meta', 'queue_meta_pkey',
+                        'queue_meta_pkey is the primary key of queue_meta');
+SELECT index_is_primary('awa', 'job_unique_claims', 'job_unique_claims_pkey',
+                        'job_unique_claims_pkey is the primary key of job_unique_claims');
 
--- Exact definitions (uniqueness, method, order, no predicate): 9
+-- Exact definitions of every index of the 26 tables (uniqueness, method,
+-- columns, order, predicate; ON ONLY = the partitioned parent's index): 38
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
+    ('queue_ring_state_pkey',
+     'CREATE UNIQUE INDEX queue_ring_state_pkey ON awa.queue_ring_state USING btree (singleton)'),
+    ('claim_ring_state_pkey',
+     'CREATE UNIQUE INDEX claim_ring_state_pkey ON awa.claim_ring_state USING btree (singleton)'),
+    ('lease_ring_state_pkey',
+     'CREATE UNIQUE INDEX lease_ring_state_pkey ON awa.lease_ring_state USING btree (singleton)'),
+    ('queue_ring_rotations_pkey',
+     'CREATE UNIQUE INDEX queue_ring_rotations_pkey ON awa.queue_ring_rotations USING btree (generation)'),
+    ('claim_ring_rotations_pkey',
+     'CREATE UNIQUE INDEX claim_ring_rotations_pkey ON awa.claim_ring_rotations USING btree (generation)'),
+    ('lease_ring_rotations_pkey',
+     'CREATE UNIQUE INDEX lease_ring_rotations_pkey ON awa.lease_ring_rotations USING btree (generation)'),
+    ('queue_ring_slots_pkey',
+     'CREATE UNIQUE INDEX queue_ring_slots_pkey ON awa.queue_ring_slots USING btree (slot)'),
+    ('claim_ring_slots_pkey',
+     'CREATE UNIQUE INDEX claim_ring_slots_pkey ON awa.claim_ring_slots USING btree (slot)'),
+    ('lease_ring_slots_pkey',
+     'CREATE UNIQUE INDEX lease_ring_slots_pkey ON awa.lease_ring_slots USING btree (slot)'),
+    ('queue_lanes_pkey',
+     'CREATE UNIQUE INDEX queue_lanes_pkey ON awa.queue_lanes USING btree (queue, priority)'),
+    ('queue_lanes_lane_id_key',
+     'CREATE UNIQUE INDEX queue_lanes_lane_id_key ON awa.queue_lanes USING btree (lane_id)'),
     ('ready_entries_pkey',
      'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (queue, priority, lane_seq, ready_slot)'),
     ('ready_entries_job_id_idx',
      'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id)'),
     ('ready_segments_pkey',
      'CREATE UNIQUE INDEX ready_segments_pkey ON ONLY awa.ready_segments USING btree (queue, priority, next_lane_seq, ready_slot)'),
+    ('ready_tombstones_pkey',
+     'CREATE UNIQUE INDEX ready_tombstones_pkey ON ONLY awa.ready_tombstones USING btree (queue, priority, lane_seq, ready_generation, ready_slot)'),
+    ('ready_claim_attempt_batches_pkey',
+     'CREATE UNIQUE INDEX ready_claim_attempt_batches_pkey ON ONLY awa.ready_claim_attempt_batches USING btree (batch_id, ready_slot)'),
     ('ready_claim_attempt_batches_lane_next_idx',
      'CREATE INDEX ready_claim_attempt_batches_lane_next_idx ON ONLY awa.ready_claim_attempt_batches USING btree (queue, priority, next_lane_seq)'),
-    ('lease_claim_batches_pkey',
-     'CREATE UNIQUE INDEX lease_claim_batches_pkey ON ONLY awa.lease_claim_batches USING btree (batch_id, claim_slot)'),
-    ('lease_claim_closure_batches_claim_batch_idx',
-     'CREATE INDEX lease_claim_closure_batches_claim_batch_idx ON ONLY awa.lease_claim_closure_batches USING btree (claim_batch_id)'),
+    ('done_entries_pkey',
+     'CREATE UNIQUE INDEX done_entries_pkey ON ONLY awa.done_entries USING btree (queue, priority, lane_seq, ready_slot)'),
+    ('done_entries_failed_idx',
+     'CREATE INDEX done_entries_failed_idx ON ONLY awa.done_entries USING btree (queue) WHERE (state = ''failed''::text)'),
+    ('done_entries_job_id_idx',
+     'CREATE INDEX done_entries_job_id_idx ON ONLY awa.done_entries USING btree (job_id)'),
+    ('receipt_completion_batches_pkey',
+     'CREATE UNIQUE INDEX receipt_completion_batches_pkey ON ONLY awa.receipt_completion_batches USING btree (batch_id, ready_slot)'),
     ('receipt_completion_batches_claim_batch_idx',
      'CREATE INDEX receipt_completion_batches_claim_batch_idx ON ONLY awa.receipt_completion_batches USING btree (claim_batch_id)'),
+    ('lease_claims_pkey',
+     'CREATE UNIQUE INDEX lease_claims_pkey ON ONLY awa.lease_claims USING btree (job_id, run_lease, claim_slot)'),
+    ('lease_claim_batches_pkey',
+     'CREATE UNIQUE INDEX lease_claim_batches_pkey ON ONLY awa.lease_claim_batches USING btree (batch_id, claim_slot)'),
+    ('lease_claim_closures_pkey',
+     'CREATE UNIQUE INDEX lease_claim_closures_pkey ON ONLY awa.lease_claim_closures USING btree (job_id, run_lease, claim_slot)'),
+    ('lease_claim_closure_batches_pkey',
+     'CREATE UNIQUE INDEX lease_claim_closure_batches_pkey ON ONLY awa.lease_claim_closure_batches USING btree (batch_id, claim_slot)'),
+    ('lease_claim_closure_batches_claim_batch_idx',
+     'CREATE INDEX lease_claim_closure_batches_claim_batch_idx ON ONLY awa.lease_claim_closure_batches USING btree (claim_batch_id)'),
+    ('leases_pkey',
+     'CREATE UNIQUE INDEX leases_pkey ON ONLY awa.leases USING btree (queue, priority, lane_seq, lease_slot)'),
+    ('leases_attempt_idx',
+     'CREATE INDEX leases_attempt_idx ON ONLY awa.leases USING btree (job_id, run_lease)'),
+    ('attempt_state_pkey',
+     'CREATE UNIQUE INDEX attempt_state_pkey ON awa.attempt_state USING btree (job_id, run_lease)'),
+    ('deferred_jobs_pkey',
+     'CREATE UNIQUE INDEX deferred_jobs_pkey ON awa.deferred_jobs USING btree (job_id)'),
     ('deferred_jobs_due_idx',
-     'CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs USING btree (state, run_at, queue, priority, job_id)'),
+     'CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs USING btree (run_at, priority, job_id)'),
+    ('deferred_jobs_unique_key_idx',
+     'CREATE INDEX deferred_jobs_unique_key_idx ON awa.deferred_jobs USING btree (unique_key) WHERE (unique_key IS NOT NULL)'),
+    ('dlq_entries_pkey',
+     'CREATE UNIQUE INDEX dlq_entries_pkey ON awa.dlq_entries USING btree (job_id)'),
     ('dlq_entries_queue_idx',
-     'CREATE INDEX dlq_entries_queue_idx ON awa.dlq_entries USING btree (queue, dlq_at DESC)')
+     'CREATE INDEX dlq_entries_queue_idx ON awa.dlq_entries USING btree (queue, dlq_at DESC)'),
+    ('queue_meta_pkey',
+     'CREATE UNIQUE INDEX queue_meta_pkey ON awa.queue_meta USING btree (queue)'),
+    ('job_unique_claims_pkey',
+     'CREATE UNIQUE INDEX job_unique_claims_pkey ON awa.job_unique_claims USING btree (unique_key)'),
+    ('job_unique_claims_job_id_idx',
+     'CREATE INDEX job_unique_claims_job_id_idx ON awa.job_unique_claims USING btree (job_id)')
   ) AS d(i, def);
 
--- Exact index set of every table: 24
+-- Exact index set of every table: 26
 SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its indexes')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['queue_ring_state_pkey']),
@@ -92,7 +159,9 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('leases',                      ARRAY['leases_pkey', 'leases_attempt_idx']),
     ('attempt_state',               ARRAY['attempt_state_pkey']),
     ('deferred_jobs',               ARRAY['deferred_jobs_pkey', 'deferred_jobs_due_idx', 'deferred_jobs_unique_key_idx']),
-    ('dlq_entries',                 ARRAY['dlq_entries_pkey', 'dlq_entries_queue_idx'])
+    ('dlq_entries',                 ARRAY['dlq_entries_pkey', 'dlq_entries_queue_idx']),
+    ('queue_meta',                  ARRAY['queue_meta_pkey']),
+    ('job_unique_claims',           ARRAY['job_unique_claims_pkey', 'job_unique_claims_job_id_idx'])
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its

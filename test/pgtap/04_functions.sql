@@ -1,13 +1,20 @@
--- 04_functions.sql: the SQL API. Exact signatures (argument types, names,
--- defaults), return types, SECURITY DEFINER, VOLATILE, LANGUAGE C, not STRICT
--- (NULL arguments must reach the C code, which raises 22004), and the C symbol.
+-- 04_functions.sql: every function of schema awa. Exact signatures (argument
+-- types, names, defaults), return types, language, SECURITY DEFINER (the 20
+-- public API functions; never cursor_value or an awa._* building block),
+-- volatility, strictness (only cursor_value is STRICT: NULL arguments must
+-- reach the code that raises 22004), row estimates, the pinned search path
+-- (every SQL and PL/pgSQL function has SET search_path = pg_catalog, pg_temp;
+-- the C functions pin theirs internally and have no SET clause) and the C
+-- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(53);
+SELECT plan(340);
 
-CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, symbol text)
+CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
+                       definer boolean, volatility text, strict boolean, est_rows real, symbol text)
     ON COMMIT DROP;
 INSERT INTO api VALUES
+    -- Producer API (C)
     ('enqueue',
      ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
      'bigint',
@@ -15,66 +22,242 @@ INSERT INTO api VALUES
      'priority integer DEFAULT 2, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
      'max_attempts integer DEFAULT 25, opts jsonb DEFAULT ''{}''::jsonb',
      'bigint',
-     'awa_enqueue'),
+     'c', true, 'volatile', false, 0, 'awa_enqueue'),
     ('enqueue_many',
-     ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer'],
+     ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer', 'jsonb[]'],
      'setof bigint',
      'kinds text[], args jsonb[], queue text DEFAULT ''default''::text, '
      'priorities integer[] DEFAULT NULL::integer[], '
-     'run_at timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], max_attempts integer DEFAULT 25',
+     'run_at timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], max_attempts integer DEFAULT 25, '
+     'opts jsonb[] DEFAULT NULL::jsonb[]',
      'SETOF bigint',
-     'awa_enqueue_many'),
+     'c', true, 'volatile', false, 100, 'awa_enqueue_many'),
+    -- Worker API (C)
     ('claim',
      ARRAY['text', 'integer', 'interval'],
      'setof record',
-     'queue text, max_jobs integer DEFAULT 1, deadline interval DEFAULT ''00:05:00''::interval',
+     'queue text, max_jobs integer DEFAULT 1, deadline interval DEFAULT NULL::interval',
      'TABLE(job_id bigint, run_lease bigint, receipt_id bigint, kind text, args jsonb, queue text, '
      'priority integer, attempt integer, max_attempts integer, deadline_at timestamp with time zone, '
      'created_at timestamp with time zone, metadata jsonb)',
-     'awa_claim'),
+     'c', true, 'volatile', false, 10, 'awa_claim'),
     ('complete',
      ARRAY['bigint', 'bigint', 'bigint'],
      'boolean',
      'job_id bigint, run_lease bigint, receipt_id bigint',
      'boolean',
-     'awa_complete'),
+     'c', true, 'volatile', false, 0, 'awa_complete'),
     ('complete_many',
      ARRAY['bigint[]', 'bigint[]', 'bigint[]'],
      'setof record',
      'job_ids bigint[], run_leases bigint[], receipt_ids bigint[]',
      'TABLE(job_id bigint, accepted boolean)',
-     'awa_complete_many');
+     'c', true, 'volatile', false, 10, 'awa_complete_many'),
+    ('heartbeat',
+     ARRAY['bigint', 'bigint', 'bigint', 'jsonb'],
+     'text',
+     'job_id bigint, run_lease bigint, receipt_id bigint, progress jsonb DEFAULT NULL::jsonb',
+     'text',
+     'c', true, 'volatile', false, 0, 'awa_heartbeat'),
+    ('heartbeat_many',
+     ARRAY['bigint[]', 'bigint[]', 'bigint[]', 'jsonb[]'],
+     'setof record',
+     'job_ids bigint[], run_leases bigint[], receipt_ids bigint[], progress jsonb[] DEFAULT NULL::jsonb[]',
+     'TABLE(job_id bigint, run_lease bigint, status text)',
+     'c', true, 'volatile', false, 10, 'awa_heartbeat_many'),
+    -- Worker API (PL/pgSQL)
+    ('retry',
+     ARRAY['bigint', 'bigint', 'bigint', 'text', 'interval'],
+     'text',
+     'job_id bigint, run_lease bigint, receipt_id bigint, error text, delay interval DEFAULT NULL::interval',
+     'text',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('snooze',
+     ARRAY['bigint', 'bigint', 'bigint', 'interval'],
+     'text',
+     'job_id bigint, run_lease bigint, receipt_id bigint, delay interval',
+     'text',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('fail',
+     ARRAY['bigint', 'bigint', 'bigint', 'text'],
+     'text',
+     'job_id bigint, run_lease bigint, receipt_id bigint, error text',
+     'text',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    -- Admin API
+    ('cancel',
+     ARRAY['bigint'],
+     'text',
+     'job_id bigint',
+     'text',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('get_job',
+     ARRAY['bigint'],
+     'jsonb',
+     'job_id bigint',
+     'jsonb',
+     'plpgsql', true, 'stable', false, 0, NULL),
+    ('promote_due',
+     ARRAY['integer'],
+     'integer',
+     'max_jobs integer DEFAULT 4096',
+     'integer',
+     'c', true, 'volatile', false, 0, 'awa_promote_due'),
+    ('queue_counts',
+     ARRAY['text'],
+     'setof record',
+     'queue text DEFAULT NULL::text',
+     'TABLE(queue text, available bigint, scheduled bigint, retryable bigint, running bigint, '
+     'completed bigint, failed bigint, cancelled bigint, dlq bigint)',
+     'c', true, 'volatile', false, 10, 'awa_queue_counts'),
+    ('queue_counts_exact',
+     ARRAY['text'],
+     'setof record',
+     'queue text DEFAULT NULL::text',
+     'TABLE(queue text, available bigint, scheduled bigint, retryable bigint, running bigint, '
+     'completed bigint, failed bigint, cancelled bigint, dlq bigint)',
+     'sql', true, 'stable', false, 1000, NULL),
+    ('configure_queue',
+     ARRAY['text', 'boolean', 'interval', 'interval'],
+     'void',
+     'queue text, dlq_enabled boolean DEFAULT NULL::boolean, aging_interval interval DEFAULT NULL::interval, '
+     'default_deadline interval DEFAULT NULL::interval',
+     'void',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('pause_queue',
+     ARRAY['text'],
+     'void',
+     'queue text',
+     'void',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('resume_queue',
+     ARRAY['text'],
+     'void',
+     'queue text',
+     'void',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('dlq_retry',
+     ARRAY['bigint[]'],
+     'integer',
+     'job_ids bigint[]',
+     'integer',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('dlq_purge',
+     ARRAY['bigint[]'],
+     'integer',
+     'job_ids bigint[]',
+     'integer',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    -- The lane cursor reader behind awa.lanes: runs as the caller, who needs
+    -- SELECT on the sequence.
+    ('cursor_value',
+     ARRAY['regclass'],
+     'bigint',
+     'seq regclass',
+     'bigint',
+     'c', false, 'stable', true, 0, 'awa_cursor_value'),
+    -- Internal building blocks (C)
+    ('_attempt',
+     ARRAY['bigint', 'bigint', 'bigint', 'text'],
+     'setof record',
+     'job_id bigint, run_lease bigint, receipt_id bigint, outcome text',
+     'TABLE(status text, closed_outcome text, queue text, priority integer, ready_slot integer, '
+     'ready_generation bigint, lane_seq bigint, attempt integer, max_attempts integer, '
+     'claimed_at timestamp with time zone)',
+     'c', false, 'volatile', false, 1000, 'awa_internal_attempt'),
+    ('_tombstone',
+     ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint'],
+     'text',
+     'queue text, priority integer, lane_seq bigint, ready_slot integer, ready_generation bigint, job_id bigint',
+     'text',
+     'c', false, 'volatile', false, 0, 'awa_internal_tombstone'),
+    ('_promote_jobs',
+     ARRAY['bigint[]'],
+     'integer',
+     'job_ids bigint[]',
+     'integer',
+     'c', false, 'volatile', false, 0, 'awa_internal_promote_jobs'),
+    ('_count_move',
+     ARRAY['text', 'text', 'text', 'bigint'],
+     'void',
+     'queue text, from_state text, to_state text, n bigint DEFAULT 1',
+     'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_count_move'),
+    ('_backoff',
+     ARRAY['integer'],
+     'interval',
+     'attempt integer',
+     'interval',
+     'c', false, 'volatile', false, 0, 'awa_internal_backoff'),
+    ('_queue_meta_changed',
+     ARRAY[]::name[],
+     'void',
+     '',
+     'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_queue_meta_changed'),
+    -- Internal building blocks (SQL, PL/pgSQL)
+    ('_queue_counts_scan',
+     ARRAY['text'],
+     'setof record',
+     'p_queue text',
+     'TABLE(queue text, available bigint, scheduled bigint, retryable bigint, running bigint, '
+     'completed bigint, failed bigint, cancelled bigint, dlq bigint)',
+     'sql', false, 'stable', false, 1000, NULL),
+    ('_require_attempt',
+     ARRAY['bigint', 'bigint', 'bigint'],
+     'void',
+     'job_id bigint, run_lease bigint, receipt_id bigint',
+     'void',
+     'plpgsql', false, 'immutable', false, 0, NULL),
+    ('_require_queue',
+     ARRAY['text'],
+     'void',
+     'queue text',
+     'void',
+     'plpgsql', false, 'immutable', false, 0, NULL),
+    ('_end_attempt',
+     ARRAY['bigint', 'bigint', 'bigint', 'text', 'text', 'interval'],
+     'text',
+     'p_job_id bigint, p_run_lease bigint, p_receipt_id bigint, p_action text, p_error text, p_delay interval',
+     'text',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_job_document',
+     ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
+           'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'timestamp with time zone',
+           'timestamp with time zone', 'jsonb', 'jsonb'],
+     'jsonb',
+     'job_id bigint, queue text, priority integer, kind text, args jsonb, state text, attempt integer, '
+     'max_attempts integer, run_lease bigint, run_at timestamp with time zone, '
+     'created_at timestamp with time zone, payload jsonb, attempted_at timestamp with time zone, '
+     'finalized_at timestamp with time zone, progress jsonb, extra jsonb DEFAULT ''{}''::jsonb',
+     'jsonb',
+     'sql', false, 'immutable', false, 0, NULL);
 
--- Exactly these functions in schema awa (the five API functions and the
--- cursor reader behind awa.lanes): 1
-SELECT functions_are('awa', ARRAY['enqueue', 'enqueue_many', 'claim', 'complete', 'complete_many',
-                                  'cursor_value']::name[],
-                     'schema awa has exactly the five API functions and cursor_value');
+-- Exactly these functions in schema awa: 1
+SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
+                     'schema awa has exactly the 21 public functions and the 11 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 6,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 32,
           'no function is overloaded');
 
--- awa.cursor_value(regclass): 6
-SELECT has_function('awa', 'cursor_value', ARRAY['regclass'], 'awa.cursor_value(regclass) exists');
-SELECT function_returns('awa', 'cursor_value', ARRAY['regclass'], 'bigint', 'awa.cursor_value returns bigint');
-SELECT isnt_definer('awa', 'cursor_value', ARRAY['regclass'],
-                    'awa.cursor_value runs as the caller (who needs SELECT on the sequence)');
-SELECT is_strict('awa', 'cursor_value', ARRAY['regclass'], 'awa.cursor_value is STRICT');
-SELECT function_lang_is('awa', 'cursor_value', ARRAY['regclass'], 'c', 'awa.cursor_value is LANGUAGE C');
-SELECT volatility_is('awa', 'cursor_value', ARRAY['regclass'], 'stable', 'awa.cursor_value is STABLE');
-
--- Per function, 9 checks: 45
+-- Per function, 10 checks: 320
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
   FROM api ORDER BY fn;
-SELECT is_definer('awa', fn, args, 'awa.' || fn || ' is SECURITY DEFINER')
+SELECT CASE WHEN definer
+            THEN is_definer('awa', fn, args, 'awa.' || fn || ' is SECURITY DEFINER')
+            ELSE isnt_definer('awa', fn, args, 'awa.' || fn || ' is not SECURITY DEFINER (runs as its caller)')
+       END
   FROM api ORDER BY fn;
-SELECT volatility_is('awa', fn, args, 'volatile', 'awa.' || fn || ' is VOLATILE')
+SELECT volatility_is('awa', fn, args, volatility, 'awa.' || fn || ' is ' || upper(volatility))
   FROM api ORDER BY fn;
-SELECT function_lang_is('awa', fn, args, 'c', 'awa.' || fn || ' is LANGUAGE C')
+SELECT function_lang_is('awa', fn, args, lang, 'awa.' || fn || ' is LANGUAGE ' || lang)
   FROM api ORDER BY fn;
-SELECT isnt_strict('awa', fn, args, 'awa.' || fn || ' is not STRICT (NULL arguments are validated)')
+SELECT CASE WHEN strict
+            THEN is_strict('awa', fn, args, 'awa.' || fn || ' is STRICT')
+            ELSE isnt_strict('awa', fn, args, 'awa.' || fn || ' is not STRICT (NULL arguments are validated)')
+       END
   FROM api ORDER BY fn;
 SELECT is(pg_catalog.pg_get_function_arguments(p.oid), a.arguments,
           'awa.' || a.fn || ' argument names and defaults')
@@ -85,11 +268,44 @@ SELECT is(pg_catalog.pg_get_function_result(p.oid), a.result, 'awa.' || a.fn || 
   FROM api a
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
+SELECT is(p.proconfig,
+          CASE WHEN a.lang = 'c' THEN NULL ELSE ARRAY['search_path=pg_catalog, pg_temp'] END,
+          'awa.' || a.fn || CASE WHEN a.lang = 'c' THEN ' (C) has no SET clause'
+                                 ELSE ' has SET search_path = pg_catalog, pg_temp' END)
+  FROM api a
+  JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
+ ORDER BY a.fn;
+SELECT is(p.prorows, a.est_rows,
+          'awa.' || a.fn || CASE WHEN p.proretset THEN ' has ROWS ' || a.est_rows
+                                 ELSE ' returns one row (no ROWS estimate)' END)
+  FROM api a
+  JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
+ ORDER BY a.fn;
+
+-- Per C function, its symbol in $libdir/awa: 16
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
+ WHERE a.lang = 'c'
  ORDER BY a.fn;
+
+-- Catalog-wide, so a function added later cannot slip past: every SQL and
+-- PL/pgSQL function of awa pins its search path, and nothing is parallel safe
+-- (the API writes; the rest runs inside it): 2
+SELECT is(
+    ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+           WHERE p.pronamespace = 'awa'::regnamespace AND l.lanname <> 'c'
+             AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']
+           ORDER BY 1),
+    ARRAY[]::text[],
+    'every SQL and PL/pgSQL function of awa has exactly SET search_path = pg_catalog, pg_temp');
+SELECT is(
+    ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p
+           WHERE p.pronamespace = 'awa'::regnamespace AND p.proparallel <> 'u'
+           ORDER BY 1),
+    ARRAY[]::text[],
+    'every awa function is PARALLEL UNSAFE');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,9 +1,11 @@
 -- 05_privileges.sql: roles and who may do what. EXECUTE is revoked from PUBLIC;
--- awa_producer may enqueue, awa_worker may claim and complete, awa_admin may do
--- all of it and read (only read) every table. Nobody but the owner writes tables.
+-- awa_producer may enqueue; awa_worker may claim and end attempts (complete,
+-- heartbeat, retry, snooze, fail); awa_admin may call every public function and
+-- read (only read) every table and the views lanes and dlq. Nobody may execute
+-- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(53);
+SELECT plan(194);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -14,44 +16,97 @@ SELECT ok(NOT rolcanlogin AND NOT rolsuper AND NOT rolcreaterole AND NOT rolcrea
  WHERE rolname IN ('awa_producer', 'awa_worker', 'awa_admin')
  ORDER BY rolname;
 
--- EXECUTE per function and role (PUBLIC included): 6 x 4 = 24
-SELECT function_privs_are('awa', fn::name, args::name[], role::name, privs::name[],
-                          role || ' ' || CASE WHEN cardinality(privs) = 0 THEN 'may not' ELSE 'may' END
-                          || ' execute awa.' || fn)
+-- Who may execute what: one row per function (P = awa_producer, W =
+-- awa_worker, A = awa_admin). PUBLIC executes nothing, and no role may
+-- execute an awa._* building block (the SECURITY DEFINER API calls them as the
+-- extension owner).
+CREATE TEMP TABLE grants (fn name, args name[], producer boolean, worker boolean, admin boolean) ON COMMIT DROP;
+INSERT INTO grants VALUES
+    ('enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
+     true, false, true),
+    ('enqueue_many', ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer',
+                           'jsonb[]'],
+     true, false, true),
+    ('claim', ARRAY['text', 'integer', 'interval'], false, true, true),
+    ('complete', ARRAY['bigint', 'bigint', 'bigint'], false, true, true),
+    ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], false, true, true),
+    ('heartbeat', ARRAY['bigint', 'bigint', 'bigint', 'jsonb'], false, true, true),
+    ('heartbeat_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]', 'jsonb[]'], false, true, true),
+    ('retry', ARRAY['bigint', 'bigint', 'bigint', 'text', 'interval'], false, true, true),
+    ('snooze', ARRAY['bigint', 'bigint', 'bigint', 'interval'], false, true, true),
+    ('fail', ARRAY['bigint', 'bigint', 'bigint', 'text'], false, true, true),
+    ('cancel', ARRAY['bigint'], false, false, true),
+    ('get_job', ARRAY['bigint'], false, false, true),
+    ('promote_due', ARRAY['integer'], false, false, true),
+    ('queue_counts', ARRAY['text'], false, false, true),
+    ('queue_counts_exact', ARRAY['text'], false, false, true),
+    ('configure_queue', ARRAY['text', 'boolean', 'interval', 'interval'], false, false, true),
+    ('pause_queue', ARRAY['text'], false, false, true),
+    ('resume_queue', ARRAY['text'], false, false, true),
+    ('dlq_retry', ARRAY['bigint[]'], false, false, true),
+    ('dlq_purge', ARRAY['bigint[]'], false, false, true),
+    ('cursor_value', ARRAY['regclass'], false, false, true),
+    ('_attempt', ARRAY['bigint', 'bigint', 'bigint', 'text'], false, false, false),
+    ('_tombstone', ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint'], false, false, false),
+    ('_promote_jobs', ARRAY['bigint[]'], false, false, false),
+    ('_count_move', ARRAY['text', 'text', 'text', 'bigint'], false, false, false),
+    ('_backoff', ARRAY['integer'], false, false, false),
+    ('_queue_meta_changed', ARRAY[]::name[], false, false, false),
+    ('_queue_counts_scan', ARRAY['text'], false, false, false),
+    ('_require_attempt', ARRAY['bigint', 'bigint', 'bigint'], false, false, false),
+    ('_require_queue', ARRAY['text'], false, false, false),
+    ('_end_attempt', ARRAY['bigint', 'bigint', 'bigint', 'text', 'text', 'interval'], false, false, false),
+    ('_job_document', ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
+                            'timestamp with time zone', 'timestamp with time zone', 'jsonb',
+                            'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'jsonb'],
+     false, false, false);
+
+-- The matrix covers every function of awa: 1
+SELECT is(
+    ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'awa'::regnamespace
+          EXCEPT SELECT fn::text FROM grants),
+    ARRAY[]::text[],
+    'the privilege matrix names every awa function');
+
+-- EXECUTE per function and role (PUBLIC included): 32 x 4 = 128
+SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
+                          CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
+                          r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
+                          || ' execute awa.' || g.fn)
+  FROM grants g,
+       LATERAL (VALUES (1, 'awa_producer', g.producer), (2, 'awa_worker', g.worker), (3, 'awa_admin', g.admin),
+                       (4, 'public', false)) AS r(ord, role, may)
+ ORDER BY g.fn, r.ord;
+
+-- The same matrix read per role from the whole schema, so that a function
+-- added later with a grant cannot slip past: 4
+SELECT is(
+    ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p
+           WHERE p.pronamespace = 'awa'::regnamespace
+             AND pg_catalog.has_function_privilege(r.role, p.oid, 'EXECUTE')
+           ORDER BY p.proname COLLATE "C"),
+    r.fns,
+    r.role || ' may execute exactly ' || CASE WHEN cardinality(r.fns) = 0 THEN 'nothing in awa'
+                                              ELSE array_to_string(r.fns, ', ') END)
   FROM (VALUES
-    ('enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
-     'awa_producer', ARRAY['EXECUTE']),
-    ('enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
-     'awa_worker', ARRAY[]::text[]),
-    ('enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
-     'awa_admin', ARRAY['EXECUTE']),
-    ('enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
-     'public', ARRAY[]::text[]),
-    ('enqueue_many', ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer'],
-     'awa_producer', ARRAY['EXECUTE']),
-    ('enqueue_many', ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer'],
-     'awa_worker', ARRAY[]::text[]),
-    ('enqueue_many', ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer'],
-     'awa_admin', ARRAY['EXECUTE']),
-    ('enqueue_many', ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer'],
-     'public', ARRAY[]::text[]),
-    ('claim', ARRAY['text', 'integer', 'interval'], 'awa_producer', ARRAY[]::text[]),
-    ('claim', ARRAY['text', 'integer', 'interval'], 'awa_worker', ARRAY['EXECUTE']),
-    ('claim', ARRAY['text', 'integer', 'interval'], 'awa_admin', ARRAY['EXECUTE']),
-    ('claim', ARRAY['text', 'integer', 'interval'], 'public', ARRAY[]::text[]),
-    ('complete', ARRAY['bigint', 'bigint', 'bigint'], 'awa_producer', ARRAY[]::text[]),
-    ('complete', ARRAY['bigint', 'bigint', 'bigint'], 'awa_worker', ARRAY['EXECUTE']),
-    ('complete', ARRAY['bigint', 'bigint', 'bigint'], 'awa_admin', ARRAY['EXECUTE']),
-    ('complete', ARRAY['bigint', 'bigint', 'bigint'], 'public', ARRAY[]::text[]),
-    ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'awa_producer', ARRAY[]::text[]),
-    ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'awa_worker', ARRAY['EXECUTE']),
-    ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'awa_admin', ARRAY['EXECUTE']),
-    ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], 'public', ARRAY[]::text[]),
-    ('cursor_value', ARRAY['regclass'], 'awa_producer', ARRAY[]::text[]),
-    ('cursor_value', ARRAY['regclass'], 'awa_worker', ARRAY[]::text[]),
-    ('cursor_value', ARRAY['regclass'], 'awa_admin', ARRAY['EXECUTE']),
-    ('cursor_value', ARRAY['regclass'], 'public', ARRAY[]::text[])
-  ) AS g(fn, args, role, privs);
+    ('awa_producer', ARRAY['enqueue', 'enqueue_many']),
+    ('awa_worker', ARRAY['claim', 'complete', 'complete_many', 'fail', 'heartbeat', 'heartbeat_many', 'retry',
+                         'snooze']),
+    ('awa_admin', ARRAY['cancel', 'claim', 'complete', 'complete_many', 'configure_queue', 'cursor_value',
+                        'dlq_purge', 'dlq_retry', 'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
+                        'heartbeat_many', 'pause_queue', 'promote_due', 'queue_counts', 'queue_counts_exact',
+                        'resume_queue', 'retry', 'snooze']),
+    ('public', ARRAY[]::text[])
+  ) AS r(role, fns);
+-- Nobody but the owner holds EXECUTE on an awa._* function: 1
+SELECT is(
+    ARRAY(SELECT p.proname || ' ' || coalesce(g.rolname, 'PUBLIC')
+            FROM pg_catalog.pg_proc p, aclexplode(p.proacl) a
+            LEFT JOIN pg_catalog.pg_roles g ON g.oid = a.grantee
+           WHERE p.pronamespace = 'awa'::regnamespace AND p.proname LIKE '\_%' AND a.grantee <> p.proowner
+           ORDER BY 1),
+    ARRAY[]::text[],
+    'the ACL of every awa._* function names its owner only');
 
 -- The ACLs name no other grantee (no role besides the owner and these): 1
 SELECT is(
@@ -72,7 +127,7 @@ SELECT schema_privs_are('awa', r::name, ARRAY['USAGE']::name[], r || ' has USAGE
   FROM unnest(ARRAY['awa_producer', 'awa_worker', 'awa_admin']) r;
 SELECT schema_privs_are('awa', 'public', ARRAY[]::name[], 'PUBLIC has no privilege on schema awa');
 
--- Tables (partitions included) and the view: 8
+-- Tables (partitions included) and the views: 8
 SELECT is(
     ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class c
            WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind IN ('r', 'p', 'v')
@@ -97,6 +152,22 @@ SELECT is(
     r || ' may not read any awa table or view')
   FROM unnest(ARRAY['awa_producer', 'awa_worker', 'public']) r;
 
+-- Exactly SELECT for awa_admin on the views and the control tables of the
+-- lifecycle (PUBLIC included in the check: nothing): 4 + 4
+SELECT table_privs_are('awa', t::name, 'awa_admin', ARRAY['SELECT']::name[], 'awa_admin may only SELECT awa.' || t)
+  FROM unnest(ARRAY['lanes', 'dlq', 'queue_meta', 'job_unique_claims']) t;
+SELECT table_privs_are('awa', t::name, 'public', ARRAY[]::name[], 'PUBLIC has no privilege on awa.' || t)
+  FROM unnest(ARRAY['lanes', 'dlq', 'queue_meta', 'job_unique_claims']) t;
+-- No relation's ACL names any grantee besides the owner and awa_admin: 1
+SELECT is(
+    ARRAY(SELECT DISTINCT coalesce(r.rolname, 'PUBLIC')::text || ' ' || a.privilege_type
+            FROM pg_catalog.pg_class c, aclexplode(c.relacl) a
+            LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+           WHERE c.relnamespace = 'awa'::regnamespace AND a.grantee <> c.relowner
+           ORDER BY 1),
+    ARRAY['awa_admin SELECT'],
+    'on awa relations only awa_admin holds a privilege, and only SELECT');
+
 -- Sequences: nobody but the owner may use them directly: 4
 SELECT is(
     ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class c
@@ -107,20 +178,76 @@ SELECT is(
     r || ' has no privilege on any awa sequence')
   FROM unnest(ARRAY['awa_producer', 'awa_worker', 'awa_admin', 'public']) r;
 
--- Behaviour matches the catalog: calls without EXECUTE fail with 42501: 5
+-- Behaviour matches the catalog. Calls without EXECUTE or SELECT fail with
+-- 42501; granted calls work although the SECURITY DEFINER API calls awa._*
+-- functions nobody may execute (unknown ids answer 'stale', 'not_found', 0).
 CREATE ROLE awa_pgtap_nobody NOLOGIN;
 CREATE ROLE awa_pgtap_producer NOLOGIN IN ROLE awa_producer;
 CREATE ROLE awa_pgtap_worker NOLOGIN IN ROLE awa_worker;
+CREATE ROLE awa_pgtap_admin NOLOGIN IN ROLE awa_admin;
+
+-- A role without grants: 4
 SET LOCAL ROLE awa_pgtap_nobody;
 SELECT throws_ok($$SELECT awa.enqueue('k')$$, '42501', NULL, 'a role without grants may not enqueue');
 SELECT throws_ok($$SELECT * FROM awa.claim('q')$$, '42501', NULL, 'a role without grants may not claim');
+SELECT throws_ok($$SELECT * FROM awa.queue_counts()$$, '42501', NULL,
+                 'a role without grants may not read queue counts');
+SELECT throws_ok($$SELECT * FROM awa.dlq$$, '42501', NULL, 'a role without grants may not read awa.dlq');
 RESET ROLE;
+
+-- awa_producer: 6
 SET LOCAL ROLE awa_pgtap_producer;
 SELECT throws_ok($$SELECT * FROM awa.claim('q')$$, '42501', NULL, 'a producer may not claim');
 SELECT throws_ok($$SELECT awa.complete(1, 1, 1)$$, '42501', NULL, 'a producer may not complete');
+SELECT throws_ok($$SELECT awa.heartbeat(1, 1, 1)$$, '42501', NULL, 'a producer may not heartbeat');
+SELECT throws_ok($$SELECT awa.retry(1, 1, 1, 'e')$$, '42501', NULL, 'a producer may not retry');
+SELECT throws_ok($$SELECT awa.cancel(-1)$$, '42501', NULL, 'a producer may not cancel');
+SELECT ok(awa.enqueue('k', '{}', 'pgtap_privileges') > 0, 'a producer may enqueue');
 RESET ROLE;
+
+-- awa_worker: 10
 SET LOCAL ROLE awa_pgtap_worker;
 SELECT throws_ok($$SELECT awa.enqueue('k')$$, '42501', NULL, 'a worker may not enqueue');
+SELECT throws_ok($$SELECT awa.cancel(-1)$$, '42501', NULL, 'a worker may not cancel');
+SELECT throws_ok($$SELECT awa.get_job(-1)$$, '42501', NULL, 'a worker may not read a job');
+SELECT throws_ok($$SELECT awa.configure_queue('pgtap_privileges', true)$$, '42501', NULL,
+                 'a worker may not configure a queue');
+SELECT throws_ok($$SELECT awa.pause_queue('pgtap_privileges')$$, '42501', NULL, 'a worker may not pause a queue');
+SELECT throws_ok($$SELECT awa.promote_due()$$, '42501', NULL, 'a worker may not promote due jobs');
+SELECT throws_ok($$SELECT awa.dlq_purge('{-1}')$$, '42501', NULL, 'a worker may not purge the DLQ');
+SELECT throws_ok($$SELECT count(*) FROM awa.queue_meta$$, '42501', NULL, 'a worker may not read awa.queue_meta');
+SELECT results_eq(
+    $$SELECT awa.heartbeat(0, 0, 0), awa.retry(0, 0, 0, 'e'), awa.snooze(0, 0, 0, interval '1 second'),
+             awa.fail(0, 0, 0, 'e')$$,
+    $$VALUES ('stale', 'stale', 'stale', 'stale')$$,
+    'a worker may heartbeat, retry, snooze and fail (an unknown attempt is stale)');
+SELECT results_eq(
+    $$SELECT job_id, run_lease, status FROM awa.heartbeat_many('{7}', '{1}', '{1}')$$,
+    $$VALUES (7::bigint, 1::bigint, 'stale')$$,
+    'a worker may heartbeat_many');
+RESET ROLE;
+
+-- awa_admin: 7
+SET LOCAL ROLE awa_pgtap_admin;
+SELECT throws_ok($$SELECT awa._backoff(1)$$, '42501', NULL, 'an admin may not execute awa._backoff');
+SELECT throws_ok($$SELECT awa._count_move('pgtap_privileges', 'available', NULL)$$, '42501', NULL,
+                 'an admin may not execute awa._count_move');
+SELECT throws_ok($$SELECT * FROM awa._queue_counts_scan(NULL)$$, '42501', NULL,
+                 'an admin may not execute awa._queue_counts_scan');
+SELECT lives_ok($$SELECT awa.configure_queue('pgtap_privileges', true), awa.pause_queue('pgtap_privileges'),
+                         awa.resume_queue('pgtap_privileges')$$,
+                'an admin may configure, pause and resume a queue');
+SELECT results_eq(
+    $$SELECT awa.cancel(-1), awa.get_job(-1), awa.dlq_retry('{-1}'), awa.dlq_purge('{-1}')$$,
+    $$VALUES ('not_found', NULL::jsonb, 0, 0)$$,
+    'an admin may cancel, read jobs, retry and purge dead letters (unknown ids)');
+SELECT results_eq(
+    $$SELECT queue, available, scheduled, dlq FROM awa.queue_counts_exact('pgtap_privileges')$$,
+    $$VALUES ('pgtap_privileges', 1::bigint, 0::bigint, 0::bigint)$$,
+    'an admin may count a queue exactly (it sees the producer''s job)');
+SELECT lives_ok($$SELECT (SELECT count(*) FROM awa.dlq), (SELECT count(*) FROM awa.lanes),
+                         (SELECT count(*) FROM awa.queue_meta), (SELECT count(*) FROM awa.job_unique_claims)$$,
+                'an admin may read awa.dlq, awa.lanes, awa.queue_meta and awa.job_unique_claims');
 RESET ROLE;
 
 SELECT * FROM finish();
