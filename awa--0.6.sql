@@ -675,7 +675,7 @@ $$;
 -- Checks the (job_id, run_lease, receipt_id) triple every worker call takes.
 CREATE FUNCTION awa._require_attempt(job_id bigint, run_lease bigint, receipt_id bigint)
 RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql VOLATILE  -- raises: never evaluated ahead of time
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -837,7 +837,7 @@ CREATE FUNCTION awa._job_document(job_id bigint, queue text, priority int, kind 
                                   created_at timestamptz, payload jsonb, attempted_at timestamptz,
                                   finalized_at timestamptz, progress jsonb, extra jsonb DEFAULT '{}')
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE
+LANGUAGE sql STABLE  -- timestamps are formatted in the session's time zone
 SET search_path = pg_catalog, pg_temp
 AS $$
 SELECT jsonb_build_object(
@@ -1119,7 +1119,7 @@ $$;
 
 CREATE FUNCTION awa._require_queue(queue text)
 RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql VOLATILE  -- raises: never evaluated ahead of time
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

@@ -208,13 +208,13 @@ INSERT INTO api VALUES
      'void',
      'job_id bigint, run_lease bigint, receipt_id bigint',
      'void',
-     'plpgsql', false, 'immutable', false, 0, NULL),
+     'plpgsql', false, 'volatile', false, 0, NULL),
     ('_require_queue',
      ARRAY['text'],
      'void',
      'queue text',
      'void',
-     'plpgsql', false, 'immutable', false, 0, NULL),
+     'plpgsql', false, 'volatile', false, 0, NULL),
     ('_end_attempt',
      ARRAY['bigint', 'bigint', 'bigint', 'text', 'text', 'interval'],
      'text',
@@ -231,7 +231,7 @@ INSERT INTO api VALUES
      'created_at timestamp with time zone, payload jsonb, attempted_at timestamp with time zone, '
      'finalized_at timestamp with time zone, progress jsonb, extra jsonb DEFAULT ''{}''::jsonb',
      'jsonb',
-     'sql', false, 'immutable', false, 0, NULL);
+     'sql', false, 'stable', false, 0, NULL);
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
