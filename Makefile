@@ -19,7 +19,8 @@ REGRESS = setup enqueue enqueue_many claim complete cursor security heartbeat at
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
 # isolationtester specs (specs/, expected/).
-ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release
+ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release \
+            late_completion dlq_retry_vs_purge cancel_vs_claim two_workers_drain cancel_vs_promote
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 

@@ -1018,6 +1018,11 @@ BEGIN
          WHERE x.queue = r.queue AND x.priority = r.priority AND x.ready_slot = r.ready_slot
            AND x.ready_generation = r.ready_generation AND x.next_lane_seq > r.lane_seq
            AND x.first_lane_seq <= r.lane_seq AND x.lane_ranges @> r.lane_seq;
+        IF NOT FOUND AND current_setting('transaction_isolation') <> 'read committed' THEN
+            -- The claim committed after this transaction's snapshot was taken.
+            RAISE EXCEPTION 'could not cancel job %: it was claimed by a transaction this snapshot cannot see',
+                p_job_id USING ERRCODE = 'serialization_failure', HINT = 'Retry the transaction.';
+        END IF;
         IF NOT FOUND THEN
             RETURN 'already_finished';
         END IF;
