@@ -1128,13 +1128,18 @@ LANGUAGE plpgsql VOLATILE  -- raises: never evaluated ahead of time
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    -- The same rules and messages as the C functions (src/core/validate.cpp).
     IF queue IS NULL THEN
         RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed',
-            HINT = 'Name the queue, such as ''default''.';
+            HINT = 'Pass a non-empty name.';
     END IF;
-    IF length(queue) NOT BETWEEN 1 AND 200 THEN
-        RAISE EXCEPTION 'queue must be 1 to 200 characters' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Use a short name such as ''emails''.';
+    IF length(queue) = 0 THEN
+        RAISE EXCEPTION 'queue must not be empty' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass a non-empty name.';
+    END IF;
+    IF length(queue) > 200 THEN
+        RAISE EXCEPTION 'queue is % characters long; at most 200 are allowed', length(queue)
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use a shorter name.';
     END IF;
 END
 $$;

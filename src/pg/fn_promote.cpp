@@ -75,7 +75,7 @@ AWA_FUNCTION(awa_promote_due)
 	int32 max_jobs = PG_GETARG_INT32(0);
 	if (max_jobs < 1 || max_jobs > 100000)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_jobs must be between 1 and 100000"),
-		                errhint("Promote in batches; the background worker uses 4096.")));
+		                errhint("Promote at most 100000 jobs per call; the default is 4096.")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
 	Datum values[2] = {Int32GetDatum(max_jobs), TimestampTzGetDatum(GetCurrentTimestamp())};

@@ -57,6 +57,30 @@ Append(pg_cryptohash_ctx *ctx, const char *data, size_t length)
 		elog(ERROR, "awa: could not compute a unique key");
 }
 
+// Parses an interval literal; false (and no error) if it is not one.
+// interval_in is a pure function, so its error can be caught and dropped
+// without a subtransaction. Kept in a frame of its own (setjmp).
+bool
+ParseIntervalMicros(const char *literal, int64 *micros)
+{
+	volatile bool parsed = false;
+	MemoryContext context = CurrentMemoryContext;
+	PG_TRY();
+	{
+		Interval *interval = DatumGetIntervalP(DirectFunctionCall3(
+		    interval_in, CStringGetDatum(literal), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+		*micros = IntervalMicros(interval);
+		parsed = true;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	return parsed;
+}
+
 }  // namespace
 
 JobOptions
@@ -133,9 +157,10 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 			if (period->type != jbvString)
 				Invalid(where, ".unique.period must be an interval string such as \"1 hour\"", kUniqueHint);
 			char *literal = pnstrdup(period->val.string.val, period->val.string.len);
-			Interval *interval = DatumGetIntervalP(
-			    DirectFunctionCall3(interval_in, CStringGetDatum(literal), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
-			int64 micros = IntervalMicros(interval);
+			int64 micros = 0;
+			bool parsed = ParseIntervalMicros(literal, &micros);
+			if (!parsed)
+				Invalid(where, ".unique.period is not an interval", kUniqueHint);
 			if (micros <= 0)
 				Invalid(where, ".unique.period must be positive", kUniqueHint);
 			bucket = now / micros - (now % micros < 0 ? 1 : 0);
