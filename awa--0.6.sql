@@ -955,13 +955,19 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p_job_id bigint := $1;
-    d        record;
+    d        record;     -- the job's body: a deferred row or a ready row
     r        record;
     b        record;
     a        record;
     ring     record;
     outcome  text;
     idx      int;
+    -- where the cancelled terminal row goes
+    slot     smallint;
+    gen      bigint;
+    lane     bigint;
+    lease    bigint;
+    tries    smallint;
 BEGIN
     IF p_job_id IS NULL THEN
         RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'null_value_not_allowed',
@@ -971,16 +977,12 @@ BEGIN
     FOR round IN 1 .. 100 LOOP
         DELETE FROM awa.deferred_jobs j WHERE j.job_id = p_job_id RETURNING j.* INTO d;
         IF FOUND THEN
+            -- Scheduled or retryable: a synthetic terminal row in the current queue slot.
             SELECT q.slot, q.generation INTO ring FROM awa.queue_ring_rotations q ORDER BY q.generation DESC LIMIT 1;
-            INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease,
-                                          attempt, kind, state, finalized_at, args, max_attempts, run_at,
-                                          created_at, unique_key, payload)
-            VALUES (ring.slot, ring.generation, d.queue, d.priority, -d.job_id, d.job_id, d.run_lease, d.attempt,
-                    d.kind, 'cancelled', clock_timestamp(), d.args, d.max_attempts, d.run_at, d.created_at,
-                    d.unique_key, d.payload);
+            slot := ring.slot; gen := ring.generation; lane := -d.job_id; lease := d.run_lease; tries := d.attempt;
             PERFORM awa._count_move(d.queue, d.state, 'cancelled');
-            DELETE FROM awa.job_unique_claims u WHERE u.job_id = p_job_id AND (u.unique_states & 64) = 0;
-            RETURN 'cancelled';
+            outcome := 'cancelled';
+            EXIT;
         END IF;
         IF EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = p_job_id)
            OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id) THEN
@@ -998,17 +1000,15 @@ BEGIN
                       AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot) THEN
             RETURN 'already_finished';
         END IF;
+        d := r;
+        slot := r.ready_slot; gen := r.ready_generation; lane := r.lane_seq;
 
+        -- Available: a tombstone (src/pg/fn_tombstone.cpp closes the race with claims).
         outcome := awa._tombstone(r.queue, r.priority, r.lane_seq, r.ready_slot, r.ready_generation, r.job_id);
         IF outcome = 'tombstoned' THEN
-            INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease,
-                                          attempt, kind, state, finalized_at, args, max_attempts, run_at,
-                                          created_at, unique_key, payload)
-            VALUES (r.ready_slot, r.ready_generation, r.queue, r.priority, r.lane_seq, r.job_id, r.run_lease,
-                    r.attempt, r.kind, 'cancelled', clock_timestamp(), r.args, r.max_attempts, r.run_at,
-                    r.created_at, r.unique_key, r.payload);
-            DELETE FROM awa.job_unique_claims u WHERE u.job_id = p_job_id AND (u.unique_states & 64) = 0;
-            RETURN 'cancelled';
+            lease := r.run_lease; tries := r.attempt;
+            outcome := 'cancelled';
+            EXIT;
         ELSIF outcome = 'already_tombstoned' THEN
             RETURN 'already_finished';
         END IF;
@@ -1020,8 +1020,9 @@ BEGIN
            AND x.first_lane_seq <= r.lane_seq AND x.lane_ranges @> r.lane_seq;
         IF NOT FOUND AND current_setting('transaction_isolation') <> 'read committed' THEN
             -- The claim committed after this transaction's snapshot was taken.
-            RAISE EXCEPTION 'could not cancel job %: it was claimed by a transaction this snapshot cannot see',
-                p_job_id USING ERRCODE = 'serialization_failure', HINT = 'Retry the transaction.';
+            RAISE EXCEPTION 'could not cancel the job: it was claimed by a transaction this snapshot cannot see'
+                USING ERRCODE = 'serialization_failure', DETAIL = format('Job %s.', p_job_id),
+                      HINT = 'Retry the transaction.';
         END IF;
         IF NOT FOUND THEN
             RETURN 'already_finished';
@@ -1035,21 +1036,27 @@ BEGIN
                                           (b.batch_id << 18) | ((idx - 1)::bigint << 4) | b.claim_slot,
                                           'cancelled');
         IF a.status = 'closed_now' THEN
-            INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease,
-                                          attempt, kind, state, finalized_at, args, max_attempts, run_at,
-                                          created_at, unique_key, payload)
-            VALUES (r.ready_slot, r.ready_generation, r.queue, r.priority, r.lane_seq, r.job_id, r.run_lease + 1,
-                    a.attempt, r.kind, 'cancelled', clock_timestamp(), r.args, r.max_attempts, r.run_at,
-                    r.created_at, r.unique_key, r.payload);
-            RETURN 'cancel_requested';
+            lease := r.run_lease + 1; tries := a.attempt;
+            outcome := 'cancel_requested';
+            EXIT;
         END IF;
         IF a.status = 'closed' AND a.closed_outcome IN ('retryable', 'scheduled') THEN
             CONTINUE;  -- retried or snoozed meanwhile: cancel it where it went
         END IF;
         RETURN 'already_finished';
     END LOOP;
-    RAISE EXCEPTION 'job % kept changing state while it was being cancelled', p_job_id
-        USING ERRCODE = 'lock_not_available', HINT = 'Try again.';
+    IF outcome IS NULL OR outcome NOT IN ('cancelled', 'cancel_requested') THEN
+        RAISE EXCEPTION 'job % kept changing state while it was being cancelled', p_job_id
+            USING ERRCODE = 'lock_not_available', HINT = 'Try again.';
+    END IF;
+    INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease, attempt,
+                                  kind, state, finalized_at, args, max_attempts, run_at, created_at, unique_key,
+                                  payload)
+    VALUES (slot, gen, d.queue, d.priority, lane, p_job_id, lease, tries, d.kind, 'cancelled', clock_timestamp(),
+            d.args, d.max_attempts, d.run_at, d.created_at, d.unique_key, d.payload);
+    -- A running job's key was freed when its attempt closed; the others' here.
+    DELETE FROM awa.job_unique_claims u WHERE u.job_id = p_job_id AND (u.unique_states & 64) = 0;
+    RETURN outcome;
 END
 $$;
 

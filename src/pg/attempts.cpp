@@ -281,6 +281,20 @@ ProcessAttempts(Attempt *attempts, int n, AttemptAction action, const char *outc
 	}
 }
 
+Attempt
+AttemptArgument(FunctionCallInfo fcinfo, int first_arg)
+{
+	RequireArgument(fcinfo, first_arg, "job_id", false);
+	RequireArgument(fcinfo, first_arg + 1, "run_lease", false);
+	RequireArgument(fcinfo, first_arg + 2, "receipt_id", false);
+	Attempt attempt;
+	memset(&attempt, 0, sizeof(attempt));
+	attempt.job_id = PG_GETARG_INT64(first_arg);
+	attempt.run_lease = PG_GETARG_INT64(first_arg + 1);
+	attempt.receipt_id = PG_GETARG_INT64(first_arg + 2);
+	return attempt;
+}
+
 int
 AttemptArrays(FunctionCallInfo fcinfo, int first_arg, Attempt **out)
 {

@@ -54,6 +54,10 @@ enum class AttemptAction {
 void ProcessAttempts(Attempt *attempts, int n, AttemptAction action, const char *outcome,
                      MemoryContext result_context);
 
+// Reads the (job_id, run_lease, receipt_id) arguments first_arg.. of a
+// single-attempt call (22004 when one is NULL).
+Attempt AttemptArgument(FunctionCallInfo fcinfo, int first_arg);
+
 // Reads the attempt arrays of awa.complete_many/heartbeat_many-style calls.
 // Returns the number of attempts (palloc'd into *out).
 int AttemptArrays(FunctionCallInfo fcinfo, int first_arg, Attempt **out);

@@ -17,14 +17,7 @@ using namespace awa::pg;
 //     lane_seq, attempt, max_attempts, claimed_at)
 AWA_FUNCTION(awa_internal_attempt)
 {
-	RequireArgument(fcinfo, 0, "job_id", false);
-	RequireArgument(fcinfo, 1, "run_lease", false);
-	RequireArgument(fcinfo, 2, "receipt_id", false);
-	Attempt attempt;
-	memset(&attempt, 0, sizeof(attempt));
-	attempt.job_id = PG_GETARG_INT64(0);
-	attempt.run_lease = PG_GETARG_INT64(1);
-	attempt.receipt_id = PG_GETARG_INT64(2);
+	Attempt attempt = AttemptArgument(fcinfo, 0);
 	char *outcome = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	if (outcome != NULL && strcmp(outcome, "retryable") != 0 && strcmp(outcome, "scheduled") != 0 &&
 	    strcmp(outcome, "failed") != 0 && strcmp(outcome, "dlq") != 0 && strcmp(outcome, "cancelled") != 0)

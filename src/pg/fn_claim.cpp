@@ -235,6 +235,21 @@ ResetView(LaneView *view, int64 first_generation)
 	view->evidence_truncated = false;
 }
 
+// An empty view whose walk starts at `first_generation`.
+LaneView
+NewView(int64 first_generation)
+{
+	LaneView view;
+	view.committed_capacity = 64;
+	view.committed = static_cast<BridgeCommitted *>(palloc(sizeof(BridgeCommitted) * view.committed_capacity));
+	view.spent_capacity = 16;
+	view.spent = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.spent_capacity));
+	view.own_capacity = 16;
+	view.own = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.own_capacity));
+	ResetView(&view, first_generation);
+	return view;
+}
+
 // Multirange of the planned lane ranges.
 Datum
 LaneRanges(const BridgeRange *ranges, int count)
@@ -273,14 +288,7 @@ HeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, TimestampTz 
 	q.page = 64;
 	int64 oldest = core::OldestLiveGeneration(ring.queue_generation, ring.queue_slot_count);
 	int64 start = Min(Max(CachedHeadGeneration(lane.claim_seq), oldest), ring.queue_generation);
-	LaneView view;
-	view.committed_capacity = 64;
-	view.committed = static_cast<BridgeCommitted *>(palloc(sizeof(BridgeCommitted) * view.committed_capacity));
-	view.spent_capacity = 16;
-	view.spent = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.spent_capacity));
-	view.own_capacity = 16;
-	view.own = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.own_capacity));
-	ResetView(&view, start);
+	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
 	// Walk over the spent prefix (claimed, own or tombstoned lanes).
 	int64 position = q.cursor + 1;
@@ -361,14 +369,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	int64 start = Max(CachedHeadGeneration(lane.claim_seq), oldest);
 	start = Min(start, ring.queue_generation);
 
-	LaneView view;
-	view.committed_capacity = 64;
-	view.committed = static_cast<BridgeCommitted *>(palloc(sizeof(BridgeCommitted) * view.committed_capacity));
-	view.spent_capacity = 16;
-	view.spent = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.spent_capacity));
-	view.own_capacity = 16;
-	view.own = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.own_capacity));
-	ResetView(&view, start);
+	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
 
 	BridgeRange *claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * request.max_jobs));

@@ -15,14 +15,7 @@ using namespace awa::pg;
 // awa.complete(job_id, run_lease, receipt_id) -> accepted
 AWA_FUNCTION(awa_complete)
 {
-	RequireArgument(fcinfo, 0, "job_id", false);
-	RequireArgument(fcinfo, 1, "run_lease", false);
-	RequireArgument(fcinfo, 2, "receipt_id", false);
-	Attempt attempt;
-	memset(&attempt, 0, sizeof(attempt));
-	attempt.job_id = PG_GETARG_INT64(0);
-	attempt.run_lease = PG_GETARG_INT64(1);
-	attempt.receipt_id = PG_GETARG_INT64(2);
+	Attempt attempt = AttemptArgument(fcinfo, 0);
 	MemoryContext caller = CurrentMemoryContext;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");

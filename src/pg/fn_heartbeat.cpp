@@ -85,14 +85,7 @@ using namespace awa::pg;
 // awa.heartbeat(job_id, run_lease, receipt_id, progress) -> alive | cancel_requested | stale
 AWA_FUNCTION(awa_heartbeat)
 {
-	RequireArgument(fcinfo, 0, "job_id", false);
-	RequireArgument(fcinfo, 1, "run_lease", false);
-	RequireArgument(fcinfo, 2, "receipt_id", false);
-	Attempt attempt;
-	memset(&attempt, 0, sizeof(attempt));
-	attempt.job_id = PG_GETARG_INT64(0);
-	attempt.run_lease = PG_GETARG_INT64(1);
-	attempt.receipt_id = PG_GETARG_INT64(2);
+	Attempt attempt = AttemptArgument(fcinfo, 0);
 	Datum progress = PG_ARGISNULL(3) ? (Datum)0 : PG_GETARG_DATUM(3);
 	bool progress_null = PG_ARGISNULL(3);
 	if (!progress_null)
