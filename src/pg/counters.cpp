@@ -97,7 +97,8 @@ StartupShmem()
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(CountersKey);
 	info.entrysize = sizeof(QueueCounters);
-	queues = ShmemInitHash("awa queue counters", awa_max_queues, awa_max_queues, &info, HASH_ELEM | HASH_BLOBS);
+	queues = ShmemInitHash("awa queue counters", awa_max_queues, awa_max_queues, &info,
+	                       HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	counters_lock = &(GetNamedLWLockTranche("awa_counters"))->lock;
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -244,10 +245,13 @@ EntryOf(text *queue)
 			shared->dbs[db_index].state = kUntrusted;
 		}
 		LWLockRelease(counters_lock);
-		if (full)
+		static bool warned = false;  // once per backend
+		if (full && !warned) {
+			warned = true;
 			ereport(WARNING, (errmsg("awa: more queues than awa.max_queues (%d); queue counts are counted exactly",
 			                         awa_max_queues),
 			                  errhint("Raise awa.max_queues (requires a restart).")));
+		}
 	}
 	if (entry != NULL)
 		slot = EntryCacheSlot{MyDatabaseId, hash, entry};

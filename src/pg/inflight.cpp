@@ -71,7 +71,8 @@ StartupShmem()
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(InflightKey);
 	info.entrysize = sizeof(LaneInflight);
-	lanes = ShmemInitHash("awa in-flight claims", awa_max_lanes, awa_max_lanes, &info, HASH_ELEM | HASH_BLOBS);
+	lanes = ShmemInitHash("awa in-flight claims", awa_max_lanes, awa_max_lanes, &info,
+	                      HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	lanes_lock = &(GetNamedLWLockTranche("awa_inflight"))->lock;
 	LWLockRelease(AddinShmemInitLock);
 }
