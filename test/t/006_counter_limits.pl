@@ -1,0 +1,73 @@
+# 006_counter_limits.pl
+#
+# The shared-memory counters behind awa.queue_counts have fixed limits:
+#   - awa.max_queues entries. Beyond it, queue_counts answers from the exact
+#     pass for that database (still correct), warns once per backend, and the
+#     counter table never grows into the shared memory PostgreSQL keeps spare
+#     for its lock table (a bug found in review: without HASH_FIXED_SIZE the
+#     hash grew past the limit until the lock table ran out of memory).
+#   - a standby never trusts counters (replayed changes move none): there
+#     queue_counts counts exactly, and after promotion it rebuilds them.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
+
+my $node = start_awa_node('limits', init => { allows_streaming => 1 },
+	conf => "awa.max_queues = 16\nmax_locks_per_transaction = 64\n");
+
+is($node->safe_psql('postgres', 'SHOW awa.max_queues'), '16', 'awa.max_queues is 16');
+
+# The lock table's capacity right after start (its spare shared memory included).
+my $locks = 'SELECT count(*) FROM (SELECT pg_advisory_xact_lock(i) FROM generate_series(1, 1500) i) s';
+is($node->safe_psql('postgres', $locks), '1500', 'before: 1500 advisory locks fit in the lock table');
+
+# 2500 queues, one job each, each in its own transaction: far more than the
+# limit, and more entries than the spare shared memory could hold.
+my ($stdout, $stderr) = ('', '');
+$node->psql('postgres',
+	join('', map { "SELECT awa.enqueue('k', '{}', 'q$_');\n" } 1 .. 2500),
+	stdout => \$stdout, stderr => \$stderr);
+my @warnings = ($stderr =~ /more queues than awa\.max_queues/g);
+is(scalar(@warnings), 1, 'one session warns once when the counter table is full');
+
+my $compare = q{
+	SELECT count(*) FILTER (WHERE c IS DISTINCT FROM e) AS differ, count(*) AS queues
+	  FROM (SELECT c.queue, c AS c, e AS e
+	          FROM awa.queue_counts() c JOIN awa.queue_counts_exact() e USING (queue)) s};
+is($node->safe_psql('postgres', $compare), '0|2500', 'over the limit: all 2500 queues counted, equal to the exact pass');
+is($node->safe_psql('postgres', "SELECT available FROM awa.queue_counts('q2500')"), '1',
+	'a queue without a counter slot is counted exactly');
+
+# The lock table still has its spare memory: as many locks as right after start.
+is($node->safe_psql('postgres', $locks), '1500', 'after: the counters did not eat the lock table\'s spare memory');
+
+# A standby counts exactly; after promotion the counters are rebuilt.
+my $small = start_awa_node('small', init => { allows_streaming => 1 });
+$small->safe_psql('postgres', q{
+	SELECT awa.enqueue('k', '{}', 'sq') FROM generate_series(1, 5);
+	SELECT count(*) FROM awa.claim('sq', 2);
+	SELECT * FROM awa.queue_counts('sq');});
+$small->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($small, 'base', has_streaming => 1);
+$standby->start;
+$small->safe_psql('postgres', q{SELECT awa.enqueue('k', '{}', 'sq') FROM generate_series(1, 3)});
+$small->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', q{SELECT available, running FROM awa.queue_counts('sq')}), '6|2',
+	'standby: queue_counts counts exactly, including changes replayed after its start');
+$standby->promote;
+$standby->safe_psql('postgres', q{SELECT count(*) FROM awa.claim('sq', 1)});
+is($standby->safe_psql('postgres', q{SELECT available, running FROM awa.queue_counts('sq')}), '5|3',
+	'promoted standby: counters rebuilt and moving');
+is($standby->safe_psql('postgres', q{
+	SELECT (SELECT c FROM awa.queue_counts('sq') c) IS NOT DISTINCT FROM (SELECT e FROM awa.queue_counts_exact('sq') e)}),
+	't', 'promoted standby: queue_counts equals the exact pass');
+
+done_testing();
