@@ -672,161 +672,29 @@ SELECT q.queue,
  ORDER BY q.queue
 $$;
 
--- Checks the (job_id, run_lease, receipt_id) triple every worker call takes.
-CREATE FUNCTION awa._require_attempt(job_id bigint, run_lease bigint, receipt_id bigint)
-RETURNS void
-LANGUAGE plpgsql VOLATILE  -- raises: never evaluated ahead of time
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF job_id IS NULL OR run_lease IS NULL OR receipt_id IS NULL THEN
-        RAISE EXCEPTION 'job_id, run_lease and receipt_id must not be NULL'
-            USING ERRCODE = 'null_value_not_allowed',
-                  HINT = 'Pass job_id, run_lease and receipt_id as returned by awa.claim.';
-    END IF;
-END
-$$;
-
--- Ends a running attempt other than by success: 'retry' (retryable, or
--- failed/dlq once attempts are exhausted), 'snooze' (scheduled; the attempt is
--- given back) or 'fail' (failed, or dlq when the queue has DLQ on). The open
--- attempt is closed first (its claim batch stays locked to the end of the
--- transaction), so a stale or concurrent call finds it closed: 'stale'.
-CREATE FUNCTION awa._end_attempt(p_job_id bigint, p_run_lease bigint, p_receipt_id bigint,
-                                 p_action text, p_error text, p_delay interval)
-RETURNS text
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    a          record;
-    r          record;
-    outcome    text;
-    dlq        boolean;
-    payload    jsonb;
-    progress   jsonb;
-    next_run   timestamptz;
-BEGIN
-    SELECT * INTO a FROM awa._attempt(p_job_id, p_run_lease, p_receipt_id, NULL);
-    IF a.status <> 'open' THEN
-        RETURN 'stale';
-    END IF;
-    SELECT m.dlq_enabled INTO dlq FROM awa.queue_meta m WHERE m.queue = a.queue;
-    IF p_action = 'snooze' THEN
-        outcome := 'scheduled';
-    ELSIF p_action = 'retry' AND a.attempt < a.max_attempts THEN
-        outcome := 'retryable';
-    ELSIF coalesce(dlq, false) THEN
-        outcome := 'dlq';
-    ELSE
-        outcome := 'failed';
-    END IF;
-
-    SELECT * INTO STRICT r FROM awa.ready_entries e
-     WHERE e.queue = a.queue AND e.priority = a.priority AND e.lane_seq = a.lane_seq
-       AND e.ready_slot = a.ready_slot;
-    SELECT s.progress INTO progress FROM awa.attempt_state s
-     WHERE s.job_id = p_job_id AND s.run_lease = p_run_lease;
-    -- Close first: this also drops the heartbeat row, frees a unique key the
-    -- new state does not hold, and moves the counters (running -> outcome).
-    PERFORM awa._attempt(p_job_id, p_run_lease, p_receipt_id, outcome);
-
-    payload := coalesce(r.payload, '{}'::jsonb);
-    IF p_action <> 'snooze' THEN
-        payload := payload || jsonb_build_object('errors',
-            coalesce(payload -> 'errors', '[]'::jsonb)
-            || jsonb_build_array(jsonb_build_object('attempt', a.attempt, 'error', p_error,
-                                                    'at', clock_timestamp())));
-    END IF;
-    IF progress IS NOT NULL THEN
-        payload := payload || jsonb_build_object('progress', progress);
-    END IF;
-    IF payload = '{}'::jsonb THEN
-        payload := NULL;
-    END IF;
-
-    IF outcome IN ('retryable', 'scheduled') THEN
-        next_run := clock_timestamp() + coalesce(p_delay, awa._backoff(a.attempt));
-        INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease, attempt,
-                                       max_attempts, created_at, unique_key, unique_states, payload)
-        VALUES (p_job_id, a.queue, a.priority, r.kind, r.args, outcome, next_run, p_run_lease,
-                CASE WHEN outcome = 'scheduled' THEN a.attempt - 1 ELSE a.attempt END,
-                a.max_attempts, r.created_at, r.unique_key, r.unique_states, payload);
-    ELSIF outcome = 'dlq' THEN
-        INSERT INTO awa.dlq_entries (job_id, queue, priority, kind, args, run_lease, original_run_lease, attempt,
-                                     max_attempts, run_at, created_at, unique_key, unique_states, payload,
-                                     dlq_reason, dlq_at)
-        VALUES (p_job_id, a.queue, a.priority, r.kind, r.args, p_run_lease, p_run_lease, a.attempt,
-                a.max_attempts, r.run_at, r.created_at, r.unique_key, r.unique_states, payload,
-                p_error, clock_timestamp());
-    ELSE
-        INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease,
-                                      attempt, kind, state, finalized_at, args, max_attempts, run_at, created_at,
-                                      unique_key, payload)
-        VALUES (a.ready_slot, a.ready_generation, a.queue, a.priority, a.lane_seq, p_job_id, p_run_lease,
-                a.attempt, r.kind, 'failed', clock_timestamp(), r.args, a.max_attempts, r.run_at, r.created_at,
-                r.unique_key, payload);
-    END IF;
-    RETURN outcome;
-END
-$$;
-
 -- ---------------------------------------------------------------------------
--- Worker calls on a running attempt
+-- Worker calls that end a running attempt other than by success
+-- (src/pg/fn_end_attempt.cpp).
 -- ---------------------------------------------------------------------------
+-- retryable (after delay, or backoff ~2^attempt s with jitter, at most 24 h);
+-- failed or dlq when the attempt was the last one; stale.
 CREATE FUNCTION awa.retry(job_id bigint, run_lease bigint, receipt_id bigint, error text,
                           delay interval DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM awa._require_attempt(job_id, run_lease, receipt_id);
-    IF error IS NULL THEN
-        RAISE EXCEPTION 'error must not be NULL' USING ERRCODE = 'null_value_not_allowed',
-            HINT = 'Pass the error message; it is kept in the job''s error history.';
-    END IF;
-    IF delay < interval '0' OR statement_timestamp() + delay < statement_timestamp() THEN
-        RAISE EXCEPTION 'delay must not be negative' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Pass a delay of zero or more, or NULL for exponential backoff.';
-    END IF;
-    RETURN awa._end_attempt(job_id, run_lease, receipt_id, 'retry', error, delay);
-END
-$$;
+AS 'MODULE_PATHNAME', 'awa_retry'
+LANGUAGE C VOLATILE SECURITY DEFINER;
 
+-- scheduled (the attempt is given back) or stale.
 CREATE FUNCTION awa.snooze(job_id bigint, run_lease bigint, receipt_id bigint, delay interval)
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM awa._require_attempt(job_id, run_lease, receipt_id);
-    IF delay IS NULL THEN
-        RAISE EXCEPTION 'delay must not be NULL' USING ERRCODE = 'null_value_not_allowed',
-            HINT = 'Pass how long to wait, such as interval ''30 seconds''.';
-    END IF;
-    IF delay < interval '0' OR statement_timestamp() + delay < statement_timestamp() THEN
-        RAISE EXCEPTION 'delay must not be negative' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Pass a delay of zero or more.';
-    END IF;
-    RETURN awa._end_attempt(job_id, run_lease, receipt_id, 'snooze', NULL, delay);
-END
-$$;
+AS 'MODULE_PATHNAME', 'awa_snooze'
+LANGUAGE C VOLATILE SECURITY DEFINER;
 
+-- failed, dlq (the queue has DLQ on) or stale.
 CREATE FUNCTION awa.fail(job_id bigint, run_lease bigint, receipt_id bigint, error text)
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM awa._require_attempt(job_id, run_lease, receipt_id);
-    IF error IS NULL THEN
-        RAISE EXCEPTION 'error must not be NULL' USING ERRCODE = 'null_value_not_allowed',
-            HINT = 'Pass the error message; it is kept in the job''s error history.';
-    END IF;
-    RETURN awa._end_attempt(job_id, run_lease, receipt_id, 'fail', error, NULL);
-END
-$$;
+AS 'MODULE_PATHNAME', 'awa_fail'
+LANGUAGE C VOLATILE SECURITY DEFINER;
 
 -- ---------------------------------------------------------------------------
 -- Operators: cancel, inspect, dead-letter queue, queue settings

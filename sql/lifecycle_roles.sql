@@ -86,9 +86,7 @@ INSERT INTO lr_calls VALUES
     (34, '_backoff',           $$SELECT awa._backoff(1)$$),
     (35, '_queue_meta_changed', $$SELECT awa._queue_meta_changed()$$),
     (36, '_queue_counts_scan', $$SELECT * FROM awa._queue_counts_scan('lr_q')$$),
-    (37, '_require_attempt',   $$SELECT awa._require_attempt(1, 1, 1)$$),
     (38, '_require_queue',     $$SELECT awa._require_queue('lr_q')$$),
-    (39, '_end_attempt',       $$SELECT awa._end_attempt(1, 1, 1, 'fail', 'e', NULL)$$),
     (40, '_job_document',      $$SELECT awa._job_document(1, 'q', 1, 'k', '{}', 'available', 0, 1, 0, now(), now(), NULL, NULL, NULL, NULL)$$);
 GRANT SELECT ON lr_calls TO PUBLIC;
 

@@ -170,6 +170,47 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kInsertTombstone, "INSERT INTO awa.ready_tombstones_%1$d (ready_slot, ready_generation, queue, priority,"
 	 " lane_seq, job_id, tombstoned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
 	 7, {INT2OID, INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, TIMESTAMPTZOID}},
+	// kReadyBody: the body of one ready row (primary-key probe). $1 queue, $2 priority, $3 lane_seq
+	{Stmt::kReadyBody, "SELECT kind, args, run_at, created_at, unique_key, unique_states, payload"
+	 "  FROM awa.ready_entries_%1$d WHERE queue = $1 AND priority = $2 AND lane_seq = $3 AND ready_slot = %1$d",
+	 3, {TEXTOID, INT2OID, INT8OID}},
+	// kAttemptProgress: $1 job_id, $2 run_lease
+	{Stmt::kAttemptProgress, "SELECT progress FROM awa.attempt_state WHERE job_id = $1 AND run_lease = $2", 2,
+	 {INT8OID, INT8OID}},
+	// kEndPayload: a job's payload after an attempt ended. $1 payload, $2 error (NULL: none, a snooze),
+	// $3 attempt, $4 progress (NULL: none). NULL when empty.
+	{Stmt::kEndPayload, "SELECT nullif(coalesce($1, '{}'::jsonb)"
+	 "  || CASE WHEN $2 IS NULL THEN '{}'::jsonb"
+	 "          ELSE jsonb_build_object('errors', coalesce($1 -> 'errors', '[]'::jsonb)"
+	 "               || jsonb_build_array(jsonb_build_object('attempt', $3, 'error', $2, 'at', clock_timestamp())))"
+	 "     END"
+	 "  || CASE WHEN $4 IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('progress', $4) END, '{}'::jsonb)",
+	 4, {JSONBOID, TEXTOID, INT4OID, JSONBOID}},
+	// kInsertRetryable: a retried or snoozed job. $1 job_id, $2 queue, $3 priority, $4 kind, $5 args,
+	// $6 state, $7 run_at, $8 run_lease, $9 attempt, $10 max_attempts, $11 created_at, $12 unique_key,
+	// $13 unique_states, $14 payload
+	{Stmt::kInsertRetryable, "INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease,"
+	 "                               attempt, max_attempts, created_at, unique_key, unique_states, payload)"
+	 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+	 14, {INT8OID, TEXTOID, INT2OID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT2OID, INT2OID,
+	      TIMESTAMPTZOID, BYTEAOID, INT2OID, JSONBOID}},
+	// kInsertDlq: $1 job_id, $2 queue, $3 priority, $4 kind, $5 args, $6 run_lease, $7 attempt,
+	// $8 max_attempts, $9 run_at, $10 created_at, $11 unique_key, $12 unique_states, $13 payload, $14 reason
+	{Stmt::kInsertDlq, "INSERT INTO awa.dlq_entries (job_id, queue, priority, kind, args, run_lease, original_run_lease,"
+	 "                             attempt, max_attempts, run_at, created_at, unique_key, unique_states, payload,"
+	 "                             dlq_reason, dlq_at)"
+	 " VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11, $12, $13, $14, clock_timestamp())",
+	 14, {INT8OID, TEXTOID, INT2OID, TEXTOID, JSONBOID, INT8OID, INT2OID, INT2OID, TIMESTAMPTZOID,
+	      TIMESTAMPTZOID, BYTEAOID, INT2OID, JSONBOID, TEXTOID}},
+	// kInsertFailed: a failed terminal row in the ready row's slot. $1 generation, $2 queue,
+	// $3 priority, $4 lane_seq, $5 job_id, $6 run_lease, $7 attempt, $8 kind, $9 args, $10 max_attempts,
+	// $11 run_at, $12 created_at, $13 unique_key, $14 payload
+	{Stmt::kInsertFailed, "INSERT INTO awa.done_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
+	 "                                   run_lease, attempt, kind, state, finalized_at, args, max_attempts,"
+	 "                                   run_at, created_at, unique_key, payload)"
+	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, 'failed', clock_timestamp(), $9, $10, $11, $12, $13, $14)",
+	 14, {INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID, INT2OID, TEXTOID, JSONBOID, INT2OID,
+	      TIMESTAMPTZOID, TIMESTAMPTZOID, BYTEAOID, JSONBOID}},
 };
 // clang-format on
 

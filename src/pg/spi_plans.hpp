@@ -49,6 +49,12 @@ enum class Stmt {
 	kLaneSeqClaimed,
 	kLaneSeqTombstoned,
 	kInsertTombstone,
+	kReadyBody,
+	kAttemptProgress,
+	kEndPayload,
+	kInsertRetryable,
+	kInsertDlq,
+	kInsertFailed,
 	kCount
 };
 

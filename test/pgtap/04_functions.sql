@@ -8,7 +8,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(340);
+SELECT plan(323);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -65,25 +65,24 @@ INSERT INTO api VALUES
      'job_ids bigint[], run_leases bigint[], receipt_ids bigint[], progress jsonb[] DEFAULT NULL::jsonb[]',
      'TABLE(job_id bigint, run_lease bigint, status text)',
      'c', true, 'volatile', false, 10, 'awa_heartbeat_many'),
-    -- Worker API (PL/pgSQL)
     ('retry',
      ARRAY['bigint', 'bigint', 'bigint', 'text', 'interval'],
      'text',
      'job_id bigint, run_lease bigint, receipt_id bigint, error text, delay interval DEFAULT NULL::interval',
      'text',
-     'plpgsql', true, 'volatile', false, 0, NULL),
+     'c', true, 'volatile', false, 0, 'awa_retry'),
     ('snooze',
      ARRAY['bigint', 'bigint', 'bigint', 'interval'],
      'text',
      'job_id bigint, run_lease bigint, receipt_id bigint, delay interval',
      'text',
-     'plpgsql', true, 'volatile', false, 0, NULL),
+     'c', true, 'volatile', false, 0, 'awa_snooze'),
     ('fail',
      ARRAY['bigint', 'bigint', 'bigint', 'text'],
      'text',
      'job_id bigint, run_lease bigint, receipt_id bigint, error text',
      'text',
-     'plpgsql', true, 'volatile', false, 0, NULL),
+     'c', true, 'volatile', false, 0, 'awa_fail'),
     -- Admin API
     ('cancel',
      ARRAY['bigint'],
@@ -203,23 +202,11 @@ INSERT INTO api VALUES
      'TABLE(queue text, available bigint, scheduled bigint, retryable bigint, running bigint, '
      'completed bigint, failed bigint, cancelled bigint, dlq bigint)',
      'sql', false, 'stable', false, 1000, NULL),
-    ('_require_attempt',
-     ARRAY['bigint', 'bigint', 'bigint'],
-     'void',
-     'job_id bigint, run_lease bigint, receipt_id bigint',
-     'void',
-     'plpgsql', false, 'volatile', false, 0, NULL),
     ('_require_queue',
      ARRAY['text'],
      'void',
      'queue text',
      'void',
-     'plpgsql', false, 'volatile', false, 0, NULL),
-    ('_end_attempt',
-     ARRAY['bigint', 'bigint', 'bigint', 'text', 'text', 'interval'],
-     'text',
-     'p_job_id bigint, p_run_lease bigint, p_receipt_id bigint, p_action text, p_error text, p_delay interval',
-     'text',
      'plpgsql', false, 'volatile', false, 0, NULL),
     ('_job_document',
      ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
@@ -235,12 +222,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 21 public functions and the 11 awa._* building blocks');
+                     'schema awa has exactly the 21 public functions and the 9 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 32,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 30,
           'no function is overloaded');
 
--- Per function, 10 checks: 320
+-- Per function, 10 checks: 300
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -282,7 +269,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 16
+-- Per C function, its symbol in $libdir/awa: 19
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

@@ -5,7 +5,7 @@
 -- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(194);
+SELECT plan(186);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -53,9 +53,7 @@ INSERT INTO grants VALUES
     ('_backoff', ARRAY['integer'], false, false, false),
     ('_queue_meta_changed', ARRAY[]::name[], false, false, false),
     ('_queue_counts_scan', ARRAY['text'], false, false, false),
-    ('_require_attempt', ARRAY['bigint', 'bigint', 'bigint'], false, false, false),
     ('_require_queue', ARRAY['text'], false, false, false),
-    ('_end_attempt', ARRAY['bigint', 'bigint', 'bigint', 'text', 'text', 'interval'], false, false, false),
     ('_job_document', ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'jsonb'],
@@ -68,7 +66,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 32 x 4 = 128
+-- EXECUTE per function and role (PUBLIC included): 30 x 4 = 120
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END

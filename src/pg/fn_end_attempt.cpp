@@ -1,0 +1,202 @@
+// fn_end_attempt.cpp: awa.retry, awa.snooze and awa.fail.
+//
+// Each ends a running attempt other than by success, in one transaction:
+//   retry   -> retryable (deferred_jobs, run_at = now + delay or backoff), or
+//              failed / dlq when the attempt was the last one;
+//   snooze  -> scheduled (deferred_jobs, run_at = now + delay), the attempt
+//              given back;
+//   fail    -> failed (done_entries), or dlq when the queue has DLQ on.
+// The attempt is inspected under its claim batch lock (attempts.hpp), then
+// closed with the outcome (which also drops its heartbeat row, frees a unique
+// key the new state does not hold and moves the counters), then the job's new
+// row is written. A stale attempt changes nothing and answers 'stale'.
+// Written in C with per-slot prepared statements: as PL/pgSQL over the
+// partitioned parents, planning and executor start-up made a retry cost three
+// completions (docs/lifecycle.md §2).
+#include "core/lifecycle.hpp"
+#include "pg/arguments.hpp"
+#include "pg/attempts.hpp"
+#include "pg/guard.hpp"
+#include "pg/queue_settings.hpp"
+#include "pg/spi_plans.hpp"
+
+extern "C" {
+#include "common/pg_prng.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+enum class EndAction { kRetry, kSnooze, kFail };
+
+text *
+ErrorArgument(FunctionCallInfo fcinfo, int index)
+{
+	if (PG_ARGISNULL(index))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("error must not be NULL"),
+		                errhint("Pass the error message; it is kept in the job's error history.")));
+	return PG_GETARG_TEXT_PP(index);
+}
+
+// A delay must not be negative, as applied to the current time (so
+// '1 day -25 hours' is refused too).
+void
+RequireDelay(Interval *delay, const char *hint)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz then = DatumGetTimestampTz(
+	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(delay)));
+	if (then < now)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("delay must not be negative"),
+		                errhint("%s", hint)));
+}
+
+const char *
+EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	ProcessAttempts(attempt, 1, AttemptAction::kInspect, NULL, caller);
+	if (attempt->status != AttemptStatus::kOpen) {
+		SPI_finish();
+		return "stale";
+	}
+	text *queue = DatumGetTextPP(attempt->queue);
+	QueueSettings settings = SettingsOf(queue);
+	const char *outcome;
+	if (action == EndAction::kSnooze)
+		outcome = "scheduled";
+	else if (action == EndAction::kRetry && attempt->attempt < attempt->max_attempts)
+		outcome = "retryable";
+	else
+		outcome = settings.dlq_enabled ? "dlq" : "failed";
+
+	// The job's body, from its ready row.
+	Datum key[3] = {attempt->queue, Int16GetDatum(attempt->priority), Int64GetDatum(attempt->lane_seq)};
+	Execute(Stmt::kReadyBody, attempt->ready_slot, key, NULL, 1);
+	if (SPI_processed != 1)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: job " INT64_FORMAT " has claim evidence but no ready row", attempt->job_id)));
+	HeapTuple body = SPI_copytuple(SPI_tuptable->vals[0]);
+	TupleDesc body_desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	bool kind_null, args_null, run_at_null, created_null, key_null, states_null, payload_null;
+	Datum kind = SPI_getbinval(body, body_desc, 1, &kind_null);
+	Datum args = SPI_getbinval(body, body_desc, 2, &args_null);
+	Datum run_at = SPI_getbinval(body, body_desc, 3, &run_at_null);
+	Datum created_at = SPI_getbinval(body, body_desc, 4, &created_null);
+	Datum unique_key = SPI_getbinval(body, body_desc, 5, &key_null);
+	Datum unique_states = SPI_getbinval(body, body_desc, 6, &states_null);
+	Datum payload = SPI_getbinval(body, body_desc, 7, &payload_null);
+
+	// Progress reported by heartbeats survives the retry or snooze.
+	Datum progress = (Datum)0;
+	bool progress_null = true;
+	Datum attempt_key[2] = {Int64GetDatum(attempt->job_id), Int64GetDatum(attempt->run_lease)};
+	Execute(Stmt::kAttemptProgress, 0, attempt_key, NULL, 1);
+	if (SPI_processed == 1) {
+		progress = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &progress_null);
+		if (!progress_null)
+			progress = PointerGetDatum(DatumGetJsonbPCopy(progress));
+	}
+
+	ProcessAttempts(attempt, 1, AttemptAction::kClose, outcome, caller);
+	if (!attempt->closed_now)
+		elog(ERROR, "awa: attempt of job " INT64_FORMAT " closed under its lock", attempt->job_id);
+
+	Datum payload_args[4] = {payload, PointerGetDatum(error), Int32GetDatum(attempt->attempt), progress};
+	char payload_nulls[5] = {payload_null ? 'n' : ' ', action == EndAction::kSnooze ? 'n' : ' ', ' ',
+	                         progress_null ? 'n' : ' ', '\0'};
+	Execute(Stmt::kEndPayload, 0, payload_args, payload_nulls, 1);
+	bool new_payload_null;
+	Datum new_payload = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &new_payload_null);
+
+	char key_nulls = key_null ? 'n' : ' ';
+	char states_nulls = states_null ? 'n' : ' ';
+	char new_payload_nulls = new_payload_null ? 'n' : ' ';
+	if (strcmp(outcome, "retryable") == 0 || strcmp(outcome, "scheduled") == 0) {
+		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz next;
+		if (delay != NULL)
+			next = DatumGetTimestampTz(
+			    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(delay)));
+		else
+			next = now + core::BackoffMicros(attempt->attempt, pg_prng_double(&pg_global_prng_state));
+		int16 attempts_used = outcome[0] == 's' ? attempt->attempt - 1 : attempt->attempt;
+		Datum values[14] = {Int64GetDatum(attempt->job_id), attempt->queue,         Int16GetDatum(attempt->priority),
+		                    kind,                           args,                   CStringGetTextDatum(outcome),
+		                    TimestampTzGetDatum(next),      Int64GetDatum(attempt->run_lease),
+		                    Int16GetDatum(attempts_used),   Int16GetDatum(attempt->max_attempts),
+		                    created_at,                     unique_key,             unique_states,
+		                    new_payload};
+		char nulls[15] = "           ";
+		nulls[11] = key_nulls;
+		nulls[12] = states_nulls;
+		nulls[13] = new_payload_nulls;
+		nulls[14] = '\0';
+		Execute(Stmt::kInsertRetryable, 0, values, nulls);
+	} else if (strcmp(outcome, "dlq") == 0) {
+		Datum values[14] = {Int64GetDatum(attempt->job_id),      attempt->queue, Int16GetDatum(attempt->priority),
+		                    kind,                                args,           Int64GetDatum(attempt->run_lease),
+		                    Int16GetDatum(attempt->attempt),     Int16GetDatum(attempt->max_attempts),
+		                    run_at,                              created_at,     unique_key,
+		                    unique_states,                       new_payload,    PointerGetDatum(error)};
+		char nulls[15] = "              ";
+		nulls[10] = key_nulls;
+		nulls[11] = states_nulls;
+		nulls[12] = new_payload_nulls;
+		Execute(Stmt::kInsertDlq, 0, values, nulls);
+	} else {
+		Datum values[14] = {Int64GetDatum(attempt->ready_generation), attempt->queue,
+		                    Int16GetDatum(attempt->priority),         Int64GetDatum(attempt->lane_seq),
+		                    Int64GetDatum(attempt->job_id),           Int64GetDatum(attempt->run_lease),
+		                    Int16GetDatum(attempt->attempt),          kind,
+		                    args,                                     Int16GetDatum(attempt->max_attempts),
+		                    run_at,                                   created_at,
+		                    unique_key,                               new_payload};
+		char nulls[15] = "              ";
+		nulls[12] = key_nulls;
+		nulls[13] = new_payload_nulls;
+		Execute(Stmt::kInsertFailed, attempt->ready_slot, values, nulls);
+	}
+	SPI_finish();
+	return outcome;
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+// awa.retry(job_id, run_lease, receipt_id, error, delay) -> retryable | failed | dlq | stale
+AWA_FUNCTION(awa_retry)
+{
+	Attempt attempt = AttemptArgument(fcinfo, 0);
+	text *error = ErrorArgument(fcinfo, 3);
+	Interval *delay = PG_ARGISNULL(4) ? NULL : PG_GETARG_INTERVAL_P(4);
+	if (delay != NULL)
+		RequireDelay(delay, "Pass a delay of zero or more, or NULL for exponential backoff.");
+	PG_RETURN_TEXT_P(cstring_to_text(EndAttempt(&attempt, EndAction::kRetry, error, delay)));
+}
+
+// awa.snooze(job_id, run_lease, receipt_id, delay) -> scheduled | stale
+AWA_FUNCTION(awa_snooze)
+{
+	Attempt attempt = AttemptArgument(fcinfo, 0);
+	if (PG_ARGISNULL(3))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("delay must not be NULL"),
+		                errhint("Pass how long to wait, such as interval '30 seconds'.")));
+	Interval *delay = PG_GETARG_INTERVAL_P(3);
+	RequireDelay(delay, "Pass a delay of zero or more.");
+	PG_RETURN_TEXT_P(cstring_to_text(EndAttempt(&attempt, EndAction::kSnooze, NULL, delay)));
+}
+
+// awa.fail(job_id, run_lease, receipt_id, error) -> failed | dlq | stale
+AWA_FUNCTION(awa_fail)
+{
+	Attempt attempt = AttemptArgument(fcinfo, 0);
+	text *error = ErrorArgument(fcinfo, 3);
+	PG_RETURN_TEXT_P(cstring_to_text(EndAttempt(&attempt, EndAction::kFail, error, NULL)));
+}
