@@ -542,6 +542,14 @@ RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint,
 AS 'MODULE_PATHNAME', 'awa_queue_counts'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
 
+-- Recounts every queue of this database with one exact pass (the counters
+-- are rebuilt like this after a restart on first use); true when they are
+-- trusted afterwards.
+CREATE FUNCTION awa.rebuild_counters()
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'awa_rebuild_counters'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
 -- A lane cursor's value, read under AccessShareLock (pg_sequence_last_value
 -- would hold RowExclusiveLock until the reader's transaction ends, and that
 -- would hold up the lock a claim takes to prove a lane gap dead). Checks that
@@ -1122,6 +1130,7 @@ GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
                           awa.promote_due(int),
                           awa.queue_counts(text),
                           awa.queue_counts_exact(text),
+                          awa.rebuild_counters(),
                           awa.configure_queue(text, boolean, interval, interval),
                           awa.pause_queue(text),
                           awa.resume_queue(text),

@@ -460,6 +460,8 @@ EnsureCountersTrusted()
 
 	PG_TRY();
 	{
+		if (awa_debug_counter_rebuild_lock != 0)
+			(void)DirectFunctionCall1(pg_advisory_xact_lock_int8, Int64GetDatum(awa_debug_counter_rebuild_lock));
 		ExecuteWithSnapshot(Stmt::kCountsScan, 0, NULL, NULL, snapshot);
 		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 		bool full = false;
@@ -508,6 +510,34 @@ EnsureCountersTrusted()
 	UnregisterSnapshot(snapshot);
 	ReleaseBuild(db_index, true);
 	return !shared->dbs[db_index].overflow;
+}
+
+bool
+RebuildCounters()
+{
+	if (shared == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		                errmsg("awa's counters need awa in shared_preload_libraries"),
+		                errhint("Without it awa.queue_counts always counts exactly.")));
+	if (RecoveryInProgress())
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION), errmsg("counters are not kept on a standby"),
+		                errhint("awa.queue_counts counts exactly during recovery.")));
+	if (TransactionIdIsValid(GetTopTransactionIdIfAny()) || pending_count > 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+		                errmsg("awa.rebuild_counters() must run in a transaction that has changed nothing"),
+		                errhint("Call it in a transaction of its own.")));
+	int db_index = CurrentDbIndex();
+	if (db_index < 0)
+		return false;
+	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
+	DbCounters &db = shared->dbs[db_index];
+	bool builder_alive = db.state == kBuilding && db.builder_pid != 0 && BackendPidGetProc(db.builder_pid) != NULL;
+	if (!builder_alive) {
+		db.state = kUntrusted;
+		db.overflow = false;
+	}
+	LWLockRelease(counters_lock);
+	return EnsureCountersTrusted();
 }
 
 bool

@@ -39,6 +39,11 @@ void CountMove(text *queue, int from, int to, int64 n);
 // SPI. May ereport.
 bool EnsureCountersTrusted();
 
+// Marks this database's counters untrusted and rebuilds them (awa.rebuild_counters).
+// Requires SPI. May ereport (no shared memory, recovery, a transaction that
+// has written).
+bool RebuildCounters();
+
 // The queue's counters, including this transaction's own pending moves; false
 // when the counters are not trusted.
 bool ReadCounters(text *queue, QueueCounts *out);

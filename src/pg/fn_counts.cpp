@@ -97,6 +97,17 @@ AWA_FUNCTION(awa_queue_counts)
 	return (Datum)0;
 }
 
+// awa.rebuild_counters() -> whether the counters are trusted afterwards:
+// recounts every queue of this database with one exact pass.
+AWA_FUNCTION(awa_rebuild_counters)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	bool trusted = RebuildCounters();
+	SPI_finish();
+	PG_RETURN_BOOL(trusted);
+}
+
 // awa._count_move(queue, from_state, to_state, n): records that n jobs of the
 // queue moved between states in this transaction (NULL: none).
 AWA_FUNCTION(awa_internal_count_move)

@@ -8,4 +8,5 @@ extern bool awa_early_lane_release;
 extern int awa_gap_proof_lock_timeout_ms;
 extern int awa_max_lanes;
 extern int awa_max_queues;
+extern int awa_debug_counter_rebuild_lock;
 }

@@ -16,6 +16,7 @@ static int awa_claim_slot_count = 8;
 static int awa_lease_slot_count = 8;
 int awa_max_lanes = 1024;
 int awa_max_queues = 1024;
+int awa_debug_counter_rebuild_lock = 0;
 
 PGDLLEXPORT void _PG_init(void);
 }
@@ -52,6 +53,11 @@ _PG_init(void)
 	DefineCustomIntVariable("awa.max_queues", "Queues whose job counts are kept in shared memory.",
 	                        "Beyond this, awa.queue_counts counts exactly (its cost then grows with the backlog).",
 	                        &awa_max_queues, 1024, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+	    "awa.debug_counter_rebuild_lock", "Test hook: the counter rebuild waits for this advisory lock.",
+	    "When not 0, a counter rebuild takes pg_advisory_xact_lock(value) after it has published its "
+	    "snapshot and before its exact pass, so a test can commit transactions during the pass.",
+	    &awa_debug_counter_rebuild_lock, 0, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("awa");
 	awa::pg::InstallQueueSettingsCache();
 	if (process_shared_preload_libraries_in_progress) {

@@ -459,7 +459,8 @@ sub op_fail
 
 sub op_cancel
 {
-	my $what = pick(qw(available scheduled retryable running running finished));
+	my ($forced) = @_;    # a state to cancel a job in (top-up), else random
+	my $what = $forced // pick(qw(available scheduled retryable running running finished));
 	if ($what eq 'finished')
 	{
 		my @states = grep { my $st = $_; grep { $_->{state} eq $st } values %job }
@@ -925,7 +926,17 @@ is(sq("SELECT count(*) FROM awa.dlq WHERE queue = 'qc' AND job_id % 10 <> 0"), '
 my $extra = 0;
 while (grep { !$seen{$_} } @expected_seen)
 {
-	last if $extra >= 600;
+	last if $extra >= 2000;
+	# A cancel outcome not seen yet is tried as soon as a job is in that
+	# state (random cancels pick among states and may keep missing a rare one).
+	for my $want (grep { !$seen{$_} } @expected_seen)
+	{
+		next unless $want =~ /^cancel of a (\w+) job$/;
+		my $state = $1;
+		next unless ids_in($state);
+		$step++;
+		op_cancel($state);
+	}
 	random_steps(10);
 	$extra += 10;
 }
