@@ -1,5 +1,5 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (the 20
+-- types, names, defaults), return types, language, SECURITY DEFINER (the 22
 -- public API functions; never cursor_value or an awa._* building block),
 -- volatility, strictness (only cursor_value is STRICT: NULL arguments must
 -- reach the code that raises 22004), row estimates, the pinned search path
@@ -8,7 +8,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(323);
+SELECT plan(334);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -116,6 +116,12 @@ INSERT INTO api VALUES
      'TABLE(queue text, available bigint, scheduled bigint, retryable bigint, running bigint, '
      'completed bigint, failed bigint, cancelled bigint, dlq bigint)',
      'sql', true, 'stable', false, 1000, NULL),
+    ('rebuild_counters',
+     ARRAY[]::name[],
+     'boolean',
+     '',
+     'boolean',
+     'c', true, 'volatile', false, 0, 'awa_rebuild_counters'),
     ('configure_queue',
      ARRAY['text', 'boolean', 'interval', 'interval'],
      'void',
@@ -222,12 +228,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 21 public functions and the 9 awa._* building blocks');
+                     'schema awa has exactly the 22 public functions and the 9 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 30,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 31,
           'no function is overloaded');
 
--- Per function, 10 checks: 300
+-- Per function, 10 checks: 310
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -269,7 +275,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 19
+-- Per C function, its symbol in $libdir/awa: 20
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

@@ -5,7 +5,7 @@
 -- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(186);
+SELECT plan(190);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -40,6 +40,7 @@ INSERT INTO grants VALUES
     ('promote_due', ARRAY['integer'], false, false, true),
     ('queue_counts', ARRAY['text'], false, false, true),
     ('queue_counts_exact', ARRAY['text'], false, false, true),
+    ('rebuild_counters', ARRAY[]::name[], false, false, true),
     ('configure_queue', ARRAY['text', 'boolean', 'interval', 'interval'], false, false, true),
     ('pause_queue', ARRAY['text'], false, false, true),
     ('resume_queue', ARRAY['text'], false, false, true),
@@ -66,7 +67,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 30 x 4 = 120
+-- EXECUTE per function and role (PUBLIC included): 31 x 4 = 124
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
@@ -93,7 +94,7 @@ SELECT is(
     ('awa_admin', ARRAY['cancel', 'claim', 'complete', 'complete_many', 'configure_queue', 'cursor_value',
                         'dlq_purge', 'dlq_retry', 'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
                         'heartbeat_many', 'pause_queue', 'promote_due', 'queue_counts', 'queue_counts_exact',
-                        'resume_queue', 'retry', 'snooze']),
+                        'rebuild_counters', 'resume_queue', 'retry', 'snooze']),
     ('public', ARRAY[]::text[])
   ) AS r(role, fns);
 -- Nobody but the owner holds EXECUTE on an awa._* function: 1
