@@ -196,6 +196,30 @@ InsertLane(JobRow *rows, const int *order, int n, TimestampTz now)
 			runs++;
 		}
 	}
+	// The common enqueue_many: new jobs without options share one narrower statement.
+	bool plain = true;
+	for (int i = 0; i < n && plain; i++) {
+		const JobRow &row = rows[order[i]];
+		plain = row.run_lease == 0 && row.attempt == 0 && row.unique_key == NULL && row.payload == NULL &&
+		        row.max_attempts == head.max_attempts && row.created_at == head.created_at;
+	}
+	if (plain) {
+		Datum values[13] = {Int64GetDatum(ring.queue_generation),
+		                    PointerGetDatum(head.queue),
+		                    Int16GetDatum(head.priority),
+		                    Int64Array(c.lane_seqs, n),
+		                    Int16GetDatum(head.max_attempts),
+		                    Int64Array(c.job_ids, n),
+		                    Array(c.kinds, NULL, n, TEXTOID, -1, false, TYPALIGN_INT),
+		                    Array(c.args, NULL, n, JSONBOID, -1, false, TYPALIGN_INT),
+		                    Array(c.run_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
+		                    TimestampTzGetDatum(head.created_at),
+		                    Int64Array(run_firsts, runs),
+		                    Int64Array(run_nexts, runs),
+		                    TimestampTzGetDatum(first_run_at)};
+		Execute(Stmt::kInsertReadyPlain, ring.queue_slot, values, NULL);
+		return;
+	}
 	Datum values[19] = {Int64GetDatum(ring.queue_generation),
 	                    PointerGetDatum(head.queue),
 	                    Int16GetDatum(head.priority),
@@ -278,10 +302,17 @@ InsertJobs(JobRow *rows, int n, TimestampTz now)
 			(void)EnsureLane(rows[deferred_order[i]].queue, rows[deferred_order[i]].priority);
 		InsertDeferred(rows, deferred_order, deferred);
 	}
-	for (int i = 0; i < n; i++) {
-		int to = static_cast<int>(rows[i].run_at <= now ? JobState::kAvailable : JobState::kScheduled);
-		if (rows[i].from_state != to)
-			CountMove(rows[i].queue, rows[i].from_state, to, 1);
+	// Counter moves, one call per run of rows with the same queue and states.
+	for (int start = 0; start < n;) {
+		int to = static_cast<int>(rows[start].run_at <= now ? JobState::kAvailable : JobState::kScheduled);
+		int end = start + 1;
+		while (end < n && rows[end].from_state == rows[start].from_state &&
+		       static_cast<int>(rows[end].run_at <= now ? JobState::kAvailable : JobState::kScheduled) == to &&
+		       (rows[end].queue == rows[start].queue || SameText(rows[end].queue, rows[start].queue)))
+			end++;
+		if (rows[start].from_state != to)
+			CountMove(rows[start].queue, rows[start].from_state, to, end - start);
+		start = end;
 	}
 }
 

@@ -56,6 +56,21 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 19, {INT8OID, TEXTOID, INT2OID, INT8ARRAYOID, INT2ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 	      TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
 	      INT2ARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}},
+	// kInsertReadyPlain: new jobs with no options (run_lease 0, attempt 0, one max_attempts, one
+	// created_at, no unique key, no payload): the common enqueue_many, with five arrays instead of
+	// twelve to unnest. $1 generation, $2 queue, $3 priority, $4 lane_seqs, $5 max_attempts,
+	// $6 job_ids, $7 kinds, $8 args, $9 run_ats, $10 created_at, $11 segment firsts, $12 segment nexts,
+	// $13 first run_at
+	{Stmt::kInsertReadyPlain, "WITH segment AS ("
+	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
+	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at)"
+	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $10 FROM unnest($11, $12) AS s(first, next))"
+	 " INSERT INTO awa.ready_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
+	 "                                    max_attempts, kind, args, run_at, created_at)"
+	 " SELECT %1$d, $1, $2, $3, u.lane_seq, u.job_id, $5, u.kind, u.args, u.run_at, $10"
+	 "   FROM unnest($4, $6, $7, $8, $9) AS u(lane_seq, job_id, kind, args, run_at)",
+	 13, {INT8OID, TEXTOID, INT2OID, INT8ARRAYOID, INT2OID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
+	      TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}},
 	// kInsertDeferredMany: $1 job_ids, $2 queues, $3 priorities, $4 kinds, $5 args, $6 run_ats,
 	// $7 run_leases, $8 attempts, $9 max_attempts, $10 created_ats, $11 unique keys, $12 unique states,
 	// $13 payloads

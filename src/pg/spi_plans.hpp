@@ -27,6 +27,7 @@ enum class Stmt {
 	kLanesOfQueue,
 	kRegisterLane,
 	kInsertReadyMany,
+	kInsertReadyPlain,
 	kInsertDeferredMany,
 	kLaneSegments,
 	kLaneEvidence,
