@@ -33,12 +33,18 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PGXS compiles .cpp to LLVM bitcode with clang without PG_CXXFLAGS.
-COMPILE.cxx.bc += -std=c++17 -Wno-register -Isrc
-
-# Header changes rebuild their users.
+# Header changes rebuild their users: the object compile writes x.d (target x.o).
 override CPPFLAGS += -MMD -MP
 -include $(OBJS:.o=.d)
+
+# PGXS compiles .cpp to LLVM bitcode with clang, without PG_CXXFLAGS and with
+# CPPFLAGS. It must not write dependency files: with -MMD its x.d (target
+# x.bc) overwrote the object's, so a header change stopped rebuilding objects
+# (stale objects linked into awa.so crashed on a shifted statement enum).
+COMPILE.cxx.bc = $(CLANG) -xc++ -Wno-ignored-attributes $(BITCODE_CXXFLAGS) $(filter-out -MMD -MP,$(CPPFLAGS)) \
+                 -flto=thin -emit-llvm -c -std=c++17 -Wno-register -Isrc
+# ... so a file's bitcode is rebuilt whenever its object is.
+$(OBJS:.o=.bc): %.bc: %.o
 
 # Unit tests of the pure C++ core (GoogleTest), no server needed.
 UNIT_SRCS = $(wildcard test/unit/*.cpp)
@@ -61,6 +67,6 @@ tapcheck:
 pgtapcheck:
 	test/pgtap/run.sh
 
-EXTRA_CLEAN = test/unit/awa_unit_tests src/core/*.d src/pg/*.d output_iso tmp_check_iso tmp_pgtap
+EXTRA_CLEAN = test/unit/awa_unit_tests src/core/*.d src/pg/*.d src/core/*.bc src/pg/*.bc output_iso tmp_check_iso tmp_pgtap
 
 .PHONY: unit regresscheck isolationcheck tapcheck pgtapcheck
