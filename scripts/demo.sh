@@ -39,8 +39,20 @@ fi
 
 psql_demo() { as_postgres psql -h "$demo" -p "$port" -d postgres -v ON_ERROR_STOP=1 -X "$@"; }
 
+# The extension's install script changes between development builds while its
+# version stays 0.6: when the demo database holds an older build, drop and
+# create it again (the demo database holds only demo jobs).
+script_sum=$(md5sum "$repo/awa--0.6.sql" | cut -d' ' -f1)
+installed=$(psql_demo -qAtc "SELECT count(*) FROM pg_extension WHERE extname = 'awa'")
+if [ "$installed" = 1 ] && [ "$(cat "$demo/awa-script.md5" 2>/dev/null)" != "$script_sum" ]; then
+	echo "== the demo database has another build of awa 0.6: dropping it"
+	psql_demo -qc "DROP EXTENSION IF EXISTS awa CASCADE"
+fi
 echo "== CREATE EXTENSION awa"
 psql_demo -qc "CREATE EXTENSION IF NOT EXISTS awa"
+if [ "$installed" != 1 ] || [ "$(cat "$demo/awa-script.md5" 2>/dev/null)" != "$script_sum" ]; then
+	echo "$script_sum" > "$demo/awa-script.md5"   # the build just created
+fi
 
 echo "== a demo job: enqueue, claim, complete"
 psql_demo <<'SQL'
@@ -55,6 +67,13 @@ SELECT awa.complete(:job_id, :run_lease, :receipt_id) AS completed \gset
 SELECT awa.complete(:job_id, :run_lease, :receipt_id) AS again \gset
 \echo completing the same attempt again is refused: :again
 SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'demo';
+-- A failing job: retried with backoff, then visible with its error history.
+SELECT awa.enqueue('charge_card', '{"order": 7}', queue => 'demo', max_attempts => 3) AS failing_job \gset
+SELECT job_id, run_lease, receipt_id FROM awa.claim('demo') \gset
+SELECT awa.retry(:job_id, :run_lease, :receipt_id, 'card processor timed out') AS retry_outcome \gset
+\echo retried job :failing_job: :retry_outcome
+SELECT awa.get_job(:failing_job) ->> 'state' AS state, awa.get_job(:failing_job) -> 'errors' AS errors;
+SELECT * FROM awa.queue_counts('demo');
 SQL
 
 cat <<MSG
