@@ -99,17 +99,8 @@ port = $PORT
 listen_addresses = ''
 unix_socket_directories = '$WORKDIR'
 shared_preload_libraries = 'awa'
-shared_buffers = 1GB
-max_connections = 200
-fsync = on
-synchronous_commit = on
-checkpoint_timeout = 30min
-max_wal_size = 8GB
-autovacuum = on
-log_checkpoints = on
-log_autovacuum_min_duration = 0
-log_line_prefix = '%m [%p] %d '
 EOF
+cat "$BENCH_DIR/server.conf" >>"$PGDATA/postgresql.conf"
 as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$SERVER_LOG" -w start >/dev/null
 server_started=1
 

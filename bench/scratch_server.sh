@@ -55,21 +55,13 @@ start_scratch_server() {
 	as_pg "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth=trust --no-sync -E UTF8 --locale=C >"$WORKDIR/initdb.log"
 	cat >>"$PGDATA/postgresql.conf" <<EOF
 
-# ---- bench/scratch_server.sh (same settings as bench/run.sh)
+# ---- bench/scratch_server.sh (settings shared with bench/run.sh: bench/server.conf)
 port = $PORT
 listen_addresses = ''
 unix_socket_directories = '$WORKDIR'
 shared_preload_libraries = 'awa'
-shared_buffers = 1GB
-max_connections = 200
-fsync = on
-synchronous_commit = on
-checkpoint_timeout = 30min
-max_wal_size = 8GB
-autovacuum = on
-log_checkpoints = on
-log_line_prefix = '%m [%p] %d '
 EOF
+	cat "$(dirname "${BASH_SOURCE[0]}")/server.conf" >>"$PGDATA/postgresql.conf"
 	as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$SERVER_LOG" -w start >/dev/null
 	server_started=1
 }

@@ -174,3 +174,20 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
     ($$SELECT * FROM awa.queue_counts_exact(repeat('q', 201))$$)
 ) AS t(call);
 SELECT count(*) AS rows FROM awa.queue_counts(repeat('q', 200));
+
+-- ---------------------------------------------------------------------------
+-- awa.rebuild_counters: recounts with one exact pass; refused in a
+-- transaction that has written (its own rows would be counted twice).
+-- ---------------------------------------------------------------------------
+SELECT awa.enqueue('k', queue => 'ct_rebuild') IS NOT NULL AS enqueued;
+SELECT awa.rebuild_counters() AS trusted;
+SELECT c.available, row(c.*)::text = row(e.*)::text AS exact
+  FROM awa.queue_counts('ct_rebuild') c, awa.queue_counts_exact('ct_rebuild') e;
+BEGIN;
+SELECT awa.enqueue('k', queue => 'ct_rebuild') IS NOT NULL AS enqueued;
+SELECT pg_temp.try($$SELECT awa.rebuild_counters()$$) AS in_a_writing_transaction;
+ROLLBACK;
+BEGIN;
+SELECT awa.rebuild_counters() AS trusted_in_a_fresh_transaction;
+SELECT available FROM awa.queue_counts('ct_rebuild');
+COMMIT;

@@ -14,14 +14,14 @@ constexpr const char *kStateNames[kJobStateCount] = {"available", "scheduled", "
 }  // namespace
 
 const char *
-JobStateName(JobState state)
+JobStateName(JobState state) noexcept
 {
 	int index = static_cast<int>(state);
 	return index >= 0 && index < kJobStateCount ? kStateNames[index] : "unknown";
 }
 
 bool
-ParseJobState(const char *name, size_t length, JobState *out)
+ParseJobState(const char *name, size_t length, JobState *out) noexcept
 {
 	for (int i = 0; i < kJobStateCount; i++) {
 		if (std::strlen(kStateNames[i]) == length && std::memcmp(kStateNames[i], name, length) == 0) {
@@ -33,7 +33,7 @@ ParseJobState(const char *name, size_t length, JobState *out)
 }
 
 int64_t
-BackoffMicros(int64_t attempt, double jitter)
+BackoffMicros(int64_t attempt, double jitter) noexcept
 {
 	if (attempt < 0)
 		attempt = 0;
@@ -51,7 +51,7 @@ BackoffMicros(int64_t attempt, double jitter)
 }
 
 int
-EffectivePriority(int priority, int64_t waited_micros, int64_t aging_micros)
+EffectivePriority(int priority, int64_t waited_micros, int64_t aging_micros) noexcept
 {
 	if (aging_micros <= 0 || waited_micros <= 0)
 		return priority;

@@ -1,5 +1,7 @@
 // lifecycle.hpp: the rules of a job's life that need no database: job states
-// and their bit masks (unique jobs), retry backoff, priority aging.
+// and their bit masks (unique jobs), retry backoff, priority aging. Plain
+// functions that allocate nothing and never throw (noexcept), so src/pg calls
+// them directly, without a bridge (docs/cpp-boundary.md).
 #pragma once
 
 #include <cstddef>
@@ -22,12 +24,12 @@ enum class JobState : int {
 constexpr int kJobStateCount = 8;
 
 // "available", "scheduled", ... (the names used in SQL).
-const char *JobStateName(JobState state);
+const char *JobStateName(JobState state) noexcept;
 // The state named `name` (length `length`); false if it names none.
-bool ParseJobState(const char *name, size_t length, JobState *out);
+bool ParseJobState(const char *name, size_t length, JobState *out) noexcept;
 
 using StateMask = uint8_t;
-constexpr StateMask MaskOf(JobState state) { return static_cast<StateMask>(1u << static_cast<int>(state)); }
+constexpr StateMask MaskOf(JobState state) noexcept { return static_cast<StateMask>(1u << static_cast<int>(state)); }
 // A unique job blocks duplicates while it is in any state of its mask. The
 // default: every state that can still lead to a run.
 constexpr StateMask kDefaultUniqueMask = MaskOf(JobState::kAvailable) | MaskOf(JobState::kScheduled) |
@@ -36,17 +38,17 @@ constexpr StateMask kDefaultUniqueMask = MaskOf(JobState::kAvailable) | MaskOf(J
 // at enqueue and held until the job reaches a terminal state outside the mask,
 // so a job can never re-enter the mask without a check (docs/lifecycle.md).
 constexpr StateMask kRequiredUniqueMask = kDefaultUniqueMask;
-inline bool MaskHolds(StateMask mask, JobState state) { return (mask & MaskOf(state)) != 0; }
+inline bool MaskHolds(StateMask mask, JobState state) noexcept { return (mask & MaskOf(state)) != 0; }
 
 // Retry backoff after failed attempt `attempt` (1-based): 2^attempt seconds
 // plus a jitter of up to a quarter of that, capped at 24 hours. `jitter` is
 // uniform in [0, 1). Returns microseconds.
 constexpr int64_t kMaxBackoffMicros = int64_t{24} * 3600 * 1000000;
-int64_t BackoffMicros(int64_t attempt, double jitter);
+int64_t BackoffMicros(int64_t attempt, double jitter) noexcept;
 
 // Priority aging: a job that has waited `waited_micros` in a lane of
 // `priority` competes as if it were `waited / aging` levels more urgent, never
 // above 1. aging_micros <= 0 means strict priorities.
-int EffectivePriority(int priority, int64_t waited_micros, int64_t aging_micros);
+int EffectivePriority(int priority, int64_t waited_micros, int64_t aging_micros) noexcept;
 
 }  // namespace awa::core

@@ -73,9 +73,9 @@ StateOfOutcome(const char *outcome)
 // no row, visible or not, so the delete that would find nothing is skipped:
 // jobs that never heartbeat and queues without unique jobs pay nothing.
 bool
-TableHasBlocks(const char *name)
+TableHasBlocks(AwaObject table)
 {
-	Oid relid = get_relname_relid(name, get_namespace_oid("awa", false));
+	Oid relid = AwaObjectOid(table);
 	if (!OidIsValid(relid))
 		return false;
 	Relation relation = relation_open(relid, AccessShareLock);
@@ -182,7 +182,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	if (accepted == 0)
 		return;
 
-	int64 batch_id = SequenceNext(get_relname_relid("closure_batch_id_seq", get_namespace_oid("awa", false)));
+	int64 batch_id = SequenceNext(AwaObjectOid(AwaObject::kClosureBatchIdSeq));
 	TimestampTz now = GetCurrentTimestamp();
 	Datum jobs_array = PointerGetDatum(construct_array(closed_jobs, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	Datum leases_array = PointerGetDatum(construct_array(closed_leases, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
@@ -270,12 +270,12 @@ ProcessAttempts(Attempt *attempts, int n, AttemptAction action, const char *outc
 	// unique key covers frees the key.
 	Datum jobs = PointerGetDatum(construct_array(closed.job_ids, closed.count, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	Datum leases = PointerGetDatum(construct_array(closed.run_leases, closed.count, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	if (TableHasBlocks("attempt_state")) {
+	if (TableHasBlocks(AwaObject::kAttemptState)) {
 		Datum values[2] = {jobs, leases};
 		Execute(Stmt::kDeleteAttemptState, 0, values, NULL);
 	}
 	JobState target = StateOfOutcome(action == AttemptAction::kComplete ? "completed" : outcome);
-	if (!core::MaskHolds(core::kRequiredUniqueMask, target) && TableHasBlocks("job_unique_claims")) {
+	if (!core::MaskHolds(core::kRequiredUniqueMask, target) && TableHasBlocks(AwaObject::kJobUniqueClaims)) {
 		Datum values[2] = {jobs, Int16GetDatum(core::MaskOf(target))};
 		Execute(Stmt::kReleaseUnique, 0, values, NULL);
 	}

@@ -482,7 +482,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 		                errmsg("awa: lane (%s, %d) has segments for %d ready rows it does not hold",
 		                       text_to_cstring(request.queue), lane.priority, n - found)));
 
-	int64 batch_id = SequenceNext(get_relname_relid("claim_batch_id_seq", get_namespace_oid("awa", false)));
+	int64 batch_id = SequenceNext(AwaObjectOid(AwaObject::kClaimBatchIdSeq));
 	if (batch_id > core::kMaxClaimBatchId)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("awa: claim batch ids are exhausted")));
 	TimestampTz claimed_at = GetCurrentTimestamp();

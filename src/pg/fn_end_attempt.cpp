@@ -52,6 +52,14 @@ RequireDelay(Interval *delay, const char *hint)
 		                errhint("%s", hint)));
 }
 
+// An SPI nulls string of `n` not-null columns.
+void
+NoNulls(char *nulls, int n)
+{
+	memset(nulls, ' ', n);
+	nulls[n] = '\0';
+}
+
 const char *
 EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
 {
@@ -130,11 +138,11 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
 		                    Int16GetDatum(attempts_used),   Int16GetDatum(attempt->max_attempts),
 		                    created_at,                     unique_key,             unique_states,
 		                    new_payload};
-		char nulls[15] = "           ";
+		char nulls[15];
+		NoNulls(nulls, 14);
 		nulls[11] = key_nulls;
 		nulls[12] = states_nulls;
 		nulls[13] = new_payload_nulls;
-		nulls[14] = '\0';
 		Execute(Stmt::kInsertRetryable, 0, values, nulls);
 	} else if (strcmp(outcome, "dlq") == 0) {
 		Datum values[14] = {Int64GetDatum(attempt->job_id),      attempt->queue, Int16GetDatum(attempt->priority),
@@ -142,7 +150,8 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
 		                    Int16GetDatum(attempt->attempt),     Int16GetDatum(attempt->max_attempts),
 		                    run_at,                              created_at,     unique_key,
 		                    unique_states,                       new_payload,    PointerGetDatum(error)};
-		char nulls[15] = "              ";
+		char nulls[15];
+		NoNulls(nulls, 14);
 		nulls[10] = key_nulls;
 		nulls[11] = states_nulls;
 		nulls[12] = new_payload_nulls;
@@ -155,7 +164,8 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
 		                    args,                                     Int16GetDatum(attempt->max_attempts),
 		                    run_at,                                   created_at,
 		                    unique_key,                               new_payload};
-		char nulls[15] = "              ";
+		char nulls[15];
+		NoNulls(nulls, 14);
 		nulls[12] = key_nulls;
 		nulls[13] = new_payload_nulls;
 		Execute(Stmt::kInsertFailed, attempt->ready_slot, values, nulls);

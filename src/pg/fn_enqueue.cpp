@@ -15,6 +15,7 @@
 #include "pg/guard.hpp"
 #include "pg/job_insert.hpp"
 #include "pg/job_options.hpp"
+#include "pg/rings.hpp"
 #include "pg/sequences.hpp"
 
 namespace awa::pg {
@@ -26,7 +27,7 @@ constexpr int16 kDefaultPriority = 2;
 Oid
 JobIdSequence()
 {
-	return get_relname_relid("job_id_seq", get_namespace_oid("awa", false));
+	return AwaObjectOid(AwaObject::kJobIdSeq);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 extern "C" {
 #include "common/cryptohash.h"
 #include "common/sha2.h"
+#include "utils/datetime.h"
 }
 
 namespace awa::pg {
@@ -57,28 +58,31 @@ Append(pg_cryptohash_ctx *ctx, const char *data, size_t length)
 		elog(ERROR, "awa: could not compute a unique key");
 }
 
-// Parses an interval literal; false (and no error) if it is not one.
-// interval_in is a pure function, so its error can be caught and dropped
-// without a subtransaction. Kept in a frame of its own (setjmp).
+// Parses an interval literal; false if it is not one. Uses the parser
+// interval_in uses, which reports bad input by return code, so nothing
+// raises (and no error has to be caught and dropped).
 bool
-ParseIntervalMicros(const char *literal, int64 *micros)
+ParseIntervalMicros(char *literal, int64 *micros)
 {
-	volatile bool parsed = false;
-	MemoryContext context = CurrentMemoryContext;
-	PG_TRY();
-	{
-		Interval *interval = DatumGetIntervalP(DirectFunctionCall3(
-		    interval_in, CStringGetDatum(literal), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
-		*micros = IntervalMicros(interval);
-		parsed = true;
+	char workbuf[256];
+	char *field[MAXDATEFIELDS];
+	int ftype[MAXDATEFIELDS];
+	int fields = 0;
+	int dtype = 0;
+	struct pg_itm_in itm;
+	memset(&itm, 0, sizeof(itm));
+	int error = ParseDateTime(literal, workbuf, sizeof(workbuf), field, ftype, MAXDATEFIELDS, &fields);
+	if (error == 0)
+		error = DecodeInterval(field, ftype, fields, INTERVAL_FULL_RANGE, &dtype, &itm);
+	if (error == DTERR_BAD_FORMAT) {  // ISO 8601 ("PT1H"), as interval_in accepts it
+		memset(&itm, 0, sizeof(itm));
+		error = DecodeISO8601Interval(literal, &dtype, &itm);
 	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(context);
-		FlushErrorState();
-	}
-	PG_END_TRY();
-	return parsed;
+	Interval interval;
+	if (error != 0 || dtype != DTK_DELTA || itmin2interval(&itm, &interval) != 0)
+		return false;
+	*micros = IntervalMicros(&interval);
+	return true;
 }
 
 }  // namespace
@@ -152,7 +156,8 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 		bool by_args = spec == NULL ? false : BoolField(spec, "by_args", true, where);
 		bool by_queue = spec == NULL ? false : BoolField(spec, "by_queue", false, where);
 
-		int64 bucket = -1;
+		bool has_period = false;
+		int64 bucket = 0;
 		if (JsonbValue *period = spec == NULL ? NULL : Field(spec, "period")) {
 			if (period->type != jbvString)
 				Invalid(where, ".unique.period must be an interval string such as \"1 hour\"", kUniqueHint);
@@ -164,6 +169,7 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 			if (micros <= 0)
 				Invalid(where, ".unique.period must be positive", kUniqueHint);
 			bucket = now / micros - (now % micros < 0 ? 1 : 0);
+			has_period = true;
 		}
 
 		core::StateMask mask = core::kDefaultUniqueMask;
@@ -206,7 +212,7 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 			}
 		}
 		Append(ctx, "\0", 1);
-		if (bucket >= 0 || bucket < -1) {
+		if (has_period) {
 			snprintf(number, sizeof(number), INT64_FORMAT, bucket);
 			Append(ctx, number, strlen(number));
 		}

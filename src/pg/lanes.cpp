@@ -141,7 +141,7 @@ EnsureLane(text *queue, int16 priority)
 		return lane;
 	lanes_created_by = GetTopTransactionId();
 
-	Oid id_seq = get_relname_relid("queue_lane_id_seq", get_namespace_oid("awa", false));
+	Oid id_seq = AwaObjectOid(AwaObject::kQueueLaneIdSeq);
 	int64 lane_id = SequenceNext(id_seq);
 	char sql[1024];
 	// The sequences are members of the extension (like queue_lanes, which

@@ -2,6 +2,7 @@
 #include "pg/queue_settings.hpp"
 
 #include "pg/guard.hpp"
+#include "pg/rings.hpp"
 #include "pg/spi_plans.hpp"
 
 extern "C" {
@@ -66,7 +67,7 @@ SettingsOf(text *queue)
 		return entry.settings;
 
 	if (queue_meta_relid == InvalidOid)
-		queue_meta_relid = get_relname_relid("queue_meta", get_namespace_oid("awa", false));
+		queue_meta_relid = AwaObjectOid(AwaObject::kQueueMeta);
 	QueueSettings settings;
 	memset(&settings, 0, sizeof(settings));
 	settings.aging_micros = kDefaultAgingMicros;
@@ -105,7 +106,7 @@ using namespace awa::pg;
 // with this transaction, so every backend re-reads queue settings after commit.
 AWA_FUNCTION(awa_internal_queue_meta_changed)
 {
-	Oid relid = get_relname_relid("queue_meta", get_namespace_oid("awa", false));
+	Oid relid = AwaObjectOid(AwaObject::kQueueMeta);
 	if (OidIsValid(relid))
 		CacheInvalidateRelcacheByRelid(relid);
 	PG_RETURN_VOID();

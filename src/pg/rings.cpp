@@ -26,10 +26,17 @@ RingCache ring_cache;
 Oid cached_incarnation = InvalidOid;
 bool incarnation_callback_registered = false;
 
+constexpr const char *kObjectNames[static_cast<int>(AwaObject::kCount)] = {
+    "job_id_seq", "queue_lane_id_seq", "claim_batch_id_seq", "closure_batch_id_seq",
+    "attempt_state", "job_unique_claims", "queue_meta"};
+Oid cached_objects[static_cast<int>(AwaObject::kCount)];
+
 void
 ForgetIncarnation(Datum, int, uint32)
 {
 	cached_incarnation = InvalidOid;
+	for (Oid &object : cached_objects)
+		object = InvalidOid;
 }
 
 Oid
@@ -44,6 +51,16 @@ LookUpIncarnation()
 }
 
 }  // namespace
+
+Oid
+AwaObjectOid(AwaObject object)
+{
+	(void)ExtensionIncarnation();  // registers the invalidation callback
+	Oid &cached = cached_objects[static_cast<int>(object)];
+	if (!OidIsValid(cached))
+		cached = get_relname_relid(kObjectNames[static_cast<int>(object)], get_namespace_oid("awa", false));
+	return cached;
+}
 
 Oid
 ExtensionIncarnation()

@@ -36,4 +36,21 @@ RingPositions ReadRingPositions();
 // when the extension is dropped and created again. Per-backend caches key on it.
 Oid ExtensionIncarnation();
 
+// Objects of the extension that awa's C code addresses by OID.
+enum class AwaObject {
+	kJobIdSeq,
+	kQueueLaneIdSeq,
+	kClaimBatchIdSeq,
+	kClosureBatchIdSeq,
+	kAttemptState,
+	kJobUniqueClaims,
+	kQueueMeta,
+	kCount
+};
+
+// The object's OID (InvalidOid if it does not exist), cached like the
+// incarnation: until the next pg_class invalidation, so the hot paths do not
+// look names up in the catalog on every call. May ereport.
+Oid AwaObjectOid(AwaObject object);
+
 }  // namespace awa::pg
