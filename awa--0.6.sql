@@ -1100,6 +1100,554 @@ SELECT $1, 0, 0, 0, 0, 0, 0, 0, 0
 $$;
 
 -- ---------------------------------------------------------------------------
+-- Maintenance (docs/maintenance.md). The background worker runs each step in
+-- its own transaction; awa.run_maintenance runs them by hand in the caller's.
+-- Ring steps never wait for a lock: one transaction-level try-lock serializes
+-- them per database, and ACCESS EXCLUSIVE on a slot is bounded by
+-- awa.prune_lock_timeout.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION awa._rotation_begin()
+RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_rotation_begin' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._enqueue_generation_in_use(generation bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'awa_internal_enqueue_generation_in_use' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._note_outcome(task text, outcome text)
+RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_note_outcome' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._ensure_counters()
+RETURNS text AS 'MODULE_PATHNAME', 'awa_internal_ensure_counters' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._wake_launcher()
+RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_wake_launcher' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._advance_cursors()
+RETURNS int AS 'MODULE_PATHNAME', 'awa_internal_advance_cursors' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._rescue_attempt(job_id bigint, run_lease bigint, receipt_id bigint, stale_before timestamptz)
+RETURNS text AS 'MODULE_PATHNAME', 'awa_internal_rescue_attempt' LANGUAGE C VOLATILE;
+
+-- The last outcome of every maintenance task in this database.
+CREATE FUNCTION awa.maintenance_status()
+RETURNS TABLE (task text, last_outcome text, last_run_at timestamptz, runs bigint, errors bigint,
+               prune_backoff_level int, prune_ticks_skipped int, worker_pid int)
+AS 'MODULE_PATHNAME', 'awa_maintenance_status'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+-- The children of one ring slot, in lock order.
+CREATE FUNCTION awa._slot_children(ring text, slot int)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT array_agg(format('awa.%I', f || '_' || slot) ORDER BY o)
+  FROM unnest(CASE ring
+                 WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
+                                         'ready_claim_attempt_batches', 'done_entries',
+                                         'receipt_completion_batches']
+                 WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+                                         'lease_claim_closure_batches']
+                 WHEN 'lease' THEN ARRAY['leases']
+               END) WITH ORDINALITY AS t(f, o)
+$$;
+
+-- A ring's position: current generation and slot, slot count.
+CREATE FUNCTION awa._ring_position(ring text, OUT generation bigint, OUT slot int, OUT slot_count int)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    EXECUTE format('SELECT r.generation, r.slot, s.slot_count FROM awa.%I r, awa.%I s
+                     ORDER BY r.generation DESC LIMIT 1', ring || '_ring_rotations', ring || '_ring_state')
+       INTO generation, slot, slot_count;
+END
+$$;
+
+-- True when no child of the slot holds a row.
+CREATE FUNCTION awa._slot_is_empty(ring text, slot int)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    child text;
+    found boolean;
+BEGIN
+    FOREACH child IN ARRAY awa._slot_children(ring, slot) LOOP
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', child) INTO found;
+        IF found THEN
+            RETURN false;
+        END IF;
+    END LOOP;
+    RETURN true;
+END
+$$;
+
+-- True when no child of the slot has a block on disk (it was truncated and
+-- nothing was written since): prune has nothing to do and must not truncate
+-- again (each TRUNCATE swaps the files and invalidates every backend's plans).
+CREATE FUNCTION awa._slot_has_no_blocks(ring text, slot int)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT coalesce(bool_and(pg_relation_size(c::regclass) = 0), true) FROM unnest(awa._slot_children(ring, slot)) c
+$$;
+
+-- Why a queue-ring slot cannot be truncated, or NULL when it can. Every proof
+-- reads every row of the slot's children whatever their generation.
+--  (a) no lease references the slot;
+--  (b) every ready row of the slot is behind its lane's claim cursor (a row at
+--      or beyond it is available, being claimed, or tombstoned and not yet
+--      passed by the cursor);
+--  (c) every claim of a ready row of the slot is closed: the claims that
+--      reference the slot and their closures balance (claims and their
+--      closures share a claim slot, so the claim ring's prune keeps them
+--      balanced);
+--  (d) no enqueue is between reserving lane_seqs for a generation <= the
+--      target and inserting its rows (it could write into the slot after the
+--      truncation).
+CREATE FUNCTION awa._queue_slot_blocker(slot int, generation bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n bigint;
+    claimed bigint;
+    closed bigint;
+BEGIN
+    SELECT count(*) INTO n FROM awa.leases l WHERE l.ready_slot = slot;
+    IF n > 0 THEN
+        RETURN format('%s leases reference the slot', n);
+    END IF;
+    EXECUTE format('SELECT count(*) FROM (SELECT g.queue, g.priority, max(g.next_lane_seq) - 1 AS last
+                                            FROM awa.%I g GROUP BY g.queue, g.priority) x
+                      LEFT JOIN awa.queue_lanes l USING (queue, priority)
+                     WHERE l.lane_id IS NULL OR x.last > awa.cursor_value(l.claim_seq)',
+                   'ready_segments_' || slot) INTO n;
+    IF n > 0 THEN
+        RETURN format('%s lanes have ready rows at or beyond their claim cursor', n);
+    END IF;
+    SELECT coalesce(sum(b.claimed_count), 0) INTO claimed FROM awa.lease_claim_batches b WHERE b.ready_slot = slot;
+    SELECT claimed + count(*) INTO claimed FROM awa.lease_claims c WHERE c.ready_slot = slot;
+    SELECT coalesce(sum(x.closed_count), 0) INTO closed FROM awa.lease_claim_closure_batches x WHERE x.ready_slot = slot;
+    SELECT closed + count(*) INTO closed
+      FROM awa.lease_claim_closures x
+      JOIN awa.lease_claims c USING (job_id, run_lease, claim_slot)
+     WHERE c.ready_slot = slot;
+    IF claimed <> closed THEN
+        RETURN format('%s claims of its jobs are open', claimed - closed);
+    END IF;
+    IF awa._enqueue_generation_in_use(generation) THEN
+        RETURN 'an enqueue into the generation is in flight';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- Why a claim-ring slot cannot be truncated (a claim in it is open), or NULL.
+CREATE FUNCTION awa._claim_slot_blocker(slot int)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    claimed bigint;
+    closed bigint;
+BEGIN
+    EXECUTE format('SELECT (SELECT coalesce(sum(claimed_count), 0) FROM awa.%I)
+                         + (SELECT count(*) FROM awa.%I),
+                           (SELECT coalesce(sum(closed_count), 0) FROM awa.%I)
+                         + (SELECT count(*) FROM awa.%I)',
+                   'lease_claim_batches_' || slot, 'lease_claims_' || slot,
+                   'lease_claim_closure_batches_' || slot, 'lease_claim_closures_' || slot)
+       INTO claimed, closed;
+    IF claimed <> closed THEN
+        RETURN format('%s claims in the slot are open', claimed - closed);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- Takes ACCESS EXCLUSIVE on every child of the slot, waiting at most
+-- awa.prune_lock_timeout; false (and nothing locked) when a reader or writer
+-- kept one of them longer. The caller's lock_timeout is restored.
+CREATE FUNCTION awa._lock_slot(ring text, slot int)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous text := current_setting('lock_timeout');
+    locked boolean := true;
+BEGIN
+    BEGIN
+        PERFORM set_config('lock_timeout', current_setting('awa.prune_lock_timeout'), true);
+        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', array_to_string(awa._slot_children(ring, slot), ', '));
+    EXCEPTION WHEN lock_not_available THEN
+        locked := false;
+    END;
+    PERFORM set_config('lock_timeout', previous, true);
+    RETURN locked;
+END
+$$;
+
+-- The ring maintenance try-lock (rotate and prune of every ring, per database).
+CREATE FUNCTION awa._try_ring_lock()
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_try_advisory_xact_lock(4708521748312016455) $$;
+
+-- Rotation: appends (generation + 1, next slot) to the ring's ledger with
+-- ON CONFLICT DO NOTHING (a compare-and-swap; no row is ever updated), only
+-- when the incoming slot is empty (else the ring is full: prune is behind)
+-- and some slot of the ring holds a row (an idle ring does not rotate).
+CREATE FUNCTION awa._rotate(ring text, OUT outcome text, OUT detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pos record;
+    next_slot int;
+    family text;
+    busy boolean := false;
+    n bigint;
+BEGIN
+    IF NOT awa._try_ring_lock() THEN
+        outcome := 'skipped_busy';
+        detail := jsonb_build_object('reason', 'another maintenance step holds the ring lock');
+        RETURN;
+    END IF;
+    pos := awa._ring_position(ring);
+    next_slot := (pos.slot + 1) % pos.slot_count;
+    detail := jsonb_build_object('generation', pos.generation, 'slot', pos.slot);
+    IF NOT awa._slot_is_empty(ring, next_slot) THEN
+        outcome := 'skipped_busy';
+        detail := detail || jsonb_build_object('reason', 'the incoming slot is not empty: prune is behind',
+                                               'incoming_slot', next_slot);
+        RETURN;
+    END IF;
+    FOREACH family IN ARRAY CASE ring
+            WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
+                                    'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches']
+            WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+                                    'lease_claim_closure_batches']
+            ELSE ARRAY['leases'] END LOOP
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM awa.%I)', family) INTO busy;
+        EXIT WHEN busy;
+    END LOOP;
+    IF NOT busy THEN
+        outcome := 'skipped_idle';
+        RETURN;
+    END IF;
+    PERFORM awa._rotation_begin();
+    EXECUTE format('INSERT INTO awa.%I (generation, slot, rotated_at) VALUES ($1, $2, clock_timestamp())
+                    ON CONFLICT (generation) DO NOTHING', ring || '_ring_rotations')
+      USING pos.generation + 1, next_slot;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n = 0 THEN
+        outcome := 'skipped_busy';
+        detail := detail || jsonb_build_object('reason', 'another rotation appended this generation');
+        RETURN;
+    END IF;
+    outcome := 'rotated';
+    detail := jsonb_build_object('generation', pos.generation + 1, 'slot', next_slot);
+END
+$$;
+
+-- Prune: TRUNCATE the ring's oldest sealed slot, whole, on proof that nothing
+-- in it is live; the proof is made again once the slot is locked.
+CREATE FUNCTION awa._prune(ring text, OUT outcome text, OUT detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pos record;
+    target bigint;
+    target_slot int;
+    blocker text;
+    q record;
+    moved jsonb := '{}';
+BEGIN
+    IF NOT awa._try_ring_lock() THEN
+        outcome := 'skipped_busy';
+        detail := jsonb_build_object('reason', 'another maintenance step holds the ring lock');
+        RETURN;
+    END IF;
+    pos := awa._ring_position(ring);
+    IF pos.generation = 0 THEN
+        outcome := 'skipped_idle';
+        detail := jsonb_build_object('reason', 'the ring has no sealed slot yet');
+        RETURN;
+    END IF;
+    target := greatest(pos.generation - (pos.slot_count - 1), 0);
+    target_slot := target % pos.slot_count;
+    detail := jsonb_build_object('slot', target_slot, 'generation', target);
+    IF awa._slot_has_no_blocks(ring, target_slot) THEN
+        outcome := 'already_pruned';
+        RETURN;
+    END IF;
+    IF ring = 'queue' THEN
+        -- Idle lanes' cursors lag behind their last claims until moved.
+        PERFORM awa._advance_cursors();
+    END IF;
+    FOR pass IN 1 .. 2 LOOP
+        blocker := CASE ring
+                     WHEN 'queue' THEN awa._queue_slot_blocker(target_slot, target)
+                     WHEN 'claim' THEN awa._claim_slot_blocker(target_slot)
+                     ELSE (SELECT CASE WHEN count(*) > 0 THEN format('%s leases are live', count(*)) END
+                             FROM awa.leases l WHERE l.lease_slot = target_slot)
+                   END;
+        IF blocker IS NOT NULL THEN
+            outcome := 'skipped_active';
+            detail := detail || jsonb_build_object('reason', blocker);
+            RETURN;
+        END IF;
+        EXIT WHEN pass = 2;
+        IF NOT awa._lock_slot(ring, target_slot) THEN
+            outcome := 'blocked';
+            detail := detail || jsonb_build_object('reason', 'a session held a child of the slot past awa.prune_lock_timeout');
+            RETURN;
+        END IF;
+    END LOOP;
+    IF ring = 'queue' THEN
+        -- The slot's terminal history leaves the counts; unique keys held by
+        -- those jobs (states that include a final one) are released.
+        FOR q IN EXECUTE format(
+            'SELECT queue, state, sum(n)::bigint AS n FROM (
+                 SELECT r.queue, ''completed'' AS state, r.completed_count AS n FROM awa.%I r
+                 UNION ALL
+                 SELECT d.queue, d.state, 1 FROM awa.%I d WHERE d.state IN (''failed'', ''cancelled'')
+             ) t GROUP BY queue, state', 'receipt_completion_batches_' || target_slot, 'done_entries_' || target_slot)
+        LOOP
+            PERFORM awa._count_move(q.queue, q.state, NULL, q.n);
+            moved := jsonb_set(moved, ARRAY[q.state], to_jsonb(coalesce((moved ->> q.state)::bigint, 0) + q.n));
+        END LOOP;
+        IF EXISTS (SELECT 1 FROM awa.job_unique_claims) THEN
+            EXECUTE format('DELETE FROM awa.job_unique_claims u
+                             WHERE u.job_id IN (SELECT d.job_id FROM awa.%I d
+                                                UNION ALL
+                                                SELECT unnest(r.job_ids) FROM awa.%I r)',
+                           'done_entries_' || target_slot, 'receipt_completion_batches_' || target_slot);
+        END IF;
+        detail := detail || jsonb_build_object('terminal_jobs', moved);
+    END IF;
+    EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
+    outcome := 'pruned';
+END
+$$;
+
+-- Rescue: closes open attempts whose deadline passed or whose last heartbeat
+-- (else claim) is older than awa.heartbeat_staleness, at most
+-- awa.rescue_batch_size per call, oldest claim slots first.
+CREATE FUNCTION awa._rescue(OUT outcome text, OUT detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pos record;
+    budget int := current_setting('awa.rescue_batch_size')::int;
+    now_at timestamptz := clock_timestamp();
+    stale_before timestamptz := clock_timestamp() - current_setting('awa.heartbeat_staleness')::interval;
+    results jsonb := '{}';
+    slot int;
+    r record;
+    result text;
+    g bigint;
+BEGIN
+    pos := awa._ring_position('claim');
+    FOR g IN greatest(pos.generation - (pos.slot_count - 1), 0) .. pos.generation LOOP
+        EXIT WHEN budget <= 0;
+        slot := g % pos.slot_count;
+        FOR r IN EXECUTE format(
+            'SELECT b.batch_id, i - 1 AS idx, b.job_ids[i] AS job_id, b.run_leases[i] AS run_lease
+               FROM awa.%1$I b CROSS JOIN LATERAL generate_subscripts(b.job_ids, 1) AS i
+              WHERE (b.deadline_at < $1 OR b.claimed_at < $2)
+                AND NOT EXISTS (SELECT 1 FROM awa.%2$I c
+                                 WHERE c.claim_batch_id = b.batch_id AND (i - 1) = ANY (c.claim_indexes))
+                AND (b.deadline_at < $1
+                     OR coalesce((SELECT s.heartbeat_at FROM awa.attempt_state s
+                                   WHERE s.job_id = b.job_ids[i] AND s.run_lease = b.run_leases[i]),
+                                 b.claimed_at) < $2)
+              ORDER BY b.batch_id, i LIMIT $3',
+            'lease_claim_batches_' || slot, 'lease_claim_closure_batches_' || slot)
+            USING now_at, stale_before, budget
+        LOOP
+            result := awa._rescue_attempt(r.job_id, r.run_lease, (r.batch_id << 18) | (r.idx << 4) | slot,
+                                          stale_before);
+            results := jsonb_set(results, ARRAY[result], to_jsonb(coalesce((results ->> result)::int, 0) + 1));
+            budget := budget - 1;
+        END LOOP;
+    END LOOP;
+    outcome := CASE WHEN results = '{}' THEN 'nothing_due' ELSE 'rescued' END;
+    detail := results;
+END
+$$;
+
+-- Promotion: up to awa.promote_max_batches batches of awa.promote_batch_size.
+CREATE FUNCTION awa._promote(OUT outcome text, OUT detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    batch int := current_setting('awa.promote_batch_size')::int;
+    total bigint := 0;
+    n int;
+BEGIN
+    FOR i IN 1 .. current_setting('awa.promote_max_batches')::int LOOP
+        n := awa.promote_due(batch);
+        total := total + n;
+        EXIT WHEN n < batch;
+    END LOOP;
+    outcome := CASE WHEN total = 0 THEN 'nothing_due' ELSE 'promoted' END;
+    detail := jsonb_build_object('jobs', total);
+END
+$$;
+
+-- DLQ retention: dead letters older than awa.dlq_retention are deleted, at
+-- most awa.cleanup_batch_size per call.
+CREATE FUNCTION awa._dlq_retention(OUT outcome text, OUT detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ids bigint[];
+    n int;
+BEGIN
+    SELECT array_agg(job_id) INTO ids
+      FROM (SELECT d.job_id FROM awa.dlq_entries d
+             WHERE d.dlq_at < clock_timestamp() - current_setting('awa.dlq_retention')::interval
+             ORDER BY d.dlq_at LIMIT current_setting('awa.cleanup_batch_size')::int
+               FOR UPDATE SKIP LOCKED) x;
+    IF ids IS NULL THEN
+        outcome := 'nothing_due';
+        detail := '{}';
+        RETURN;
+    END IF;
+    n := awa.dlq_purge(ids);
+    outcome := 'purged';
+    detail := jsonb_build_object('jobs', n);
+END
+$$;
+
+-- Runs one maintenance step (or every step: 'all'; every ring's: 'rotate',
+-- 'prune') now, in the caller's transaction, and reports each outcome.
+-- (PL/pgSQL cannot name an argument and a result column alike, so the body is
+-- awa._run_maintenance.)
+CREATE FUNCTION awa._run_maintenance(requested text)
+RETURNS TABLE (step text, outcome text, detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tasks text[];
+    t text;
+    step_outcome text;
+    step_detail jsonb;
+BEGIN
+    IF requested IS NULL THEN
+        RAISE EXCEPTION 'task must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass a task name, or ''all''.';
+    END IF;
+    tasks := CASE requested
+               WHEN 'all' THEN ARRAY['counters', 'promote', 'rescue', 'prune_queue', 'rotate_queue',
+                                     'prune_claim', 'rotate_claim', 'prune_lease', 'rotate_lease', 'dlq_retention']
+               WHEN 'rotate' THEN ARRAY['rotate_queue', 'rotate_claim', 'rotate_lease']
+               WHEN 'prune' THEN ARRAY['prune_queue', 'prune_claim', 'prune_lease']
+               ELSE ARRAY[requested]
+             END;
+    IF NOT tasks <@ ARRAY['counters', 'promote', 'rescue', 'prune_queue', 'rotate_queue', 'prune_claim',
+                          'rotate_claim', 'prune_lease', 'rotate_lease', 'dlq_retention'] THEN
+        RAISE EXCEPTION 'unknown maintenance task "%"', requested USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Tasks are all, rotate, prune, counters, promote, rescue, prune_queue, rotate_queue, '
+                   'prune_claim, rotate_claim, prune_lease, rotate_lease and dlq_retention.';
+    END IF;
+    IF pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'awa maintenance cannot run during recovery' USING ERRCODE = 'read_only_sql_transaction',
+            HINT = 'Run it on the primary; a standby starts maintenance once promoted.';
+    END IF;
+    FOREACH t IN ARRAY tasks LOOP
+        IF t = 'counters' THEN
+            step_outcome := awa._ensure_counters();
+            step_detail := '{}';
+        ELSIF t = 'promote' THEN
+            SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._promote() x;
+        ELSIF t = 'rescue' THEN
+            SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._rescue() x;
+        ELSIF t = 'dlq_retention' THEN
+            SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._dlq_retention() x;
+        ELSIF t LIKE 'prune_%' THEN
+            SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._prune(substr(t, 7)) x;
+        ELSE
+            SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._rotate(substr(t, 8)) x;
+        END IF;
+        PERFORM awa._note_outcome(t, step_outcome);
+        step := t;
+        outcome := step_outcome;
+        detail := step_detail;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+CREATE FUNCTION awa.run_maintenance(task text DEFAULT 'all')
+RETURNS TABLE (task text, outcome text, detail jsonb)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT r.step, r.outcome, r.detail FROM awa._run_maintenance(task) r $$;
+
+-- Each ring: where it is, its oldest live slot, the last rotate and prune
+-- outcomes, and the dead tuples of each of its table families (children
+-- summed; from the statistics collector, so up to a few hundred ms old).
+CREATE FUNCTION awa.storage_status()
+RETURNS TABLE (ring text, slot_count int, current_slot int, generation bigint, oldest_live_slot int,
+               oldest_live_generation bigint, last_rotated_at timestamptz, last_rotate text,
+               last_rotate_at timestamptz, last_prune text, last_prune_at timestamptz, prune_backoff_level int,
+               dead_tuples jsonb)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pos record;
+    families text[];
+BEGIN
+    FOREACH ring IN ARRAY ARRAY['queue', 'claim', 'lease'] LOOP
+        pos := awa._ring_position(ring);
+        slot_count := pos.slot_count;
+        current_slot := pos.slot;
+        generation := pos.generation;
+        oldest_live_generation := greatest(pos.generation - (pos.slot_count - 1), 0);
+        oldest_live_slot := oldest_live_generation % pos.slot_count;
+        EXECUTE format('SELECT max(rotated_at) FROM awa.%I', ring || '_ring_rotations') INTO last_rotated_at;
+        SELECT m.last_outcome, m.last_run_at INTO last_rotate, last_rotate_at
+          FROM awa.maintenance_status() m WHERE m.task = 'rotate_' || ring;
+        SELECT m.last_outcome, m.last_run_at, m.prune_backoff_level INTO last_prune, last_prune_at, prune_backoff_level
+          FROM awa.maintenance_status() m WHERE m.task = 'prune_' || ring;
+        families := CASE ring
+                      WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
+                                              'ready_claim_attempt_batches', 'done_entries',
+                                              'receipt_completion_batches']
+                      WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+                                              'lease_claim_closure_batches']
+                      ELSE ARRAY['leases']
+                    END || ARRAY[ring || '_ring_rotations', ring || '_ring_slots', ring || '_ring_state'];
+        SELECT jsonb_object_agg(f, coalesce((SELECT sum(s.n_dead_tup)
+                                               FROM pg_stat_all_tables s
+                                              WHERE s.schemaname = 'awa'
+                                                AND (s.relname = f OR s.relname ~ ('^' || f || '_[0-9]+$'))), 0))
+          INTO dead_tuples
+          FROM unnest(families) f;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- A new database with awa is served by the maintenance worker at once.
+SELECT awa._wake_launcher();
+
+-- ---------------------------------------------------------------------------
 -- Privileges: awa_producer enqueues; awa_worker claims and ends attempts;
 -- awa_admin may do everything. Nothing is executable by PUBLIC.
 -- ---------------------------------------------------------------------------
@@ -1136,6 +1684,9 @@ GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
                           awa.resume_queue(text),
                           awa.dlq_retry(bigint[]),
                           awa.dlq_purge(bigint[]),
-                          awa.cursor_value(regclass)
+                          awa.cursor_value(regclass),
+                          awa.run_maintenance(text),
+                          awa.storage_status(),
+                          awa.maintenance_status()
     TO awa_admin;
 GRANT SELECT ON awa.lanes, awa.dlq TO awa_admin;

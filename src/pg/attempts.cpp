@@ -64,6 +64,9 @@ JobState
 StateOfOutcome(const char *outcome)
 {
 	core::JobState state = JobState::kCompleted;
+	// A rescued attempt (dead worker, expired deadline) leaves its job retryable.
+	if (strcmp(outcome, "rescued") == 0 || strcmp(outcome, "deadline_expired") == 0)
+		return JobState::kRetryable;
 	if (!core::ParseJobState(outcome, strlen(outcome), &state))
 		elog(ERROR, "awa: unknown closure outcome \"%s\"", outcome);
 	return state;
@@ -122,6 +125,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	int16 *max_attempts =
 	    Elements<int16>(SPI_getbinval(tuple, desc, 10, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &count);
 	TimestampTz claimed_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 11, &isnull));
+	TimestampTz deadline_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull));
 	Datum result_queue;
 	{
 		MemoryContext previous = MemoryContextSwitchTo(result_context);
@@ -162,6 +166,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		attempt.attempt = attempt_numbers[index];
 		attempt.max_attempts = max_attempts[index];
 		attempt.claimed_at = claimed_at;
+		attempt.deadline_at = deadline_at;
 		if (closed_by[index] != NULL) {
 			attempt.status = AttemptStatus::kClosed;
 			strlcpy(attempt.closed_outcome, closed_by[index], sizeof(attempt.closed_outcome));

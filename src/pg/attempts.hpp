@@ -40,12 +40,14 @@ struct Attempt {
 	int16 attempt;
 	int16 max_attempts;
 	TimestampTz claimed_at;
+	TimestampTz deadline_at;
 };
 
 enum class AttemptAction {
 	kInspect,   // lock and report only
 	kComplete,  // close as completed, with terminal history
-	kClose,     // close with `outcome` (retryable, scheduled, failed, dlq, cancelled)
+	kClose,     // close with `outcome` (retryable, scheduled, failed, dlq, cancelled,
+	            // rescued, deadline_expired: the last two leave the job retryable)
 };
 
 // Resolves attempts[0..n) and applies `action` to the open ones. Sets status,

@@ -341,6 +341,10 @@ struct ClaimRequest {
 	int32 max_jobs;
 	Interval *deadline;
 	ReturnSetInfo *rsinfo;
+	// Only move the cursor over the lane's spent prefix (maintenance of an
+	// idle lane, whose cursor otherwise lags until its next claim); claim
+	// nothing and never wait for a gap proof.
+	bool advance_only;
 };
 
 // Claims from one lane the caller holds the claim lock of. Returns the number
@@ -372,7 +376,10 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
 
-	BridgeRange *claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * request.max_jobs));
+	// An advance plans one lane: the planner walks the spent prefix first.
+	int32 plan_max = request.advance_only ? 1 : request.max_jobs;
+	int gap_timeout_ms = request.advance_only ? 0 : awa_gap_proof_lock_timeout_ms;
+	BridgeRange *claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * plan_max));
 	BridgePlan plan;
 	// Lanes up to proof_horizon were reserved before a gap proof was granted:
 	// a hole among them that is still empty after the proof's re-read is dead.
@@ -388,10 +395,10 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 		memcpy(reserved_all, reserved, sizeof(BridgeRange) * reserved_count);
 		memcpy(reserved_all + reserved_count, view.own, sizeof(BridgeRange) * view.own_count);
 		if (!PlanClaimBridge(q.cursor, view.committed, view.committed_count, view.spent, view.spent_count,
-		                     reserved_all, all_reserved, request.max_jobs, &plan, claim, error, sizeof(error)))
+		                     reserved_all, all_reserved, plan_max, &plan, claim, error, sizeof(error)))
 			elog(ERROR, "awa: claim planning failed: %s", error);
 		pfree(reserved_all);
-		if (plan.claimed >= request.max_jobs || view.evidence_truncated)
+		if (plan.claimed >= plan_max || view.evidence_truncated)
 			break;
 		// The walk reached lanes beyond the loaded segments: what lies there
 		// is unknown, not missing. Load more before deciding anything.
@@ -406,7 +413,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 				// this lane, note how far reservations went, and look again
 				// from the start generation with a fresh snapshot (the loop
 				// pages forward as before). Then let producers go on.
-				if (!LockLaneReservations(lane.enqueue_seq, awa_gap_proof_lock_timeout_ms))
+				if (!LockLaneReservations(lane.enqueue_seq, gap_timeout_ms))
 					break;
 				proof_horizon = SequenceValue(lane.enqueue_seq);
 				ResetView(&view, start);
@@ -429,6 +436,8 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 
 	if (plan.new_cursor > q.cursor)
 		SequenceSet(lane.claim_seq, plan.new_cursor);
+	if (request.advance_only)
+		return plan.new_cursor > q.cursor ? 1 : 0;
 	if (plan.claimed == 0)
 		return 0;
 	RememberHeadGeneration(lane.claim_seq, plan.generation);
@@ -575,6 +584,7 @@ AWA_FUNCTION(awa_claim)
 	if (request.deadline != NULL)
 		CheckClaimDeadline(request.deadline, now);
 
+	request.advance_only = false;
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	request.rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
 
@@ -643,4 +653,57 @@ AWA_FUNCTION(awa_claim)
 	}
 	SPI_finish();
 	return (Datum)0;
+}
+
+// awa._advance_cursors() -> number of lanes whose claim cursor moved.
+//
+// Maintenance: a lane's cursor moves past claimed lanes only at the lane's
+// next claim, so the cursor of a lane that went idle stays behind its last
+// claimed jobs, and prune (which needs every ready row of a slot behind its
+// lane's cursor) could never reclaim their slot. For every lane whose cursor
+// is behind its enqueue cursor and that no claimer holds (try-lock), this
+// moves the cursor over the spent prefix exactly as a claim would, from
+// visible evidence only, and claims nothing.
+AWA_FUNCTION(awa_internal_advance_cursors)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	ExecuteLatest(Stmt::kAllLanes, 0, NULL, NULL);
+	int count = static_cast<int>(SPI_processed);
+	Lane *lanes = static_cast<Lane *>(palloc(sizeof(Lane) * (count + 1)));
+	text **queues = static_cast<text **>(palloc(sizeof(text *) * (count + 1)));
+	for (int i = 0; i < count; i++) {
+		HeapTuple tuple = SPI_tuptable->vals[i];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		bool isnull;
+		queues[i] = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 1, &isnull));
+		lanes[i].priority = DatumGetInt16(SPI_getbinval(tuple, desc, 2, &isnull));
+		lanes[i].lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull));
+		lanes[i].enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
+		lanes[i].claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 5, &isnull));
+	}
+	int moved = 0;
+	bool have_ring = false;
+	RingPositions ring;
+	for (int i = 0; i < count; i++) {
+		if (SequenceValue(lanes[i].claim_seq) >= SequenceValue(lanes[i].enqueue_seq))
+			continue;
+		if (!TryLockLaneClaim(lanes[i].lane_id))
+			continue;
+		if (!have_ring) {
+			int64 epoch;
+			ring = CurrentRings(&epoch);
+			have_ring = true;
+		}
+		ClaimRequest request;
+		memset(&request, 0, sizeof(request));
+		request.queue = queues[i];
+		request.max_jobs = 1;
+		request.advance_only = true;
+		bool released;
+		moved += ClaimFromLane(lanes[i], ring, request, &released);
+		UnlockLaneClaim(lanes[i].lane_id);
+	}
+	SPI_finish();
+	PG_RETURN_INT32(moved);
 }

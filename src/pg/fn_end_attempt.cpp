@@ -16,7 +16,10 @@
 #include "core/lifecycle.hpp"
 #include "pg/arguments.hpp"
 #include "pg/attempts.hpp"
+#include "core/receipt.hpp"
 #include "pg/guard.hpp"
+#include "pg/lane_locks.hpp"
+#include "pg/rings.hpp"
 #include "pg/queue_settings.hpp"
 #include "pg/spi_plans.hpp"
 
@@ -28,7 +31,7 @@ namespace awa::pg {
 
 namespace {
 
-enum class EndAction { kRetry, kSnooze, kFail };
+enum class EndAction { kRetry, kSnooze, kFail, kRescue };
 
 text *
 ErrorArgument(FunctionCallInfo fcinfo, int index)
@@ -60,8 +63,36 @@ NoNulls(char *nulls, int n)
 	nulls[n] = '\0';
 }
 
+// Why maintenance rescues an open attempt, judged under its claim batch lock:
+// its deadline passed, or its last sign of life (heartbeat, else the claim)
+// is older than `stale_before`. NULL: the attempt is alive.
 const char *
-EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
+RescueReason(const Attempt &attempt, TimestampTz now, TimestampTz stale_before, const char **error)
+{
+	if (attempt.deadline_at < now) {
+		*error = "hard deadline exceeded";
+		return "deadline_expired";
+	}
+	TimestampTz alive_at = attempt.claimed_at;
+	Datum key[2] = {Int64GetDatum(attempt.job_id), Int64GetDatum(attempt.run_lease)};
+	ExecuteLatest(Stmt::kAttemptHeartbeat, 0, key, NULL, 1);
+	if (SPI_processed == 1) {
+		bool isnull;
+		Datum heartbeat = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull)
+			alive_at = DatumGetTimestampTz(heartbeat);
+	}
+	if (alive_at < stale_before) {
+		*error = "heartbeat stale: worker presumed dead";
+		return "rescued";
+	}
+	return NULL;
+}
+
+// Ends the attempt. For kRescue, `stale_before` is the heartbeat cutoff and
+// an attempt that turns out alive under its lock is left alone ("alive").
+const char *
+EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay, TimestampTz stale_before = 0)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -71,15 +102,27 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
 		SPI_finish();
 		return "stale";
 	}
+	const char *rescue_outcome = NULL;
+	if (action == EndAction::kRescue) {
+		const char *reason;
+		rescue_outcome = RescueReason(*attempt, GetCurrentTimestamp(), stale_before, &reason);
+		if (rescue_outcome == NULL) {
+			SPI_finish();
+			return "alive";
+		}
+		error = cstring_to_text(reason);
+	}
 	text *queue = DatumGetTextPP(attempt->queue);
 	QueueSettings settings = SettingsOf(queue);
 	const char *outcome;
 	if (action == EndAction::kSnooze)
 		outcome = "scheduled";
-	else if (action == EndAction::kRetry && attempt->attempt < attempt->max_attempts)
+	else if ((action == EndAction::kRetry || action == EndAction::kRescue) && attempt->attempt < attempt->max_attempts)
 		outcome = "retryable";
 	else
 		outcome = settings.dlq_enabled ? "dlq" : "failed";
+	// The closure records why a rescued attempt ended; the job is retryable.
+	const char *close_as = rescue_outcome != NULL && strcmp(outcome, "retryable") == 0 ? rescue_outcome : outcome;
 
 	// The job's body, from its ready row.
 	Datum key[3] = {attempt->queue, Int16GetDatum(attempt->priority), Int64GetDatum(attempt->lane_seq)};
@@ -109,7 +152,7 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
 			progress = PointerGetDatum(DatumGetJsonbPCopy(progress));
 	}
 
-	ProcessAttempts(attempt, 1, AttemptAction::kClose, outcome, caller);
+	ProcessAttempts(attempt, 1, AttemptAction::kClose, close_as, caller);
 	if (!attempt->closed_now)
 		elog(ERROR, "awa: attempt of job " INT64_FORMAT " closed under its lock", attempt->job_id);
 
@@ -171,7 +214,7 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay)
 		Execute(Stmt::kInsertFailed, attempt->ready_slot, values, nulls);
 	}
 	SPI_finish();
-	return outcome;
+	return close_as;
 }
 
 }  // namespace
@@ -209,4 +252,31 @@ AWA_FUNCTION(awa_fail)
 	Attempt attempt = AttemptArgument(fcinfo, 0);
 	text *error = ErrorArgument(fcinfo, 3);
 	PG_RETURN_TEXT_P(cstring_to_text(EndAttempt(&attempt, EndAction::kFail, error, NULL)));
+}
+
+// awa._rescue_attempt(job_id, run_lease, receipt_id, stale_before)
+//   -> deadline_expired | rescued | failed | dlq | alive | busy | stale
+// Maintenance: closes an attempt whose deadline passed or whose last heartbeat
+// (else its claim) is older than stale_before, first, so the old worker's late
+// writes are refused; the job becomes retryable with backoff, or failed / dlq
+// when that was its last attempt. Judged again under the claim batch lock: an
+// attempt that heartbeated meanwhile stays ("alive").
+AWA_FUNCTION(awa_internal_rescue_attempt)
+{
+	Attempt attempt = AttemptArgument(fcinfo, 0);
+	if (PG_ARGISNULL(3))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("stale_before must not be NULL"),
+		                errhint("Pass the heartbeat cutoff, such as now() - interval '90 seconds'.")));
+	TimestampTz stale_before = PG_GETARG_TIMESTAMPTZ(3);
+	// Maintenance never waits: an attempt being closed right now is busy.
+	int64 epoch;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	RingPositions ring = CurrentRings(&epoch);
+	SPI_finish();
+	std::optional<awa::core::Receipt> receipt = awa::core::DecodeReceipt(attempt.receipt_id, ring.claim_slot_count);
+	if (receipt.has_value() && !TryLockClaimBatch(receipt->claim_batch_id))
+		PG_RETURN_TEXT_P(cstring_to_text("busy"));
+	const char *result = EndAttempt(&attempt, EndAction::kRescue, NULL, NULL, stale_before);
+	PG_RETURN_TEXT_P(cstring_to_text(result));
 }

@@ -9,4 +9,13 @@ extern int awa_gap_proof_lock_timeout_ms;
 extern int awa_max_lanes;
 extern int awa_max_queues;
 extern int awa_debug_counter_rebuild_lock;
+extern bool awa_maintenance_enabled;
+extern int awa_queue_rotate_interval_ms;
+extern int awa_claim_rotate_interval_ms;
+extern int awa_lease_rotate_interval_ms;
+extern int awa_prune_max_backoff_level;
+extern int awa_promote_interval_ms;
+extern int awa_rescue_interval_ms;
+extern int awa_cleanup_interval_s;
+extern int awa_launcher_naptime_s;
 }

@@ -5,6 +5,7 @@
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/lanes.hpp"
+#include "pg/maintenance_state.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
@@ -31,6 +32,9 @@ ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
 	for (;;) {
 		int64 epoch;
 		RingPositions ring = CurrentRings(&epoch);
+		// Until the rows are in (and their child locked), prune must not
+		// truncate this generation (maintenance_state.hpp).
+		PublishEnqueueGeneration(ring.queue_generation);
 		for (int i = 0; i < count; i++)
 			lane_seqs[i] = SequenceNext(lane.enqueue_seq);
 		if (epoch % 2 == 0 && RingEpoch() == epoch)
@@ -145,7 +149,7 @@ Array(Datum *values, bool *nulls, int n, Oid type, int length, bool byval, char 
 
 // Appends one lane's rows (positions order[0..n) of rows) as ready rows.
 void
-InsertLane(JobRow *rows, const int *order, int n, TimestampTz now)
+InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 {
 	const JobRow &head = rows[order[0]];
 	Lane lane = EnsureLane(head.queue, head.priority);
@@ -240,6 +244,16 @@ InsertLane(JobRow *rows, const int *order, int n, TimestampTz now)
 	                    Array(c.payloads, c.payload_nulls, n, JSONBOID, -1, false, TYPALIGN_INT),
 	                    TimestampTzGetDatum(now)};
 	Execute(Stmt::kInsertReadyMany, ring.queue_slot, values, NULL);
+}
+
+// Inserts one lane's ready rows. Once they are in, this transaction holds
+// RowExclusiveLock on the slot's children, which keeps prune out until it
+// ends: the published generation is no longer needed.
+void
+InsertLane(JobRow *rows, const int *order, int n, TimestampTz now)
+{
+	InsertLaneRows(rows, order, n, now);
+	ClearEnqueueGeneration();
 }
 
 void

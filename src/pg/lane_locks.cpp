@@ -109,6 +109,13 @@ LockClaimBatch(int64 claim_batch_id)
 	(void)LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+bool
+TryLockClaimBatch(int64 claim_batch_id)
+{
+	LOCKTAG tag = Tag(kClaimBatch, claim_batch_id);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
 void
 LockLaneCreate(uint32 lane_hash)
 {

@@ -34,6 +34,8 @@ bool LockLaneReservations(Oid enqueue_seq, int timeout_ms);
 // producers do not wait for the claim's transaction to end.
 void UnlockLaneReservations(Oid enqueue_seq);
 void LockClaimBatch(int64 claim_batch_id);
+// The same lock without waiting (maintenance); false when another holds it.
+bool TryLockClaimBatch(int64 claim_batch_id);
 void LockLaneCreate(uint32 lane_hash);
 
 }  // namespace awa::pg

@@ -2,6 +2,7 @@
 #include "pg/gucs.hpp"
 #include "pg/counters.hpp"
 #include "pg/inflight.hpp"
+#include "pg/maintenance_state.hpp"
 #include "pg/queue_settings.hpp"
 #include "pg/postgres_headers.hpp"
 
@@ -17,8 +18,82 @@ static int awa_lease_slot_count = 8;
 int awa_max_lanes = 1024;
 int awa_max_queues = 1024;
 int awa_debug_counter_rebuild_lock = 0;
+bool awa_maintenance_enabled = true;
+int awa_queue_rotate_interval_ms = 1000;
+int awa_claim_rotate_interval_ms = 1000;
+int awa_lease_rotate_interval_ms = 1000;
+static int awa_prune_lock_timeout_ms = 10;
+int awa_prune_max_backoff_level = 5;
+int awa_promote_interval_ms = 250;
+static int awa_promote_batch_size = 4096;
+static int awa_promote_max_batches = 32;
+static int awa_heartbeat_staleness_s = 90;
+int awa_rescue_interval_ms = 5000;
+static int awa_rescue_batch_size = 500;
+static int awa_dlq_retention_s = 30 * 24 * 3600;
+int awa_cleanup_interval_s = 60;
+static int awa_cleanup_batch_size = 1000;
+int awa_launcher_naptime_s = 60;
 
 PGDLLEXPORT void _PG_init(void);
+}
+
+namespace awa::pg {
+void RegisterMaintenanceLauncher();  // maintenance_worker.cpp
+}
+
+// The background worker's settings (docs/operations.md). Cadences (SIGHUP)
+// take effect at the next reload. The limits the steps read (SUSET) come from
+// the configuration file for the worker, and a superuser may SET them for an
+// awa.run_maintenance call of their own.
+static void
+DefineMaintenanceVariables()
+{
+	DefineCustomBoolVariable("awa.maintenance_enabled", "Runs awa's background maintenance.",
+	                         "Off: the workers stay idle (rings stop rotating and pruning, nothing is promoted or "
+	                         "rescued) until it is turned on again; awa.run_maintenance still works.",
+	                         &awa_maintenance_enabled, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.queue_rotate_interval", "How often the queue ring is pruned and rotated.", NULL,
+	                        &awa_queue_rotate_interval_ms, 1000, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+	                        NULL);
+	DefineCustomIntVariable("awa.claim_rotate_interval", "How often the claim ring is pruned and rotated.", NULL,
+	                        &awa_claim_rotate_interval_ms, 1000, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+	                        NULL);
+	DefineCustomIntVariable("awa.lease_rotate_interval", "How often the lease ring is pruned and rotated.", NULL,
+	                        &awa_lease_rotate_interval_ms, 1000, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+	                        NULL);
+	DefineCustomIntVariable("awa.prune_lock_timeout", "Longest wait of a prune for ACCESS EXCLUSIVE on a ring slot.",
+	                        "A prune that waits longer gives up (outcome blocked) and backs off; meanwhile claims "
+	                        "and enqueues queue behind it at most this long.",
+	                        &awa_prune_lock_timeout_ms, 10, 1, 60000, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.prune_max_backoff_level", "Cap of a ring's prune back-off (2^level ticks).", NULL,
+	                        &awa_prune_max_backoff_level, 5, 0, 10, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.promote_interval", "How often due scheduled and retryable jobs are promoted.", NULL,
+	                        &awa_promote_interval_ms, 250, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.promote_batch_size", "Jobs promoted per batch.", NULL, &awa_promote_batch_size,
+	                        4096, 1, 100000, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.promote_max_batches", "Promotion batches per tick.", NULL, &awa_promote_max_batches,
+	                        32, 1, 1000, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.heartbeat_staleness", "Age of an attempt's last heartbeat (else its claim) at which "
+	                        "its worker is presumed dead and the attempt rescued.",
+	                        "Workers of long jobs must heartbeat more often than this (every 30 s for the default).",
+	                        &awa_heartbeat_staleness_s, 90, 1, 7 * 24 * 3600, PGC_SUSET, GUC_UNIT_S, NULL, NULL,
+	                        NULL);
+	DefineCustomIntVariable("awa.rescue_interval", "How often expired and stale attempts are rescued.", NULL,
+	                        &awa_rescue_interval_ms, 5000, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.rescue_batch_size", "Attempts rescued per tick at most.", NULL,
+	                        &awa_rescue_batch_size, 500, 1, 100000, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.dlq_retention", "Age at which dead-lettered jobs are deleted.", NULL,
+	                        &awa_dlq_retention_s, 30 * 24 * 3600, 1, INT_MAX, PGC_SUSET, GUC_UNIT_S, NULL, NULL,
+	                        NULL);
+	DefineCustomIntVariable("awa.cleanup_interval", "How often DLQ retention runs.", NULL, &awa_cleanup_interval_s,
+	                        60, 1, 24 * 3600, PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.cleanup_batch_size", "Dead letters deleted per retention tick at most.", NULL,
+	                        &awa_cleanup_batch_size, 1000, 1, 1000000, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.launcher_naptime", "How often the launcher looks for databases that have awa.",
+	                        "CREATE EXTENSION awa wakes it at once; this catches databases created from a template "
+	                        "that has awa.",
+	                        &awa_launcher_naptime_s, 60, 1, 3600, PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 }
 
 void
@@ -58,10 +133,14 @@ _PG_init(void)
 	    "When not 0, a counter rebuild takes pg_advisory_xact_lock(value) after it has published its "
 	    "snapshot and before its exact pass, so a test can commit transactions during the pass.",
 	    &awa_debug_counter_rebuild_lock, 0, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineMaintenanceVariables();
 	MarkGUCPrefixReserved("awa");
 	awa::pg::InstallQueueSettingsCache();
 	if (process_shared_preload_libraries_in_progress) {
 		awa::pg::InstallInflightRegistry();
 		awa::pg::InstallCounters();
+		awa::pg::InstallMaintenanceState();
+		if (!IsBinaryUpgrade)
+			awa::pg::RegisterMaintenanceLauncher();
 	}
 }

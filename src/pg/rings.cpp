@@ -1,6 +1,7 @@
 // rings.cpp: ring positions and the ring epoch (see rings.hpp).
 #include "pg/rings.hpp"
 
+#include "pg/maintenance_state.hpp"
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
 
@@ -77,13 +78,15 @@ ExtensionIncarnation()
 int64
 RingEpoch()
 {
-	return SequenceValue(ExtensionIncarnation());
+	return SharedRingEpoch();
 }
 
 RingPositions
 ReadRingPositions()
 {
-	Execute(Stmt::kRingPositions, 0, NULL, NULL, 1);
+	// The latest committed ledgers, also under REPEATABLE READ: an older
+	// snapshot could show a generation that no longer holds.
+	ExecuteLatest(Stmt::kRingPositions, 0, NULL, NULL, 1);
 	if (SPI_processed != 1)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED), errmsg("awa: ring ledgers are empty"),
 		                errhint("The extension's ring tables were modified by hand; recreate the extension.")));
@@ -104,12 +107,12 @@ RingPositions
 CurrentRings(int64 *epoch)
 {
 	Oid incarnation = ExtensionIncarnation();
-	int64 before = SequenceValue(incarnation);
+	int64 before = RingEpoch();
 	*epoch = before;
 	if (before % 2 == 0 && ring_cache.incarnation == incarnation && ring_cache.epoch == before)
 		return ring_cache.ring;
 	RingPositions ring = ReadRingPositions();
-	if (before % 2 == 0 && SequenceValue(incarnation) == before)
+	if (before % 2 == 0 && RingEpoch() == before)
 		ring_cache = RingCache{incarnation, before, ring};
 	return ring;
 }

@@ -107,7 +107,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// (The slot equality makes it a probe of the whole primary key, so even a
 	// generic plan made while the child is empty is an index scan.)
 	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs,"
-	 "       attempts, max_attempts, claimed_at"
+	 "       attempts, max_attempts, claimed_at, deadline_at"
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
 	 1, {INT8OID}},
 	// kClosedIndexes: positions of a claim batch already closed. $1 claim batch id
@@ -226,6 +226,12 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, 'failed', clock_timestamp(), $9, $10, $11, $12, $13, $14)",
 	 14, {INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID, INT2OID, TEXTOID, JSONBOID, INT2OID,
 	      TIMESTAMPTZOID, TIMESTAMPTZOID, BYTEAOID, JSONBOID}},
+	// kAllLanes: every lane of the database (maintenance).
+	{Stmt::kAllLanes, "SELECT queue, priority, lane_id, enqueue_seq::oid, claim_seq::oid FROM awa.queue_lanes"
+	 " ORDER BY lane_id", 0, {}},
+	// kAttemptHeartbeat: the attempt's last heartbeat. $1 job_id, $2 run_lease
+	{Stmt::kAttemptHeartbeat, "SELECT heartbeat_at FROM awa.attempt_state WHERE job_id = $1 AND run_lease = $2",
+	 2, {INT8OID, INT8OID}},
 };
 // clang-format on
 

@@ -56,6 +56,8 @@ enum class Stmt {
 	kInsertRetryable,
 	kInsertDlq,
 	kInsertFailed,
+	kAllLanes,
+	kAttemptHeartbeat,
 	kCount
 };
 

@@ -14,6 +14,7 @@ port = $port
 listen_addresses = ''
 unix_socket_directories = '$dir'
 shared_preload_libraries = 'awa'
+awa.maintenance_enabled = off
 fsync = off
 CONF
 pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null

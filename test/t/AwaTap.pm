@@ -23,13 +23,17 @@ max_wal_size = '1GB'
 };
 
 # A started node with awa preloaded and created in database postgres.
-# conf: extra postgresql.conf text; init: options for init().
+# conf: extra postgresql.conf text; init: options for init(); maintenance: 1 to
+# let the background maintenance worker run (off by default, so that the
+# tests of other behaviour see no rotation, promotion or WAL of its own).
 sub start_awa_node
 {
 	my ($name, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(%{ $opts{init} // {} });
-	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'awa'\n" . ($opts{conf} // ''));
+	my $maintenance = $opts{maintenance} ? 'on' : 'off';
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'awa'\nawa.maintenance_enabled = $maintenance\n" . ($opts{conf} // ''));
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION awa');
 	return $node;

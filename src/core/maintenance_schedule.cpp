@@ -1,0 +1,103 @@
+// maintenance_schedule.cpp: see maintenance_schedule.hpp.
+#include "core/maintenance_schedule.hpp"
+
+#include <cstring>
+
+#include "core/ring.hpp"
+#include "core/core_only.hpp"  // last: proves no PostgreSQL header came in
+
+namespace awa::core {
+
+namespace {
+
+constexpr const char *kTaskNames[kMaintenanceTaskCount] = {
+    "counters",    "promote",      "rescue",     "prune_queue", "rotate_queue",
+    "prune_claim", "rotate_claim", "prune_lease", "rotate_lease", "dlq_retention"};
+
+}  // namespace
+
+const char *
+TaskName(MaintenanceTask task) noexcept
+{
+	int index = static_cast<int>(task);
+	return index >= 0 && index < kMaintenanceTaskCount ? kTaskNames[index] : "unknown";
+}
+
+bool
+ParseTaskName(const char *name, MaintenanceTask *task) noexcept
+{
+	for (int i = 0; i < kMaintenanceTaskCount; i++)
+		if (std::strcmp(name, kTaskNames[i]) == 0) {
+			*task = static_cast<MaintenanceTask>(i);
+			return true;
+		}
+	return false;
+}
+
+int64_t
+PruneTargetGeneration(int64_t current, int32_t slot_count) noexcept
+{
+	if (current <= 0 || slot_count < 2)
+		return -1;
+	return OldestLiveGeneration(current, slot_count);
+}
+
+bool
+PruneBackoff::TakeTick() noexcept
+{
+	if (skip_remaining_ > 0) {
+		skip_remaining_--;
+		return false;
+	}
+	return true;
+}
+
+void
+PruneBackoff::Record(bool reclaimable_later, int max_level) noexcept
+{
+	if (!reclaimable_later) {
+		level_ = 0;
+		skip_remaining_ = 0;
+		return;
+	}
+	if (level_ < max_level)
+		level_++;
+	if (level_ > max_level)
+		level_ = max_level < 0 ? 0 : max_level;
+	skip_remaining_ = (int64_t{1} << level_) - 1;
+}
+
+bool
+TaskClock::Due(MaintenanceTask task, int64_t now) const noexcept
+{
+	return now >= next_due_[static_cast<int>(task)];
+}
+
+void
+TaskClock::Ran(MaintenanceTask task, int64_t now, int64_t interval) noexcept
+{
+	next_due_[static_cast<int>(task)] = now + (interval > 0 ? interval : 0);
+}
+
+int64_t
+TaskClock::UntilNextDue(int64_t now, int64_t cap) const noexcept
+{
+	int64_t best = cap;
+	for (int64_t due : next_due_) {
+		int64_t wait = due - now;
+		if (wait < 0)
+			wait = 0;
+		if (wait < best)
+			best = wait;
+	}
+	return best;
+}
+
+void
+TaskClock::MakeAllDue() noexcept
+{
+	for (int64_t &due : next_due_)
+		due = 0;
+}
+
+}  // namespace awa::core

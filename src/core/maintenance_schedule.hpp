@@ -1,0 +1,72 @@
+// maintenance_schedule.hpp: when the background worker runs each maintenance
+// task, and how prune backs off when a slot cannot be reclaimed yet.
+//
+// Pure C++ (no PostgreSQL header), unit-tested in test/unit.
+#pragma once
+
+#include <cstdint>
+
+namespace awa::core {
+
+// The maintenance tasks, in the order one worker tick runs the due ones.
+enum class MaintenanceTask : int {
+	kCounters = 0,   // rebuild the shared-memory counters when untrusted
+	kPromote,        // due scheduled and retryable jobs -> available
+	kRescue,         // expired deadlines and stale heartbeats -> retryable / failed / dlq
+	kPruneQueue,     // TRUNCATE the oldest sealed queue-ring slot on proof
+	kRotateQueue,    // append the next queue-ring generation
+	kPruneClaim,
+	kRotateClaim,
+	kPruneLease,
+	kRotateLease,
+	kDlqRetention,   // delete dead letters older than the retention
+	kCount
+};
+constexpr int kMaintenanceTaskCount = static_cast<int>(MaintenanceTask::kCount);
+
+// The task's name as awa.run_maintenance and awa.storage_status spell it.
+const char *TaskName(MaintenanceTask task) noexcept;
+
+// Parses a task name; false when unknown.
+bool ParseTaskName(const char *name, MaintenanceTask *task) noexcept;
+
+// The generation a prune of a ring at `current` targets: the oldest sealed
+// generation that can still own its slot. Returns -1 when the ring has no
+// sealed generation yet (it never rotated).
+int64_t PruneTargetGeneration(int64_t current, int32_t slot_count) noexcept;
+
+// Exponential back-off of one ring's prune: after a prune that could not
+// reclaim its slot (skipped_active, blocked), the next 2^level - 1 ticks are
+// skipped, level growing by one per failure up to max_level; a prune that
+// reclaimed (pruned) or found nothing to do (already_pruned) resets it.
+class PruneBackoff {
+public:
+	// Whether this tick may prune; consumes one skipped tick when not.
+	bool TakeTick() noexcept;
+	// Records the outcome of a prune that ran.
+	void Record(bool reclaimable_later, int max_level) noexcept;
+	int level() const noexcept { return level_; }
+	int skip_remaining() const noexcept { return skip_remaining_; }
+
+private:
+	int level_ = 0;
+	int64_t skip_remaining_ = 0;
+};
+
+// Due times of the periodic tasks, in microseconds of a monotonic clock.
+class TaskClock {
+public:
+	// True when `task` is due at `now`.
+	bool Due(MaintenanceTask task, int64_t now) const noexcept;
+	// The task ran at `now`; it is next due `interval` later.
+	void Ran(MaintenanceTask task, int64_t now, int64_t interval) noexcept;
+	// Microseconds from `now` until the earliest due task, at most `cap`.
+	int64_t UntilNextDue(int64_t now, int64_t cap) const noexcept;
+	// Makes every task due at once (after a reload or a promotion).
+	void MakeAllDue() noexcept;
+
+private:
+	int64_t next_due_[kMaintenanceTaskCount] = {};
+};
+
+}  // namespace awa::core

@@ -1,0 +1,111 @@
+// fn_maintenance.cpp: the C building blocks of awa.run_maintenance and
+// awa.storage_status (the steps themselves are PL/pgSQL in awa--0.6.sql; they
+// run once a second at most, so their planning cost does not matter, and the
+// proofs read best as SQL).
+#include "core/maintenance_schedule.hpp"
+#include "pg/arguments.hpp"
+#include "pg/counters.hpp"
+#include "pg/guard.hpp"
+#include "pg/maintenance_state.hpp"
+
+using namespace awa::pg;
+using awa::core::MaintenanceTask;
+
+namespace {
+
+MaintenanceTask
+TaskArgument(FunctionCallInfo fcinfo, int index)
+{
+	RequireArgument(fcinfo, index, "task", false);
+	char *name = text_to_cstring(PG_GETARG_TEXT_PP(index));
+	MaintenanceTask task;
+	if (!awa::core::ParseTaskName(name, &task))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown maintenance task \"%s\"", name),
+		                errhint("Tasks are counters, promote, rescue, prune_queue, rotate_queue, prune_claim, "
+		                        "rotate_claim, prune_lease, rotate_lease and dlq_retention.")));
+	return task;
+}
+
+}  // namespace
+
+// awa._rotation_begin(): this transaction appends to a rotation ledger; the
+// ring epoch is odd until it ends (maintenance_state.hpp).
+AWA_FUNCTION(awa_internal_rotation_begin)
+{
+	BeginRotation();
+	PG_RETURN_VOID();
+}
+
+// awa._enqueue_generation_in_use(generation): an enqueue of this database is
+// between reserving lane_seqs for a queue-ring generation <= `generation` and
+// inserting its rows.
+AWA_FUNCTION(awa_internal_enqueue_generation_in_use)
+{
+	RequireArgument(fcinfo, 0, "generation", false);
+	PG_RETURN_BOOL(EnqueueGenerationInUse(PG_GETARG_INT64(0)));
+}
+
+// awa._note_outcome(task, outcome): records a step's outcome for awa.storage_status.
+AWA_FUNCTION(awa_internal_note_outcome)
+{
+	MaintenanceTask task = TaskArgument(fcinfo, 0);
+	RequireArgument(fcinfo, 1, "outcome", false);
+	NoteTaskOutcome(task, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_VOID();
+}
+
+// awa._ensure_counters() -> trusted | unavailable
+AWA_FUNCTION(awa_internal_ensure_counters)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	bool trusted = EnsureCountersTrusted();
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(trusted ? "trusted" : "unavailable"));
+}
+
+// awa._wake_launcher(): asks the maintenance launcher to look for databases
+// now (CREATE EXTENSION calls it, so a new database is served at once).
+AWA_FUNCTION(awa_internal_wake_launcher)
+{
+	WakeLauncher();
+	PG_RETURN_VOID();
+}
+
+// awa.maintenance_status() -> one row per task: the last outcome in this
+// database (by the worker or awa.run_maintenance), when, how often, errors,
+// the prune back-off, and the worker's pid.
+AWA_FUNCTION(awa_maintenance_status)
+{
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+	int worker_pid = DatabaseWorkerPid();
+	for (int i = 0; i < awa::core::kMaintenanceTaskCount; i++) {
+		MaintenanceTask task = static_cast<MaintenanceTask>(i);
+		TaskStatus status;
+		bool found = ReadTaskStatus(task, &status);
+		Datum values[8];
+		bool nulls[8] = {false};
+		values[0] = CStringGetTextDatum(awa::core::TaskName(task));
+		if (found) {
+			values[1] = CStringGetTextDatum(status.outcome);
+			values[2] = TimestampTzGetDatum(status.at);
+			values[3] = Int64GetDatum(status.runs);
+			values[4] = Int64GetDatum(status.errors);
+			values[5] = Int32GetDatum(status.backoff_level);
+			values[6] = Int32GetDatum(status.skip_remaining);
+		} else {
+			nulls[1] = nulls[2] = true;
+			values[3] = Int64GetDatum(0);
+			values[4] = Int64GetDatum(0);
+			values[5] = Int32GetDatum(0);
+			values[6] = Int32GetDatum(0);
+		}
+		if (worker_pid != 0)
+			values[7] = Int32GetDatum(worker_pid);
+		else
+			nulls[7] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum)0;
+}

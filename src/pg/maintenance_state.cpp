@@ -1,0 +1,410 @@
+// maintenance_state.cpp: see maintenance_state.hpp.
+#include "pg/maintenance_state.hpp"
+
+extern "C" {
+#include "access/twophase.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+using core::kMaintenanceTaskCount;
+using core::MaintenanceTask;
+
+// Databases that can have a maintenance worker at once.
+constexpr int kMaxDatabases = 64;
+
+// Epoch word: high 16 bits count rotation transactions in flight, low 48 bits
+// count finished ones. The epoch is version * 2 + (in flight ? 1 : 0).
+constexpr uint64 kInFlightUnit = uint64{1} << 48;
+constexpr uint64 kVersionMask = kInFlightUnit - 1;
+
+struct DatabaseStatus {
+	Oid database;
+	int worker_pid;
+	bool stopped;  // the worker exited; the launcher restarts it
+	TaskStatus tasks[kMaintenanceTaskCount];
+};
+
+struct EnqueueSlot {
+	pg_atomic_uint64 generation_plus_one;  // 0: none published
+	Oid database;
+};
+
+struct MaintenanceShared {
+	pg_atomic_uint64 epoch_word;
+	int launcher_pgprocno;  // -1: no launcher
+	int enqueue_slot_count;
+	DatabaseStatus databases[kMaxDatabases];
+	EnqueueSlot enqueue[FLEXIBLE_ARRAY_MEMBER];
+};
+
+MaintenanceShared *shared = NULL;
+LWLock *status_lock = NULL;
+int slot_count = 0;
+shmem_request_hook_type previous_request_hook = NULL;
+shmem_startup_hook_type previous_startup_hook = NULL;
+
+// Rotation transactions this backend has in flight (0 or 1).
+bool rotation_in_flight = false;
+bool enqueue_published = false;
+
+Size
+SharedSize()
+{
+	return add_size(offsetof(MaintenanceShared, enqueue), mul_size(sizeof(EnqueueSlot), slot_count));
+}
+
+void
+RequestShmem()
+{
+	if (previous_request_hook)
+		previous_request_hook();
+	slot_count = MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
+	RequestAddinShmemSpace(SharedSize());
+	RequestNamedLWLockTranche("awa_maintenance", 1);
+}
+
+void
+StartupShmem()
+{
+	if (previous_startup_hook)
+		previous_startup_hook();
+	slot_count = MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	bool found;
+	shared = static_cast<MaintenanceShared *>(ShmemInitStruct("awa maintenance", SharedSize(), &found));
+	if (!found) {
+		memset(shared, 0, SharedSize());
+		pg_atomic_init_u64(&shared->epoch_word, 0);
+		shared->launcher_pgprocno = -1;
+		shared->enqueue_slot_count = slot_count;
+		for (int i = 0; i < slot_count; i++)
+			pg_atomic_init_u64(&shared->enqueue[i].generation_plus_one, 0);
+	}
+	status_lock = &(GetNamedLWLockTranche("awa_maintenance"))->lock;
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+EndRotation()
+{
+	if (!rotation_in_flight)
+		return;
+	rotation_in_flight = false;
+	// One atomic step: one fewer in flight, one more finished.
+	pg_atomic_fetch_add_u64(&shared->epoch_word, 1 - kInFlightUnit);
+}
+
+void
+OnTransactionEvent(XactEvent event, void *)
+{
+	switch (event) {
+	case XACT_EVENT_COMMIT:
+	case XACT_EVENT_ABORT:
+	case XACT_EVENT_PARALLEL_ABORT:
+	case XACT_EVENT_PARALLEL_COMMIT:
+	case XACT_EVENT_PREPARE:
+		EndRotation();
+		if (enqueue_published)
+			ClearEnqueueGeneration();
+		break;
+	case XACT_EVENT_PRE_PREPARE:
+		if (rotation_in_flight)
+			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			                errmsg("awa: a transaction that rotated a ring cannot be prepared"),
+			                errhint("Run awa.run_maintenance in a transaction that is not prepared.")));
+		break;
+	default:
+		break;
+	}
+}
+
+void
+OnExit(int, Datum)
+{
+	if (shared == NULL)
+		return;
+	if (rotation_in_flight)
+		EndRotation();
+	if (enqueue_published)
+		ClearEnqueueGeneration();
+}
+
+DatabaseStatus *
+StatusOf(Oid database, bool create)
+{
+	DatabaseStatus *free_entry = NULL;
+	for (DatabaseStatus &entry : shared->databases) {
+		if (entry.database == database)
+			return &entry;
+		if (free_entry == NULL && entry.database == InvalidOid)
+			free_entry = &entry;
+	}
+	if (!create || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(*free_entry));
+	free_entry->database = database;
+	return free_entry;
+}
+
+void
+ReleaseWorker(int, Datum)
+{
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
+	if (status != NULL && status->worker_pid == MyProcPid) {
+		status->worker_pid = 0;
+		status->stopped = true;
+	}
+	int launcher = shared->launcher_pgprocno;
+	LWLockRelease(status_lock);
+	if (launcher >= 0)
+		SetLatch(&ProcGlobal->allProcs[launcher].procLatch);
+}
+
+void
+ReleaseLauncher(int, Datum)
+{
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	if (shared->launcher_pgprocno == MyProc->pgprocno)
+		shared->launcher_pgprocno = -1;
+	LWLockRelease(status_lock);
+}
+
+}  // namespace
+
+void
+InstallMaintenanceState()
+{
+	previous_request_hook = shmem_request_hook;
+	shmem_request_hook = RequestShmem;
+	previous_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = StartupShmem;
+	RegisterXactCallback(OnTransactionEvent, NULL);
+}
+
+bool
+MaintenanceStateAvailable()
+{
+	return shared != NULL;
+}
+
+int64
+SharedRingEpoch()
+{
+	if (shared == NULL)
+		return 1;
+	pg_memory_barrier();
+	uint64 word = pg_atomic_read_u64(&shared->epoch_word);
+	pg_memory_barrier();
+	int64 version = static_cast<int64>(word & kVersionMask);
+	return version * 2 + ((word >> 48) != 0 ? 1 : 0);
+}
+
+void
+BeginRotation()
+{
+	if (shared == NULL || rotation_in_flight)
+		return;
+	static bool exit_registered = false;
+	if (!exit_registered) {
+		before_shmem_exit(OnExit, (Datum)0);
+		exit_registered = true;
+	}
+	rotation_in_flight = true;
+	pg_atomic_fetch_add_u64(&shared->epoch_word, kInFlightUnit);
+}
+
+void
+PublishEnqueueGeneration(int64 generation)
+{
+	if (shared == NULL || MyProc == NULL)
+		return;
+	int index = MyProc->pgprocno;
+	if (index < 0 || index >= shared->enqueue_slot_count)
+		return;
+	static bool exit_registered = false;
+	if (!exit_registered) {
+		before_shmem_exit(OnExit, (Datum)0);
+		exit_registered = true;
+	}
+	EnqueueSlot &slot = shared->enqueue[index];
+	slot.database = MyDatabaseId;
+	pg_write_barrier();
+	pg_atomic_write_u64(&slot.generation_plus_one, static_cast<uint64>(generation) + 1);
+	// Published before the reservation and the epoch read that follow.
+	pg_memory_barrier();
+	enqueue_published = true;
+}
+
+void
+ClearEnqueueGeneration()
+{
+	enqueue_published = false;
+	if (shared == NULL || MyProc == NULL)
+		return;
+	int index = MyProc->pgprocno;
+	if (index < 0 || index >= shared->enqueue_slot_count)
+		return;
+	pg_memory_barrier();
+	pg_atomic_write_u64(&shared->enqueue[index].generation_plus_one, 0);
+}
+
+bool
+EnqueueGenerationInUse(int64 generation)
+{
+	if (shared == NULL)
+		return false;
+	pg_memory_barrier();
+	for (int i = 0; i < shared->enqueue_slot_count; i++) {
+		uint64 published = pg_atomic_read_u64(&shared->enqueue[i].generation_plus_one);
+		if (published == 0)
+			continue;
+		pg_read_barrier();
+		if (shared->enqueue[i].database != MyDatabaseId)
+			continue;
+		if (static_cast<int64>(published - 1) <= generation)
+			return true;
+	}
+	return false;
+}
+
+void
+NoteTaskOutcome(MaintenanceTask task, const char *outcome)
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
+	if (status != NULL) {
+		TaskStatus &t = status->tasks[static_cast<int>(task)];
+		strlcpy(t.outcome, outcome, sizeof(t.outcome));
+		t.at = GetCurrentTimestamp();
+		t.runs++;
+	}
+	LWLockRelease(status_lock);
+}
+
+void
+NoteTaskError(MaintenanceTask task)
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
+	if (status != NULL) {
+		TaskStatus &t = status->tasks[static_cast<int>(task)];
+		strlcpy(t.outcome, "error", sizeof(t.outcome));
+		t.at = GetCurrentTimestamp();
+		t.runs++;
+		t.errors++;
+	}
+	LWLockRelease(status_lock);
+}
+
+void
+NoteTaskBackoff(MaintenanceTask task, int level, int64 skip_remaining)
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
+	if (status != NULL) {
+		status->tasks[static_cast<int>(task)].backoff_level = level;
+		status->tasks[static_cast<int>(task)].skip_remaining = static_cast<int32>(skip_remaining);
+	}
+	LWLockRelease(status_lock);
+}
+
+bool
+ReadTaskStatus(MaintenanceTask task, TaskStatus *out)
+{
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(status_lock, LW_SHARED);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
+	bool found = status != NULL && status->tasks[static_cast<int>(task)].runs > 0;
+	if (found)
+		*out = status->tasks[static_cast<int>(task)];
+	LWLockRelease(status_lock);
+	return found;
+}
+
+bool
+ClaimDatabaseWorker()
+{
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
+	bool claimed = false;
+	if (status != NULL && (status->worker_pid == 0 || kill(status->worker_pid, 0) != 0)) {
+		status->worker_pid = MyProcPid;
+		status->stopped = false;
+		claimed = true;
+	}
+	LWLockRelease(status_lock);
+	if (claimed)
+		before_shmem_exit(ReleaseWorker, (Datum)0);
+	return claimed;
+}
+
+int
+DatabaseWorkerPid()
+{
+	if (shared == NULL)
+		return 0;
+	LWLockAcquire(status_lock, LW_SHARED);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
+	int pid = status != NULL ? status->worker_pid : 0;
+	LWLockRelease(status_lock);
+	return pid;
+}
+
+void
+RegisterLauncher()
+{
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	shared->launcher_pgprocno = MyProc->pgprocno;
+	LWLockRelease(status_lock);
+	before_shmem_exit(ReleaseLauncher, (Datum)0);
+}
+
+void
+WakeLauncher()
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
+	if (status != NULL && status->worker_pid == 0)
+		status->stopped = true;  // the launcher starts a worker at once
+	int launcher = shared->launcher_pgprocno;
+	LWLockRelease(status_lock);
+	if (launcher >= 0)
+		SetLatch(&ProcGlobal->allProcs[launcher].procLatch);
+}
+
+int
+TakeStoppedWorkers(Oid *out, int capacity)
+{
+	int n = 0;
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	for (DatabaseStatus &entry : shared->databases)
+		if (entry.database != InvalidOid && entry.stopped && n < capacity) {
+			out[n++] = entry.database;
+			entry.stopped = false;
+		}
+	LWLockRelease(status_lock);
+	return n;
+}
+
+}  // namespace awa::pg

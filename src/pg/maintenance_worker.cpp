@@ -1,0 +1,376 @@
+// maintenance_worker.cpp: the background workers that maintain awa.
+//
+// A launcher (one static worker, started once the server accepts writes:
+// after crash recovery, or when a standby is promoted) finds the databases
+// that can have awa and starts one maintenance worker per database. A worker
+// that finds no awa in its database exits at once; the launcher looks again
+// every awa.launcher_naptime, and at once when CREATE EXTENSION awa asks it to.
+//
+// A maintenance worker runs every due step of awa.run_maintenance in its own
+// short transaction (docs/maintenance.md): promotion every
+// awa.promote_interval, rescue every awa.rescue_interval, prune then rotation
+// of each ring every awa.<ring>_rotate_interval (prune backing off 2^k ticks
+// while its slot cannot be reclaimed), DLQ retention every
+// awa.cleanup_interval, and the counter rebuild whenever the counters are
+// untrusted. An ERROR in a step is logged, its transaction aborted, and the
+// loop goes on; SIGTERM ends the worker (FATAL via die()), SIGHUP reloads the
+// configuration. Per-step memory lives in a context reset after every step.
+#include "core/maintenance_schedule.hpp"
+#include "pg/gucs.hpp"
+#include "pg/maintenance_state.hpp"
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_database.h"
+#include "commands/extension.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/backend_status.h"
+
+PGDLLEXPORT void awa_launcher_main(Datum argument);
+PGDLLEXPORT void awa_maintenance_main(Datum argument);
+}
+
+namespace awa::pg {
+
+namespace {
+
+using core::MaintenanceTask;
+
+constexpr int kMaxLauncherDatabases = 64;
+
+// ---------------------------------------------------------------------------
+// Launcher
+// ---------------------------------------------------------------------------
+struct Served {
+	Oid database;
+	BackgroundWorkerHandle *handle;
+	TimestampTz next_probe;  // when to start a worker again after it exited
+	bool restart;            // start one at once (it stopped while serving awa)
+};
+
+int
+ListDatabases(Oid *out, int capacity)
+{
+	int n = 0;
+	StartTransactionCommand();
+	(void)GetTransactionSnapshot();
+	Relation relation = table_open(DatabaseRelationId, AccessShareLock);
+	TableScanDesc scan = table_beginscan_catalog(relation, 0, NULL);
+	HeapTuple tuple;
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL) {
+		Form_pg_database database = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple));
+		// Templates are skipped: a worker connected to one would make every
+		// CREATE DATABASE from it fail.
+		if (database->datallowconn && !database->datistemplate && n < capacity)
+			out[n++] = database->oid;
+	}
+	table_endscan(scan);
+	table_close(relation, AccessShareLock);
+	CommitTransactionCommand();
+	return n;
+}
+
+bool
+StartMaintenanceWorker(Oid database, BackgroundWorkerHandle **handle)
+{
+	BackgroundWorker worker;
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;  // the launcher restarts it
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "awa");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "awa_maintenance_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "awa maintenance worker for database %u", database);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "awa maintenance worker");
+	worker.bgw_main_arg = ObjectIdGetDatum(database);
+	worker.bgw_notify_pid = MyProcPid;
+	return RegisterDynamicBackgroundWorker(&worker, handle);
+}
+
+bool
+Running(BackgroundWorkerHandle *handle)
+{
+	if (handle == NULL)
+		return false;
+	pid_t pid;
+	BgwHandleStatus status = GetBackgroundWorkerPid(handle, &pid);
+	return status == BGWH_STARTED || status == BGWH_NOT_YET_STARTED;
+}
+
+// ---------------------------------------------------------------------------
+// Maintenance worker
+// ---------------------------------------------------------------------------
+int64
+IntervalMs(MaintenanceTask task)
+{
+	switch (task) {
+	case MaintenanceTask::kCounters:
+		return 5000;
+	case MaintenanceTask::kPromote:
+		return awa_promote_interval_ms;
+	case MaintenanceTask::kRescue:
+		return awa_rescue_interval_ms;
+	case MaintenanceTask::kPruneQueue:
+	case MaintenanceTask::kRotateQueue:
+		return awa_queue_rotate_interval_ms;
+	case MaintenanceTask::kPruneClaim:
+	case MaintenanceTask::kRotateClaim:
+		return awa_claim_rotate_interval_ms;
+	case MaintenanceTask::kPruneLease:
+	case MaintenanceTask::kRotateLease:
+		return awa_lease_rotate_interval_ms;
+	case MaintenanceTask::kDlqRetention:
+		return int64{awa_cleanup_interval_s} * 1000;
+	case MaintenanceTask::kCount:
+		break;
+	}
+	return 1000;
+}
+
+int
+PruneIndex(MaintenanceTask task)
+{
+	switch (task) {
+	case MaintenanceTask::kPruneQueue:
+		return 0;
+	case MaintenanceTask::kPruneClaim:
+		return 1;
+	case MaintenanceTask::kPruneLease:
+		return 2;
+	default:
+		return -1;
+	}
+}
+
+MemoryContext step_context = NULL;
+bool extension_gone = false;
+
+// Runs one step in its own transaction; its outcome is copied into `outcome`
+// ("" after an error). Errors are reported and the transaction is aborted.
+void
+RunStep(MaintenanceTask task, char *outcome, size_t outcome_size)
+{
+	outcome[0] = '\0';
+	MemoryContext loop_context = CurrentMemoryContext;
+	MemoryContextSwitchTo(step_context);
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, core::TaskName(task));
+		if (!OidIsValid(get_extension_oid("awa", true))) {
+			extension_gone = true;
+		} else {
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "awa: SPI_connect failed");
+			char query[128];
+			snprintf(query, sizeof(query), "SELECT outcome FROM awa.run_maintenance('%s')", core::TaskName(task));
+			int rc = SPI_execute(query, false, 0);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "awa: maintenance step %s failed: SPI code %d", core::TaskName(task), rc);
+			if (SPI_processed == 1) {
+				char *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+				if (value != NULL)
+					strlcpy(outcome, value, outcome_size);
+			}
+			SPI_finish();
+		}
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		pgstat_report_activity(STATE_IDLE, NULL);
+	}
+	PG_CATCH();
+	{
+		HOLD_INTERRUPTS();
+		MemoryContextSwitchTo(loop_context);
+		EmitErrorReport();
+		AbortOutOfAnyTransaction();
+		FlushErrorState();
+		RESUME_INTERRUPTS();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		NoteTaskError(task);
+		outcome[0] = '\0';
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(loop_context);
+	MemoryContextReset(step_context);
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+void
+awa_launcher_main(Datum)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("awa launcher");
+	RegisterLauncher();
+
+	static Served served[kMaxLauncherDatabases];
+	int served_count = 0;
+	MemoryContext loop_context =
+	    AllocSetContextCreate(TopMemoryContext, "awa launcher loop", ALLOCSET_DEFAULT_SIZES);
+	for (;;) {
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending) {
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (awa_maintenance_enabled) {
+			MemoryContext previous = MemoryContextSwitchTo(loop_context);
+			// Workers that stopped while serving awa are restarted at once.
+			// Databases whose worker stopped while serving awa, or that just
+			// created it, get a worker at once.
+			Oid wanted[kMaxLauncherDatabases];
+			int wanted_count = TakeStoppedWorkers(wanted, kMaxLauncherDatabases);
+			Oid databases[kMaxLauncherDatabases];
+			int count = ListDatabases(databases, kMaxLauncherDatabases);
+			TimestampTz now = GetCurrentTimestamp();
+			for (int i = 0; i < count; i++) {
+				Served *entry = NULL;
+				for (int j = 0; j < served_count; j++)
+					if (served[j].database == databases[i])
+						entry = &served[j];
+				if (entry == NULL) {
+					if (served_count == kMaxLauncherDatabases)
+						continue;
+					entry = &served[served_count++];
+					entry->database = databases[i];
+					entry->handle = NULL;
+					entry->next_probe = 0;
+					entry->restart = false;
+				}
+				for (int j = 0; j < wanted_count; j++)
+					if (wanted[j] == entry->database)
+						entry->restart = true;
+				if (Running(entry->handle))
+					continue;
+				if (entry->handle != NULL) {
+					// It exited. Without a reason to restart it (it found no
+					// awa), look again after the naptime.
+					pfree(entry->handle);
+					entry->handle = NULL;
+					entry->next_probe = now + int64{awa_launcher_naptime_s} * USECS_PER_SEC;
+				}
+				if (!entry->restart && now < entry->next_probe)
+					continue;
+				entry->restart = false;
+				MemoryContextSwitchTo(TopMemoryContext);
+				if (!StartMaintenanceWorker(entry->database, &entry->handle)) {
+					entry->handle = NULL;
+					entry->next_probe = now + int64{awa_launcher_naptime_s} * USECS_PER_SEC;
+					ereport(WARNING,
+					        (errmsg("awa: could not start the maintenance worker of database %u", entry->database),
+					         errhint("Raise max_worker_processes: awa needs one per database that has it, plus "
+					                 "its launcher.")));
+				}
+				MemoryContextSwitchTo(loop_context);
+			}
+			MemoryContextSwitchTo(previous);
+			MemoryContextReset(loop_context);
+		}
+		(void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+void
+awa_maintenance_main(Datum argument)
+{
+	Oid database = DatumGetObjectId(argument);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+	pgstat_report_appname("awa maintenance");
+
+	StartTransactionCommand();
+	bool present = OidIsValid(get_extension_oid("awa", true));
+	CommitTransactionCommand();
+	if (!present || !ClaimDatabaseWorker())
+		proc_exit(0);
+	// A safety net: no statement of a step waits longer than this for a lock
+	// (the steps take try-locks, and prune bounds its own wait).
+	(void)set_config_option("lock_timeout", "1s", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+	ereport(LOG, (errmsg("awa: maintenance worker started for database %u", database)));
+
+	step_context = AllocSetContextCreate(TopMemoryContext, "awa maintenance step", ALLOCSET_DEFAULT_SIZES);
+	awa::core::TaskClock clock;
+	awa::core::PruneBackoff backoff[3];
+	char outcome[64];
+	for (;;) {
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending) {
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		int64 now = GetCurrentTimestamp();
+		if (awa_maintenance_enabled && !RecoveryInProgress()) {
+			for (int i = 0; i < awa::core::kMaintenanceTaskCount && !extension_gone; i++) {
+				MaintenanceTask task = static_cast<MaintenanceTask>(i);
+				if (!clock.Due(task, now))
+					continue;
+				clock.Ran(task, now, IntervalMs(task) * 1000);
+				int prune = PruneIndex(task);
+				if (prune >= 0 && !backoff[prune].TakeTick()) {
+					NoteTaskBackoff(task, backoff[prune].level(), backoff[prune].skip_remaining());
+					continue;
+				}
+				RunStep(task, outcome, sizeof(outcome));
+				if (prune >= 0) {
+					bool later = strcmp(outcome, "skipped_active") == 0 || strcmp(outcome, "blocked") == 0;
+					backoff[prune].Record(later, awa_prune_max_backoff_level);
+					NoteTaskBackoff(task, backoff[prune].level(), backoff[prune].skip_remaining());
+				}
+				CHECK_FOR_INTERRUPTS();
+			}
+			if (extension_gone) {
+				ereport(LOG, (errmsg("awa: extension dropped from database %u; maintenance worker exits", database)));
+				proc_exit(0);
+			}
+		}
+		int64 wait_us = clock.UntilNextDue(GetCurrentTimestamp(), 1000 * 1000);
+		if (!awa_maintenance_enabled)
+			wait_us = 1000 * 1000;
+		long wait_ms = static_cast<long>(wait_us / 1000);
+		if (wait_ms < 1)
+			wait_ms = 1;
+		(void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+namespace awa::pg {
+
+void
+RegisterMaintenanceLauncher()
+{
+	BackgroundWorker worker;
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "awa");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "awa_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "awa maintenance launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "awa maintenance launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+}  // namespace awa::pg
