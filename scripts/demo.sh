@@ -76,6 +76,17 @@ SELECT awa.get_job(:failing_job) ->> 'state' AS state, awa.get_job(:failing_job)
 SELECT * FROM awa.queue_counts('demo');
 SQL
 
+echo "== the maintenance worker (promotes due jobs, rescues, rotates and prunes the rings)"
+for _ in $(seq 1 50); do
+	[ "$(psql_demo -qAtc "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'awa maintenance worker' AND datname = current_database()")" = 1 ] && break
+	sleep 0.2
+done
+psql_demo <<'SQL'
+\pset footer off
+SELECT pid, backend_type FROM pg_stat_activity WHERE backend_type LIKE 'awa maintenance%' ORDER BY 2;
+SELECT ring, current_slot, generation, last_rotate, last_prune FROM awa.storage_status();
+SQL
+
 cat <<MSG
 == done. The server keeps running. Connect with:
    runuser -u postgres -- psql -h $demo -p $port -d postgres

@@ -64,11 +64,12 @@ AWA_FUNCTION(awa_internal_ensure_counters)
 	PG_RETURN_TEXT_P(cstring_to_text(trusted ? "trusted" : "unavailable"));
 }
 
-// awa._wake_launcher(): asks the maintenance launcher to look for databases
-// now (CREATE EXTENSION calls it, so a new database is served at once).
+// awa._wake_launcher(): asks the maintenance launcher to start this
+// database's worker once this transaction commits (CREATE EXTENSION calls
+// it, so a new database is served at once).
 AWA_FUNCTION(awa_internal_wake_launcher)
 {
-	WakeLauncher();
+	WakeLauncherAtCommit();
 	PG_RETURN_VOID();
 }
 

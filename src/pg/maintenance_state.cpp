@@ -55,6 +55,7 @@ shmem_startup_hook_type previous_startup_hook = NULL;
 // Rotation transactions this backend has in flight (0 or 1).
 bool rotation_in_flight = false;
 bool enqueue_published = false;
+bool wake_launcher_at_commit = false;
 
 Size
 SharedSize()
@@ -115,6 +116,10 @@ OnTransactionEvent(XactEvent event, void *)
 		EndRotation();
 		if (enqueue_published)
 			ClearEnqueueGeneration();
+		// CREATE EXTENSION asked for a worker: only now can it see awa.
+		if (wake_launcher_at_commit && event == XACT_EVENT_COMMIT)
+			WakeLauncher();
+		wake_launcher_at_commit = false;
 		break;
 	case XACT_EVENT_PRE_PREPARE:
 		if (rotation_in_flight)
@@ -391,6 +396,13 @@ WakeLauncher()
 	LWLockRelease(status_lock);
 	if (launcher >= 0)
 		SetLatch(&ProcGlobal->allProcs[launcher].procLatch);
+}
+
+void
+WakeLauncherAtCommit()
+{
+	if (shared != NULL)
+		wake_launcher_at_commit = true;
 }
 
 int

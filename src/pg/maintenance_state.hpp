@@ -69,6 +69,9 @@ int DatabaseWorkerPid();
 // The launcher registers itself; WakeLauncher asks it to (re)start workers now.
 void RegisterLauncher();
 void WakeLauncher();
+// The same once this transaction commits (a worker started earlier would not
+// see what this transaction created).
+void WakeLauncherAtCommit();
 // Databases whose worker stopped since the launcher last looked: the launcher
 // restarts them. Returns the number written into `out` (at most `capacity`).
 int TakeStoppedWorkers(Oid *out, int capacity);

@@ -313,6 +313,11 @@ awa_maintenance_main(Datum argument)
 	step_context = AllocSetContextCreate(TopMemoryContext, "awa maintenance step", ALLOCSET_DEFAULT_SIZES);
 	awa::core::TaskClock clock;
 	awa::core::PruneBackoff backoff[3];
+	// Consecutive errors per task: a failing step is retried after
+	// min(2^errors s, 60 s) instead of its cadence, so a persistent error
+	// (a lock held for long, an extension script older than the library)
+	// does not flood the log.
+	int error_streak[awa::core::kMaintenanceTaskCount] = {0};
 	char outcome[64];
 	for (;;) {
 		CHECK_FOR_INTERRUPTS();
@@ -333,6 +338,13 @@ awa_maintenance_main(Datum argument)
 					continue;
 				}
 				RunStep(task, outcome, sizeof(outcome));
+				if (outcome[0] == '\0') {
+					error_streak[i] = Min(error_streak[i] + 1, 6);
+					int64 retry_ms = Min(int64{1000} << error_streak[i], int64{60000});
+					clock.Ran(task, now, Max(retry_ms, IntervalMs(task)) * 1000);
+				} else {
+					error_streak[i] = 0;
+				}
 				if (prune >= 0) {
 					bool later = strcmp(outcome, "skipped_active") == 0 || strcmp(outcome, "blocked") == 0;
 					backoff[prune].Record(later, awa_prune_max_backoff_level);
