@@ -1298,7 +1298,7 @@ CREATE FUNCTION awa._try_ring_lock()
 RETURNS boolean
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT pg_try_advisory_xact_lock(4708521748312016455) $$;
+AS $$ SELECT pg_try_advisory_xact_lock(4708303813097377351) $$;
 
 -- Rotation: appends (generation + 1, next slot) to the ring's ledger with
 -- ON CONFLICT DO NOTHING (a compare-and-swap; no row is ever updated), only

@@ -1,5 +1,6 @@
 // counters.cpp: per-queue job counters in shared memory (see counters.hpp).
 #include "pg/counters.hpp"
+#include "pg/maintenance_state.hpp"
 
 #include "pg/gucs.hpp"
 #include "pg/rings.hpp"
@@ -432,6 +433,16 @@ EnsureCountersTrusted()
 	int db_index = CurrentDbIndex();
 	if (db_index < 0)
 		return false;
+	LWLockAcquire(counters_lock, LW_SHARED);
+	bool settled = shared->dbs[db_index].state == kTrusted || shared->dbs[db_index].overflow;
+	LWLockRelease(counters_lock);
+	if (!settled && !TransactionIdIsValid(GetTopTransactionIdIfAny())) {
+		// A rebuild must not overlap a prune: TRUNCATE is not MVCC-safe, so a
+		// pass whose snapshot predates a prune's commit could read the
+		// truncated (empty) slot and also receive the prune's negative moves.
+		// Ring steps hold this lock for their whole transaction.
+		(void)DirectFunctionCall1(pg_advisory_xact_lock_int8, Int64GetDatum(kRingMaintenanceLockKey));
+	}
 	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 	DbCounters &db = shared->dbs[db_index];
 	if (db.state == kTrusted || db.overflow) {

@@ -29,6 +29,13 @@ using core::JobState;
 RingPositions
 ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
 {
+	// This transaction sees its own, uncommitted ring generation; other
+	// sessions reserving after it would write the older one, and generations
+	// would decrease along the lane (docs/maintenance.md §5.3).
+	if (RotationInThisTransaction())
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		                errmsg("awa: cannot enqueue in a transaction that rotated a ring"),
+		                errhint("Run awa.run_maintenance in a transaction of its own.")));
 	for (;;) {
 		int64 epoch;
 		RingPositions ring = CurrentRings(&epoch);

@@ -94,9 +94,13 @@ StartupShmem()
 	LWLockRelease(AddinShmemInitLock);
 }
 
+// This transaction began a rotation (also without shared memory).
+bool rotated_in_transaction = false;
+
 void
 EndRotation()
 {
+	rotated_in_transaction = false;
 	if (!rotation_in_flight)
 		return;
 	rotation_in_flight = false;
@@ -214,10 +218,28 @@ SharedRingEpoch()
 	return version * 2 + ((word >> 48) != 0 ? 1 : 0);
 }
 
+bool
+RotationInThisTransaction()
+{
+	return rotated_in_transaction;
+}
+
 void
 BeginRotation()
 {
-	if (shared == NULL || rotation_in_flight)
+	if (shared == NULL) {
+		// Not preloaded: no epoch to keep, but the flag must still end with
+		// the transaction.
+		static bool callback_registered = false;
+		if (!callback_registered) {
+			RegisterXactCallback(OnTransactionEvent, NULL);
+			callback_registered = true;
+		}
+		rotated_in_transaction = true;
+		return;
+	}
+	rotated_in_transaction = true;
+	if (rotation_in_flight)
 		return;
 	static bool exit_registered = false;
 	if (!exit_registered) {

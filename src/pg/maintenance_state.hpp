@@ -26,6 +26,11 @@
 
 namespace awa::pg {
 
+// The transaction-level advisory lock that serializes ring maintenance
+// (rotate, prune) per database; awa._try_ring_lock() takes it with
+// pg_try_advisory_xact_lock. 0x4157415F52494E47 = "AWA_RING".
+constexpr int64 kRingMaintenanceLockKey = INT64CONST(0x4157415F52494E47);
+
 // From _PG_init while preloading.
 void InstallMaintenanceState();
 bool MaintenanceStateAvailable();
@@ -35,6 +40,9 @@ int64 SharedRingEpoch();
 // This transaction appends to a rotation ledger; the epoch stays odd until it
 // ends. May ereport (PREPARE of such a transaction is refused later).
 void BeginRotation();
+// True when this transaction has begun a rotation: it must not enqueue, since
+// it sees a generation other sessions cannot see yet (maintenance.md §5.3).
+bool RotationInThisTransaction();
 
 // Enqueue publication (per backend, no lock).
 void PublishEnqueueGeneration(int64 generation);
