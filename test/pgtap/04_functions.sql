@@ -1,5 +1,5 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (the 22
+-- types, names, defaults), return types, language, SECURITY DEFINER (the 24
 -- public API functions; never cursor_value or an awa._* building block),
 -- volatility, strictness (only cursor_value is STRICT: NULL arguments must
 -- reach the code that raises 22004), row estimates, the pinned search path
@@ -8,7 +8,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(334);
+SELECT plan(582);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -153,6 +153,29 @@ INSERT INTO api VALUES
      'job_ids bigint[]',
      'integer',
      'plpgsql', true, 'volatile', false, 0, NULL),
+    -- Maintenance API (awa_admin)
+    ('run_maintenance',
+     ARRAY['text'],
+     'setof record',
+     'task text DEFAULT ''all''::text',
+     'TABLE(task text, outcome text, detail jsonb)',
+     'sql', true, 'volatile', false, 1000, NULL),
+    ('storage_status',
+     ARRAY[]::name[],
+     'setof record',
+     '',
+     'TABLE(ring text, slot_count integer, current_slot integer, generation bigint, oldest_live_slot integer, '
+     'oldest_live_generation bigint, last_rotated_at timestamp with time zone, last_rotate text, '
+     'last_rotate_at timestamp with time zone, last_prune text, last_prune_at timestamp with time zone, '
+     'prune_backoff_level integer, dead_tuples jsonb)',
+     'plpgsql', true, 'volatile', false, 1000, NULL),
+    ('maintenance_status',
+     ARRAY[]::name[],
+     'setof record',
+     '',
+     'TABLE(task text, last_outcome text, last_run_at timestamp with time zone, runs bigint, errors bigint, '
+     'prune_backoff_level integer, prune_ticks_skipped integer, worker_pid integer)',
+     'c', true, 'volatile', false, 1000, 'awa_maintenance_status'),
     -- The lane cursor reader behind awa.lanes: runs as the caller, who needs
     -- SELECT on the sequence.
     ('cursor_value',
@@ -200,6 +223,49 @@ INSERT INTO api VALUES
      '',
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_queue_meta_changed'),
+    -- Internal building blocks of maintenance (C)
+    ('_rotation_begin',
+     ARRAY[]::name[],
+     'void',
+     '',
+     'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_rotation_begin'),
+    ('_enqueue_generation_in_use',
+     ARRAY['bigint'],
+     'boolean',
+     'generation bigint',
+     'boolean',
+     'c', false, 'volatile', false, 0, 'awa_internal_enqueue_generation_in_use'),
+    ('_note_outcome',
+     ARRAY['text', 'text'],
+     'void',
+     'task text, outcome text',
+     'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_note_outcome'),
+    ('_ensure_counters',
+     ARRAY[]::name[],
+     'text',
+     '',
+     'text',
+     'c', false, 'volatile', false, 0, 'awa_internal_ensure_counters'),
+    ('_wake_launcher',
+     ARRAY[]::name[],
+     'void',
+     '',
+     'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_wake_launcher'),
+    ('_advance_cursors',
+     ARRAY[]::name[],
+     'integer',
+     '',
+     'integer',
+     'c', false, 'volatile', false, 0, 'awa_internal_advance_cursors'),
+    ('_rescue_attempt',
+     ARRAY['bigint', 'bigint', 'bigint', 'timestamp with time zone'],
+     'text',
+     'job_id bigint, run_lease bigint, receipt_id bigint, stale_before timestamp with time zone',
+     'text',
+     'c', false, 'volatile', false, 0, 'awa_internal_rescue_attempt'),
     -- Internal building blocks (SQL, PL/pgSQL)
     ('_queue_counts_scan',
      ARRAY['text'],
@@ -224,16 +290,101 @@ INSERT INTO api VALUES
      'created_at timestamp with time zone, payload jsonb, attempted_at timestamp with time zone, '
      'finalized_at timestamp with time zone, progress jsonb, extra jsonb DEFAULT ''{}''::jsonb',
      'jsonb',
-     'sql', false, 'stable', false, 0, NULL);
+     'sql', false, 'stable', false, 0, NULL),
+    -- Internal building blocks of maintenance (SQL, PL/pgSQL)
+    ('_slot_children',
+     ARRAY['text', 'integer'],
+     'text[]',
+     'ring text, slot integer',
+     'text[]',
+     'sql', false, 'immutable', false, 0, NULL),
+    ('_ring_position',
+     ARRAY['text'],
+     'record',
+     'ring text, OUT generation bigint, OUT slot integer, OUT slot_count integer',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_slot_is_empty',
+     ARRAY['text', 'integer'],
+     'boolean',
+     'ring text, slot integer',
+     'boolean',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_slot_has_no_blocks',
+     ARRAY['text', 'integer'],
+     'boolean',
+     'ring text, slot integer',
+     'boolean',
+     'sql', false, 'volatile', false, 0, NULL),
+    ('_queue_slot_blocker',
+     ARRAY['integer', 'bigint'],
+     'text',
+     'slot integer, generation bigint',
+     'text',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_claim_slot_blocker',
+     ARRAY['integer'],
+     'text',
+     'slot integer',
+     'text',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_lock_slot',
+     ARRAY['text', 'integer'],
+     'boolean',
+     'ring text, slot integer',
+     'boolean',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_try_ring_lock',
+     ARRAY[]::name[],
+     'boolean',
+     '',
+     'boolean',
+     'sql', false, 'volatile', false, 0, NULL),
+    ('_rotate',
+     ARRAY['text'],
+     'record',
+     'ring text, OUT outcome text, OUT detail jsonb',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_prune',
+     ARRAY['text'],
+     'record',
+     'ring text, OUT outcome text, OUT detail jsonb',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_rescue',
+     ARRAY[]::name[],
+     'record',
+     'OUT outcome text, OUT detail jsonb',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_promote',
+     ARRAY[]::name[],
+     'record',
+     'OUT outcome text, OUT detail jsonb',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_dlq_retention',
+     ARRAY[]::name[],
+     'record',
+     'OUT outcome text, OUT detail jsonb',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_run_maintenance',
+     ARRAY['text'],
+     'setof record',
+     'requested text',
+     'TABLE(step text, outcome text, detail jsonb)',
+     'plpgsql', false, 'volatile', false, 1000, NULL);
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 22 public functions and the 9 awa._* building blocks');
+                     'schema awa has exactly the 25 public functions and the 30 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 31,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 55,
           'no function is overloaded');
 
--- Per function, 10 checks: 310
+-- Per function, 10 checks: 550
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -275,7 +426,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 20
+-- Per C function, its symbol in $libdir/awa: 28
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

@@ -5,7 +5,7 @@
 -- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(190);
+SELECT plan(295);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -46,6 +46,9 @@ INSERT INTO grants VALUES
     ('resume_queue', ARRAY['text'], false, false, true),
     ('dlq_retry', ARRAY['bigint[]'], false, false, true),
     ('dlq_purge', ARRAY['bigint[]'], false, false, true),
+    ('run_maintenance', ARRAY['text'], false, false, true),
+    ('storage_status', ARRAY[]::name[], false, false, true),
+    ('maintenance_status', ARRAY[]::name[], false, false, true),
     ('cursor_value', ARRAY['regclass'], false, false, true),
     ('_attempt', ARRAY['bigint', 'bigint', 'bigint', 'text'], false, false, false),
     ('_tombstone', ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint'], false, false, false),
@@ -58,7 +61,28 @@ INSERT INTO grants VALUES
     ('_job_document', ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'jsonb'],
-     false, false, false);
+     false, false, false),
+    ('_rotation_begin', ARRAY[]::name[], false, false, false),
+    ('_enqueue_generation_in_use', ARRAY['bigint'], false, false, false),
+    ('_note_outcome', ARRAY['text', 'text'], false, false, false),
+    ('_ensure_counters', ARRAY[]::name[], false, false, false),
+    ('_wake_launcher', ARRAY[]::name[], false, false, false),
+    ('_advance_cursors', ARRAY[]::name[], false, false, false),
+    ('_rescue_attempt', ARRAY['bigint', 'bigint', 'bigint', 'timestamp with time zone'], false, false, false),
+    ('_slot_children', ARRAY['text', 'integer'], false, false, false),
+    ('_ring_position', ARRAY['text'], false, false, false),
+    ('_slot_is_empty', ARRAY['text', 'integer'], false, false, false),
+    ('_slot_has_no_blocks', ARRAY['text', 'integer'], false, false, false),
+    ('_queue_slot_blocker', ARRAY['integer', 'bigint'], false, false, false),
+    ('_claim_slot_blocker', ARRAY['integer'], false, false, false),
+    ('_lock_slot', ARRAY['text', 'integer'], false, false, false),
+    ('_try_ring_lock', ARRAY[]::name[], false, false, false),
+    ('_rotate', ARRAY['text'], false, false, false),
+    ('_prune', ARRAY['text'], false, false, false),
+    ('_rescue', ARRAY[]::name[], false, false, false),
+    ('_promote', ARRAY[]::name[], false, false, false),
+    ('_dlq_retention', ARRAY[]::name[], false, false, false),
+    ('_run_maintenance', ARRAY['text'], false, false, false);
 
 -- The matrix covers every function of awa: 1
 SELECT is(
@@ -67,7 +91,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 31 x 4 = 124
+-- EXECUTE per function and role (PUBLIC included): 55 x 4 = 220
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
@@ -93,8 +117,9 @@ SELECT is(
                          'snooze']),
     ('awa_admin', ARRAY['cancel', 'claim', 'complete', 'complete_many', 'configure_queue', 'cursor_value',
                         'dlq_purge', 'dlq_retry', 'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
-                        'heartbeat_many', 'pause_queue', 'promote_due', 'queue_counts', 'queue_counts_exact',
-                        'rebuild_counters', 'resume_queue', 'retry', 'snooze']),
+                        'heartbeat_many', 'maintenance_status', 'pause_queue', 'promote_due', 'queue_counts',
+                        'queue_counts_exact', 'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance',
+                        'snooze', 'storage_status']),
     ('public', ARRAY[]::text[])
   ) AS r(role, fns);
 -- Nobody but the owner holds EXECUTE on an awa._* function: 1
@@ -194,17 +219,19 @@ SELECT throws_ok($$SELECT * FROM awa.queue_counts()$$, '42501', NULL,
 SELECT throws_ok($$SELECT * FROM awa.dlq$$, '42501', NULL, 'a role without grants may not read awa.dlq');
 RESET ROLE;
 
--- awa_producer: 6
+-- awa_producer: 7
 SET LOCAL ROLE awa_pgtap_producer;
 SELECT throws_ok($$SELECT * FROM awa.claim('q')$$, '42501', NULL, 'a producer may not claim');
 SELECT throws_ok($$SELECT awa.complete(1, 1, 1)$$, '42501', NULL, 'a producer may not complete');
 SELECT throws_ok($$SELECT awa.heartbeat(1, 1, 1)$$, '42501', NULL, 'a producer may not heartbeat');
 SELECT throws_ok($$SELECT awa.retry(1, 1, 1, 'e')$$, '42501', NULL, 'a producer may not retry');
 SELECT throws_ok($$SELECT awa.cancel(-1)$$, '42501', NULL, 'a producer may not cancel');
+SELECT throws_ok($$SELECT * FROM awa.run_maintenance('promote')$$, '42501', NULL,
+                 'a producer may not run maintenance');
 SELECT ok(awa.enqueue('k', '{}', 'pgtap_privileges') > 0, 'a producer may enqueue');
 RESET ROLE;
 
--- awa_worker: 10
+-- awa_worker: 13
 SET LOCAL ROLE awa_pgtap_worker;
 SELECT throws_ok($$SELECT awa.enqueue('k')$$, '42501', NULL, 'a worker may not enqueue');
 SELECT throws_ok($$SELECT awa.cancel(-1)$$, '42501', NULL, 'a worker may not cancel');
@@ -215,6 +242,10 @@ SELECT throws_ok($$SELECT awa.pause_queue('pgtap_privileges')$$, '42501', NULL, 
 SELECT throws_ok($$SELECT awa.promote_due()$$, '42501', NULL, 'a worker may not promote due jobs');
 SELECT throws_ok($$SELECT awa.dlq_purge('{-1}')$$, '42501', NULL, 'a worker may not purge the DLQ');
 SELECT throws_ok($$SELECT count(*) FROM awa.queue_meta$$, '42501', NULL, 'a worker may not read awa.queue_meta');
+SELECT throws_ok($$SELECT * FROM awa.run_maintenance('rescue')$$, '42501', NULL, 'a worker may not run maintenance');
+SELECT throws_ok($$SELECT * FROM awa.storage_status()$$, '42501', NULL, 'a worker may not read the storage status');
+SELECT throws_ok($$SELECT * FROM awa.maintenance_status()$$, '42501', NULL,
+                 'a worker may not read the maintenance status');
 SELECT results_eq(
     $$SELECT awa.heartbeat(0, 0, 0), awa.retry(0, 0, 0, 'e'), awa.snooze(0, 0, 0, interval '1 second'),
              awa.fail(0, 0, 0, 'e')$$,
@@ -226,13 +257,28 @@ SELECT results_eq(
     'a worker may heartbeat_many');
 RESET ROLE;
 
--- awa_admin: 7
+-- awa_admin: 12
 SET LOCAL ROLE awa_pgtap_admin;
 SELECT throws_ok($$SELECT awa._backoff(1)$$, '42501', NULL, 'an admin may not execute awa._backoff');
 SELECT throws_ok($$SELECT awa._count_move('pgtap_privileges', 'available', NULL)$$, '42501', NULL,
                  'an admin may not execute awa._count_move');
 SELECT throws_ok($$SELECT * FROM awa._queue_counts_scan(NULL)$$, '42501', NULL,
                  'an admin may not execute awa._queue_counts_scan');
+SELECT throws_ok($$SELECT * FROM awa._run_maintenance('all')$$, '42501', NULL,
+                 'an admin may not execute awa._run_maintenance (only through awa.run_maintenance)');
+SELECT throws_ok($$SELECT * FROM awa._prune('queue')$$, '42501', NULL, 'an admin may not execute awa._prune');
+SELECT results_eq(
+    $$SELECT task, outcome, detail FROM awa.run_maintenance('promote')$$,
+    $$VALUES ('promote', 'nothing_due', '{"jobs": 0}'::jsonb)$$,
+    'an admin may run a maintenance step (nothing is due)');
+SELECT results_eq(
+    $$SELECT ring, slot_count, generation FROM awa.storage_status()$$,
+    $$VALUES ('queue', 16, 0::bigint), ('claim', 8, 0::bigint), ('lease', 8, 0::bigint)$$,
+    'an admin may read the storage status (one row per ring)');
+SELECT results_eq(
+    $$SELECT task, last_outcome FROM awa.maintenance_status() WHERE runs > 0$$,
+    $$VALUES ('promote', 'nothing_due')$$,
+    'an admin may read the maintenance status (the step just run)');
 SELECT lives_ok($$SELECT awa.configure_queue('pgtap_privileges', true), awa.pause_queue('pgtap_privileges'),
                          awa.resume_queue('pgtap_privileges')$$,
                 'an admin may configure, pause and resume a queue');
