@@ -798,7 +798,18 @@ BEGIN
     END IF;
     SELECT * INTO c FROM awa.lease_claim_batches k WHERE k.batch_id = b.batch_id AND k.claim_slot = b.claim_slot;
     IF NOT FOUND THEN
-        RETURN NULL;  -- its claim ring slot was reclaimed
+        -- Its claim-ring slot was pruned, which needs every claim in it
+        -- closed. A completion left its history in the queue ring (a slot
+        -- the claim ring outlives it by less); every other end wrote a
+        -- deferred, done or DLQ row found above, or a newer ready row.
+        SELECT k.completed_at INTO x FROM awa.receipt_completion_batches k
+         WHERE k.claim_batch_id = b.batch_id AND k.ready_slot = r.ready_slot AND p_job_id = ANY (k.job_ids);
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', r.attempt + 1,
+                                 r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, NULL,
+                                 x.completed_at, NULL);
     END IF;
     idx := array_position(c.job_ids, p_job_id);
     SELECT k.outcome, k.closed_at INTO x FROM awa.lease_claim_closure_batches k

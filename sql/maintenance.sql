@@ -452,6 +452,31 @@ SELECT task, last_outcome FROM awa.maintenance_status() WHERE task LIKE 'rotate%
 RESET ROLE;
 
 -- ---------------------------------------------------------------------------
+-- A completed job outlives its claim-ring slot: the claim ring prunes after
+-- about 8 rotations, the queue ring (which keeps the completion) after 16.
+-- get_job then reads the completion from the queue ring.
+-- ---------------------------------------------------------------------------
+SELECT pg_temp.job(:late) AS late_before;
+CREATE FUNCTION pg_temp.rotate_claim(n int) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+    result text[] := '{}';
+BEGIN
+    FOR i IN 1 .. n LOOP
+        result := result || (SELECT r.outcome || ':' || (r.detail ->> 'generation')
+                               FROM awa.run_maintenance('rotate_claim') r);
+    END LOOP;
+    RETURN array_to_string(result, ' ');
+END
+$f$;
+-- Generation 3 -> 8: the target of the claim ring's prune is generation 1
+-- (slot 1), where the claim of 'late' is.
+SELECT pg_temp.rotate_claim(5) AS rotations;
+SELECT ring, generation, oldest_live_generation FROM awa.storage_status() WHERE ring = 'claim';
+SELECT task, outcome, detail FROM awa.run_maintenance('prune_claim');
+SELECT count(*) AS late_claim_rows FROM awa.lease_claim_batches b WHERE :late = ANY (b.job_ids);
+SELECT pg_temp.job(:late) AS late_after, awa.get_job(:late) ->> 'run_lease' AS run_lease;
+
+-- ---------------------------------------------------------------------------
 -- Clean up: the database and the cluster-wide roles.
 -- ---------------------------------------------------------------------------
 \c :home_db

@@ -18,8 +18,10 @@ namespace {
 using core::kMaintenanceTaskCount;
 using core::MaintenanceTask;
 
-// Databases that can have a maintenance worker at once.
-constexpr int kMaxDatabases = 64;
+// Databases whose status is kept at once. An entry without a live worker is
+// evicted (least recently used first) when a new database needs one, and a
+// worker leaving a database whose extension was dropped frees its entry.
+constexpr int kMaxDatabases = 256;
 
 // Epoch word: high 16 bits count rotation transactions in flight, low 48 bits
 // count finished ones. The epoch is version * 2 + (in flight ? 1 : 0).
@@ -28,6 +30,7 @@ constexpr uint64 kVersionMask = kInFlightUnit - 1;
 
 struct DatabaseStatus {
 	Oid database;
+	TimestampTz last_used;
 	int worker_pid;
 	bool stopped;  // the worker exited; the launcher restarts it
 	TaskStatus tasks[kMaintenanceTaskCount];
@@ -147,20 +150,35 @@ OnExit(int, Datum)
 		ClearEnqueueGeneration();
 }
 
+// The status entry of `database` (caller holds status_lock, exclusively when
+// `create`). Creating may evict the least recently used entry that has no
+// worker; NULL when every entry has one.
 DatabaseStatus *
 StatusOf(Oid database, bool create)
 {
 	DatabaseStatus *free_entry = NULL;
+	DatabaseStatus *evictable = NULL;
 	for (DatabaseStatus &entry : shared->databases) {
-		if (entry.database == database)
+		if (entry.database == database) {
+			if (create)
+				entry.last_used = GetCurrentTimestamp();
 			return &entry;
+		}
 		if (free_entry == NULL && entry.database == InvalidOid)
 			free_entry = &entry;
+		if (entry.database != InvalidOid && entry.worker_pid == 0 &&
+		    (evictable == NULL || entry.last_used < evictable->last_used))
+			evictable = &entry;
 	}
-	if (!create || free_entry == NULL)
+	if (!create)
+		return NULL;
+	if (free_entry == NULL)
+		free_entry = evictable;
+	if (free_entry == NULL)
 		return NULL;
 	memset(free_entry, 0, sizeof(*free_entry));
 	free_entry->database = database;
+	free_entry->last_used = GetCurrentTimestamp();
 	return free_entry;
 }
 
@@ -382,6 +400,36 @@ ClaimDatabaseWorker()
 	if (claimed)
 		before_shmem_exit(ReleaseWorker, (Datum)0);
 	return claimed;
+}
+
+void
+ForgetDatabase()
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
+	if (status != NULL)
+		memset(status, 0, sizeof(*status));
+	LWLockRelease(status_lock);
+}
+
+void
+ForgetDatabasesExcept(const Oid *databases, int count)
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	for (DatabaseStatus &entry : shared->databases) {
+		if (entry.database == InvalidOid || entry.worker_pid != 0)
+			continue;
+		bool exists = false;
+		for (int i = 0; i < count && !exists; i++)
+			exists = databases[i] == entry.database;
+		if (!exists)
+			memset(&entry, 0, sizeof(entry));
+	}
+	LWLockRelease(status_lock);
 }
 
 int

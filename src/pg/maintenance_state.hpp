@@ -72,6 +72,10 @@ bool ReadTaskStatus(core::MaintenanceTask task, TaskStatus *out);
 // maintenance worker of this database (false: another one is alive, or the
 // table of databases is full); the claim ends when the process exits.
 bool ClaimDatabaseWorker();
+// Frees this database's status entry (its extension was dropped).
+void ForgetDatabase();
+// Frees the entries (without a worker) of databases not in the list (dropped).
+void ForgetDatabasesExcept(const Oid *databases, int count);
 // The pid of this database's maintenance worker, 0 when none.
 int DatabaseWorkerPid();
 // The launcher registers itself; WakeLauncher asks it to (re)start workers now.

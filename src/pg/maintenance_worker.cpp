@@ -45,7 +45,9 @@ namespace {
 
 using core::MaintenanceTask;
 
-constexpr int kMaxLauncherDatabases = 64;
+// Databases the launcher serves at once (the rest wait for a free entry and
+// get a WARNING); every database is listed, whatever their number.
+constexpr int kMaxLauncherDatabases = 256;
 
 // ---------------------------------------------------------------------------
 // Launcher
@@ -57,10 +59,14 @@ struct Served {
 	bool restart;            // start one at once (it stopped while serving awa)
 };
 
+// Every connectable non-template database; palloc'd in the caller's context.
 int
-ListDatabases(Oid *out, int capacity)
+ListDatabases(Oid **out)
 {
 	int n = 0;
+	int capacity = 64;
+	MemoryContext caller = CurrentMemoryContext;
+	Oid *list = static_cast<Oid *>(palloc(sizeof(Oid) * capacity));
 	StartTransactionCommand();
 	(void)GetTransactionSnapshot();
 	Relation relation = table_open(DatabaseRelationId, AccessShareLock);
@@ -70,12 +76,19 @@ ListDatabases(Oid *out, int capacity)
 		Form_pg_database database = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple));
 		// Templates are skipped: a worker connected to one would make every
 		// CREATE DATABASE from it fail.
-		if (database->datallowconn && !database->datistemplate && n < capacity)
-			out[n++] = database->oid;
+		if (!database->datallowconn || database->datistemplate)
+			continue;
+		if (n == capacity) {
+			capacity *= 2;
+			list = static_cast<Oid *>(repalloc(list, sizeof(Oid) * capacity));
+		}
+		list[n++] = database->oid;
 	}
 	table_endscan(scan);
 	table_close(relation, AccessShareLock);
 	CommitTransactionCommand();
+	MemoryContextSwitchTo(caller);
+	*out = list;
 	return n;
 }
 
@@ -239,8 +252,21 @@ awa_launcher_main(Datum)
 			// created it, get a worker at once.
 			Oid wanted[kMaxLauncherDatabases];
 			int wanted_count = TakeStoppedWorkers(wanted, kMaxLauncherDatabases);
-			Oid databases[kMaxLauncherDatabases];
-			int count = ListDatabases(databases, kMaxLauncherDatabases);
+			Oid *databases;
+			int count = ListDatabases(&databases);
+			// Dropped databases leave the launcher's list and the status table.
+			ForgetDatabasesExcept(databases, count);
+			int kept = 0;
+			for (int j = 0; j < served_count; j++) {
+				bool exists = false;
+				for (int i = 0; i < count && !exists; i++)
+					exists = databases[i] == served[j].database;
+				if (exists || Running(served[j].handle))
+					served[kept++] = served[j];
+				else if (served[j].handle != NULL)
+					pfree(served[j].handle);
+			}
+			served_count = kept;
 			TimestampTz now = GetCurrentTimestamp();
 			for (int i = 0; i < count; i++) {
 				Served *entry = NULL;
@@ -248,8 +274,12 @@ awa_launcher_main(Datum)
 					if (served[j].database == databases[i])
 						entry = &served[j];
 				if (entry == NULL) {
-					if (served_count == kMaxLauncherDatabases)
+					if (served_count == kMaxLauncherDatabases) {
+						ereport(WARNING, (errmsg("awa: more than %d databases; database %u gets no maintenance worker "
+						                         "for now",
+						                         kMaxLauncherDatabases, databases[i])));
 						continue;
+					}
 					entry = &served[served_count++];
 					entry->database = databases[i];
 					entry->handle = NULL;
@@ -303,11 +333,24 @@ awa_maintenance_main(Datum argument)
 	StartTransactionCommand();
 	bool present = OidIsValid(get_extension_oid("awa", true));
 	CommitTransactionCommand();
-	if (!present || !ClaimDatabaseWorker())
+	if (!present)
 		proc_exit(0);
+	if (!ClaimDatabaseWorker()) {
+		if (DatabaseWorkerPid() == 0)
+			ereport(WARNING, (errmsg("awa: no room for the maintenance status of database %u; no worker runs there",
+			                         database),
+			                  errhint("Every status entry belongs to a database whose worker is running.")));
+		proc_exit(0);
+	}
 	// A safety net: no statement of a step waits longer than this for a lock
 	// (the steps take try-locks, and prune bounds its own wait).
 	(void)set_config_option("lock_timeout", "1s", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+	// Steps commit without waiting for their WAL flush, so a prune releases
+	// its slot lock sooner. Safe: a step lost in a crash is lost whole and
+	// redone (a truncation, a rotation, a promotion or a rescue), and any
+	// later synchronous commit that depends on it flushes it first (WAL is
+	// replayed in order).
+	(void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 	ereport(LOG, (errmsg("awa: maintenance worker started for database %u", database)));
 
 	step_context = AllocSetContextCreate(TopMemoryContext, "awa maintenance step", ALLOCSET_DEFAULT_SIZES);
@@ -354,6 +397,7 @@ awa_maintenance_main(Datum argument)
 			}
 			if (extension_gone) {
 				ereport(LOG, (errmsg("awa: extension dropped from database %u; maintenance worker exits", database)));
+				ForgetDatabase();
 				proc_exit(0);
 			}
 		}
