@@ -1388,12 +1388,15 @@ BEGIN
         RETURN;
     END IF;
     pos := awa._ring_position(ring);
-    IF pos.generation = 0 THEN
+    -- The target is the generation whose slot the next rotation enters, so
+    -- every slot keeps its rows for slot_count - 1 rotations, from the
+    -- ring's first use on.
+    IF pos.generation < pos.slot_count - 1 THEN
         outcome := 'skipped_idle';
-        detail := jsonb_build_object('reason', 'the ring has no sealed slot yet');
+        detail := jsonb_build_object('reason', 'the ring has not filled yet', 'generation', pos.generation);
         RETURN;
     END IF;
-    target := greatest(pos.generation - (pos.slot_count - 1), 0);
+    target := pos.generation - (pos.slot_count - 1);
     target_slot := target % pos.slot_count;
     detail := jsonb_build_object('slot', target_slot, 'generation', target);
     IF awa._slot_has_no_blocks(ring, target_slot) THEN

@@ -108,6 +108,19 @@ BEGIN
 END
 $f$;
 
+-- Runs rotate_claim n times; outcome:generation of each.
+CREATE FUNCTION pg_temp.rotate_claim(n int) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+    result text[] := '{}';
+BEGIN
+    FOR i IN 1 .. n LOOP
+        result := result || (SELECT r.outcome || ':' || (r.detail ->> 'generation')
+                               FROM awa.run_maintenance('rotate_claim') r);
+    END LOOP;
+    RETURN array_to_string(result, ' ');
+END
+$f$;
+
 -- Attempts held by this file's "workers": name -> (job_id, run_lease, receipt_id).
 CREATE TEMP TABLE held (name text PRIMARY KEY, job_id bigint, run_lease bigint, receipt_id bigint);
 
@@ -202,8 +215,8 @@ SELECT awa.enqueue('mt.late2', '{}', 'm_late') AS late2 \gset
 SELECT ready_slot, ready_generation FROM awa.ready_entries WHERE job_id = :late2;
 
 -- ---------------------------------------------------------------------------
--- Prune of queue slot 0 (generation 0, the oldest sealed one), proof (b):
--- three lanes have available rows in it.
+-- No prune before the ring has filled: the target is the generation whose
+-- slot the next rotation enters (generation 0 once the ring is at 15).
 -- ---------------------------------------------------------------------------
 SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes ORDER BY queue, priority;
 SELECT * FROM awa.run_maintenance('prune_queue');
@@ -295,7 +308,8 @@ SELECT awa.enqueue('mt.l', '{}', 'm_claim') AS l \gset
 INSERT INTO held SELECT kind, job_id, run_lease, receipt_id FROM awa.claim('m_claim');
 SELECT receipt_id & 15 AS claim_slot_of_l FROM held WHERE name = 'mt.l';
 SELECT * FROM awa.run_maintenance('prune_claim');
-SELECT * FROM awa.run_maintenance('rotate_claim');
+-- Seven rotations fill the claim ring (8 slots): generation 0 is the target.
+SELECT pg_temp.rotate_claim(7) AS rotations;
 SELECT * FROM awa.run_maintenance('prune_claim');
 SELECT awa.fail(job_id, run_lease, receipt_id, 'gave up') AS fail_l FROM held WHERE name = 'mt.l';
 SELECT * FROM awa.run_maintenance('prune_claim');
@@ -306,7 +320,7 @@ SELECT awa.complete(job_id, run_lease, receipt_id) AS late_complete, awa.heartbe
   FROM held WHERE name = 'mt.l';
 SELECT pg_temp.job(:l) AS l_unchanged, pg_temp.counts('m_claim') AS m_claim;
 SELECT * FROM awa.run_maintenance('prune_claim');
--- New claims go to claim slot 1.
+-- New claims go to claim slot 7.
 INSERT INTO held SELECT 'late', job_id, run_lease, receipt_id FROM awa.claim('m_late');
 SELECT job_id = :late AS is_late, receipt_id & 15 AS claim_slot FROM held WHERE name = 'late';
 SELECT awa.complete(job_id, run_lease, receipt_id) AS complete_late FROM held WHERE name = 'late';
@@ -457,19 +471,8 @@ RESET ROLE;
 -- get_job then reads the completion from the queue ring.
 -- ---------------------------------------------------------------------------
 SELECT pg_temp.job(:late) AS late_before;
-CREATE FUNCTION pg_temp.rotate_claim(n int) RETURNS text LANGUAGE plpgsql AS $f$
-DECLARE
-    result text[] := '{}';
-BEGIN
-    FOR i IN 1 .. n LOOP
-        result := result || (SELECT r.outcome || ':' || (r.detail ->> 'generation')
-                               FROM awa.run_maintenance('rotate_claim') r);
-    END LOOP;
-    RETURN array_to_string(result, ' ');
-END
-$f$;
--- Generation 3 -> 8: the target of the claim ring's prune is generation 1
--- (slot 1), where the claim of 'late' is.
+-- Generation 9 -> 14: the target of the claim ring's prune is generation 7
+-- (slot 7), where the claim of 'late' is.
 SELECT pg_temp.rotate_claim(5) AS rotations;
 SELECT ring, generation, oldest_live_generation FROM awa.storage_status() WHERE ring = 'claim';
 SELECT task, outcome, detail FROM awa.run_maintenance('prune_claim');

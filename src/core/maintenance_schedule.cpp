@@ -37,7 +37,7 @@ ParseTaskName(const char *name, MaintenanceTask *task) noexcept
 int64_t
 PruneTargetGeneration(int64_t current, int32_t slot_count) noexcept
 {
-	if (current <= 0 || slot_count < 2)
+	if (slot_count < 2 || current < slot_count - 1)
 		return -1;
 	return OldestLiveGeneration(current, slot_count);
 }

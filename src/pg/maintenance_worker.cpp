@@ -25,6 +25,7 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -181,7 +182,20 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size)
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, core::TaskName(task));
-		if (!OidIsValid(get_extension_oid("awa", true))) {
+		// A share lock on the extension keeps DROP EXTENSION out for this
+		// step (it waits for the step, then the next step sees awa gone),
+		// so a step never runs half-way through a drop.
+		// It never waits for it: a drop in progress skips the step.
+		Oid extension = get_extension_oid("awa", true);
+		bool dropping = false;
+		if (OidIsValid(extension)) {
+			dropping = !ConditionalLockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
+			if (!dropping && !OidIsValid(get_extension_oid("awa", true)))
+				extension = InvalidOid;
+		}
+		if (dropping) {
+			strlcpy(outcome, "skipped_busy", outcome_size);
+		} else if (!OidIsValid(extension)) {
 			extension_gone = true;
 		} else {
 			if (SPI_connect() != SPI_OK_CONNECT)
@@ -201,6 +215,10 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size)
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 		pgstat_report_activity(STATE_IDLE, NULL);
+		// A background worker has no idle loop that flushes its table
+		// statistics; without this its inserts, deletes and truncations
+		// would never reach pg_stat_all_tables (rate-limited to 1 s).
+		(void)pgstat_report_stat(false);
 	}
 	PG_CATCH();
 	{

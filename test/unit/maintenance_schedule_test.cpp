@@ -36,18 +36,22 @@ TEST(TaskName, UnknownNamesAreRefused)
 	EXPECT_STREQ(TaskName(MaintenanceTask::kCount), "unknown");
 }
 
-TEST(PruneTarget, NoSealedGenerationBeforeTheFirstRotation)
+TEST(PruneTarget, NothingWhileTheRingFills)
 {
 	EXPECT_EQ(PruneTargetGeneration(0, 16), -1);
 	EXPECT_EQ(PruneTargetGeneration(-1, 16), -1);
+	EXPECT_EQ(PruneTargetGeneration(1, 16), -1);
+	EXPECT_EQ(PruneTargetGeneration(14, 16), -1);
+	EXPECT_EQ(PruneTargetGeneration(6, 8), -1);
 	EXPECT_EQ(PruneTargetGeneration(5, 1), -1);
 }
 
-TEST(PruneTarget, OldestGenerationWhileTheRingFills)
+TEST(PruneTarget, GenerationZeroOnceFull)
 {
-	EXPECT_EQ(PruneTargetGeneration(1, 16), 0);
 	EXPECT_EQ(PruneTargetGeneration(15, 16), 0);
+	EXPECT_EQ(PruneTargetGeneration(7, 8), 0);
 	EXPECT_EQ(PruneTargetGeneration(1, 2), 0);
+	EXPECT_EQ(PruneTargetGeneration(2, 2), 1);
 }
 
 TEST(PruneTarget, IsTheIncomingSlotOnceTheRingIsFull)
