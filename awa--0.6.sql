@@ -1228,6 +1228,10 @@ DECLARE
     claimed bigint;
     closed bigint;
 BEGIN
+    -- (d) first: it costs one pass over shared memory.
+    IF awa._enqueue_generation_in_use(generation) THEN
+        RETURN 'an enqueue into the generation is in flight';
+    END IF;
     SELECT count(*) INTO n FROM awa.leases l WHERE l.ready_slot = slot;
     IF n > 0 THEN
         RETURN format('%s leases reference the slot', n);
@@ -1249,9 +1253,6 @@ BEGIN
      WHERE c.ready_slot = slot;
     IF claimed <> closed THEN
         RETURN format('%s claims of its jobs are open', claimed - closed);
-    END IF;
-    IF awa._enqueue_generation_in_use(generation) THEN
-        RETURN 'an enqueue into the generation is in flight';
     END IF;
     RETURN NULL;
 END
