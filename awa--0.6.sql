@@ -1611,6 +1611,10 @@ CREATE FUNCTION awa.run_maintenance(task text DEFAULT 'all')
 RETURNS TABLE (task text, outcome text, detail jsonb)
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- No JIT: the steps' queries are small, and compiling one (planner estimates
+-- over unanalysed ring children can ask for it) would cost more than it saves,
+-- while a prune holds its slot lock.
+SET jit = off
 AS $$ SELECT r.step, r.outcome, r.detail FROM awa._run_maintenance(task) r $$;
 
 -- Each ring: where it is, its oldest live slot, the last rotate and prune

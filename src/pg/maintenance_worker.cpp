@@ -369,6 +369,9 @@ awa_maintenance_main(Datum argument)
 	// later synchronous commit that depends on it flushes it first (WAL is
 	// replayed in order).
 	(void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+	// No JIT (as awa.run_maintenance sets too): loading LLVM would grow the
+	// worker by tens of MiB for queries that gain nothing from it.
+	(void)set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 	ereport(LOG, (errmsg("awa: maintenance worker started for database %u", database)));
 
 	step_context = AllocSetContextCreate(TopMemoryContext, "awa maintenance step", ALLOCSET_DEFAULT_SIZES);
