@@ -115,6 +115,15 @@ sql "CREATE DATABASE bench_tmpl"
 DB=bench_tmpl sql "CREATE EXTENSION awa" >/dev/null
 "${PSQL[@]}" -d bench_tmpl -f "$BENCH_DIR/baseline.sql" >/dev/null
 AWA_VERSION=$(DB=bench_tmpl sql "SELECT extversion FROM pg_extension WHERE extname = 'awa'")
+# A database with awa gets a maintenance worker, and CREATE DATABASE ... TEMPLATE
+# refuses a source that someone is connected to: mark bench_tmpl a template (the
+# launcher skips templates) and end the worker it already has.
+sql "ALTER DATABASE bench_tmpl WITH IS_TEMPLATE true" >/dev/null
+for _ in $(seq 1 100); do
+	sql "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = 'bench_tmpl'" >/dev/null
+	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = 'bench_tmpl'")" = 0 ] && break
+	sleep 0.1
+done
 AWA_SO="$("$PGBIN/pg_config" --pkglibdir)/awa.so"
 AWA_SHA=$(sha256sum "$AWA_SO" | cut -c1-16)
 
