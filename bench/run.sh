@@ -101,6 +101,16 @@ unix_socket_directories = '$WORKDIR'
 shared_preload_libraries = 'awa'
 EOF
 cat "$BENCH_DIR/server.conf" >>"$PGDATA/postgresql.conf"
+# The maintenance worker runs (promotion, rescue, counters, cursor advance), but
+# the rings rotate only every 10 minutes: a cell's integrity checks (no job
+# claimed or completed twice, every job completed) read the claim and
+# completion evidence, which a prune would truncate mid-cell. Rotation and
+# prune under load are measured by bench/soak.sh, with the default 1 s.
+cat >>"$PGDATA/postgresql.conf" <<EOF
+awa.queue_rotate_interval = '10min'
+awa.claim_rotate_interval = '10min'
+awa.lease_rotate_interval = '10min'
+EOF
 as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$SERVER_LOG" -w start >/dev/null
 server_started=1
 
