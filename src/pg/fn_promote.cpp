@@ -19,6 +19,18 @@ namespace awa::pg {
 
 namespace {
 
+int
+CompareDue(const void *a, const void *b)
+{
+	const JobRow &x = *static_cast<const JobRow *>(a);
+	const JobRow &y = *static_cast<const JobRow *>(b);
+	if (x.run_at != y.run_at)
+		return x.run_at < y.run_at ? -1 : 1;
+	if (x.priority != y.priority)
+		return x.priority < y.priority ? -1 : 1;
+	return x.job_id < y.job_id ? -1 : (x.job_id > y.job_id ? 1 : 0);
+}
+
 // Turns the deferred rows just deleted (SPI_tuptable) into ready rows.
 int
 PromoteDeleted()
@@ -53,6 +65,10 @@ PromoteDeleted()
 		Datum payload = SPI_getbinval(tuple, desc, 14, &isnull);
 		row.payload = isnull ? NULL : DatumGetJsonbP(payload);
 	}
+	// Lanes get the jobs in (run_at, priority, job_id) order, whatever order
+	// the DELETE's plan returned them in (its RETURNING follows the join, not
+	// the subquery's ORDER BY).
+	qsort(rows, n, sizeof(JobRow), CompareDue);
 	// Due now at the latest: a job is never promoted into the future.
 	TimestampTz now = GetCurrentTimestamp();
 	for (int i = 0; i < n; i++)

@@ -158,11 +158,14 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kUniqueHolder: $1 key
 	{Stmt::kUniqueHolder, "SELECT job_id FROM awa.job_unique_claims WHERE unique_key = $1", 1, {BYTEAOID}},
 	// kPromoteDue: $1 limit, $2 now
-	{Stmt::kPromoteDue, "DELETE FROM awa.deferred_jobs d WHERE d.job_id IN ("
+	// (= ANY of an array, not IN: the outer delete then probes the primary key
+	// for each picked job whatever the statistics, never a hash join over the
+	// whole table.)
+	{Stmt::kPromoteDue, "DELETE FROM awa.deferred_jobs d WHERE d.job_id = ANY (ARRAY("
 	 "   SELECT due.job_id FROM awa.deferred_jobs due"
 	 "    WHERE due.run_at <= $2"
 	 "      AND NOT EXISTS (SELECT FROM awa.queue_meta m WHERE m.queue = due.queue AND m.paused)"
-	 "    ORDER BY due.run_at, due.priority, due.job_id LIMIT $1 FOR UPDATE SKIP LOCKED)"
+	 "    ORDER BY due.run_at, due.priority, due.job_id LIMIT $1 FOR UPDATE SKIP LOCKED))"
 	 " RETURNING job_id, queue, priority, kind, args, state, run_at, run_lease, attempt, max_attempts, created_at,"
 	 "           unique_key, unique_states, payload",
 	 2, {INT4OID, TIMESTAMPTZOID}},
