@@ -1341,13 +1341,9 @@ BEGIN
                                                'incoming_slot', next_slot);
         RETURN;
     END IF;
-    FOREACH family IN ARRAY CASE ring
-            WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
-                                    'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches']
-            WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
-                                    'lease_claim_closure_batches']
-            ELSE ARRAY['leases'] END LOOP
-        EXECUTE format('SELECT EXISTS (SELECT 1 FROM awa.%I)', family) INTO busy;
+    -- The ring's partitioned parents: slot 0's children without their suffix.
+    FOREACH family IN ARRAY (SELECT array_agg(regexp_replace(c, '_0$', '')) FROM unnest(awa._slot_children(ring, 0)) c) LOOP
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', family) INTO busy;
         EXIT WHEN busy;
     END LOOP;
     IF NOT busy THEN
@@ -1644,14 +1640,9 @@ BEGIN
           FROM awa.maintenance_status() m WHERE m.task = 'rotate_' || ring;
         SELECT m.last_outcome, m.last_run_at, m.prune_backoff_level INTO last_prune, last_prune_at, prune_backoff_level
           FROM awa.maintenance_status() m WHERE m.task = 'prune_' || ring;
-        families := CASE ring
-                      WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
-                                              'ready_claim_attempt_batches', 'done_entries',
-                                              'receipt_completion_batches']
-                      WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
-                                              'lease_claim_closure_batches']
-                      ELSE ARRAY['leases']
-                    END || ARRAY[ring || '_ring_rotations', ring || '_ring_slots', ring || '_ring_state'];
+        families := (SELECT array_agg(regexp_replace(c, '^awa\.(.*)_0$', '\1'))
+                       FROM unnest(awa._slot_children(ring, 0)) c)
+                    || ARRAY[ring || '_ring_rotations', ring || '_ring_slots', ring || '_ring_state'];
         SELECT jsonb_object_agg(f, coalesce((SELECT sum(s.n_dead_tup)
                                                FROM pg_stat_all_tables s
                                               WHERE s.schemaname = 'awa'
