@@ -68,6 +68,7 @@ while (time < $deadline)
 }
 my $enqueued_during = q1("SELECT count(*) FROM wrap_enq");
 my $p_err = stop_load($producers);
+wait_producers_done($node);
 ok($qgen > 40, "the queue ring passed generation 40 under load ($qgen)");
 ok($cgen > 16, "the claim ring passed generation 16 under load ($cgen)");
 ok($pruned_seen{queue}, 'queue-ring prune reported pruned during the load');

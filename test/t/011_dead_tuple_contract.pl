@@ -141,6 +141,7 @@ ok($r3 > 0.5 * $r1, sprintf('phase 3: completion rate %.0f/s is more than half o
 
 # End: stop, drain, exactly once.
 stop_load($producers);
+wait_producers_done($node);
 ok($node->poll_query_until('postgres', "SELECT available = 0 FROM awa.queue_counts_exact('ct')"),
 	'consumers drained the backlog');
 stop_load($consumers);

@@ -23,7 +23,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(create_load_log start_producers start_consumers stop_load drain_load check_exactly_once
-  family_stats);
+  family_stats wait_producers_done);
 
 sub create_load_log
 {
@@ -88,6 +88,19 @@ sub stop_load
 	$run->{h}->signal('TERM');
 	eval { $run->{h}->finish; };
 	return ${ $run->{err} };
+}
+
+# After the producers' pgbench was stopped: waits until no backend still runs
+# an enqueue (a producer whose client was killed finishes and commits its
+# statement in progress), so that "nothing available" afterwards is final.
+sub wait_producers_done
+{
+	my ($node) = @_;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity
+		  WHERE pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%awa.enqueue%'")
+	  or die 'producer backends did not finish';
+	return;
 }
 
 # After producers and consumers have stopped: waits until no pgbench backend
