@@ -218,12 +218,6 @@ InstallMaintenanceState()
 	RegisterXactCallback(OnTransactionEvent, NULL);
 }
 
-bool
-MaintenanceStateAvailable()
-{
-	return shared != NULL;
-}
-
 int64
 SharedRingEpoch()
 {
@@ -322,8 +316,11 @@ EnqueueGenerationInUse(int64 generation)
 	return false;
 }
 
+namespace {
+
+// One run of `task` in this database: its outcome ("error" for a failed step).
 void
-NoteTaskOutcome(MaintenanceTask task, const char *outcome)
+RecordRun(MaintenanceTask task, const char *outcome, bool failed)
 {
 	if (shared == NULL)
 		return;
@@ -334,25 +331,24 @@ NoteTaskOutcome(MaintenanceTask task, const char *outcome)
 		strlcpy(t.outcome, outcome, sizeof(t.outcome));
 		t.at = GetCurrentTimestamp();
 		t.runs++;
+		if (failed)
+			t.errors++;
 	}
 	LWLockRelease(status_lock);
+}
+
+}  // namespace
+
+void
+NoteTaskOutcome(MaintenanceTask task, const char *outcome)
+{
+	RecordRun(task, outcome, false);
 }
 
 void
 NoteTaskError(MaintenanceTask task)
 {
-	if (shared == NULL)
-		return;
-	LWLockAcquire(status_lock, LW_EXCLUSIVE);
-	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
-	if (status != NULL) {
-		TaskStatus &t = status->tasks[static_cast<int>(task)];
-		strlcpy(t.outcome, "error", sizeof(t.outcome));
-		t.at = GetCurrentTimestamp();
-		t.runs++;
-		t.errors++;
-	}
-	LWLockRelease(status_lock);
+	RecordRun(task, "error", true);
 }
 
 void

@@ -33,7 +33,6 @@ constexpr int64 kRingMaintenanceLockKey = INT64CONST(0x4157415F52494E47);
 
 // From _PG_init while preloading.
 void InstallMaintenanceState();
-bool MaintenanceStateAvailable();
 
 // The ring epoch: odd while any rotation transaction is in flight.
 int64 SharedRingEpoch();

@@ -388,40 +388,44 @@ Plan(Stmt stmt, int slot)
 	return plan;
 }
 
+namespace {
+
+// Every prepared execution: pinned search path, index plans if (re)planned.
+// InvalidSnapshot: SPI's usual snapshot rules and AFTER triggers fired at the
+// end of the statement, as SPI_execute_plan does; a given snapshot: as
+// SPI_execute_snapshot was called before (triggers left to the caller's
+// query).
 int
-Execute(Stmt stmt, int slot, Datum *values, const char *nulls, long limit)
+Run(Stmt stmt, int slot, Datum *values, const char *nulls, Snapshot snapshot, bool read_only, long limit)
 {
 	SPIPlanPtr plan = Plan(stmt, slot);
 	PushPinnedSearchPath();
 	planning_awa_statement = WantsIndexPlan(stmt);
-	int rc = SPI_execute_plan(plan, values, nulls, false, limit);
+	int rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot, read_only,
+	                              snapshot == InvalidSnapshot, limit);
 	planning_awa_statement = false;
 	PopOverrideSearchPath();
 	return CheckResult(rc, stmt);
+}
+
+}  // namespace
+
+int
+Execute(Stmt stmt, int slot, Datum *values, const char *nulls, long limit)
+{
+	return Run(stmt, slot, values, nulls, InvalidSnapshot, false, limit);
 }
 
 int
 ExecuteLatest(Stmt stmt, int slot, Datum *values, const char *nulls, long limit)
 {
-	SPIPlanPtr plan = Plan(stmt, slot);
-	PushPinnedSearchPath();
-	planning_awa_statement = WantsIndexPlan(stmt);
-	int rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot, false, false, limit);
-	planning_awa_statement = false;
-	PopOverrideSearchPath();
-	return CheckResult(rc, stmt);
+	return Run(stmt, slot, values, nulls, GetLatestSnapshot(), false, limit);
 }
 
 int
 ExecuteWithSnapshot(Stmt stmt, int slot, Datum *values, const char *nulls, Snapshot snapshot)
 {
-	SPIPlanPtr plan = Plan(stmt, slot);
-	PushPinnedSearchPath();
-	planning_awa_statement = WantsIndexPlan(stmt);
-	int rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot, true, false, 0);
-	planning_awa_statement = false;
-	PopOverrideSearchPath();
-	return CheckResult(rc, stmt);
+	return Run(stmt, slot, values, nulls, snapshot, true, 0);
 }
 
 void
