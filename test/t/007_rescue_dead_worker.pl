@@ -81,9 +81,12 @@ my ($b_id, $b_lease, $b_receipt) = split /\|/,
   q1("SELECT job_id, run_lease, receipt_id FROM awa.claim('rb')");
 is($b_id, $b_job, '(a) control job claimed (it will heartbeat)');
 my $tb = "$b_id, $b_lease, $b_receipt";
+# deadline_at = the claim's clock time + 500 ms, and that clock time lies between
+# now() (transaction start) and clock_timestamp() (read after the claim): exact
+# bounds, no timing slack (a 100 ms slack failed once on a loaded machine).
 my ($c_id, $c_lease, $c_receipt, $c_deadline_ok, $c_hb) = split /\|/, q1(
 	"SELECT job_id AS j, run_lease AS l, receipt_id AS r,
-	        deadline_at > now() AND deadline_at <= now() + interval '600 ms' AS dl
+	        deadline_at > now() + interval '500 ms' - interval '1 us' AND deadline_at <= clock_timestamp() + interval '500 ms' AS dl
 	   FROM awa.claim('rc', 1, interval '500 ms') \\gset
 	 SELECT :j, :l, :r, :'dl', awa.heartbeat(:j, :l, :r)");
 is($c_id,          $c_job,  '(b) claimed with a 500 ms deadline');
