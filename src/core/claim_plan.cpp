@@ -49,10 +49,9 @@ NextStartAfter(const std::vector<Range> &ranges, int64_t lane)
 	return it == ranges.end() ? std::numeric_limits<int64_t>::max() : it->first;
 }
 
-}  // namespace
-
+// The walk itself (see claim_plan.hpp).
 ClaimPlan
-PlanClaim(const ClaimPlanInput &input)
+PlanWalk(const ClaimPlanInput &input)
 {
 	std::vector<CommittedRange> committed = input.committed;
 	std::sort(committed.begin(), committed.end(),
@@ -109,6 +108,27 @@ PlanClaim(const ClaimPlanInput &input)
 	}
 	plan.stop = PlanStop::kFull;
 	plan.position = pos;
+	return plan;
+}
+
+// Highest generation of a committed lane <= lane, or -1.
+int64_t
+GenerationFloor(const std::vector<CommittedRange> &committed, int64_t lane)
+{
+	int64_t floor = -1;
+	for (const CommittedRange &c : committed)
+		if (c.first <= lane)
+			floor = std::max(floor, c.generation);
+	return floor;
+}
+
+}  // namespace
+
+ClaimPlan
+PlanClaim(const ClaimPlanInput &input)
+{
+	ClaimPlan plan = PlanWalk(input);
+	plan.head_generation_floor = GenerationFloor(input.committed, plan.new_cursor);
 	return plan;
 }
 

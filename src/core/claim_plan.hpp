@@ -58,6 +58,12 @@ struct ClaimPlan {
 	PlanStop stop = PlanStop::kEnd;
 	LaneRange gap{0, 0};            // valid when stop == kGap
 	int64_t position = 0;           // first lane the walk did not account for
+	// A floor for the generation of every lane > new_cursor: the highest
+	// generation of a visible committed lane <= new_cursor (lanes take
+	// generations in lane order), -1 when no such lane is visible. A claimer
+	// may start its next walk of the lane there; nothing else is a floor (a
+	// claim in flight above the cursor may still roll back).
+	int64_t head_generation_floor = -1;
 };
 
 ClaimPlan PlanClaim(const ClaimPlanInput &input);

@@ -41,6 +41,7 @@ PlanClaimBridge(int64_t cursor, const BridgeCommitted *committed, int committed_
 		plan->gap = {result.gap.first, result.gap.next};
 		plan->position = result.position;
 		plan->range_count = static_cast<int>(result.claim.size());
+		plan->head_generation_floor = result.head_generation_floor;
 		for (size_t i = 0; i < result.claim.size(); i++)
 			claim[i] = {result.claim[i].first, result.claim[i].next};
 		return true;

@@ -31,6 +31,7 @@ struct BridgePlan {
 	BridgeRange gap;
 	int64_t position;  // first lane the walk did not account for
 	int range_count;   // entries written to the caller's claim buffer
+	int64_t head_generation_floor;  // every lane > new_cursor is in this generation or later; -1: unknown
 };
 
 // Plans a claim (core::PlanClaim). `claim` must hold `max_jobs` ranges.

@@ -41,28 +41,39 @@ namespace awa::pg {
 namespace {
 
 // ---------------------------------------------------------------------------
-// Per-backend hint: the generation that held a lane's head at this backend's
-// last claim. Heads only move to later generations, so the walk may start
-// there. Keyed by the lane's claim sequence OID (unique per lane incarnation).
+// Per-backend hint: a generation floor for a lane's head. An entry says "every
+// lane_seq above `cursor` is in `generation` or a later one"; it is learnt
+// from a visible committed lane <= cursor (lanes take generations in lane
+// order), never from what a claim planned: a claim above the cursor may still
+// roll back and leave its lanes, in an earlier generation, as the head
+// (issue 9, finding 1). The claim cursor only moves forward, so an entry stays
+// true while the lane's cursor is at or past its `cursor`. Keyed by the lane's
+// claim sequence OID (unique per lane incarnation).
 // ---------------------------------------------------------------------------
 constexpr int kHeadCacheSize = 256;
 struct HeadCacheEntry {
 	Oid claim_seq;
+	int64 cursor;
 	int64 generation;
 };
 HeadCacheEntry head_cache[kHeadCacheSize];
 
+// The floor known for lanes above `cursor`, or `fallback`.
 int64
-CachedHeadGeneration(Oid claim_seq)
+HeadGenerationFloor(Oid claim_seq, int64 cursor, int64 fallback)
 {
 	const HeadCacheEntry &entry = head_cache[claim_seq % kHeadCacheSize];
-	return entry.claim_seq == claim_seq ? entry.generation : 0;
+	if (entry.claim_seq != claim_seq || cursor < entry.cursor)
+		return fallback;
+	return Max(entry.generation, fallback);
 }
 
 void
-RememberHeadGeneration(Oid claim_seq, int64 generation)
+RememberHeadGenerationFloor(Oid claim_seq, int64 cursor, int64 generation)
 {
-	head_cache[claim_seq % kHeadCacheSize] = HeadCacheEntry{claim_seq, generation};
+	if (generation < 0)
+		return;
+	head_cache[claim_seq % kHeadCacheSize] = HeadCacheEntry{claim_seq, cursor, generation};
 }
 
 // ---------------------------------------------------------------------------
@@ -287,7 +298,7 @@ HeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, TimestampTz 
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
 	int64 oldest = core::OldestLiveGeneration(ring.queue_generation, ring.queue_slot_count);
-	int64 start = Min(Max(CachedHeadGeneration(lane.claim_seq), oldest), ring.queue_generation);
+	int64 start = Min(HeadGenerationFloor(lane.claim_seq, q.cursor, oldest), ring.queue_generation);
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
 	// Walk over the spent prefix (claimed, own or tombstoned lanes).
@@ -370,8 +381,7 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 	q.page = 2 * static_cast<int64>(request.max_jobs) + 32;
 
 	int64 oldest = core::OldestLiveGeneration(ring.queue_generation, ring.queue_slot_count);
-	int64 start = Max(CachedHeadGeneration(lane.claim_seq), oldest);
-	start = Min(start, ring.queue_generation);
+	int64 start = Min(HeadGenerationFloor(lane.claim_seq, q.cursor, oldest), ring.queue_generation);
 
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
@@ -436,11 +446,11 @@ ClaimFromLane(const Lane &lane, const RingPositions &ring, const ClaimRequest &r
 
 	if (plan.new_cursor > q.cursor)
 		SequenceSet(lane.claim_seq, plan.new_cursor);
+	RememberHeadGenerationFloor(lane.claim_seq, plan.new_cursor, plan.head_generation_floor);
 	if (request.advance_only)
 		return plan.new_cursor > q.cursor ? 1 : 0;
 	if (plan.claimed == 0)
 		return 0;
-	RememberHeadGeneration(lane.claim_seq, plan.generation);
 
 	// The planned lanes are decided. Once they are in the in-flight registry
 	// no other claim can plan them, so the lane is free for the next claimer

@@ -791,3 +791,50 @@ TEST(PlanClaimReserved, HoleBelowAReservedRangeIsAGap)
 
 }  // namespace
 }  // namespace awa::core
+
+// The head generation floor (issue 9, finding 1): learnt only from committed
+// lanes at or below the new cursor, never from what the claim planned. A claim
+// in flight above the cursor may roll back and leave its lanes, in an earlier
+// generation, as the head.
+namespace awa::core {
+namespace {
+
+TEST(HeadGenerationFloor, PlannedLanesOfALaterGenerationAreNoFloor)
+{
+	// Lanes 1..10 in generation 0 are reserved by another claim in flight;
+	// this claim takes 11..20 from generation 1. The cursor stays at 0 and
+	// nothing at or below it is visible: no floor.
+	ClaimPlanInput in = In(0, {{1, 11, 0}, {11, 21, 1}}, {}, 10);
+	in.reserved = {{1, 11}};
+	ClaimPlan p = PlanClaim(in);
+	EXPECT_EQ(p.generation, 1);
+	EXPECT_EQ(p.new_cursor, 0);
+	EXPECT_EQ(p.head_generation_floor, -1);
+}
+
+TEST(HeadGenerationFloor, SpentPrefixGivesTheGenerationOfItsLastLane)
+{
+	// 1..10 (generation 0) spent, 11..20 (generation 1) spent, 21.. in 2.
+	ClaimPlan p = PlanClaim(In(0, {{1, 11, 0}, {11, 21, 1}, {21, 31, 2}}, {{1, 21}}, 5));
+	EXPECT_EQ(p.new_cursor, 20);
+	EXPECT_EQ(p.head_generation_floor, 1);
+	EXPECT_EQ(p.generation, 2);
+}
+
+TEST(HeadGenerationFloor, SegmentStraddlingTheCursorCounts)
+{
+	ClaimPlan p = PlanClaim(In(4, {{1, 11, 3}}, {}, 2));
+	EXPECT_EQ(p.new_cursor, 4);
+	EXPECT_EQ(p.head_generation_floor, 3);
+}
+
+TEST(HeadGenerationFloor, DeadGapAtTheCursorUsesTheLastRowBelowIt)
+{
+	// 1..5 in generation 2, spent; 6..8 a dead gap (given as spent); 9.. in 4.
+	ClaimPlan p = PlanClaim(In(0, {{1, 6, 2}, {9, 12, 4}}, {{1, 9}}, 1));
+	EXPECT_EQ(p.new_cursor, 8);
+	EXPECT_EQ(p.head_generation_floor, 2);
+}
+
+}  // namespace
+}  // namespace awa::core
