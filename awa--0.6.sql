@@ -54,6 +54,12 @@ CREATE TABLE awa.lease_ring_state (
     singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     slot_count integer NOT NULL CHECK (slot_count BETWEEN 2 AND 64)
 );
+-- The history ring keeps finished jobs for awa.history_retention after their
+-- queue-ring slot is reclaimed (docs/maintenance.md, "History").
+CREATE TABLE awa.history_ring_state (
+    singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    slot_count integer NOT NULL CHECK (slot_count BETWEEN 4 AND 64)
+);
 
 -- The current position of a ring is its highest generation. Rotation appends
 -- (generation + 1, next slot) with ON CONFLICT DO NOTHING: a compare-and-swap
@@ -65,10 +71,12 @@ CREATE TABLE awa.queue_ring_rotations (
 );
 CREATE TABLE awa.claim_ring_rotations (LIKE awa.queue_ring_rotations INCLUDING ALL);
 CREATE TABLE awa.lease_ring_rotations (LIKE awa.queue_ring_rotations INCLUDING ALL);
+CREATE TABLE awa.history_ring_rotations (LIKE awa.queue_ring_rotations INCLUDING ALL);
 
 CREATE TABLE awa.queue_ring_slots (slot smallint PRIMARY KEY);
 CREATE TABLE awa.claim_ring_slots (slot smallint PRIMARY KEY);
 CREATE TABLE awa.lease_ring_slots (slot smallint PRIMARY KEY);
+CREATE TABLE awa.history_ring_slots (slot smallint PRIMARY KEY);
 
 -- ---------------------------------------------------------------------------
 -- Lanes: (queue, priority). Cursors live in two sequences per lane:
@@ -311,6 +319,33 @@ CREATE TABLE awa.leases (
 CREATE INDEX leases_attempt_idx ON awa.leases (job_id, run_lease);
 
 -- ---------------------------------------------------------------------------
+-- History ring (PARTITION BY LIST (history_slot)): one row per finished job
+-- (completed, failed, cancelled), written by the queue-ring prune that
+-- reclaims the job's slot, in the same transaction as its TRUNCATE, and
+-- reclaimed by TRUNCATE once every row of its slot is older than
+-- awa.history_retention. Insert-only, like every ring.
+-- ---------------------------------------------------------------------------
+CREATE TABLE awa.job_history (
+    history_slot smallint    NOT NULL,
+    job_id       bigint      NOT NULL,
+    queue        text        NOT NULL,
+    priority     smallint    NOT NULL,
+    kind         text        NOT NULL,
+    args         jsonb       NOT NULL,
+    state        text        NOT NULL,
+    attempt      smallint    NOT NULL,
+    max_attempts smallint    NOT NULL,
+    run_lease    bigint      NOT NULL,
+    run_at       timestamptz NOT NULL,
+    created_at   timestamptz NOT NULL,
+    attempted_at timestamptz,
+    finalized_at timestamptz NOT NULL,
+    unique_key   bytea,
+    payload      jsonb
+) PARTITION BY LIST (history_slot);
+CREATE INDEX job_history_job_id_idx ON awa.job_history (job_id);
+
+-- ---------------------------------------------------------------------------
 -- Plain tables
 -- ---------------------------------------------------------------------------
 -- Heartbeat and progress of long attempts; created lazily, deleted when the
@@ -403,8 +438,11 @@ DECLARE
     queue_slots int := coalesce(nullif(current_setting('awa.queue_slot_count', true), '')::int, 16);
     claim_slots int := coalesce(nullif(current_setting('awa.claim_slot_count', true), '')::int, 8);
     lease_slots int := coalesce(nullif(current_setting('awa.lease_slot_count', true), '')::int, 8);
+    history_slots int := coalesce(nullif(current_setting('awa.history_slot_count', true), '')::int, 8);
     family text;
 BEGIN
+    INSERT INTO awa.history_ring_state (slot_count) VALUES (history_slots);
+    INSERT INTO awa.history_ring_rotations (generation, slot) VALUES (0, 0);
     INSERT INTO awa.queue_ring_state (slot_count) VALUES (queue_slots);
     INSERT INTO awa.claim_ring_state (slot_count) VALUES (claim_slots);
     INSERT INTO awa.lease_ring_state (slot_count) VALUES (lease_slots);
@@ -433,6 +471,11 @@ BEGIN
         INSERT INTO awa.lease_ring_slots VALUES (s);
         EXECUTE format('CREATE TABLE awa.%I PARTITION OF awa.leases FOR VALUES IN (%s)',
                        'leases_' || s, s);
+    END LOOP;
+    FOR s IN 0 .. history_slots - 1 LOOP
+        INSERT INTO awa.history_ring_slots VALUES (s);
+        EXECUTE format('CREATE TABLE awa.%I PARTITION OF awa.job_history FOR VALUES IN (%s)',
+                       'job_history_' || s, s);
     END LOOP;
 END
 $ring$;
@@ -657,15 +700,20 @@ WITH queues AS (
       FROM awa.deferred_jobs d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
 ), dead AS (
     SELECT d.queue, count(*) AS n FROM awa.dlq_entries d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
+), history AS (
+    SELECT h.queue, count(*) FILTER (WHERE h.state = 'completed') AS completed,
+           count(*) FILTER (WHERE h.state = 'failed') AS failed,
+           count(*) FILTER (WHERE h.state = 'cancelled') AS cancelled
+      FROM awa.job_history h WHERE p_queue IS NULL OR h.queue = p_queue GROUP BY h.queue
 )
 SELECT q.queue,
        (coalesce(ready.n, 0) - coalesce(handed_out.n, 0) - coalesce(tombstoned.n, 0))::bigint,
        coalesce(deferred.scheduled, 0)::bigint,
        coalesce(deferred.retryable, 0)::bigint,
        (coalesce(claimed.n, 0) - coalesce(closed.n, 0))::bigint,
-       coalesce(completed.n, 0)::bigint,
-       coalesce(done.failed, 0)::bigint,
-       coalesce(done.cancelled, 0)::bigint,
+       (coalesce(completed.n, 0) + coalesce(history.completed, 0))::bigint,
+       (coalesce(done.failed, 0) + coalesce(history.failed, 0))::bigint,
+       (coalesce(done.cancelled, 0) + coalesce(history.cancelled, 0))::bigint,
        coalesce(dead.n, 0)::bigint
   FROM queues q
   LEFT JOIN ready USING (queue)
@@ -677,6 +725,7 @@ SELECT q.queue,
   LEFT JOIN done USING (queue)
   LEFT JOIN deferred USING (queue)
   LEFT JOIN dead USING (queue)
+  LEFT JOIN history USING (queue)
  ORDER BY q.queue
 $$;
 
@@ -758,6 +807,14 @@ BEGIN
         RETURN awa._job_document(d.job_id, d.queue, d.priority, d.kind, d.args, 'dlq', d.attempt,
                                  d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, NULL, d.dlq_at,
                                  NULL, jsonb_build_object('dlq_reason', d.dlq_reason));
+    END IF;
+    -- Finished, and its queue-ring slot reclaimed: kept in the history ring
+    -- for awa.history_retention.
+    SELECT * INTO d FROM awa.job_history h WHERE h.job_id = p_job_id;
+    IF FOUND THEN
+        RETURN awa._job_document(d.job_id, d.queue, d.priority, d.kind, d.args, d.state, d.attempt,
+                                 d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, d.attempted_at,
+                                 d.finalized_at, NULL);
     END IF;
     -- Cancelled while deferred: a synthetic done row (lane_seq = -job_id) is its
     -- final state, newer than any ready row an earlier attempt left.
@@ -872,8 +929,9 @@ BEGIN
             EXIT;
         END IF;
         IF EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = p_job_id)
+           OR EXISTS (SELECT FROM awa.job_history h WHERE h.job_id = p_job_id)
            OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id) THEN
-            RETURN 'already_finished';  -- dead-lettered, or cancelled while deferred
+            RETURN 'already_finished';  -- dead-lettered, in the history ring, or cancelled while deferred
         END IF;
         SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
          ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;
@@ -1117,6 +1175,8 @@ $$;
 -- them per database, and ACCESS EXCLUSIVE on a slot is bounded by
 -- awa.prune_lock_timeout.
 -- ---------------------------------------------------------------------------
+CREATE FUNCTION awa._task_names()
+RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_task_names' LANGUAGE C IMMUTABLE;
 CREATE FUNCTION awa._rotation_begin()
 RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_rotation_begin' LANGUAGE C VOLATILE;
 
@@ -1159,6 +1219,7 @@ SELECT array_agg(format('awa.%I', f || '_' || slot) ORDER BY o)
                  WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                                          'lease_claim_closure_batches']
                  WHEN 'lease' THEN ARRAY['leases']
+                 WHEN 'history' THEN ARRAY['job_history']
                END) WITH ORDINALITY AS t(f, o)
 $$;
 
@@ -1376,8 +1437,6 @@ DECLARE
     target bigint;
     target_slot int;
     blocker text;
-    q record;
-    moved jsonb := '{}';
 BEGIN
     IF NOT awa._try_ring_lock() THEN
         outcome := 'skipped_busy';
@@ -1424,29 +1483,175 @@ BEGIN
         END IF;
     END LOOP;
     IF ring = 'queue' THEN
-        -- The slot's terminal history leaves the counts; unique keys held by
-        -- those jobs (states that include a final one) are released.
-        FOR q IN EXECUTE format(
-            'SELECT queue, state, sum(n)::bigint AS n FROM (
-                 SELECT r.queue, ''completed'' AS state, r.completed_count AS n FROM awa.%I r
+        IF awa._history_retention() > interval '0' THEN
+            -- The slot's finished jobs move to the history ring, where they
+            -- stay counted and keep their unique keys until it reclaims them.
+            detail := detail || jsonb_build_object('history_jobs', awa._keep_history(target_slot));
+        ELSE
+            -- No history kept: the slot's finished jobs leave the counts, and
+            -- the unique keys they hold (states that include a final one) are
+            -- released.
+            detail := detail || jsonb_build_object('terminal_jobs', awa._forget_finished(format(
+                'SELECT r.queue, ''completed'' AS state, u.job_id
+                   FROM awa.%I r, unnest(r.job_ids) u(job_id)
                  UNION ALL
-                 SELECT d.queue, d.state, 1 FROM awa.%I d WHERE d.state IN (''failed'', ''cancelled'')
-             ) t GROUP BY queue, state', 'receipt_completion_batches_' || target_slot, 'done_entries_' || target_slot)
-        LOOP
-            PERFORM awa._count_move(q.queue, q.state, NULL, q.n);
-            moved := jsonb_set(moved, ARRAY[q.state], to_jsonb(coalesce((moved ->> q.state)::bigint, 0) + q.n));
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM awa.job_unique_claims) THEN
-            EXECUTE format('DELETE FROM awa.job_unique_claims u
-                             WHERE u.job_id IN (SELECT d.job_id FROM awa.%I d
-                                                UNION ALL
-                                                SELECT unnest(r.job_ids) FROM awa.%I r)',
-                           'done_entries_' || target_slot, 'receipt_completion_batches_' || target_slot);
+                 SELECT d.queue, d.state, d.job_id FROM awa.%I d WHERE d.state IN (''failed'', ''cancelled'')',
+                'receipt_completion_batches_' || target_slot, 'done_entries_' || target_slot)));
         END IF;
-        detail := detail || jsonb_build_object('terminal_jobs', moved);
     END IF;
     EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
     outcome := 'pruned';
+END
+$$;
+
+-- awa.history_retention as an interval.
+CREATE FUNCTION awa._history_retention()
+RETURNS interval
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT current_setting('awa.history_retention')::interval $$;
+
+-- Finished jobs leave the books: `source` is a query of (queue, state,
+-- job_id) rows. Records the negative counter moves per queue and state,
+-- releases the unique keys those jobs hold, and returns {state: jobs}.
+CREATE FUNCTION awa._forget_finished(source text)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    q record;
+    moved jsonb := '{}';
+BEGIN
+    FOR q IN EXECUTE format('SELECT queue, state, count(*) AS n FROM (%s) t GROUP BY queue, state', source) LOOP
+        PERFORM awa._count_move(q.queue, q.state, NULL, q.n);
+        moved := jsonb_set(moved, ARRAY[q.state], to_jsonb(coalesce((moved ->> q.state)::bigint, 0) + q.n));
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM awa.job_unique_claims) THEN
+        EXECUTE format('DELETE FROM awa.job_unique_claims u WHERE u.job_id IN (SELECT t.job_id FROM (%s) t)', source);
+    END IF;
+    RETURN moved;
+END
+$$;
+
+-- Copies the finished jobs of queue-ring slot `slot` (whatever get_job would
+-- return for them) into the current history slot; returns how many. Run by
+-- the queue prune under the ring lock, after its proof and before its
+-- TRUNCATE, in the same transaction: a finished job is always visible in one
+-- of the two places.
+CREATE FUNCTION awa._keep_history(slot int)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pos record;
+    n bigint;
+BEGIN
+    pos := awa._ring_position('history');
+    EXECUTE format($q$
+        INSERT INTO awa.job_history
+               (history_slot, job_id, queue, priority, kind, args, state, attempt, max_attempts, run_lease,
+                run_at, created_at, attempted_at, finalized_at, unique_key, payload)
+        SELECT $1, r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', r.attempt + 1, r.max_attempts,
+               c.run_lease, r.run_at, r.created_at, a.claimed_at, c.completed_at, r.unique_key, r.payload
+          FROM (SELECT b.queue, b.priority, b.claim_batch_id, b.completed_at, u.run_lease, u.lane_seq
+                  FROM awa.%1$I b, unnest(b.run_leases, b.lane_seqs) u(run_lease, lane_seq)) c
+          JOIN awa.%2$I r ON r.queue = c.queue AND r.priority = c.priority AND r.lane_seq = c.lane_seq
+          LEFT JOIN awa.%3$I a ON a.batch_id = c.claim_batch_id
+        UNION ALL
+        SELECT $1, d.job_id, d.queue, d.priority, coalesce(r.kind, d.kind), coalesce(r.args, d.args), d.state,
+               d.attempt, coalesce(r.max_attempts, d.max_attempts), d.run_lease, coalesce(r.run_at, d.run_at),
+               coalesce(r.created_at, d.created_at), NULL, d.finalized_at, coalesce(r.unique_key, d.unique_key),
+               d.payload
+          FROM awa.%4$I d
+          LEFT JOIN awa.%2$I r ON r.queue = d.queue AND r.priority = d.priority AND r.lane_seq = d.lane_seq
+         WHERE d.state IN ('failed', 'cancelled')$q$,
+        'receipt_completion_batches_' || slot, 'ready_entries_' || slot, 'ready_claim_attempt_batches_' || slot,
+        'done_entries_' || slot)
+      USING pos.slot;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+-- The history ring's step: reclaims (TRUNCATE) every sealed history slot
+-- whose rows are all older than awa.history_retention (its generation was
+-- sealed, by the next rotation, that long ago), recording their counter moves
+-- and releasing their unique keys; then rotates when the current slot has
+-- been open for retention / (slot_count - 2) and holds a row, and the
+-- incoming slot is empty. So every finished job stays at least the retention
+-- and at most the retention plus one slot's width.
+CREATE FUNCTION awa._history(OUT outcome text, OUT detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    retention interval := awa._history_retention();
+    pos record;
+    sealed record;
+    next_slot int;
+    pruned int[] := '{}';
+    forgotten jsonb := '{}';
+    moved jsonb;
+    k text;
+    n bigint;
+BEGIN
+    IF NOT awa._try_ring_lock() THEN
+        outcome := 'skipped_busy';
+        detail := jsonb_build_object('reason', 'another maintenance step holds the ring lock');
+        RETURN;
+    END IF;
+    pos := awa._ring_position('history');
+    -- Sealed generations still holding rows: oldest first; a slot is sealed
+    -- at the rotated_at of the generation after it.
+    FOR sealed IN
+        SELECT g.generation, g.slot, s.rotated_at AS sealed_at
+          FROM awa.history_ring_rotations g
+          JOIN awa.history_ring_rotations s ON s.generation = g.generation + 1
+         WHERE g.generation > pos.generation - pos.slot_count
+         ORDER BY g.generation
+    LOOP
+        EXIT WHEN sealed.sealed_at > clock_timestamp() - retention;
+        CONTINUE WHEN awa._slot_has_no_blocks('history', sealed.slot);
+        IF NOT awa._lock_slot('history', sealed.slot) THEN
+            outcome := 'blocked';
+            detail := jsonb_build_object('slot', sealed.slot, 'generation', sealed.generation,
+                                         'reason', 'a session held the slot past awa.prune_lock_timeout');
+            RETURN;
+        END IF;
+        moved := awa._forget_finished(format('SELECT h.queue, h.state, h.job_id FROM awa.%I h',
+                                             'job_history_' || sealed.slot));
+        FOR k IN SELECT jsonb_object_keys(moved) LOOP
+            forgotten := jsonb_set(forgotten, ARRAY[k],
+                                   to_jsonb(coalesce((forgotten ->> k)::bigint, 0) + (moved ->> k)::bigint));
+        END LOOP;
+        EXECUTE format('TRUNCATE awa.%I', 'job_history_' || sealed.slot);
+        pruned := pruned || sealed.slot;
+    END LOOP;
+    next_slot := (pos.slot + 1) % pos.slot_count;
+    IF clock_timestamp() - (SELECT r.rotated_at FROM awa.history_ring_rotations r WHERE r.generation = pos.generation)
+           >= retention / (pos.slot_count - 2)
+       AND EXISTS (SELECT 1 FROM awa.job_history h WHERE h.history_slot = pos.slot)
+       AND awa._slot_is_empty('history', next_slot) THEN
+        INSERT INTO awa.history_ring_rotations (generation, slot, rotated_at)
+        VALUES (pos.generation + 1, next_slot, clock_timestamp())
+        ON CONFLICT (generation) DO NOTHING;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        IF n = 1 THEN
+            outcome := 'rotated';
+            detail := jsonb_build_object('generation', pos.generation + 1, 'slot', next_slot,
+                                         'pruned_slots', to_jsonb(pruned), 'forgotten_jobs', forgotten);
+            RETURN;
+        END IF;
+    END IF;
+    IF cardinality(pruned) > 0 THEN
+        outcome := 'pruned';
+        detail := jsonb_build_object('pruned_slots', to_jsonb(pruned), 'forgotten_jobs', forgotten);
+    ELSE
+        outcome := 'nothing_due';
+        detail := jsonb_build_object('generation', pos.generation, 'slot', pos.slot);
+    END IF;
 END
 $$;
 
@@ -1563,17 +1768,14 @@ BEGIN
             HINT = 'Pass a task name, or ''all''.';
     END IF;
     tasks := CASE requested
-               WHEN 'all' THEN ARRAY['counters', 'promote', 'rescue', 'prune_queue', 'rotate_queue',
-                                     'prune_claim', 'rotate_claim', 'prune_lease', 'rotate_lease', 'dlq_retention']
+               WHEN 'all' THEN awa._task_names()
                WHEN 'rotate' THEN ARRAY['rotate_queue', 'rotate_claim', 'rotate_lease']
                WHEN 'prune' THEN ARRAY['prune_queue', 'prune_claim', 'prune_lease']
                ELSE ARRAY[requested]
              END;
-    IF NOT tasks <@ ARRAY['counters', 'promote', 'rescue', 'prune_queue', 'rotate_queue', 'prune_claim',
-                          'rotate_claim', 'prune_lease', 'rotate_lease', 'dlq_retention'] THEN
+    IF NOT tasks <@ awa._task_names() THEN
         RAISE EXCEPTION 'unknown maintenance task "%"', requested USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Tasks are all, rotate, prune, counters, promote, rescue, prune_queue, rotate_queue, '
-                   'prune_claim, rotate_claim, prune_lease, rotate_lease and dlq_retention.';
+            HINT = 'Tasks are all, rotate, prune, ' || array_to_string(awa._task_names(), ', ') || '.';
     END IF;
     IF pg_is_in_recovery() THEN
         RAISE EXCEPTION 'awa maintenance cannot run during recovery' USING ERRCODE = 'read_only_sql_transaction',
@@ -1589,6 +1791,8 @@ BEGIN
             SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._rescue() x;
         ELSIF t = 'dlq_retention' THEN
             SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._dlq_retention() x;
+        ELSIF t = 'history' THEN
+            SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._history() x;
         ELSIF t LIKE 'prune_%' THEN
             SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._prune(substr(t, 7)) x;
         ELSE

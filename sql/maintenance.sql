@@ -33,6 +33,10 @@ CREATE DATABASE regress_awa_maintenance;
 SET client_min_messages = warning;
 CREATE EXTENSION awa;
 RESET client_min_messages;
+-- This file tests the queue ring on its own: with no history kept, a prune
+-- takes finished jobs out of the counts and releases their unique keys
+-- (sql/history.sql tests the history ring that keeps them by default).
+SET awa.history_retention = 0;
 
 \i sql/include/try.sql
 

@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char *kTaskNames[kMaintenanceTaskCount] = {
     "counters",    "promote",      "rescue",     "prune_queue", "rotate_queue",
-    "prune_claim", "rotate_claim", "prune_lease", "rotate_lease", "dlq_retention"};
+    "prune_claim", "rotate_claim", "prune_lease", "rotate_lease", "dlq_retention", "history"};
 
 }  // namespace
 

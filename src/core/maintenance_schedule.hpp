@@ -20,6 +20,7 @@ enum class MaintenanceTask : int {
 	kPruneLease,
 	kRotateLease,
 	kDlqRetention,   // delete dead letters older than the retention
+	kHistory,        // reclaim history slots older than the retention, rotate the history ring
 	kCount
 };
 constexpr int kMaintenanceTaskCount = static_cast<int>(MaintenanceTask::kCount);

@@ -21,12 +21,22 @@ TaskArgument(FunctionCallInfo fcinfo, int index)
 	MaintenanceTask task;
 	if (!awa::core::ParseTaskName(name, &task))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown maintenance task \"%s\"", name),
-		                errhint("Tasks are counters, promote, rescue, prune_queue, rotate_queue, prune_claim, "
-		                        "rotate_claim, prune_lease, rotate_lease and dlq_retention.")));
+		                errhint("See awa._task_names() for the tasks.")));
 	return task;
 }
 
 }  // namespace
+
+// awa._task_names() -> text[]: every maintenance task, in the order one worker
+// tick runs them (src/core/maintenance_schedule.cpp is the one list; the SQL
+// of awa.run_maintenance reads it from here).
+AWA_FUNCTION(awa_internal_task_names)
+{
+	Datum names[awa::core::kMaintenanceTaskCount];
+	for (int i = 0; i < awa::core::kMaintenanceTaskCount; i++)
+		names[i] = CStringGetTextDatum(awa::core::TaskName(static_cast<MaintenanceTask>(i)));
+	PG_RETURN_ARRAYTYPE_P(construct_array(names, awa::core::kMaintenanceTaskCount, TEXTOID, -1, false, TYPALIGN_INT));
+}
 
 // awa._rotation_begin(): this transaction appends to a rotation ledger; the
 // ring epoch is odd until it ends (maintenance_state.hpp).

@@ -144,6 +144,10 @@ IntervalMs(MaintenanceTask task)
 		return awa_lease_rotate_interval_ms;
 	case MaintenanceTask::kDlqRetention:
 		return int64{awa_cleanup_interval_s} * 1000;
+	case MaintenanceTask::kHistory:
+		// Cheap when nothing is due (a ledger read); as often as the queue
+		// ring moves, so history slots are reclaimed on time for any retention.
+		return awa_queue_rotate_interval_ms;
 	case MaintenanceTask::kCount:
 		break;
 	}

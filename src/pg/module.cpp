@@ -13,6 +13,7 @@ bool awa_async_claim_commit = true;
 bool awa_early_lane_release = true;
 int awa_gap_proof_lock_timeout_ms = 10;
 static int awa_queue_slot_count = 16;
+static int awa_history_slot_count = 8;
 static int awa_claim_slot_count = 8;
 static int awa_lease_slot_count = 8;
 int awa_max_lanes = 1024;
@@ -31,6 +32,7 @@ static int awa_heartbeat_staleness_s = 90;
 int awa_rescue_interval_ms = 5000;
 static int awa_rescue_batch_size = 500;
 static int awa_dlq_retention_s = 30 * 24 * 3600;
+static int awa_history_retention_s = 3600;
 int awa_cleanup_interval_s = 60;
 static int awa_cleanup_batch_size = 1000;
 int awa_launcher_naptime_s = 60;
@@ -86,6 +88,14 @@ DefineMaintenanceVariables()
 	DefineCustomIntVariable("awa.dlq_retention", "Age at which dead-lettered jobs are deleted.", NULL,
 	                        &awa_dlq_retention_s, 30 * 24 * 3600, 1, INT_MAX, PGC_SUSET, GUC_UNIT_S, NULL, NULL,
 	                        NULL);
+	DefineCustomIntVariable("awa.history_retention",
+	                        "How long a finished job (completed, failed, cancelled) stays visible to awa.get_job "
+	                        "and counted by awa.queue_counts.",
+	                        "At least this long after it finished, at most this plus one history slot "
+	                        "(retention / 6 with the default 8 slots); 0 keeps a finished job only until its "
+	                        "queue-ring slot is reclaimed.",
+	                        &awa_history_retention_s, 3600, 0, 30 * 24 * 3600, PGC_SUSET, GUC_UNIT_S, NULL, NULL,
+	                        NULL);
 	DefineCustomIntVariable("awa.cleanup_interval", "How often DLQ retention runs.", NULL, &awa_cleanup_interval_s,
 	                        60, 1, 24 * 3600, PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.cleanup_batch_size", "Dead letters deleted per retention tick at most.", NULL,
@@ -122,6 +132,8 @@ _PG_init(void)
 	                        &awa_claim_slot_count, 8, 2, 16, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.lease_slot_count", "Lease-ring slots created by CREATE EXTENSION.", NULL,
 	                        &awa_lease_slot_count, 8, 2, 64, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.history_slot_count", "History-ring slots created by CREATE EXTENSION.", NULL,
+	                        &awa_history_slot_count, 8, 4, 64, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.max_lanes", "Lanes the in-flight claim registry can hold (shared memory).",
 	                        "A lane beyond this falls back to holding its claim lock until the claim commits.",
 	                        &awa_max_lanes, 1024, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
