@@ -3,20 +3,21 @@
 -- storage parameters and primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(353);
+SELECT plan(390);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
 SELECT tables_are('awa',
-    ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
-          'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
-          'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots',
+    ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
+          'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations', 'history_ring_rotations',
+          'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
           'queue_lanes',
           'ready_entries', 'ready_segments', 'ready_tombstones',
           'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
           'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
           'lease_claim_closure_batches',
           'leases',
+          'job_history',
           'attempt_state', 'deferred_jobs', 'dlq_entries',
           'queue_meta', 'job_unique_claims']::name[]
     || ARRAY(SELECT (f || '_' || s)::name
@@ -28,27 +29,30 @@ SELECT tables_are('awa',
                FROM unnest(ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                                  'lease_claim_closure_batches']) f,
                     generate_series(0, 7) s)
-    || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s),
-    'schema awa has exactly the 26 tables and their 136 ring partitions');
+    || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s)
+    || ARRAY(SELECT ('job_history_' || s)::name FROM generate_series(0, 7) s),
+    'schema awa has exactly the 30 tables and their 144 ring partitions');
 
--- has_table: 26
+-- has_table: 30
 SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
-  FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
+  FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
-                    'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots',
+                    'history_ring_rotations',
+                    'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
                     'queue_lanes',
                     'ready_entries', 'ready_segments', 'ready_tombstones',
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
-                    'lease_claim_closure_batches', 'leases',
+                    'lease_claim_closure_batches', 'leases', 'job_history',
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
                     'queue_meta', 'job_unique_claims']) t;
 
--- has_pk: 26
+-- has_pk, every table but the insert-only history ring job_history: 29
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
-  FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
+  FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
-                    'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots',
+                    'history_ring_rotations',
+                    'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
                     'queue_lanes',
                     'ready_entries', 'ready_segments', 'ready_tombstones',
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
@@ -57,18 +61,25 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
                     'queue_meta', 'job_unique_claims']) t;
 
--- col_is_pk, exact key columns in key order: 26
+-- awa.job_history has no primary key (a job has one history row; lookups use
+-- job_history_job_id_idx): 1
+SELECT hasnt_pk('awa', 'job_history', 'table awa.job_history has no primary key');
+
+-- col_is_pk, exact key columns in key order: 29
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['singleton']),
     ('claim_ring_state',            ARRAY['singleton']),
     ('lease_ring_state',            ARRAY['singleton']),
+    ('history_ring_state',          ARRAY['singleton']),
     ('queue_ring_rotations',        ARRAY['generation']),
     ('claim_ring_rotations',        ARRAY['generation']),
     ('lease_ring_rotations',        ARRAY['generation']),
+    ('history_ring_rotations',      ARRAY['generation']),
     ('queue_ring_slots',            ARRAY['slot']),
     ('claim_ring_slots',            ARRAY['slot']),
     ('lease_ring_slots',            ARRAY['slot']),
+    ('history_ring_slots',          ARRAY['slot']),
     ('queue_lanes',                 ARRAY['queue', 'priority']),
     ('ready_entries',               ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']),
     ('ready_segments',              ARRAY['queue', 'priority', 'next_lane_seq', 'ready_slot']),
@@ -88,18 +99,21 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('job_unique_claims',           ARRAY['unique_key'])
   ) AS pk(t, cols);
 
--- columns_are, exact column sets: 26
+-- columns_are, exact column sets: 30
 SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
   FROM (VALUES
     ('queue_ring_state', ARRAY['singleton', 'slot_count']),
     ('claim_ring_state', ARRAY['singleton', 'slot_count']),
     ('lease_ring_state', ARRAY['singleton', 'slot_count']),
+    ('history_ring_state', ARRAY['singleton', 'slot_count']),
     ('queue_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
     ('claim_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
     ('lease_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
+    ('history_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
     ('queue_ring_slots', ARRAY['slot']),
     ('claim_ring_slots', ARRAY['slot']),
     ('lease_ring_slots', ARRAY['slot']),
+    ('history_ring_slots', ARRAY['slot']),
     ('queue_lanes', ARRAY['queue', 'priority', 'lane_id', 'enqueue_seq', 'claim_seq', 'created_at']),
     ('ready_entries', ARRAY['ready_slot', 'ready_generation', 'queue', 'priority', 'lane_seq', 'job_id',
                             'run_lease', 'attempt', 'max_attempts', 'kind', 'args', 'run_at', 'created_at',
@@ -130,6 +144,9 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('leases', ARRAY['lease_slot', 'lease_generation', 'ready_slot', 'ready_generation', 'queue', 'priority',
                      'lane_seq', 'job_id', 'run_lease', 'state', 'attempt', 'max_attempts', 'heartbeat_at',
                      'deadline_at', 'attempted_at', 'callback_id', 'callback_timeout_at']),
+    ('job_history', ARRAY['history_slot', 'job_id', 'queue', 'priority', 'kind', 'args', 'state', 'attempt',
+                          'max_attempts', 'run_lease', 'run_at', 'created_at', 'attempted_at', 'finalized_at',
+                          'unique_key', 'payload']),
     ('attempt_state', ARRAY['job_id', 'run_lease', 'heartbeat_at', 'progress', 'updated_at']),
     ('deferred_jobs', ARRAY['job_id', 'queue', 'priority', 'kind', 'args', 'state', 'run_at', 'run_lease',
                             'attempt', 'max_attempts', 'created_at', 'finalized_at', 'unique_key',
@@ -142,7 +159,7 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at'])
   ) AS c(t, cols);
 
--- col_type_is, every column of every table (partitions inherit them): 207
+-- col_type_is, every column of every table (partitions inherit them): 229
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -151,6 +168,8 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('claim_ring_state', 'slot_count', 'integer'),
     ('lease_ring_state', 'singleton', 'boolean'),
     ('lease_ring_state', 'slot_count', 'integer'),
+    ('history_ring_state', 'singleton', 'boolean'),
+    ('history_ring_state', 'slot_count', 'integer'),
     ('queue_ring_rotations', 'generation', 'bigint'),
     ('queue_ring_rotations', 'slot', 'smallint'),
     ('queue_ring_rotations', 'rotated_at', 'timestamp with time zone'),
@@ -160,9 +179,13 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('lease_ring_rotations', 'generation', 'bigint'),
     ('lease_ring_rotations', 'slot', 'smallint'),
     ('lease_ring_rotations', 'rotated_at', 'timestamp with time zone'),
+    ('history_ring_rotations', 'generation', 'bigint'),
+    ('history_ring_rotations', 'slot', 'smallint'),
+    ('history_ring_rotations', 'rotated_at', 'timestamp with time zone'),
     ('queue_ring_slots', 'slot', 'smallint'),
     ('claim_ring_slots', 'slot', 'smallint'),
     ('lease_ring_slots', 'slot', 'smallint'),
+    ('history_ring_slots', 'slot', 'smallint'),
     ('queue_lanes', 'queue', 'text'),
     ('queue_lanes', 'priority', 'smallint'),
     ('queue_lanes', 'lane_id', 'bigint'),
@@ -305,6 +328,22 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('leases', 'attempted_at', 'timestamp with time zone'),
     ('leases', 'callback_id', 'uuid'),
     ('leases', 'callback_timeout_at', 'timestamp with time zone'),
+    ('job_history', 'history_slot', 'smallint'),
+    ('job_history', 'job_id', 'bigint'),
+    ('job_history', 'queue', 'text'),
+    ('job_history', 'priority', 'smallint'),
+    ('job_history', 'kind', 'text'),
+    ('job_history', 'args', 'jsonb'),
+    ('job_history', 'state', 'text'),
+    ('job_history', 'attempt', 'smallint'),
+    ('job_history', 'max_attempts', 'smallint'),
+    ('job_history', 'run_lease', 'bigint'),
+    ('job_history', 'run_at', 'timestamp with time zone'),
+    ('job_history', 'created_at', 'timestamp with time zone'),
+    ('job_history', 'attempted_at', 'timestamp with time zone'),
+    ('job_history', 'finalized_at', 'timestamp with time zone'),
+    ('job_history', 'unique_key', 'bytea'),
+    ('job_history', 'payload', 'jsonb'),
     ('attempt_state', 'job_id', 'bigint'),
     ('attempt_state', 'run_lease', 'bigint'),
     ('attempt_state', 'heartbeat_at', 'timestamp with time zone'),
@@ -354,7 +393,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('job_unique_claims', 'claimed_at', 'timestamp with time zone')
   ) AS ct(t, c, ty);
 
--- Nullability: exactly these columns of the 26 tables may be NULL (all others NOT NULL): 1
+-- Nullability: exactly these columns of the 30 tables may be NULL (all others NOT NULL): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default"
         FROM pg_catalog.pg_attribute a
@@ -369,6 +408,7 @@ SELECT results_eq(
              ('dlq_entries', 'payload'), ('dlq_entries', 'unique_key'), ('dlq_entries', 'unique_states'),
              ('done_entries', 'args'), ('done_entries', 'created_at'), ('done_entries', 'max_attempts'),
              ('done_entries', 'payload'), ('done_entries', 'run_at'), ('done_entries', 'unique_key'),
+             ('job_history', 'attempted_at'), ('job_history', 'payload'), ('job_history', 'unique_key'),
              ('lease_claims', 'closed_at'), ('lease_claims', 'deadline_at'), ('lease_claims', 'materialized_at'),
              ('leases', 'callback_id'), ('leases', 'callback_timeout_at'), ('leases', 'deadline_at'),
              ('leases', 'heartbeat_at'),
@@ -377,7 +417,7 @@ SELECT results_eq(
              ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
--- Defaults: exactly these columns of the 26 tables have a default, and these
+-- Defaults: exactly these columns of the 30 tables have a default, and these
 -- are the defaults (configure_queue's fallbacks match queue_meta's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default",
@@ -390,6 +430,8 @@ SELECT results_eq(
     $$VALUES ('claim_ring_rotations', 'rotated_at', 'now()'),
              ('claim_ring_state', 'singleton', 'true'),
              ('deferred_jobs', 'attempt', '0'), ('deferred_jobs', 'run_lease', '0'),
+             ('history_ring_rotations', 'rotated_at', 'now()'),
+             ('history_ring_state', 'singleton', 'true'),
              ('lease_ring_rotations', 'rotated_at', 'now()'),
              ('lease_ring_state', 'singleton', 'true'),
              ('queue_lanes', 'created_at', 'now()'),
@@ -401,7 +443,7 @@ SELECT results_eq(
              ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0')$$,
     'exactly these columns have defaults, and these are the defaults');
 
--- CHECK and UNIQUE constraints of the 26 tables, exactly (no foreign keys, no
+-- CHECK and UNIQUE constraints of the 30 tables, exactly (no foreign keys, no
 -- exclusion constraints; partitions inherit their parent's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", k.contype::text COLLATE "default",
@@ -419,6 +461,10 @@ SELECT results_eq(
              ('deferred_jobs', 'c', 'CHECK ((state = ANY (ARRAY[''scheduled''::text, ''retryable''::text])))'),
              ('done_entries', 'c',
               'CHECK ((state = ANY (ARRAY[''completed''::text, ''failed''::text, ''cancelled''::text])))'),
+             ('history_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
+             ('history_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
+             ('history_ring_state', 'c', 'CHECK (((slot_count >= 4) AND (slot_count <= 64)))'),
+             ('history_ring_state', 'c', 'CHECK (singleton)'),
              ('lease_claim_closures', 'c',
               'CHECK ((outcome = ANY (ARRAY[''completed''::text, ''retryable''::text, ''scheduled''::text, '
               '''failed''::text, ''dlq''::text, ''cancelled''::text, ''rescued''::text, '

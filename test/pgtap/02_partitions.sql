@@ -1,10 +1,11 @@
 -- 02_partitions.sql: the rings. Every ring family is a LIST-partitioned parent
 -- with exactly one partition <family>_<slot> per slot (queue ring 16, claim
--- ring 8, lease ring 8), each holding exactly its slot value, and nothing more.
+-- ring 8, lease ring 8, history ring 8), each holding exactly its slot value,
+-- and nothing more.
 -- The ring configuration rows agree with the partitions.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(210);
+SELECT plan(228);
 
 CREATE TEMP TABLE ring_family (family name, slot_column name, slots int) ON COMMIT DROP;
 INSERT INTO ring_family VALUES
@@ -18,31 +19,32 @@ INSERT INTO ring_family VALUES
     ('lease_claim_batches',         'claim_slot', 8),
     ('lease_claim_closures',        'claim_slot', 8),
     ('lease_claim_closure_batches', 'claim_slot', 8),
-    ('leases',                      'lease_slot', 8);
+    ('leases',                      'lease_slot', 8),
+    ('job_history',                 'history_slot', 8);
 
--- Each family parent is partitioned: 11
+-- Each family parent is partitioned: 12
 SELECT is_partitioned('awa', family, 'awa.' || family || ' is partitioned')
   FROM ring_family ORDER BY family;
 
--- ... by LIST on its slot column: 11
+-- ... by LIST on its slot column: 12
 SELECT is(pg_catalog.pg_get_partkeydef(('awa.' || family)::regclass),
           'LIST (' || slot_column || ')',
           'awa.' || family || ' is partitioned by LIST (' || slot_column || ')')
   FROM ring_family ORDER BY family;
 
--- Every child of every family: 6 x 16 + 4 x 8 + 8 = 136
+-- Every child of every family: 6 x 16 + 4 x 8 + 8 + 8 = 144
 SELECT is_partition_of('awa', (family || '_' || s)::name, 'awa', family,
                        'awa.' || family || '_' || s || ' is a partition of awa.' || family)
   FROM ring_family, generate_series(0, slots - 1) s
  ORDER BY family, s;
 
--- No extra partitions: 11
+-- No extra partitions: 12
 SELECT partitions_are('awa', family,
                       ARRAY(SELECT ('awa.' || family || '_' || s)::name FROM generate_series(0, slots - 1) s),
                       'awa.' || family || ' has exactly ' || slots || ' partitions')
   FROM ring_family ORDER BY family;
 
--- Each child holds exactly its own slot value: 11
+-- Each child holds exactly its own slot value: 12
 SELECT is(
     ARRAY(SELECT c.relname || ' ' || pg_catalog.pg_get_expr(c.relpartbound, c.oid)
             FROM pg_catalog.pg_inherits i
@@ -68,41 +70,48 @@ SELECT is(
       WHERE p.relnamespace = 'awa'::regnamespace AND p.relkind = 'p' AND c.relkind <> 'r'),
     0, 'every ring partition is a plain table');
 
--- Exactly the 11 families are partitioned: 1
+-- Exactly the 12 families are partitioned: 1
 SELECT is(
     ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class c
            WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'p'
            ORDER BY c.relname COLLATE "C"),
     ARRAY(SELECT family::text FROM ring_family ORDER BY family COLLATE "C"),
-    'exactly the 11 ring families are partitioned');
+    'exactly the 12 ring families are partitioned');
 
--- Control and plain tables are not partitioned: 15
+-- Control and plain tables are not partitioned: 18
 SELECT isnt_partitioned('awa', t::name, 'awa.' || t || ' is not partitioned')
-  FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state',
+  FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
-                    'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots',
+                    'history_ring_rotations',
+                    'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
                     'queue_lanes', 'attempt_state', 'deferred_jobs', 'dlq_entries',
                     'queue_meta', 'job_unique_claims']) t;
 
--- Ring configuration agrees with the partitions: 9
+-- Ring configuration agrees with the partitions: 12
 SELECT results_eq('SELECT singleton, slot_count FROM awa.queue_ring_state',
                   $$VALUES (true, 16)$$, 'queue ring has 16 slots');
 SELECT results_eq('SELECT singleton, slot_count FROM awa.claim_ring_state',
                   $$VALUES (true, 8)$$, 'claim ring has 8 slots');
 SELECT results_eq('SELECT singleton, slot_count FROM awa.lease_ring_state',
                   $$VALUES (true, 8)$$, 'lease ring has 8 slots');
+SELECT results_eq('SELECT singleton, slot_count FROM awa.history_ring_state',
+                  $$VALUES (true, 8)$$, 'history ring has 8 slots');
 SELECT results_eq('SELECT generation, slot::int FROM awa.queue_ring_rotations ORDER BY generation',
                   $$VALUES (0::bigint, 0)$$, 'queue ring starts at generation 0, slot 0');
 SELECT results_eq('SELECT generation, slot::int FROM awa.claim_ring_rotations ORDER BY generation',
                   $$VALUES (0::bigint, 0)$$, 'claim ring starts at generation 0, slot 0');
 SELECT results_eq('SELECT generation, slot::int FROM awa.lease_ring_rotations ORDER BY generation',
                   $$VALUES (0::bigint, 0)$$, 'lease ring starts at generation 0, slot 0');
+SELECT results_eq('SELECT generation, slot::int FROM awa.history_ring_rotations ORDER BY generation',
+                  $$VALUES (0::bigint, 0)$$, 'history ring starts at generation 0, slot 0');
 SELECT results_eq('SELECT slot::int FROM awa.queue_ring_slots ORDER BY slot',
                   'SELECT generate_series(0, 15)', 'queue ring slot rows are 0..15');
 SELECT results_eq('SELECT slot::int FROM awa.claim_ring_slots ORDER BY slot',
                   'SELECT generate_series(0, 7)', 'claim ring slot rows are 0..7');
 SELECT results_eq('SELECT slot::int FROM awa.lease_ring_slots ORDER BY slot',
                   'SELECT generate_series(0, 7)', 'lease ring slot rows are 0..7');
+SELECT results_eq('SELECT slot::int FROM awa.history_ring_slots ORDER BY slot',
+                  'SELECT generate_series(0, 7)', 'history ring slot rows are 0..7');
 
 -- The ring_state singletons admit only one row and the configured bounds: 3
 SELECT throws_ok($$INSERT INTO awa.queue_ring_state (singleton, slot_count) VALUES (false, 16)$$,

@@ -3,9 +3,9 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(97);
+SELECT plan(107);
 
--- Hot-path indexes with their exact key columns: 10
+-- Hot-path indexes with their exact key columns: 11
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
                  ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']::name[],
                  'ready_entries PK is (queue, priority, lane_seq, ready_slot)');
@@ -33,6 +33,8 @@ SELECT has_index('awa', 'dlq_entries', 'dlq_entries_queue_idx', ARRAY['queue', '
                  'dlq_entries has its (queue, dlq_at) index');
 SELECT has_index('awa', 'job_unique_claims', 'job_unique_claims_job_id_idx', ARRAY['job_id']::name[],
                  'job_unique_claims has its job_id index (keys are released by job)');
+SELECT has_index('awa', 'job_history', 'job_history_job_id_idx', ARRAY['job_id']::name[],
+                 'job_history has its job_id index (get_job and cancel look a finished job up by id)');
 
 -- The probed primary keys are the primary-key indexes (configure_queue,
 -- pause_queue and resume_queue name queue_meta_pkey in ON CONFLICT ON
@@ -48,8 +50,8 @@ SELECT index_is_primary('awa', 'queue_meta', 'queue_meta_pkey',
 SELECT index_is_primary('awa', 'job_unique_claims', 'job_unique_claims_pkey',
                         'job_unique_claims_pkey is the primary key of job_unique_claims');
 
--- Exact definitions of every index of the 26 tables (uniqueness, method,
--- columns, order, predicate; ON ONLY = the partitioned parent's index): 38
+-- Exact definitions of every index of the 30 tables (uniqueness, method,
+-- columns, order, predicate; ON ONLY = the partitioned parent's index): 42
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -58,18 +60,24 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX claim_ring_state_pkey ON awa.claim_ring_state USING btree (singleton)'),
     ('lease_ring_state_pkey',
      'CREATE UNIQUE INDEX lease_ring_state_pkey ON awa.lease_ring_state USING btree (singleton)'),
+    ('history_ring_state_pkey',
+     'CREATE UNIQUE INDEX history_ring_state_pkey ON awa.history_ring_state USING btree (singleton)'),
     ('queue_ring_rotations_pkey',
      'CREATE UNIQUE INDEX queue_ring_rotations_pkey ON awa.queue_ring_rotations USING btree (generation)'),
     ('claim_ring_rotations_pkey',
      'CREATE UNIQUE INDEX claim_ring_rotations_pkey ON awa.claim_ring_rotations USING btree (generation)'),
     ('lease_ring_rotations_pkey',
      'CREATE UNIQUE INDEX lease_ring_rotations_pkey ON awa.lease_ring_rotations USING btree (generation)'),
+    ('history_ring_rotations_pkey',
+     'CREATE UNIQUE INDEX history_ring_rotations_pkey ON awa.history_ring_rotations USING btree (generation)'),
     ('queue_ring_slots_pkey',
      'CREATE UNIQUE INDEX queue_ring_slots_pkey ON awa.queue_ring_slots USING btree (slot)'),
     ('claim_ring_slots_pkey',
      'CREATE UNIQUE INDEX claim_ring_slots_pkey ON awa.claim_ring_slots USING btree (slot)'),
     ('lease_ring_slots_pkey',
      'CREATE UNIQUE INDEX lease_ring_slots_pkey ON awa.lease_ring_slots USING btree (slot)'),
+    ('history_ring_slots_pkey',
+     'CREATE UNIQUE INDEX history_ring_slots_pkey ON awa.history_ring_slots USING btree (slot)'),
     ('queue_lanes_pkey',
      'CREATE UNIQUE INDEX queue_lanes_pkey ON awa.queue_lanes USING btree (queue, priority)'),
     ('queue_lanes_lane_id_key',
@@ -110,6 +118,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX leases_pkey ON ONLY awa.leases USING btree (queue, priority, lane_seq, lease_slot)'),
     ('leases_attempt_idx',
      'CREATE INDEX leases_attempt_idx ON ONLY awa.leases USING btree (job_id, run_lease)'),
+    ('job_history_job_id_idx',
+     'CREATE INDEX job_history_job_id_idx ON ONLY awa.job_history USING btree (job_id)'),
     ('attempt_state_pkey',
      'CREATE UNIQUE INDEX attempt_state_pkey ON awa.attempt_state USING btree (job_id, run_lease)'),
     ('deferred_jobs_pkey',
@@ -130,18 +140,21 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX job_unique_claims_job_id_idx ON awa.job_unique_claims USING btree (job_id)')
   ) AS d(i, def);
 
--- Exact index set of every table: 26
+-- Exact index set of every table: 30
 SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its indexes')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['queue_ring_state_pkey']),
     ('claim_ring_state',            ARRAY['claim_ring_state_pkey']),
     ('lease_ring_state',            ARRAY['lease_ring_state_pkey']),
+    ('history_ring_state',          ARRAY['history_ring_state_pkey']),
     ('queue_ring_rotations',        ARRAY['queue_ring_rotations_pkey']),
     ('claim_ring_rotations',        ARRAY['claim_ring_rotations_pkey']),
     ('lease_ring_rotations',        ARRAY['lease_ring_rotations_pkey']),
+    ('history_ring_rotations',      ARRAY['history_ring_rotations_pkey']),
     ('queue_ring_slots',            ARRAY['queue_ring_slots_pkey']),
     ('claim_ring_slots',            ARRAY['claim_ring_slots_pkey']),
     ('lease_ring_slots',            ARRAY['lease_ring_slots_pkey']),
+    ('history_ring_slots',          ARRAY['history_ring_slots_pkey']),
     ('queue_lanes',                 ARRAY['queue_lanes_pkey', 'queue_lanes_lane_id_key']),
     ('ready_entries',               ARRAY['ready_entries_pkey', 'ready_entries_job_id_idx']),
     ('ready_segments',              ARRAY['ready_segments_pkey']),
@@ -157,6 +170,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('lease_claim_closure_batches', ARRAY['lease_claim_closure_batches_pkey',
                                           'lease_claim_closure_batches_claim_batch_idx']),
     ('leases',                      ARRAY['leases_pkey', 'leases_attempt_idx']),
+    ('job_history',                 ARRAY['job_history_job_id_idx']),
     ('attempt_state',               ARRAY['attempt_state_pkey']),
     ('deferred_jobs',               ARRAY['deferred_jobs_pkey', 'deferred_jobs_due_idx', 'deferred_jobs_unique_key_idx']),
     ('dlq_entries',                 ARRAY['dlq_entries_pkey', 'dlq_entries_queue_idx']),
@@ -165,7 +179,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its
--- partitions (claims and completions probe the slot partitions directly): 18
+-- partitions (claims and completions probe the slot partitions directly): 19
 SELECT is(
     (SELECT count(*)::int
        FROM pg_catalog.pg_inherits i
@@ -194,7 +208,8 @@ SELECT is(
     ('lease_claim_closure_batches', 'lease_claim_closure_batches_pkey', 8),
     ('lease_claim_closure_batches', 'lease_claim_closure_batches_claim_batch_idx', 8),
     ('leases', 'leases_pkey', 8),
-    ('leases', 'leases_attempt_idx', 8)
+    ('leases', 'leases_attempt_idx', 8),
+    ('job_history', 'job_history_job_id_idx', 8)
   ) AS p(family, idx, slots);
 
 SELECT * FROM finish();

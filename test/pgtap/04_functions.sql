@@ -8,7 +8,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(582);
+SELECT plan(633);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -224,6 +224,12 @@ INSERT INTO api VALUES
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_queue_meta_changed'),
     -- Internal building blocks of maintenance (C)
+    ('_task_names',
+     ARRAY[]::name[],
+     'text[]',
+     '',
+     'text[]',
+     'c', false, 'immutable', false, 0, 'awa_internal_task_names'),
     ('_rotation_begin',
      ARRAY[]::name[],
      'void',
@@ -370,6 +376,30 @@ INSERT INTO api VALUES
      'OUT outcome text, OUT detail jsonb',
      'record',
      'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_history_retention',
+     ARRAY[]::name[],
+     'interval',
+     '',
+     'interval',
+     'sql', false, 'stable', false, 0, NULL),
+    ('_forget_finished',
+     ARRAY['text'],
+     'jsonb',
+     'source text',
+     'jsonb',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_keep_history',
+     ARRAY['integer'],
+     'bigint',
+     'slot integer',
+     'bigint',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_history',
+     ARRAY[]::name[],
+     'record',
+     'OUT outcome text, OUT detail jsonb',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
     ('_run_maintenance',
      ARRAY['text'],
      'setof record',
@@ -379,12 +409,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 25 public functions and the 30 awa._* building blocks');
+                     'schema awa has exactly the 25 public functions and the 35 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 55,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 60,
           'no function is overloaded');
 
--- Per function, 10 checks: 550
+-- Per function, 10 checks: 600
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -430,7 +460,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 28
+-- Per C function, its symbol in $libdir/awa: 29
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

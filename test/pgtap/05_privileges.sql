@@ -5,7 +5,7 @@
 -- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(295);
+SELECT plan(317);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -62,6 +62,7 @@ INSERT INTO grants VALUES
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'jsonb'],
      false, false, false),
+    ('_task_names', ARRAY[]::name[], false, false, false),
     ('_rotation_begin', ARRAY[]::name[], false, false, false),
     ('_enqueue_generation_in_use', ARRAY['bigint'], false, false, false),
     ('_note_outcome', ARRAY['text', 'text'], false, false, false),
@@ -82,6 +83,10 @@ INSERT INTO grants VALUES
     ('_rescue', ARRAY[]::name[], false, false, false),
     ('_promote', ARRAY[]::name[], false, false, false),
     ('_dlq_retention', ARRAY[]::name[], false, false, false),
+    ('_history_retention', ARRAY[]::name[], false, false, false),
+    ('_forget_finished', ARRAY['text'], false, false, false),
+    ('_keep_history', ARRAY['integer'], false, false, false),
+    ('_history', ARRAY[]::name[], false, false, false),
     ('_run_maintenance', ARRAY['text'], false, false, false);
 
 -- The matrix covers every function of awa: 1
@@ -91,7 +96,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 55 x 4 = 220
+-- EXECUTE per function and role (PUBLIC included): 60 x 4 = 240
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
@@ -257,7 +262,7 @@ SELECT results_eq(
     'a worker may heartbeat_many');
 RESET ROLE;
 
--- awa_admin: 12
+-- awa_admin: 14
 SET LOCAL ROLE awa_pgtap_admin;
 SELECT throws_ok($$SELECT awa._backoff(1)$$, '42501', NULL, 'an admin may not execute awa._backoff');
 SELECT throws_ok($$SELECT awa._count_move('pgtap_privileges', 'available', NULL)$$, '42501', NULL,
@@ -267,6 +272,9 @@ SELECT throws_ok($$SELECT * FROM awa._queue_counts_scan(NULL)$$, '42501', NULL,
 SELECT throws_ok($$SELECT * FROM awa._run_maintenance('all')$$, '42501', NULL,
                  'an admin may not execute awa._run_maintenance (only through awa.run_maintenance)');
 SELECT throws_ok($$SELECT * FROM awa._prune('queue')$$, '42501', NULL, 'an admin may not execute awa._prune');
+SELECT throws_ok($$SELECT * FROM awa._history()$$, '42501', NULL,
+                 'an admin may not execute awa._history (only through awa.run_maintenance)');
+SELECT throws_ok($$SELECT awa._task_names()$$, '42501', NULL, 'an admin may not execute awa._task_names');
 SELECT results_eq(
     $$SELECT task, outcome, detail FROM awa.run_maintenance('promote')$$,
     $$VALUES ('promote', 'nothing_due', '{"jobs": 0}'::jsonb)$$,
