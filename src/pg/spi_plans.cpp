@@ -128,8 +128,9 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " WHERE queue = $1 AND priority = $2 AND lane_seq > $4 AND ready_generation = $3"
 	 " ORDER BY lane_seq LIMIT $5",
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
-	// kHeadRunAt: when the lane's head became due. $1 queue, $2 priority, $3 cursor, $4 generation
-	{Stmt::kHeadRunAt, "SELECT first_run_at FROM awa.ready_segments_%1$d"
+	// kHeadRunAt: when the lane's head became due, and the segment's lanes.
+	// $1 queue, $2 priority, $3 cursor, $4 generation
+	{Stmt::kHeadRunAt, "SELECT first_run_at, first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"
 	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $3 AND ready_generation = $4"
 	 " ORDER BY next_lane_seq LIMIT 1",
 	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},

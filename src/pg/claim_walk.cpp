@@ -1,0 +1,412 @@
+// claim_walk.cpp: see claim_walk.hpp.
+#include "pg/claim_walk.hpp"
+
+#include <type_traits>
+
+#include "core/ring.hpp"
+#include "pg/claim_head_cache.hpp"
+#include "pg/gucs.hpp"
+#include "pg/inflight.hpp"
+#include "pg/lane_locks.hpp"
+#include "pg/sequences.hpp"
+#include "pg/spi_plans.hpp"
+
+namespace awa::pg {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// What the walk has loaded of one lane.
+// ---------------------------------------------------------------------------
+constexpr int kMaxWalkGenerations = 65;  // a ring has at most 64 live generations
+
+// The segments of one generation are read in pages; beyond a full page, what
+// lies in that generation is unknown, not missing.
+struct SegmentPage {
+	int64 generation;
+	bool full;     // the last page read was full ...
+	int64 after;   // ... and ended at this next_lane_seq
+};
+
+struct LaneView {
+	BridgeCommitted *committed;
+	int committed_count;
+	int committed_capacity;
+	BridgeRange *spent;
+	int spent_count;
+	int spent_capacity;
+	BridgeRange *own;  // lanes this transaction claimed (uncommitted): reserved, not spent
+	int own_count;
+	int own_capacity;
+	SegmentPage pages[kMaxWalkGenerations];
+	int page_count;
+	int64 first_generation;
+	int64 last_generation;    // loaded generations: [first, last]
+	bool evidence_truncated;  // more evidence than one page: stop at what is known
+};
+static_assert(std::is_trivially_destructible_v<LaneView>, "lives across PostgreSQL errors");
+
+struct LaneQuery {
+	text *queue;
+	int16 priority;
+	int64 cursor;
+	int slot_count;
+	int64 page;
+};
+
+template <typename T>
+void
+Append(T **items, int *count, int *capacity, T item)
+{
+	if (*count == *capacity) {
+		*capacity *= 2;
+		*items = static_cast<T *>(repalloc(*items, sizeof(T) * *capacity));
+	}
+	(*items)[(*count)++] = item;
+}
+
+void
+AddCommitted(LaneView *view, int64 first, int64 next, int64 generation)
+{
+	Append(&view->committed, &view->committed_count, &view->committed_capacity,
+	       BridgeCommitted{first, next, generation});
+}
+
+void
+AddSpent(LaneView *view, int64 first, int64 next)
+{
+	Append(&view->spent, &view->spent_count, &view->spent_capacity, BridgeRange{first, next});
+}
+
+void
+AddOwn(LaneView *view, int64 first, int64 next)
+{
+	Append(&view->own, &view->own_count, &view->own_capacity, BridgeRange{first, next});
+}
+
+// Loads one page of committed segments of page->generation after page->after.
+void
+LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
+{
+	Datum values[5] = {PointerGetDatum(q.queue), Int16GetDatum(q.priority), Int64GetDatum(page->generation),
+	                   Int64GetDatum(page->after), Int64GetDatum(q.page)};
+	ExecuteLatest(Stmt::kLaneSegments, core::SlotOf(page->generation, q.slot_count), values, NULL);
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	for (uint64 i = 0; i < SPI_processed; i++) {
+		bool isnull;
+		int64 first = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
+		int64 next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
+		AddCommitted(view, first, next, page->generation);
+		page->after = next;
+	}
+	page->full = static_cast<int64>(SPI_processed) == q.page;
+}
+
+// Loads the next generation: its first segments page, its claim evidence and
+// its tombstones. The evidence is read in lane order, at most kEvidencePage
+// batches; when more exist, what is known to be spent ends at the last batch
+// read, so committed ranges beyond that bound are dropped from the view (they
+// are claimed by a later call once the cursor has moved). Nothing unproven is
+// ever planned.
+constexpr int64 kEvidencePage = 4096;
+constexpr int64 kMaxSegmentPage = 65536;
+
+void
+LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
+{
+	if (view->page_count == kMaxWalkGenerations)
+		elog(ERROR, "awa: claim walk over more than %d generations", kMaxWalkGenerations);
+	int slot = core::SlotOf(generation, q.slot_count);
+	SegmentPage *page = &view->pages[view->page_count++];
+	*page = SegmentPage{generation, false, q.cursor};
+	LoadSegments(view, q, page);
+	view->last_generation = generation;
+
+	Datum values[5] = {PointerGetDatum(q.queue), Int16GetDatum(q.priority), Int64GetDatum(generation),
+	                   Int64GetDatum(q.cursor), Int64GetDatum(kEvidencePage)};
+	ExecuteLatest(Stmt::kLaneEvidence, slot, values, NULL);
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	TypeCacheEntry *multirange_type = lookup_type_cache(INT8MULTIRANGEOID, TYPECACHE_MULTIRANGE_INFO);
+	TypeCacheEntry *range_type = multirange_type->rngtype;
+	int64 known_until = PG_INT64_MAX;
+	for (uint64 i = 0; i < SPI_processed; i++) {
+		bool isnull;
+		MultirangeType *ranges = DatumGetMultirangeTypeP(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
+		bool own = TransactionIdIsCurrentTransactionId(
+		    DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i], desc, 3, &isnull)));
+		int32 range_count;
+		RangeType **items;
+		multirange_deserialize(range_type, ranges, &range_count, &items);
+		for (int32 r = 0; r < range_count; r++) {
+			RangeBound lower, upper;
+			bool empty;
+			range_deserialize(range_type, items[r], &lower, &upper, &empty);
+			if (empty)
+				continue;
+			// Evidence written by this transaction is not committed: it
+			// could still roll back, so the cursor must not pass it.
+			if (own)
+				AddOwn(view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
+			else
+				AddSpent(view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
+		}
+		known_until = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
+	}
+	bool evidence_full = static_cast<int64>(SPI_processed) == kEvidencePage;
+	if (!evidence_full)
+		known_until = PG_INT64_MAX;
+	// Tombstones (cancelled available jobs) are spent lanes too.
+	ExecuteLatest(Stmt::kLaneTombstones, slot, values, NULL);
+	desc = SPI_tuptable->tupdesc;
+	for (uint64 i = 0; i < SPI_processed; i++) {
+		bool isnull;
+		int64 lane = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
+		bool own = TransactionIdIsCurrentTransactionId(
+		    DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull)));
+		if (own)
+			AddOwn(view, lane, lane + 1);
+		else
+			AddSpent(view, lane, lane + 1);
+		if (static_cast<int64>(SPI_processed) == kEvidencePage && i + 1 == SPI_processed)
+			known_until = Min(known_until, lane + 1);
+	}
+	if (evidence_full || static_cast<int64>(SPI_processed) == kEvidencePage) {
+		int kept = 0;
+		for (int i = 0; i < view->committed_count; i++) {
+			BridgeCommitted range = view->committed[i];
+			if (range.first >= known_until)
+				continue;
+			range.next = Min(range.next, known_until);
+			view->committed[kept++] = range;
+		}
+		view->committed_count = kept;
+		for (int i = 0; i < view->page_count; i++)
+			view->pages[i].full = false;
+		view->evidence_truncated = true;
+	}
+}
+
+void
+ResetView(LaneView *view, int64 first_generation)
+{
+	view->committed_count = 0;
+	view->spent_count = 0;
+	view->own_count = 0;
+	view->page_count = 0;
+	view->first_generation = first_generation;
+	view->last_generation = first_generation - 1;
+	view->evidence_truncated = false;
+}
+
+LaneView
+NewView(int64 first_generation)
+{
+	LaneView view;
+	view.committed_capacity = 64;
+	view.committed = static_cast<BridgeCommitted *>(palloc(sizeof(BridgeCommitted) * view.committed_capacity));
+	view.spent_capacity = 16;
+	view.spent = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.spent_capacity));
+	view.own_capacity = 16;
+	view.own = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.own_capacity));
+	ResetView(&view, first_generation);
+	return view;
+}
+
+// A loaded generation whose segments beyond a full page could hold `position`
+// (its next page must be read before anything is decided there), or NULL.
+SegmentPage *
+UnreadPageAt(LaneView *view, int64 position)
+{
+	for (int i = 0; i < view->page_count; i++)
+		if (view->pages[i].full && position >= view->pages[i].after)
+			return &view->pages[i];
+	return NULL;
+}
+
+// The newest queue-ring generation now (every rotation committed before this
+// call is seen: the per-backend cache is keyed by the ring epoch, which a
+// rotation moves before its ledger append and again after its commit). A hole
+// is declared dead only after every generation up to this one was looked at.
+int64
+NewestQueueGeneration()
+{
+	int64 epoch;
+	return CurrentRings(&epoch).queue_generation;
+}
+
+}  // namespace
+
+LaneWalk
+WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_jobs, WalkMode mode)
+{
+	bool advance_only = mode == WalkMode::kAdvanceOnly;
+	// Other claims' planned lanes, read before any evidence snapshot: a claim
+	// that leaves the registry has already made its outcome visible.
+	BridgeRange reserved[kMaxInflightPerLane];
+	int reserved_count = InflightRanges(lane.lane_id, reserved);
+
+	LaneQuery q;
+	q.queue = queue;
+	q.priority = lane.priority;
+	q.cursor = SequenceValue(lane.claim_seq);
+	q.slot_count = ring.queue_slot_count;
+	// Segments per page: the first page covers the claim and a short lag of
+	// the cursor; a walk that runs past it loads pages twice as large each
+	// time (a cursor lagging behind many in-flight single-job claims).
+	q.page = 2 * static_cast<int64>(max_jobs) + 32;
+
+	int64 newest = ring.queue_generation;
+	int64 oldest = core::OldestLiveGeneration(newest, ring.queue_slot_count);
+	int64 start = Min(HeadGenerationFloor(lane.claim_seq, q.cursor, oldest), newest);
+
+	LaneView view = NewView(start);
+	LoadGeneration(&view, q, start);
+
+	// An advance plans one lane: the planner walks the spent prefix first.
+	int32 plan_max = advance_only ? 1 : max_jobs;
+	int gap_timeout_ms = advance_only ? 0 : awa_gap_proof_lock_timeout_ms;
+	LaneWalk walk;
+	walk.cursor = q.cursor;
+	walk.claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * plan_max));
+	// Lanes up to proof_horizon were reserved before a gap proof was granted:
+	// a hole among them that is still empty after the proof's re-read of
+	// every generation is dead. Holes above it need a proof of their own.
+	int64 proof_horizon = 0;
+	// The newest generation was read from the ledger after the last generation
+	// the view holds was loaded (-1: not since the last load).
+	int64 newest_checked_at = -1;
+	char error[256];
+	for (int step = 0;; step++) {
+		if (step > 100000)
+			elog(ERROR, "awa: claim on lane " INT64_FORMAT " made no progress", lane.lane_id);
+		// Reserved = other claims in flight + this transaction's own claims.
+		int all_reserved = reserved_count + view.own_count;
+		BridgeRange *reserved_all = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * (all_reserved + 1)));
+		memcpy(reserved_all, reserved, sizeof(BridgeRange) * reserved_count);
+		memcpy(reserved_all + reserved_count, view.own, sizeof(BridgeRange) * view.own_count);
+		if (!PlanClaimBridge(q.cursor, view.committed, view.committed_count, view.spent, view.spent_count,
+		                     reserved_all, all_reserved, plan_max, &walk.plan, walk.claim, error, sizeof(error)))
+			elog(ERROR, "awa: claim planning failed: %s", error);
+		pfree(reserved_all);
+		const BridgePlan &plan = walk.plan;
+		if (plan.claimed >= plan_max || view.evidence_truncated)
+			break;
+		// The walk reached lanes beyond a loaded page: what lies there is
+		// unknown, not missing. Load more before deciding anything.
+		if (SegmentPage *page = UnreadPageAt(&view, plan.position)) {
+			q.page = Min(q.page * 2, kMaxSegmentPage);
+			LoadSegments(&view, q, page);
+			continue;
+		}
+		// Nothing (more) to take from what is loaded, or a hole: look at the
+		// later generations first. A hole's row may be there: lanes take
+		// generations in lane order when enqueued, but a prune carries a live
+		// row forward into the newest generation.
+		bool looking = plan.stop == kStopGap || (plan.stop == kStopEnd && plan.claimed == 0);
+		if (looking && view.last_generation < newest) {
+			LoadGeneration(&view, q, view.last_generation + 1);
+			continue;
+		}
+		if (plan.stop != kStopGap)
+			break;
+		if (plan.gap.first > proof_horizon) {
+			// Wait (bounded) until no transaction holds a reservation of
+			// this lane, note how far reservations went, and look again at
+			// every generation from the start with fresh snapshots. Then let
+			// producers go on.
+			if (!LockLaneReservations(lane.enqueue_seq, gap_timeout_ms))
+				break;
+			proof_horizon = SequenceValue(lane.enqueue_seq);
+			newest = NewestQueueGeneration();
+			newest_checked_at = -1;
+			ResetView(&view, start);
+			LoadGeneration(&view, q, start);
+			UnlockLaneReservations(lane.enqueue_seq);
+			continue;
+		}
+		// Every generation up to `newest` was looked at after the proof. A
+		// rotation and a prune that carried the hole's row into a generation
+		// after `newest` may have committed meanwhile (the walk read the
+		// pruned slot afterwards and holds it now, so no later carry can):
+		// read the ledger once more before deciding.
+		if (newest_checked_at != view.last_generation) {
+			newest = NewestQueueGeneration();
+			newest_checked_at = view.last_generation;
+			if (view.last_generation < newest)
+				continue;
+		}
+		// Still empty although every reservation up to the horizon had ended
+		// when the view was read: the enqueue that reserved it rolled back
+		// (or died in a crash). It holds nothing.
+		AddSpent(&view, plan.gap.first, Min(plan.gap.next, proof_horizon + 1));
+	}
+	return walk;
+}
+
+bool
+ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk)
+{
+	RememberHeadGenerationFloor(lane.claim_seq, walk.plan.new_cursor, walk.plan.head_generation_floor);
+	if (walk.plan.new_cursor <= walk.cursor)
+		return false;
+	SequenceSet(lane.claim_seq, walk.plan.new_cursor);
+	return true;
+}
+
+TimestampTz
+LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, TimestampTz fallback)
+{
+	LaneQuery q;
+	q.queue = queue;
+	q.priority = lane.priority;
+	q.cursor = SequenceValue(lane.claim_seq);
+	q.slot_count = ring.queue_slot_count;
+	q.page = 64;
+	int64 oldest = core::OldestLiveGeneration(ring.queue_generation, ring.queue_slot_count);
+	int64 start = Min(HeadGenerationFloor(lane.claim_seq, q.cursor, oldest), ring.queue_generation);
+	LaneView view = NewView(start);
+	LoadGeneration(&view, q, start);
+	// Walk over the spent prefix (claimed, own or tombstoned lanes).
+	int64 position = q.cursor + 1;
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (int i = 0; i < view.spent_count; i++)
+			if (view.spent[i].first <= position && position < view.spent[i].next) {
+				position = view.spent[i].next;
+				moved = true;
+			}
+		for (int i = 0; i < view.own_count; i++)
+			if (view.own[i].first <= position && position < view.own[i].next) {
+				position = view.own[i].next;
+				moved = true;
+			}
+	}
+	// The segment holding `position`; a carried row may sit in a later
+	// generation than the lanes after it, so the first segment found that
+	// starts after `position` is only kept in case none holds it.
+	bool found = false;
+	int64 best_next = PG_INT64_MAX;
+	TimestampTz best = fallback;
+	for (int64 generation = start; generation <= ring.queue_generation; generation++) {
+		Datum values[4] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(position),
+		                   Int64GetDatum(generation)};
+		ExecuteLatest(Stmt::kHeadRunAt, core::SlotOf(generation, ring.queue_slot_count), values, NULL, 1);
+		if (SPI_processed != 1)
+			continue;
+		bool isnull;
+		HeapTuple tuple = SPI_tuptable->vals[0];
+		TimestampTz run_at = DatumGetTimestampTz(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &isnull));
+		int64 first = DatumGetInt64(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
+		int64 next = DatumGetInt64(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 3, &isnull));
+		if (first <= position)
+			return run_at;
+		if (!found || next < best_next) {
+			found = true;
+			best_next = next;
+			best = run_at;
+		}
+	}
+	return best;
+}
+
+}  // namespace awa::pg

@@ -1,0 +1,53 @@
+// claim_walk.hpp: the claim walk of one lane: load, plan, prove gaps.
+//
+// The caller holds the lane's claim lock. The walk
+//   1. loads what is visible beyond the lane's claim cursor, one queue-ring
+//      generation at a time from the head's generation floor
+//      (claim_head_cache.hpp): committed ready segments, the lanes already
+//      handed out by committed claims (attempt batches) and tombstones;
+//   2. plans (src/core/claim_plan, through claim_bridge.hpp): the spent
+//      prefix the cursor may pass, then up to max_jobs committed, unspent,
+//      unreserved lanes of one generation;
+//   3. proves a hole below a visible lane dead before anything passes it:
+//      the hole is looked for in every live generation up to the newest (a
+//      prune may have carried its row forward, docs/maintenance.md §3.5), then
+//      ShareLock on the lane's enqueue sequence (every transaction that
+//      reserved a lane_seq has then ended) and a fresh look at every
+//      generation again; a hole still empty is spent.
+// What the walk plans is written by claim_write.hpp. All types here are
+// trivially destructible (guard.hpp).
+#pragma once
+
+#include "pg/claim_bridge.hpp"
+#include "pg/lanes.hpp"
+#include "pg/postgres_headers.hpp"
+#include "pg/rings.hpp"
+
+namespace awa::pg {
+
+enum class WalkMode {
+	kClaim,        // plan up to max_jobs lanes; wait (bounded) for gap proofs
+	kAdvanceOnly,  // plan nothing: only the spent prefix; never wait for a proof
+};
+
+struct LaneWalk {
+	int64 cursor;        // the claim cursor the walk started from
+	BridgePlan plan;     // new_cursor, generation, claimed, ...
+	BridgeRange *claim;  // plan.range_count planned ranges (palloc'd)
+};
+
+// Walks `lane` of `queue` (the caller holds its claim lock). Requires SPI. May
+// ereport.
+LaneWalk WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_jobs, WalkMode mode);
+
+// Moves the lane's claim cursor over the walk's spent prefix (forward only)
+// and remembers the head's generation floor. Returns whether it moved.
+bool ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk);
+
+// When the lane's head became due: first_run_at of the segment holding the
+// first lane past the cursor and past the spent lanes right after it (the
+// cursor lags until the next claim of the lane); `fallback` when the lane
+// shows none. Requires SPI. May ereport.
+TimestampTz LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, TimestampTz fallback);
+
+}  // namespace awa::pg

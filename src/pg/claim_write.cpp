@@ -1,0 +1,152 @@
+// claim_write.cpp: see claim_write.hpp.
+#include "pg/claim_write.hpp"
+
+#include "core/lifecycle.hpp"
+#include "core/receipt.hpp"
+#include "core/ring.hpp"
+#include "pg/counters.hpp"
+#include "pg/direct_insert.hpp"
+#include "pg/rings.hpp"
+#include "pg/sequences.hpp"
+#include "pg/spi_plans.hpp"
+
+namespace awa::pg {
+
+namespace {
+
+// Multirange of the planned lane ranges.
+Datum
+LaneRanges(const BridgeRange *ranges, int count)
+{
+	TypeCacheEntry *range_type = lookup_type_cache(INT8RANGEOID, TYPECACHE_RANGE_INFO);
+	RangeType **items = static_cast<RangeType **>(palloc(sizeof(RangeType *) * count));
+	for (int i = 0; i < count; i++) {
+		RangeBound lower = {Int64GetDatum(ranges[i].first), false, true, true};
+		RangeBound upper = {Int64GetDatum(ranges[i].next), false, false, false};
+		items[i] = make_range(range_type, &lower, &upper, false);
+	}
+	return PointerGetDatum(make_multirange(INT8MULTIRANGEOID, range_type, count, items));
+}
+
+bool
+InRanges(const BridgeRange *ranges, int count, int64 lane)
+{
+	for (int i = 0; i < count; i++)
+		if (lane >= ranges[i].first && lane < ranges[i].next)
+			return true;
+	return false;
+}
+
+}  // namespace
+
+int
+WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneWalk &walk, Interval *deadline,
+           ReturnSetInfo *rsinfo)
+{
+	// Read the planned rows.
+	int ready_slot = core::SlotOf(walk.plan.generation, ring.queue_slot_count);
+	int64 span_first = walk.claim[0].first;
+	int64 span_next = walk.claim[walk.plan.range_count - 1].next;
+	{
+		Datum values[5] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(span_first),
+		                   Int64GetDatum(span_next), Int64GetDatum(walk.plan.generation)};
+		ExecuteLatest(Stmt::kReadyRows, ready_slot, values, NULL);
+	}
+	SPITupleTable *rows = SPI_tuptable;
+	uint64 row_count = SPI_processed;
+
+	int n = static_cast<int>(walk.plan.claimed);
+	Datum *job_ids = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *run_leases = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *lane_seqs = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *attempts = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	Datum *max_attempts = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+	HeapTuple *chosen = static_cast<HeapTuple *>(palloc(sizeof(HeapTuple) * n));
+	int found = 0;
+	for (uint64 i = 0; i < row_count; i++) {
+		bool isnull;
+		HeapTuple tuple = rows->vals[i];
+		int64 lane_seq = DatumGetInt64(SPI_getbinval(tuple, rows->tupdesc, 1, &isnull));
+		if (!InRanges(walk.claim, walk.plan.range_count, lane_seq))
+			continue;
+		if (found == n)
+			break;
+		chosen[found] = tuple;
+		lane_seqs[found] = Int64GetDatum(lane_seq);
+		job_ids[found] = SPI_getbinval(tuple, rows->tupdesc, 2, &isnull);
+		run_leases[found] = Int64GetDatum(DatumGetInt64(SPI_getbinval(tuple, rows->tupdesc, 3, &isnull)) + 1);
+		attempts[found] = Int16GetDatum(DatumGetInt16(SPI_getbinval(tuple, rows->tupdesc, 4, &isnull)) + 1);
+		max_attempts[found] = SPI_getbinval(tuple, rows->tupdesc, 5, &isnull);
+		found++;
+	}
+	if (found != n)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: lane (%s, %d) has segments for %d ready rows it does not hold",
+		                       text_to_cstring(queue), lane.priority, n - found)));
+
+	int64 batch_id = SequenceNext(AwaObjectOid(AwaObject::kClaimBatchIdSeq));
+	if (batch_id > core::kMaxClaimBatchId)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("awa: claim batch ids are exhausted")));
+	TimestampTz claimed_at = GetCurrentTimestamp();
+	Datum deadline_at =
+	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(claimed_at), PointerGetDatum(deadline));
+
+	Datum attempt_batch[12] = {Int16GetDatum(ready_slot),
+	                           Int64GetDatum(walk.plan.generation),
+	                           Int64GetDatum(batch_id),
+	                           PointerGetDatum(queue),
+	                           Int16GetDatum(lane.priority),
+	                           Int16GetDatum(ring.claim_slot),
+	                           Int64GetDatum(ring.claim_generation),
+	                           Int64GetDatum(span_first),
+	                           Int64GetDatum(span_next),
+	                           Int32GetDatum(n),
+	                           LaneRanges(walk.claim, walk.plan.range_count),
+	                           TimestampTzGetDatum(claimed_at)};
+	bool attempt_nulls[12] = {false};
+	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 12);
+	Datum claim_batch[15] = {Int16GetDatum(ring.claim_slot),
+	                         Int64GetDatum(ring.claim_generation),
+	                         Int64GetDatum(batch_id),
+	                         Int16GetDatum(ready_slot),
+	                         Int64GetDatum(walk.plan.generation),
+	                         PointerGetDatum(queue),
+	                         Int16GetDatum(lane.priority),
+	                         Int32GetDatum(n),
+	                         PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	                         PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	                         PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	                         PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+	                         PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+	                         deadline_at,
+	                         TimestampTzGetDatum(claimed_at)};
+	bool claim_nulls[15] = {false};
+	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 15);
+	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
+
+	// Emit: job_id, run_lease, receipt_id, kind, args, queue, priority,
+	// attempt, max_attempts, deadline_at, created_at, metadata.
+	for (int i = 0; i < n; i++) {
+		bool isnull;
+		HeapTuple tuple = chosen[i];
+		Datum out[12];
+		bool out_nulls[12] = {false};
+		core::Receipt receipt{batch_id, i, ring.claim_slot};
+		out[0] = job_ids[i];
+		out[1] = run_leases[i];
+		out[2] = Int64GetDatum(core::EncodeReceipt(receipt));
+		out[3] = SPI_getbinval(tuple, rows->tupdesc, 6, &isnull);
+		out[4] = SPI_getbinval(tuple, rows->tupdesc, 7, &isnull);
+		out[5] = PointerGetDatum(queue);
+		out[6] = Int32GetDatum(lane.priority);
+		out[7] = Int32GetDatum(DatumGetInt16(attempts[i]));
+		out[8] = Int32GetDatum(DatumGetInt16(max_attempts[i]));
+		out[9] = deadline_at;
+		out[10] = SPI_getbinval(tuple, rows->tupdesc, 8, &isnull);
+		out[11] = SPI_getbinval(tuple, rows->tupdesc, 9, &isnull);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, out_nulls);
+	}
+	return n;
+}
+
+}  // namespace awa::pg

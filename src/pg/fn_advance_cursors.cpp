@@ -1,0 +1,77 @@
+// fn_advance_cursors.cpp: awa._advance_cursors, the claim walk's advance-only
+// mode, run by maintenance.
+//
+// A lane's cursor moves past claimed lanes only at the lane's next claim, so
+// the cursor of a lane that went idle stays behind its last claimed jobs. For
+// every lane whose cursor is behind its enqueue cursor and that no claimer
+// holds (try-lock), this walks the lane exactly as a claim would
+// (claim_walk.hpp), from visible evidence only, moves the cursor over the
+// spent prefix and claims nothing. Prune runs it first, so the lanes it
+// carries forward are only the live ones.
+#include "pg/claim_walk.hpp"
+#include "pg/guard.hpp"
+#include "pg/lane_locks.hpp"
+#include "pg/lanes.hpp"
+#include "pg/rings.hpp"
+#include "pg/sequences.hpp"
+#include "pg/spi_plans.hpp"
+
+namespace awa::pg {
+
+namespace {
+
+// Moves one lane's cursor over its spent prefix if no claimer holds the lane.
+// Returns whether it moved.
+bool
+AdvanceLaneCursor(text *queue, const Lane &lane, const RingPositions &ring)
+{
+	if (!TryLockLaneClaim(lane.lane_id))
+		return false;
+	LaneWalk walk = WalkLane(queue, lane, ring, 1, WalkMode::kAdvanceOnly);
+	bool moved = ApplyCursorAdvance(lane, walk);
+	UnlockLaneClaim(lane.lane_id);
+	return moved;
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+// awa._advance_cursors() -> number of lanes whose claim cursor moved.
+AWA_FUNCTION(awa_internal_advance_cursors)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	ExecuteLatest(Stmt::kAllLanes, 0, NULL, NULL);
+	int count = static_cast<int>(SPI_processed);
+	Lane *lanes = static_cast<Lane *>(palloc(sizeof(Lane) * (count + 1)));
+	text **queues = static_cast<text **>(palloc(sizeof(text *) * (count + 1)));
+	for (int i = 0; i < count; i++) {
+		HeapTuple tuple = SPI_tuptable->vals[i];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		bool isnull;
+		queues[i] = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 1, &isnull));
+		lanes[i].priority = DatumGetInt16(SPI_getbinval(tuple, desc, 2, &isnull));
+		lanes[i].lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull));
+		lanes[i].enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
+		lanes[i].claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 5, &isnull));
+	}
+	int moved = 0;
+	bool have_ring = false;
+	RingPositions ring;
+	for (int i = 0; i < count; i++) {
+		if (SequenceValue(lanes[i].claim_seq) >= SequenceValue(lanes[i].enqueue_seq))
+			continue;
+		if (!have_ring) {
+			int64 epoch;
+			ring = CurrentRings(&epoch);
+			have_ring = true;
+		}
+		if (AdvanceLaneCursor(queues[i], lanes[i], ring))
+			moved++;
+	}
+	SPI_finish();
+	PG_RETURN_INT32(moved);
+}
