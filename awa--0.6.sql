@@ -845,6 +845,16 @@ BEGIN
                                  r.max_attempts, d.run_lease, r.run_at, r.created_at, d.payload, NULL,
                                  d.finalized_at, NULL);
     END IF;
+    -- A tombstone without its done row: cancelled while available, then
+    -- carried forward by a prune with no history kept (awa.history_retention 0).
+    SELECT t.tombstoned_at INTO x FROM awa.ready_tombstones t
+     WHERE t.queue = r.queue AND t.priority = r.priority AND t.lane_seq = r.lane_seq
+       AND t.ready_slot = r.ready_slot AND t.ready_generation = r.ready_generation;
+    IF FOUND THEN
+        RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'cancelled', r.attempt,
+                                 r.max_attempts, r.run_lease, r.run_at, r.created_at, r.payload, NULL,
+                                 x.tombstoned_at, NULL);
+    END IF;
     SELECT a.batch_id, a.claim_slot INTO b FROM awa.ready_claim_attempt_batches a
      WHERE a.queue = r.queue AND a.priority = r.priority AND a.ready_slot = r.ready_slot
        AND a.ready_generation = r.ready_generation AND a.next_lane_seq > r.lane_seq
@@ -853,7 +863,9 @@ BEGIN
         RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'available', r.attempt,
                                  r.max_attempts, r.run_lease, r.run_at, r.created_at, r.payload, NULL, NULL, NULL);
     END IF;
-    SELECT * INTO c FROM awa.lease_claim_batches k WHERE k.batch_id = b.batch_id AND k.claim_slot = b.claim_slot;
+    -- The claim batch, in the slot it was written to or the one a prune
+    -- carried it to while it was open (docs/maintenance.md §3.5).
+    SELECT * INTO c FROM awa.lease_claim_batches k WHERE k.batch_id = b.batch_id;
     IF NOT FOUND THEN
         -- Its claim-ring slot was pruned, which needs every claim in it
         -- closed. A completion left its history in the queue ring (a slot
@@ -870,7 +882,7 @@ BEGIN
     END IF;
     idx := array_position(c.job_ids, p_job_id);
     SELECT k.outcome, k.closed_at INTO x FROM awa.lease_claim_closure_batches k
-     WHERE k.claim_batch_id = b.batch_id AND k.claim_slot = b.claim_slot AND (idx - 1) = ANY (k.claim_indexes);
+     WHERE k.claim_batch_id = b.batch_id AND k.claim_slot = c.claim_slot AND (idx - 1) = ANY (k.claim_indexes);
     IF NOT FOUND THEN
         SELECT * INTO s FROM awa.attempt_state t WHERE t.job_id = p_job_id AND t.run_lease = r.run_lease + 1;
         RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'running', c.attempts[idx],
@@ -972,13 +984,14 @@ BEGIN
         IF NOT FOUND THEN
             RETURN 'already_finished';
         END IF;
+        -- The claim batch, where it was written or where a prune carried it
+        -- while it was open (docs/maintenance.md §3.5).
         SELECT array_position(k.job_ids, p_job_id) INTO idx FROM awa.lease_claim_batches k
-         WHERE k.batch_id = b.batch_id AND k.claim_slot = b.claim_slot;
+         WHERE k.batch_id = b.batch_id;
         IF idx IS NULL THEN
             RETURN 'already_finished';
         END IF;
-        SELECT * INTO a FROM awa._attempt(p_job_id, r.run_lease + 1,
-                                          (b.batch_id << 18) | ((idx - 1)::bigint << 4) | b.claim_slot,
+        SELECT * INTO a FROM awa._attempt(p_job_id, r.run_lease + 1, awa._receipt(b.batch_id, idx - 1, b.claim_slot),
                                           'cancelled');
         IF a.status = 'closed_now' THEN
             lease := r.run_lease + 1; tries := a.attempt;
@@ -1175,6 +1188,10 @@ $$;
 -- them per database, and ACCESS EXCLUSIVE on a slot is bounded by
 -- awa.prune_lock_timeout.
 -- ---------------------------------------------------------------------------
+-- The receipt id of a claim batch's index in a claim slot (the layout of
+-- src/core/receipt.hpp: one source for C and SQL).
+CREATE FUNCTION awa._receipt(batch_id bigint, index int, slot int)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_receipt' LANGUAGE C IMMUTABLE;
 CREATE FUNCTION awa._task_names()
 RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_task_names' LANGUAGE C IMMUTABLE;
 CREATE FUNCTION awa._rotation_begin()
@@ -1266,19 +1283,19 @@ AS $$
 SELECT coalesce(bool_and(pg_relation_size(c::regclass) = 0), true) FROM unnest(awa._slot_children(ring, slot)) c
 $$;
 
--- Why a queue-ring slot cannot be truncated, or NULL when it can. Every proof
--- reads every row of the slot's children whatever their generation.
---  (a) no lease references the slot;
---  (b) every ready row of the slot is behind its lane's claim cursor (a row at
---      or beyond it is available, being claimed, or tombstoned and not yet
---      passed by the cursor);
---  (c) every claim of a ready row of the slot is closed: the claims that
---      reference the slot and their closures balance (claims and their
---      closures share a claim slot, so the claim ring's prune keeps them
---      balanced);
---  (d) no enqueue is between reserving lane_seqs for a generation <= the
+-- Why a queue-ring slot cannot be truncated now, or NULL when it can. What is
+-- live in the slot never stops it: available rows, the rows of open attempts
+-- and the evidence the claim walk still needs are carried forward into the
+-- newest generation by awa._carry_queue_slot in the truncating transaction
+-- (docs/maintenance.md §3.5). Only what cannot be carried stops it:
+--  (d) an enqueue is between reserving lane_seqs for a generation <= the
 --      target and inserting its rows (it could write into the slot after the
---      truncation).
+--      truncation);
+--  (a) a lease references the slot (the lease ring is not written in 0.6);
+--  row-local claims (awa.lease_claims, not written in 0.6) of its rows are
+--      open.
+-- Claims and readers that hold one of the slot's children keep the prune's
+-- lock from being granted (outcome blocked) instead.
 CREATE FUNCTION awa._queue_slot_blocker(slot int, generation bigint)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
@@ -1286,8 +1303,6 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     n bigint;
-    claimed bigint;
-    closed bigint;
 BEGIN
     -- (d) first: it costs one pass over shared memory.
     IF awa._enqueue_generation_in_use(generation) THEN
@@ -1297,29 +1312,134 @@ BEGIN
     IF n > 0 THEN
         RETURN format('%s leases reference the slot', n);
     END IF;
-    EXECUTE format('SELECT count(*) FROM (SELECT g.queue, g.priority, max(g.next_lane_seq) - 1 AS last
-                                            FROM awa.%I g GROUP BY g.queue, g.priority) x
-                      LEFT JOIN awa.queue_lanes l USING (queue, priority)
-                     WHERE l.lane_id IS NULL OR x.last > awa.cursor_value(l.claim_seq)',
-                   'ready_segments_' || slot) INTO n;
+    SELECT count(*) INTO n
+      FROM awa.lease_claims c
+     WHERE c.ready_slot = slot
+       AND NOT EXISTS (SELECT 1 FROM awa.lease_claim_closures x
+                        WHERE x.job_id = c.job_id AND x.run_lease = c.run_lease AND x.claim_slot = c.claim_slot);
     IF n > 0 THEN
-        RETURN format('%s lanes have ready rows at or beyond their claim cursor', n);
-    END IF;
-    SELECT coalesce(sum(b.claimed_count), 0) INTO claimed FROM awa.lease_claim_batches b WHERE b.ready_slot = slot;
-    SELECT claimed + count(*) INTO claimed FROM awa.lease_claims c WHERE c.ready_slot = slot;
-    SELECT coalesce(sum(x.closed_count), 0) INTO closed FROM awa.lease_claim_closure_batches x WHERE x.ready_slot = slot;
-    SELECT closed + count(*) INTO closed
-      FROM awa.lease_claim_closures x
-      JOIN awa.lease_claims c USING (job_id, run_lease, claim_slot)
-     WHERE c.ready_slot = slot;
-    IF claimed <> closed THEN
-        RETURN format('%s claims of its jobs are open', claimed - closed);
+        RETURN format('%s row-local claims of its jobs are open', n);
     END IF;
     RETURN NULL;
 END
 $$;
 
--- Why a claim-ring slot cannot be truncated (a claim in it is open), or NULL.
+-- Carries what is live in queue-ring slot `slot` (generation `generation`)
+-- forward into the newest generation, before the slot is truncated in the
+-- same transaction (docs/maintenance.md §3.5). Run by the queue prune under
+-- the ring lock and the slot's ACCESS EXCLUSIVE lock, after idle lanes'
+-- cursors were advanced and the slot's finished jobs were copied to the
+-- history ring. Carried, with every column but the slot and generation
+-- unchanged (lane_seq, job_id, run_lease, attempt, args, payload, unique key):
+--   * available rows: beyond their lane's claim cursor, handed out by no
+--     claim and not tombstoned (idle lanes, paused queues, backlogs);
+--   * the claims (attempt batches) of open attempts (long-running jobs) with
+--     every row they cover, so their heartbeats and their end (complete,
+--     retry, fail, cancel, rescue) find their body: the attempt's claim still
+--     names the old slot, and src/pg/attempts.cpp looks the row up where it
+--     went;
+-- with one ready segment per run of consecutive carried lanes, so claims see
+-- them committed. Nothing else in the slot is live. A lane beyond its cursor
+-- that is not carried (cancelled, or claimed and closed) becomes a hole that
+-- the claim walk proves dead like a rolled-back enqueue (no row in any
+-- generation, no reservation open): its job's state is in the history ring, a
+-- deferred row or the DLQ. Returns how many rows, segments and claims were
+-- carried.
+CREATE FUNCTION awa._carry_queue_slot(slot int, generation bigint)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pos record;
+    carried jsonb;
+BEGIN
+    pos := awa._ring_position('queue');
+    IF pos.slot = slot THEN
+        RAISE EXCEPTION 'awa: queue slot % is the current one', slot USING ERRCODE = 'internal_error';
+    END IF;
+    EXECUTE format($q$
+        WITH lanes AS MATERIALIZED (
+            SELECT l.queue, l.priority, awa.cursor_value(l.claim_seq) AS cursor
+              FROM awa.queue_lanes l
+             WHERE EXISTS (SELECT 1 FROM awa.%1$I g WHERE g.queue = l.queue AND g.priority = l.priority)
+        ), spent AS MATERIALIZED (
+            SELECT a.queue, a.priority, range_agg(a.lane_ranges) AS ranges FROM awa.%2$I a GROUP BY a.queue, a.priority
+        ), open_attempts AS MATERIALIZED (
+            SELECT c.job_ids[i] AS job_id, c.run_leases[i] AS run_lease
+              FROM awa.lease_claim_batches c CROSS JOIN LATERAL generate_subscripts(c.job_ids, 1) AS i
+             WHERE c.ready_generation <= $3
+               AND NOT EXISTS (SELECT 1 FROM awa.lease_claim_closure_batches x
+                                WHERE x.claim_batch_id = c.batch_id AND x.claim_slot = c.claim_slot
+                                  AND (i - 1) = ANY (x.claim_indexes))
+        ), carried_evidence AS MATERIALIZED (
+            -- The claims of open attempts; every row they cover travels with
+            -- them, so that ready rows - handed-out lanes - tombstones stays
+            -- the available count of every slot (awa.queue_counts_exact).
+            SELECT a.*
+              FROM awa.%2$I a
+             WHERE EXISTS (SELECT 1 FROM open_attempts o
+                             JOIN awa.%3$I r ON r.job_id = o.job_id AND r.run_lease + 1 = o.run_lease
+                            WHERE r.queue = a.queue AND r.priority = a.priority AND a.lane_ranges @> r.lane_seq)
+        ), carried_spent AS MATERIALIZED (
+            SELECT e.queue, e.priority, range_agg(e.lane_ranges) AS ranges FROM carried_evidence e
+             GROUP BY e.queue, e.priority
+        ), moving AS MATERIALIZED (
+            SELECT r.*, o.job_id IS NOT NULL AS running
+              FROM awa.%3$I r
+              JOIN lanes l ON l.queue = r.queue AND l.priority = r.priority
+              LEFT JOIN spent s ON s.queue = r.queue AND s.priority = r.priority
+              LEFT JOIN carried_spent cs ON cs.queue = r.queue AND cs.priority = r.priority
+              LEFT JOIN open_attempts o ON o.job_id = r.job_id AND o.run_lease = r.run_lease + 1
+             WHERE coalesce(cs.ranges @> r.lane_seq, false)
+                OR (r.lane_seq > l.cursor
+                    AND NOT coalesce(s.ranges @> r.lane_seq, false)
+                    AND NOT EXISTS (SELECT 1 FROM awa.%4$I t
+                                     WHERE t.queue = r.queue AND t.priority = r.priority AND t.lane_seq = r.lane_seq))
+        ), ready AS (
+            INSERT INTO awa.%5$I (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease, attempt,
+                                  max_attempts, kind, args, run_at, created_at, attempted_at, unique_key,
+                                  unique_states, payload)
+            SELECT $1, $2, m.queue, m.priority, m.lane_seq, m.job_id, m.run_lease, m.attempt, m.max_attempts, m.kind,
+                   m.args, m.run_at, m.created_at, m.attempted_at, m.unique_key, m.unique_states, m.payload
+              FROM moving m
+            RETURNING 1
+        ), segments AS (
+            INSERT INTO awa.%6$I (ready_slot, ready_generation, queue, priority, first_lane_seq, next_lane_seq,
+                                  first_run_at, created_at)
+            SELECT $1, $2, queue, priority, min(lane_seq), max(lane_seq) + 1,
+                   (array_agg(run_at ORDER BY lane_seq))[1], min(created_at)
+              FROM (SELECT m.queue, m.priority, m.lane_seq, m.run_at, m.created_at,
+                           m.lane_seq - row_number() OVER (PARTITION BY m.queue, m.priority ORDER BY m.lane_seq) AS run
+                      FROM moving m) x
+             GROUP BY queue, priority, run
+            RETURNING 1
+        ), evidence AS (
+            INSERT INTO awa.%7$I (ready_slot, ready_generation, batch_id, queue, priority, claim_slot,
+                                  claim_generation, first_lane_seq, next_lane_seq, claimed_count, lane_ranges,
+                                  claimed_at)
+            SELECT $1, $2, e.batch_id, e.queue, e.priority, e.claim_slot, e.claim_generation, e.first_lane_seq,
+                   e.next_lane_seq, e.claimed_count, e.lane_ranges, e.claimed_at
+              FROM carried_evidence e
+            RETURNING 1
+        )
+        SELECT jsonb_build_object(
+                   'rows', (SELECT count(*) FROM ready),
+                   'running', (SELECT count(*) FROM moving WHERE running),
+                   'segments', (SELECT count(*) FROM segments),
+                   'evidence', (SELECT count(*) FROM evidence))$q$,
+        'ready_segments_' || slot, 'ready_claim_attempt_batches_' || slot, 'ready_entries_' || slot,
+        'ready_tombstones_' || slot, 'ready_entries_' || pos.slot, 'ready_segments_' || pos.slot,
+        'ready_claim_attempt_batches_' || pos.slot)
+      INTO carried
+      USING pos.slot, pos.generation, generation;
+    RETURN carried;
+END
+$$;
+
+-- Why a claim-ring slot cannot be truncated now (a row-local claim in it is
+-- open: awa.lease_claims is not written in 0.6), or NULL. Open compact claims
+-- never stop it: awa._carry_claim_slot carries them forward.
 CREATE FUNCTION awa._claim_slot_blocker(slot int)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
@@ -1329,17 +1449,66 @@ DECLARE
     claimed bigint;
     closed bigint;
 BEGIN
-    EXECUTE format('SELECT (SELECT coalesce(sum(claimed_count), 0) FROM awa.%I)
-                         + (SELECT count(*) FROM awa.%I),
-                           (SELECT coalesce(sum(closed_count), 0) FROM awa.%I)
-                         + (SELECT count(*) FROM awa.%I)',
-                   'lease_claim_batches_' || slot, 'lease_claims_' || slot,
-                   'lease_claim_closure_batches_' || slot, 'lease_claim_closures_' || slot)
+    EXECUTE format('SELECT (SELECT count(*) FROM awa.%I), (SELECT count(*) FROM awa.%I)',
+                   'lease_claims_' || slot, 'lease_claim_closures_' || slot)
        INTO claimed, closed;
     IF claimed <> closed THEN
-        RETURN format('%s claims in the slot are open', claimed - closed);
+        RETURN format('%s row-local claims in the slot are open', claimed - closed);
     END IF;
     RETURN NULL;
+END
+$$;
+
+-- Carries the open claims of claim-ring slot `slot` (long-running attempts)
+-- forward into the current claim slot, with every closure already written
+-- for them, before the slot is truncated in the same transaction
+-- (docs/maintenance.md §3.5). The batch keeps its batch_id and its
+-- claim_generation (whose slot is the one the worker's receipt names): a
+-- completion, heartbeat or rescue that does not find the batch in the
+-- receipt's slot looks in the others (src/pg/attempts.cpp).
+-- Returns how many claim and closure batches were carried.
+CREATE FUNCTION awa._carry_claim_slot(slot int)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pos record;
+    carried jsonb;
+BEGIN
+    pos := awa._ring_position('claim');
+    IF pos.slot = slot THEN
+        RAISE EXCEPTION 'awa: claim slot % is the current one', slot USING ERRCODE = 'internal_error';
+    END IF;
+    EXECUTE format($q$
+        WITH open_batches AS MATERIALIZED (
+            SELECT c.* FROM awa.%1$I c
+             WHERE c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.%2$I x
+                                       WHERE x.claim_batch_id = c.batch_id)
+        ), claims AS (
+            INSERT INTO awa.%3$I (claim_slot, claim_generation, batch_id, ready_slot, ready_generation, queue, priority,
+                                  claimed_count, job_ids, run_leases, lane_seqs, attempts, max_attempts, deadline_at,
+                                  claimed_at)
+            SELECT $1, b.claim_generation, b.batch_id, b.ready_slot, b.ready_generation, b.queue, b.priority, b.claimed_count,
+                   b.job_ids, b.run_leases, b.lane_seqs, b.attempts, b.max_attempts, b.deadline_at, b.claimed_at
+              FROM open_batches b
+            RETURNING 1
+        ), closures AS (
+            INSERT INTO awa.%4$I (claim_slot, batch_id, claim_batch_id, ready_slot, ready_generation, outcome,
+                                  closed_count, claim_indexes, job_ids, run_leases, closed_at)
+            SELECT $1, x.batch_id, x.claim_batch_id, x.ready_slot, x.ready_generation, x.outcome, x.closed_count,
+                   x.claim_indexes, x.job_ids, x.run_leases, x.closed_at
+              FROM awa.%2$I x
+             WHERE x.claim_batch_id IN (SELECT b.batch_id FROM open_batches b)
+            RETURNING 1
+        )
+        SELECT jsonb_build_object('claims', (SELECT count(*) FROM claims),
+                                  'closures', (SELECT count(*) FROM closures))$q$,
+        'lease_claim_batches_' || slot, 'lease_claim_closure_batches_' || slot,
+        'lease_claim_batches_' || pos.slot, 'lease_claim_closure_batches_' || pos.slot)
+      INTO carried
+      USING pos.slot, pos.generation;
+    RETURN carried;
 END
 $$;
 
@@ -1498,6 +1667,9 @@ BEGIN
                  SELECT d.queue, d.state, d.job_id FROM awa.%I d WHERE d.state IN (''failed'', ''cancelled'')',
                 'receipt_completion_batches_' || target_slot, 'done_entries_' || target_slot)));
         END IF;
+        detail := detail || jsonb_build_object('carried', awa._carry_queue_slot(target_slot, target));
+    ELSIF ring = 'claim' THEN
+        detail := detail || jsonb_build_object('carried', awa._carry_claim_slot(target_slot));
     END IF;
     EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
     outcome := 'pruned';
@@ -1678,7 +1850,8 @@ BEGIN
         EXIT WHEN budget <= 0;
         slot := g % pos.slot_count;
         FOR r IN EXECUTE format(
-            'SELECT b.batch_id, i - 1 AS idx, b.job_ids[i] AS job_id, b.run_leases[i] AS run_lease
+            'SELECT b.batch_id, i - 1 AS idx, b.job_ids[i] AS job_id, b.run_leases[i] AS run_lease,
+                    b.claim_generation %% $4 AS receipt_slot
                FROM awa.%1$I b CROSS JOIN LATERAL generate_subscripts(b.job_ids, 1) AS i
               WHERE (b.deadline_at < $1 OR b.claimed_at < $2)
                 AND NOT EXISTS (SELECT 1 FROM awa.%2$I c
@@ -1689,9 +1862,11 @@ BEGIN
                                  b.claimed_at) < $2)
               ORDER BY b.batch_id, i LIMIT $3',
             'lease_claim_batches_' || slot, 'lease_claim_closure_batches_' || slot)
-            USING now_at, stale_before, budget
+            USING now_at, stale_before, budget, pos.slot_count
         LOOP
-            result := awa._rescue_attempt(r.job_id, r.run_lease, (r.batch_id << 18) | (r.idx << 4) | slot,
+            -- A batch carried forward while open keeps the generation, and so
+            -- the receipt slot, it was claimed in.
+            result := awa._rescue_attempt(r.job_id, r.run_lease, awa._receipt(r.batch_id, r.idx, r.receipt_slot::int),
                                           stale_before);
             results := jsonb_set(results, ARRAY[result], to_jsonb(coalesce((results ->> result)::int, 0) + 1));
             budget := budget - 1;

@@ -5,12 +5,13 @@
 -- Proves: input errors (22004, 22023) change nothing; a fresh database's
 -- outcomes; rotation appends one ledger row and nothing else, enqueues follow
 -- it, a rolled-back rotation leaves the ledger as it was, a full ring does not rotate
--- (skipped_busy); prune refuses a slot with available rows (b) or open claims
--- (c) and says why, advances idle lanes' cursors (never past a claim of its
--- own uncommitted transaction), then truncates with exact terminal counts
--- (queue_counts moves with it and equals queue_counts_exact), releases unique
--- keys, and reports already_pruned; the claim ring's prune
--- waits for its open claim and a late completion of a pruned claim is refused;
+-- (skipped_busy); prune advances idle lanes' cursors (never past a claim of
+-- its own uncommitted transaction), carries the slot's available rows forward
+-- into the newest generation instead of waiting for them (sql/carry.sql tests
+-- the carry in depth), truncates with exact terminal counts (queue_counts
+-- moves with it and equals queue_counts_exact), releases unique keys, and
+-- reports already_pruned; the claim ring's prune carries its open claim
+-- forward, and a late completion of a pruned claim is refused;
 -- promotion; DLQ retention; rescue of expired deadlines and stale heartbeats
 -- (retryable, failed, dlq; old worker refused; a fresh heartbeat is spared);
 -- the status functions; who may call them.
@@ -229,6 +230,9 @@ SELECT pg_temp.queue_slot(0) AS slot_0_untouched;
 -- ---------------------------------------------------------------------------
 -- A full ring: 14 more rotations reach generation 15 (slot 15); the next one
 -- would enter slot 0, which still holds rows: skipped_busy, nothing appended.
+-- Then the prune of generation 0 carries its available rows (3 lanes) into
+-- generation 15 and truncates slot 0; the cancelled job's lane is not carried
+-- (its job left the counts: no history is kept in this file).
 -- ---------------------------------------------------------------------------
 SELECT pg_temp.rotate_queue(14) AS rotations;
 SELECT * FROM awa.run_maintenance('rotate_queue');
@@ -248,9 +252,9 @@ SELECT claim_cursor FROM awa.lanes WHERE queue = 'm_keep';
 SELECT pg_temp.job(:k) AS k, pg_temp.counts('m_keep') AS m_keep;
 
 -- ---------------------------------------------------------------------------
--- Proof (c): every job of slot 0 claimed, none closed. The prune first moves
--- the idle lanes' cursors over the claimed rows (a claim never moves its own
--- lane's cursor past what it took), so (b) holds and (c) is the reason.
+-- Every carried job claimed, none closed. The prune first moves the idle
+-- lanes' cursors over the claimed rows (a claim never moves its own lane's
+-- cursor past what it took); slot 0 is already pruned.
 -- ---------------------------------------------------------------------------
 INSERT INTO held SELECT kind, job_id, run_lease, receipt_id FROM awa.claim('m_prune', 10);
 INSERT INTO held SELECT kind, job_id, run_lease, receipt_id FROM awa.claim('m_unique');
@@ -276,8 +280,8 @@ SELECT pg_temp.try($$SELECT awa.enqueue('mt.u', '{"n": 1}', 'm_unique',
                    opts => '{"unique": {"states": ["available", "scheduled", "retryable", "running", "completed"]}}')$$,
                    false) AS duplicate_before_prune;
 
--- Close k: slot 0 is prunable. Its terminal history leaves the counters: 5
--- completed (a, b, c, u, k), 1 failed (d), 1 cancelled (e).
+-- Close k. The jobs now live in generation 15 (slot 15): their terminal
+-- history stays until that slot is pruned.
 SELECT awa.complete(job_id, run_lease, receipt_id) AS complete_k FROM held WHERE name = 'mt.k';
 SELECT q, pg_temp.counts(q) AS before_prune FROM unnest(ARRAY['m_keep', 'm_late', 'm_prune', 'm_unique']) q;
 SELECT * FROM awa.run_maintenance('prune_queue');
@@ -288,9 +292,10 @@ SELECT count(*) FILTER (WHERE pg_relation_size(c.oid) > 0) AS children_with_bloc
   FROM pg_class c
  WHERE c.relnamespace = 'awa'::regnamespace
    AND c.relname ~ '^(ready_entries|ready_segments|ready_tombstones|ready_claim_attempt_batches|done_entries|receipt_completion_batches)_0$';
--- The pruned jobs are gone; the jobs of slot 1 are not.
+-- The carried jobs keep their final states; the cancelled one, not carried,
+-- is gone with slot 0; the jobs of slot 1 are untouched.
 SELECT n, pg_temp.job(id) FROM (VALUES ('a', :a), ('d', :d), ('e', :e), ('u', :u), ('k', :k), ('late', :late)) AS t(n, id);
--- The unique key was released with the job.
+-- The completed unique job (carried, in slot 15) still holds its key.
 SELECT count(*) AS unique_claims FROM awa.job_unique_claims;
 SELECT awa.enqueue('mt.u', '{"n": 1}', 'm_unique',
                    opts => '{"unique": {"states": ["available", "scheduled", "retryable", "running", "completed"]}}')
@@ -299,14 +304,15 @@ SELECT awa.enqueue('mt.u', '{"n": 1}', 'm_unique',
 -- Nothing left to prune in slot 0.
 SELECT * FROM awa.run_maintenance('prune_queue');
 -- The full ring rotates again, into the pruned slot; the oldest sealed slot is
--- now slot 1, whose available rows (late, late2, the new u) keep it.
+-- now slot 1, whose available rows (late, late2) are carried forward.
 SELECT * FROM awa.run_maintenance('rotate_queue');
 SELECT * FROM awa.run_maintenance('prune_queue');
 
 -- ---------------------------------------------------------------------------
 -- The claim ring: every claim so far is in claim slot 0. An open claim there
--- (l) keeps the slot after a rotation; once it is closed the slot is pruned,
--- and a late completion with its receipt is refused.
+-- (l) is carried forward when the slot is pruned (its receipt still works);
+-- once it is closed and its new slot pruned, a late completion with its
+-- receipt is refused.
 -- ---------------------------------------------------------------------------
 SELECT awa.enqueue('mt.l', '{}', 'm_claim') AS l \gset
 INSERT INTO held SELECT kind, job_id, run_lease, receipt_id FROM awa.claim('m_claim');

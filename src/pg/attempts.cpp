@@ -3,6 +3,7 @@
 
 #include "core/lifecycle.hpp"
 #include "core/receipt.hpp"
+#include "core/ring.hpp"
 #include "core/validate.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
@@ -93,19 +94,86 @@ struct Closed {
 	int count;
 };
 
+// Reads the claim batch `claim_batch_id` that a receipt names in claim slot
+// `receipt_slot` into SPI_tuptable; *slot is where it is. The batch is in the
+// slot its claim_generation maps to, or, if a prune carried it forward while
+// it was open (docs/maintenance.md §3.5), in a later slot with that
+// claim_generation kept: either way a receipt is accepted only with the slot
+// it was issued with. False when no slot holds it (truncated with its slot,
+// or never existed: every attempt is stale).
+bool
+ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot)
+{
+	Datum key[1] = {Int64GetDatum(claim_batch_id)};
+	for (int probe = 0; probe < slot_count; probe++) {
+		int candidate = (receipt_slot + probe) % slot_count;
+		ExecuteLatest(Stmt::kClaimBatch, candidate, key, NULL, 1);
+		if (SPI_processed != 1)
+			continue;
+		bool isnull;
+		int64 claim_generation = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 13, &isnull));
+		if (core::SlotOf(claim_generation, slot_count) != receipt_slot)
+			return false;  // the batch exists, but this receipt was never issued for it
+		*slot = candidate;
+		return true;
+	}
+	return false;
+}
+
+// Where the ready row of an open attempt is now, as (*ready_slot,
+// *ready_generation) on return, holding AccessShareLock on that slot's ready
+// child so that no prune can carry it away before this transaction ends. The
+// claim names the slot and generation the row had when it was claimed; a
+// queue prune that found the attempt still open carried the row forward into
+// a later generation (same queue, priority, lane_seq and job). A generation
+// newer than the prune target cannot be pruned while the lock is held, so the
+// common case costs the lock and a cached ring read. False when the row is
+// nowhere (the attempt cannot be open then).
+bool
+LocateReadyRow(Datum queue, int16 priority, int64 lane_seq, int64 job_id, int64 row_run_lease, int16 *ready_slot,
+               int64 *ready_generation)
+{
+	for (int round = 0; round < 100; round++) {
+		LockRelationOid(RingChildOid(RingTable::kReadyEntries, *ready_slot), AccessShareLock);
+		int64 epoch;
+		RingPositions ring = CurrentRings(&epoch);
+		if (*ready_generation > ring.queue_generation - (ring.queue_slot_count - 1))
+			return true;
+		Datum at[4] = {queue, Int16GetDatum(priority), Int64GetDatum(lane_seq), Int64GetDatum(*ready_generation)};
+		ExecuteLatest(Stmt::kReadyRowAt, *ready_slot, at, NULL, 1);
+		if (SPI_processed == 1)
+			return true;
+		bool found = false;
+		Datum of_job[5] = {Int64GetDatum(job_id), Int64GetDatum(row_run_lease), queue, Int16GetDatum(priority),
+		                   Int64GetDatum(lane_seq)};
+		for (int slot = 0; slot < ring.queue_slot_count && !found; slot++) {
+			ExecuteLatest(Stmt::kReadyRowOfJob, slot, of_job, NULL, 1);
+			if (SPI_processed == 1) {
+				bool isnull;
+				*ready_slot = static_cast<int16>(slot);
+				*ready_generation = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+				found = true;
+			}
+		}
+		if (!found)
+			return false;
+		// Lock the new slot and look again: it may have moved once more.
+	}
+	elog(ERROR, "awa: the ready row of job " INT64_FORMAT " keeps moving", job_id);
+	return false;
+}
+
 // Resolves (and acts on) the attempts at positions order[0..n) of one claim batch.
 void
 ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction action, const char *outcome,
-                  MemoryContext result_context, Closed *closed_out)
+                  int claim_slot_count, MemoryContext result_context, Closed *closed_out)
 {
 	const Attempt &head = attempts[order[0]];
 	int slot = head.claim_slot;
 	int64 claim_batch_id = head.claim_batch_id;
 	LockClaimBatch(claim_batch_id);
 
-	Datum key[1] = {Int64GetDatum(claim_batch_id)};
-	ExecuteLatest(Stmt::kClaimBatch, slot, key, NULL, 1);
-	if (SPI_processed == 0)
+	if (!ReadClaimBatch(claim_batch_id, head.claim_slot, claim_slot_count, &slot))
 		return;  // truncated with its ring slot, or never existed: all stale
 	HeapTuple tuple = SPI_tuptable->vals[0];
 	TupleDesc desc = SPI_tuptable->tupdesc;
@@ -145,6 +213,22 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		for (int i = 0; i < index_count; i++)
 			if (indexes[i] >= 0 && indexes[i] < claimed_count)
 				closed_by[indexes[i]] = row_outcome;
+	}
+
+	// The open attempts of a batch were claimed from one slot and are carried
+	// together: where the first one's ready row is now, all of theirs are.
+	for (int i = 0; i < n; i++) {
+		const Attempt &attempt = attempts[order[i]];
+		int index = attempt.index;
+		if (index >= claimed_count || job_ids[index] != attempt.job_id || run_leases[index] != attempt.run_lease ||
+		    closed_by[index] != NULL)
+			continue;
+		if (!LocateReadyRow(queue, priority, lane_seqs[index], attempt.job_id, attempt.run_lease - 1, &ready_slot,
+		                    &ready_generation))
+			ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+			                errmsg("awa: the ready row of open attempt (%lld, %lld) is missing",
+			                       static_cast<long long>(attempt.job_id), static_cast<long long>(attempt.run_lease))));
+		break;
 	}
 
 	Datum *closed_indexes = static_cast<Datum *>(palloc(sizeof(Datum) * n));
@@ -265,7 +349,8 @@ ProcessAttempts(Attempt *attempts, int n, AttemptAction action, const char *outc
 		while (end < decoded && attempts[order[end]].claim_batch_id == attempts[order[start]].claim_batch_id &&
 		       attempts[order[end]].claim_slot == attempts[order[start]].claim_slot)
 			end++;
-		ProcessClaimBatch(attempts, order + start, end - start, action, outcome, result_context, &closed);
+		ProcessClaimBatch(attempts, order + start, end - start, action, outcome, ring.claim_slot_count, result_context,
+		                  &closed);
 		start = end;
 	}
 	if (closed.count == 0)

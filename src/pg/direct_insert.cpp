@@ -28,8 +28,10 @@ const char *const kFamilies[static_cast<int>(RingTable::kCount)] = {
 Oid child_oids[static_cast<int>(RingTable::kCount)][kMaxSlots];
 Oid child_incarnation = InvalidOid;
 
+}  // namespace
+
 Oid
-ChildOid(RingTable table, int slot)
+RingChildOid(RingTable table, int slot)
 {
 	if (slot < 0 || slot >= kMaxSlots)
 		elog(ERROR, "awa: ring slot %d out of range", slot);
@@ -51,12 +53,10 @@ ChildOid(RingTable table, int slot)
 	return oid;
 }
 
-}  // namespace
-
 void
 InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls, int natts)
 {
-	Relation relation = table_open(ChildOid(table, slot), RowExclusiveLock);
+	Relation relation = table_open(RingChildOid(table, slot), RowExclusiveLock);
 	TupleDesc desc = RelationGetDescr(relation);
 	if (desc->natts != natts)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),

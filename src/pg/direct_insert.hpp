@@ -25,6 +25,10 @@ enum class RingTable {
 	kCount
 };
 
+// The OID of `table`'s child for `slot` (cached per extension incarnation).
+// May ereport.
+Oid RingChildOid(RingTable table, int slot);
+
 // Inserts values[0..natts) (in column order) into `table`'s child for `slot`.
 // May ereport (unique violation, out of memory, ...).
 void InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls, int natts);

@@ -3,6 +3,7 @@
 // run once a second at most, so their planning cost does not matter, and the
 // proofs read best as SQL).
 #include "core/maintenance_schedule.hpp"
+#include "core/receipt.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"
@@ -119,4 +120,22 @@ AWA_FUNCTION(awa_maintenance_status)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum)0;
+}
+
+// awa._receipt(batch_id, index, slot) -> the receipt id (src/core/receipt.hpp).
+AWA_FUNCTION(awa_internal_receipt)
+{
+	RequireArgument(fcinfo, 0, "batch_id", false);
+	RequireArgument(fcinfo, 1, "index", false);
+	RequireArgument(fcinfo, 2, "slot", false);
+	int64 batch_id = PG_GETARG_INT64(0);
+	int32 index = PG_GETARG_INT32(1);
+	int32 slot = PG_GETARG_INT32(2);
+	if (batch_id < 0 || batch_id > awa::core::kMaxClaimBatchId || index < 0 || index > awa::core::kMaxBatchIndex ||
+	    slot < 0 || slot >= awa::core::kMaxClaimSlots)
+		ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("awa: receipt fields out of range"),
+		                errhint("batch_id 0..%lld, index 0..%d, slot 0..%d.",
+		                        static_cast<long long>(awa::core::kMaxClaimBatchId), awa::core::kMaxBatchIndex,
+		                        awa::core::kMaxClaimSlots - 1)));
+	PG_RETURN_INT64(awa::core::EncodeReceipt(awa::core::Receipt{batch_id, index, slot}));
 }

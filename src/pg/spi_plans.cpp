@@ -112,7 +112,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// (The slot equality makes it a probe of the whole primary key, so even a
 	// generic plan made while the child is empty is an index scan.)
 	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs,"
-	 "       attempts, max_attempts, claimed_at, deadline_at"
+	 "       attempts, max_attempts, claimed_at, deadline_at, claim_generation"
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
 	 1, {INT8OID}},
 	// kClosedIndexes: positions of a claim batch already closed. $1 claim batch id
@@ -241,6 +241,16 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kAttemptHeartbeat: the attempt's last heartbeat. $1 job_id, $2 run_lease
 	{Stmt::kAttemptHeartbeat, "SELECT heartbeat_at FROM awa.attempt_state WHERE job_id = $1 AND run_lease = $2",
 	 2, {INT8OID, INT8OID}},
+	// kReadyRowAt: the ready row is still in this slot and generation (primary-key probe).
+	// $1 queue, $2 priority, $3 lane_seq, $4 generation
+	{Stmt::kReadyRowAt, "SELECT 1 FROM awa.ready_entries_%1$d"
+	 " WHERE queue = $1 AND priority = $2 AND lane_seq = $3 AND ready_slot = %1$d AND ready_generation = $4",
+	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
+	// kReadyRowOfJob: where a prune carried a running attempt's ready row (job_id index).
+	// $1 job_id, $2 run_lease of the row, $3 queue, $4 priority, $5 lane_seq
+	{Stmt::kReadyRowOfJob, "SELECT ready_generation FROM awa.ready_entries_%1$d"
+	 " WHERE job_id = $1 AND run_lease = $2 AND queue = $3 AND priority = $4 AND lane_seq = $5",
+	 5, {INT8OID, INT8OID, TEXTOID, INT2OID, INT8OID}},
 };
 // clang-format on
 

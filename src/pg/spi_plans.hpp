@@ -58,6 +58,8 @@ enum class Stmt {
 	kInsertFailed,
 	kAllLanes,
 	kAttemptHeartbeat,
+	kReadyRowAt,
+	kReadyRowOfJob,
 	kCount
 };
 
