@@ -507,6 +507,14 @@ GRANT SELECT ON ALL TABLES IN SCHEMA awa TO awa_admin;
 -- every statement under a pinned search path (pg_catalog only), so no name in
 -- what it runs can resolve to a caller's object (src/pg/spi_plans.hpp); the
 -- SQL and PL/pgSQL functions pin theirs with a SET clause.
+--
+-- No statement awa runs is JIT-compiled (docs/architecture.md §9): the C
+-- code's statements are planned with JIT off by awa's planner hook (no SET
+-- clause on the hot C functions: a GUC save and restore per call); every SQL
+-- and PL/pgSQL function has SET jit = off. None of those is on a hot path, and
+-- their queries are small: compiling one (planner estimates over unanalysed
+-- ring children can ask for it) costs 100-250 ms for a query of a millisecond,
+-- and a prune would hold its slot lock meanwhile.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION awa.enqueue(
     kind         text,
@@ -665,6 +673,7 @@ RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 WITH queues AS (
     SELECT l.queue FROM awa.queue_lanes l WHERE p_queue IS NULL OR l.queue = p_queue
@@ -764,6 +773,7 @@ CREATE FUNCTION awa._job_document(job_id bigint, queue text, priority int, kind 
 RETURNS jsonb
 LANGUAGE sql STABLE  -- timestamps are formatted in the session's time zone
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 SELECT jsonb_build_object(
     'job_id', job_id, 'queue', queue, 'priority', priority, 'kind', kind, 'args', args, 'state', state,
@@ -783,6 +793,7 @@ CREATE FUNCTION awa.get_job(job_id bigint)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     p_job_id bigint := $1;
@@ -908,6 +919,7 @@ CREATE FUNCTION awa.cancel(job_id bigint)
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     p_job_id bigint := $1;
@@ -1031,6 +1043,7 @@ CREATE FUNCTION awa.dlq_retry(job_ids bigint[])
 RETURNS int
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     moved bigint[];
@@ -1066,6 +1079,7 @@ CREATE FUNCTION awa.dlq_purge(job_ids bigint[])
 RETURNS int
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     q     record;
@@ -1091,6 +1105,7 @@ CREATE FUNCTION awa._require_queue(queue text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE  -- raises: never evaluated ahead of time
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
     -- The same rules and messages as the C functions (src/core/validate.cpp).
@@ -1116,6 +1131,7 @@ CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
     PERFORM awa._require_queue(queue);
@@ -1143,6 +1159,7 @@ CREATE FUNCTION awa.pause_queue(queue text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
     PERFORM awa._require_queue(queue);
@@ -1157,6 +1174,7 @@ CREATE FUNCTION awa.resume_queue(queue text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
     PERFORM awa._require_queue(queue);
@@ -1173,6 +1191,7 @@ RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 SELECT awa._require_queue($1) WHERE $1 IS NOT NULL;
 SELECT * FROM awa._queue_counts_scan($1)
@@ -1227,6 +1246,7 @@ CREATE FUNCTION awa._slot_children(ring text, slot int)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 SELECT array_agg(format('awa.%I', f || '_' || slot) ORDER BY o)
   FROM unnest(CASE ring
@@ -1244,6 +1264,7 @@ $$;
 CREATE FUNCTION awa._ring_position(ring text, OUT generation bigint, OUT slot int, OUT slot_count int)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
     EXECUTE format('SELECT r.generation, r.slot, s.slot_count FROM awa.%I r, awa.%I s
@@ -1257,6 +1278,7 @@ CREATE FUNCTION awa._slot_is_empty(ring text, slot int)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     child text;
@@ -1279,6 +1301,7 @@ CREATE FUNCTION awa._slot_has_no_blocks(ring text, slot int)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 SELECT coalesce(bool_and(pg_relation_size(c::regclass) = 0), true) FROM unnest(awa._slot_children(ring, slot)) c
 $$;
@@ -1300,6 +1323,7 @@ CREATE FUNCTION awa._queue_slot_blocker(slot int, generation bigint)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     n bigint;
@@ -1444,6 +1468,7 @@ CREATE FUNCTION awa._claim_slot_blocker(slot int)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     claimed bigint;
@@ -1519,6 +1544,7 @@ CREATE FUNCTION awa._lock_slot(ring text, slot int)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     previous text := current_setting('lock_timeout');
@@ -1540,6 +1566,7 @@ CREATE FUNCTION awa._try_ring_lock()
 RETURNS boolean
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$ SELECT pg_try_advisory_xact_lock(4708303813097377351) $$;
 
 -- Rotation: appends (generation + 1, next slot) to the ring's ledger with
@@ -1549,6 +1576,7 @@ AS $$ SELECT pg_try_advisory_xact_lock(4708303813097377351) $$;
 CREATE FUNCTION awa._rotate(ring text, OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     pos record;
@@ -1600,6 +1628,7 @@ $$;
 CREATE FUNCTION awa._prune(ring text, OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     pos record;
@@ -1681,6 +1710,7 @@ CREATE FUNCTION awa._history_retention()
 RETURNS interval
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$ SELECT current_setting('awa.history_retention')::interval $$;
 
 -- Finished jobs leave the books: `source` is a query of (queue, state,
@@ -1690,6 +1720,7 @@ CREATE FUNCTION awa._forget_finished(source text)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     q record;
@@ -1715,6 +1746,7 @@ CREATE FUNCTION awa._keep_history(slot int)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     pos record;
@@ -1757,6 +1789,7 @@ $$;
 CREATE FUNCTION awa._history(OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     retention interval := awa._history_retention();
@@ -1833,6 +1866,7 @@ $$;
 CREATE FUNCTION awa._rescue(OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     pos record;
@@ -1881,6 +1915,7 @@ $$;
 CREATE FUNCTION awa._promote(OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     batch int := current_setting('awa.promote_batch_size')::int;
@@ -1902,6 +1937,7 @@ $$;
 CREATE FUNCTION awa._dlq_retention(OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     ids bigint[];
@@ -1931,6 +1967,7 @@ CREATE FUNCTION awa._run_maintenance(requested text)
 RETURNS TABLE (step text, outcome text, detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     tasks text[];
@@ -1986,9 +2023,6 @@ CREATE FUNCTION awa.run_maintenance(task text DEFAULT 'all')
 RETURNS TABLE (task text, outcome text, detail jsonb)
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- No JIT: the steps' queries are small, and compiling one (planner estimates
--- over unanalysed ring children can ask for it) would cost more than it saves,
--- while a prune holds its slot lock.
 SET jit = off
 AS $$ SELECT r.step, r.outcome, r.detail FROM awa._run_maintenance(task) r $$;
 
@@ -2002,6 +2036,7 @@ RETURNS TABLE (ring text, slot_count int, current_slot int, generation bigint, o
                dead_tuples jsonb)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     pos record;

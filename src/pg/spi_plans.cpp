@@ -2,6 +2,7 @@
 #include "pg/spi_plans.hpp"
 
 extern "C" {
+#include "jit/jit.h"
 #include "optimizer/cost.h"
 #include "optimizer/planner.h"
 }
@@ -294,19 +295,29 @@ PushPinnedSearchPath()
 // instead of 1.2). So awa's statements are planned with sequential scans
 // disabled (enable_seqscan's cost penalty: a statement without an index path
 // still gets one). The whole-table count scans are exempt.
+//
+// Never JIT: every plan made while one of awa's statements runs (its own, and
+// those of any SQL function it calls) leaves the planner with jitFlags
+// cleared, whatever jit and jit_*_above_cost say. The disable_cost above puts
+// these statements at ~10^10, far over jit_above_cost, and compiling one took
+// 100-200 ms for a statement that runs in microseconds (docs/architecture.md
+// §9). Clearing the flags in the finished plan costs nothing per execution
+// (the kept generic plan carries them), unlike a SET jit = off around calls.
 // ---------------------------------------------------------------------------
+bool running_awa_statement = false;
 bool planning_awa_statement = false;
 planner_hook_type previous_planner = NULL;
 
 PlannedStmt *
 AwaPlanner(Query *parse, const char *query_string, int cursor_options, ParamListInfo bound_params)
 {
-	if (!planning_awa_statement)
+	if (!running_awa_statement)
 		return previous_planner != NULL ? previous_planner(parse, query_string, cursor_options, bound_params)
 		                                : standard_planner(parse, query_string, cursor_options, bound_params);
 	bool saved = enable_seqscan;
 	PlannedStmt *result = NULL;
-	enable_seqscan = false;
+	if (planning_awa_statement)
+		enable_seqscan = false;
 	PG_TRY();
 	{
 		result = previous_planner != NULL ? previous_planner(parse, query_string, cursor_options, bound_params)
@@ -317,6 +328,7 @@ AwaPlanner(Query *parse, const char *query_string, int cursor_options, ParamList
 		enable_seqscan = saved;
 	}
 	PG_END_TRY();
+	result->jitFlags = PGJIT_NONE;
 	return result;
 }
 
@@ -327,22 +339,26 @@ WantsIndexPlan(Stmt stmt)
 	       stmt != Stmt::kAllLanes;
 }
 
-// Runs around every execution of a prepared statement (where the plan cache
-// may re-plan it); an error leaves the flag set, so it is cleared again at
-// the end of every transaction.
+// The flags are set around every execution of a prepared statement (where
+// the plan cache may re-plan it); an error leaves them set, so they are
+// cleared again at the end of every transaction.
 void
 OnTransactionEnd(XactEvent event, void *)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
-	    event == XACT_EVENT_PREPARE)
+	    event == XACT_EVENT_PREPARE) {
+		running_awa_statement = false;
 		planning_awa_statement = false;
+	}
 }
 
 void
 OnSubTransactionEnd(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
+	if (event == SUBXACT_EVENT_ABORT_SUB) {
+		running_awa_statement = false;
 		planning_awa_statement = false;
+	}
 }
 
 void
@@ -411,10 +427,16 @@ Run(Stmt stmt, int slot, Datum *values, const char *nulls, Snapshot snapshot, bo
 {
 	SPIPlanPtr plan = Plan(stmt, slot);
 	PushPinnedSearchPath();
+	// Restored, not cleared, after: a statement can run inside another's
+	// execution (a function it calls), which may still plan afterwards.
+	bool outer_running = running_awa_statement;
+	bool outer_planning = planning_awa_statement;
+	running_awa_statement = true;
 	planning_awa_statement = WantsIndexPlan(stmt);
 	int rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot, read_only,
 	                              snapshot == InvalidSnapshot, limit);
-	planning_awa_statement = false;
+	running_awa_statement = outer_running;
+	planning_awa_statement = outer_planning;
 	PopOverrideSearchPath();
 	return CheckResult(rc, stmt);
 }

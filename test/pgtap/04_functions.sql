@@ -4,11 +4,13 @@
 -- volatility, strictness (only cursor_value is STRICT: NULL arguments must
 -- reach the code that raises 22004), row estimates, the pinned search path
 -- (every SQL and PL/pgSQL function has SET search_path = pg_catalog, pg_temp;
--- the C functions pin theirs internally and have no SET clause) and the C
+-- the C functions pin theirs internally and have no SET clause), no JIT
+-- (every SQL and PL/pgSQL function has SET jit = off; the C functions' statements
+-- are planned without JIT by awa's planner hook, test/t/013_no_jit.pl) and the C
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(633);
+SELECT plan(634);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -442,14 +444,11 @@ SELECT is(pg_catalog.pg_get_function_result(p.oid), a.result, 'awa.' || a.fn || 
   FROM api a
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
--- (awa.run_maintenance also turns JIT off for its steps.)
 SELECT is(p.proconfig,
           CASE WHEN a.lang = 'c' THEN NULL
-               WHEN a.fn = 'run_maintenance' THEN ARRAY['search_path=pg_catalog, pg_temp', 'jit=off']
-               ELSE ARRAY['search_path=pg_catalog, pg_temp'] END,
+               ELSE ARRAY['search_path=pg_catalog, pg_temp', 'jit=off'] END,
           'awa.' || a.fn || CASE WHEN a.lang = 'c' THEN ' (C) has no SET clause'
-                                 WHEN a.fn = 'run_maintenance' THEN ' has SET search_path = pg_catalog, pg_temp, jit = off'
-                                 ELSE ' has SET search_path = pg_catalog, pg_temp' END)
+                                 ELSE ' has SET search_path = pg_catalog, pg_temp, jit = off' END)
   FROM api a
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
@@ -469,8 +468,8 @@ SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
  ORDER BY a.fn;
 
 -- Catalog-wide, so a function added later cannot slip past: every SQL and
--- PL/pgSQL function of awa pins its search path, and nothing is parallel safe
--- (the API writes; the rest runs inside it): 2
+-- PL/pgSQL function of awa pins its search path and turns JIT off, and nothing
+-- is parallel safe (the API writes; the rest runs inside it): 3
 SELECT is(
     ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
            WHERE p.pronamespace = 'awa'::regnamespace AND l.lanname <> 'c'
@@ -478,6 +477,13 @@ SELECT is(
            ORDER BY 1),
     ARRAY[]::text[],
     'every SQL and PL/pgSQL function of awa has SET search_path = pg_catalog, pg_temp first');
+SELECT is(
+    ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+           WHERE p.pronamespace = 'awa'::regnamespace AND l.lanname <> 'c'
+             AND NOT coalesce('jit=off' = ANY (p.proconfig), false)
+           ORDER BY 1),
+    ARRAY[]::text[],
+    'every SQL and PL/pgSQL function of awa has SET jit = off');
 SELECT is(
     ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p
            WHERE p.pronamespace = 'awa'::regnamespace AND p.proparallel <> 'u'
