@@ -1373,6 +1373,7 @@ CREATE FUNCTION awa._carry_queue_slot(slot int, generation bigint)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     pos record;
@@ -1496,6 +1497,7 @@ CREATE FUNCTION awa._carry_claim_slot(slot int)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     pos record;
