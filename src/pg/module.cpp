@@ -24,7 +24,7 @@ int awa_queue_rotate_interval_ms = 1000;
 int awa_claim_rotate_interval_ms = 1000;
 int awa_lease_rotate_interval_ms = 1000;
 static int awa_prune_lock_timeout_ms = 10;
-int awa_prune_max_backoff_level = 5;
+int awa_prune_max_backoff_level = 2;
 int awa_promote_interval_ms = 250;
 static int awa_promote_batch_size = 4096;
 static int awa_promote_max_batches = 32;
@@ -69,7 +69,7 @@ DefineMaintenanceVariables()
 	                        "and enqueues queue behind it at most this long.",
 	                        &awa_prune_lock_timeout_ms, 10, 1, 60000, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.prune_max_backoff_level", "Cap of a ring's prune back-off (2^level ticks).", NULL,
-	                        &awa_prune_max_backoff_level, 5, 0, 10, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	                        &awa_prune_max_backoff_level, 2, 0, 10, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.promote_interval", "How often due scheduled and retryable jobs are promoted.", NULL,
 	                        &awa_promote_interval_ms, 250, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.promote_batch_size", "Jobs promoted per batch.", NULL, &awa_promote_batch_size,

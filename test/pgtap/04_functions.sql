@@ -10,7 +10,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(634);
+SELECT plan(665);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -226,6 +226,12 @@ INSERT INTO api VALUES
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_queue_meta_changed'),
     -- Internal building blocks of maintenance (C)
+    ('_receipt',
+     ARRAY['bigint', 'integer', 'integer'],
+     'bigint',
+     'batch_id bigint, index integer, slot integer',
+     'bigint',
+     'c', false, 'immutable', false, 0, 'awa_internal_receipt'),
     ('_task_names',
      ARRAY[]::name[],
      'text[]',
@@ -330,11 +336,23 @@ INSERT INTO api VALUES
      'slot integer, generation bigint',
      'text',
      'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_carry_queue_slot',
+     ARRAY['integer', 'bigint'],
+     'jsonb',
+     'slot integer, generation bigint',
+     'jsonb',
+     'plpgsql', false, 'volatile', false, 0, NULL),
     ('_claim_slot_blocker',
      ARRAY['integer'],
      'text',
      'slot integer',
      'text',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_carry_claim_slot',
+     ARRAY['integer'],
+     'jsonb',
+     'slot integer',
+     'jsonb',
      'plpgsql', false, 'volatile', false, 0, NULL),
     ('_lock_slot',
      ARRAY['text', 'integer'],
@@ -411,12 +429,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 25 public functions and the 35 awa._* building blocks');
+                     'schema awa has exactly the 25 public functions and the 38 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 60,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 63,
           'no function is overloaded');
 
--- Per function, 10 checks: 600
+-- Per function, 10 checks: 630
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -459,7 +477,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 29
+-- Per C function, its symbol in $libdir/awa: 30
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

@@ -5,7 +5,7 @@
 -- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(317);
+SELECT plan(329);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -62,6 +62,7 @@ INSERT INTO grants VALUES
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'jsonb'],
      false, false, false),
+    ('_receipt', ARRAY['bigint', 'integer', 'integer'], false, false, false),
     ('_task_names', ARRAY[]::name[], false, false, false),
     ('_rotation_begin', ARRAY[]::name[], false, false, false),
     ('_enqueue_generation_in_use', ARRAY['bigint'], false, false, false),
@@ -75,7 +76,9 @@ INSERT INTO grants VALUES
     ('_slot_is_empty', ARRAY['text', 'integer'], false, false, false),
     ('_slot_has_no_blocks', ARRAY['text', 'integer'], false, false, false),
     ('_queue_slot_blocker', ARRAY['integer', 'bigint'], false, false, false),
+    ('_carry_queue_slot', ARRAY['integer', 'bigint'], false, false, false),
     ('_claim_slot_blocker', ARRAY['integer'], false, false, false),
+    ('_carry_claim_slot', ARRAY['integer'], false, false, false),
     ('_lock_slot', ARRAY['text', 'integer'], false, false, false),
     ('_try_ring_lock', ARRAY[]::name[], false, false, false),
     ('_rotate', ARRAY['text'], false, false, false),
@@ -96,7 +99,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 60 x 4 = 240
+-- EXECUTE per function and role (PUBLIC included): 63 x 4 = 252
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
