@@ -1211,6 +1211,15 @@ $$;
 -- src/core/receipt.hpp: one source for C and SQL).
 CREATE FUNCTION awa._receipt(batch_id bigint, index int, slot int)
 RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_receipt' LANGUAGE C IMMUTABLE;
+-- Ring arithmetic, from src/core (one source for C and SQL): the slot of a
+-- generation, the oldest generation a ring at `current` still holds, and the
+-- generation its next prune targets (-1 while the ring has not filled).
+CREATE FUNCTION awa._slot_of(generation bigint, slot_count int)
+RETURNS int AS 'MODULE_PATHNAME', 'awa_internal_slot_of' LANGUAGE C IMMUTABLE STRICT;
+CREATE FUNCTION awa._oldest_live_generation(current bigint, slot_count int)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_oldest_live_generation' LANGUAGE C IMMUTABLE STRICT;
+CREATE FUNCTION awa._prune_target(current bigint, slot_count int)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_prune_target' LANGUAGE C IMMUTABLE STRICT;
 CREATE FUNCTION awa._task_names()
 RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_task_names' LANGUAGE C IMMUTABLE;
 CREATE FUNCTION awa._rotation_begin()
@@ -1593,7 +1602,7 @@ BEGIN
         RETURN;
     END IF;
     pos := awa._ring_position(ring);
-    next_slot := (pos.slot + 1) % pos.slot_count;
+    next_slot := awa._slot_of(pos.generation + 1, pos.slot_count);
     detail := jsonb_build_object('generation', pos.generation, 'slot', pos.slot);
     IF NOT awa._slot_is_empty(ring, next_slot) THEN
         outcome := 'skipped_busy';
@@ -1647,13 +1656,13 @@ BEGIN
     -- The target is the generation whose slot the next rotation enters, so
     -- every slot keeps its rows for slot_count - 1 rotations, from the
     -- ring's first use on.
-    IF pos.generation < pos.slot_count - 1 THEN
+    target := awa._prune_target(pos.generation, pos.slot_count);
+    IF target < 0 THEN
         outcome := 'skipped_idle';
         detail := jsonb_build_object('reason', 'the ring has not filled yet', 'generation', pos.generation);
         RETURN;
     END IF;
-    target := pos.generation - (pos.slot_count - 1);
-    target_slot := target % pos.slot_count;
+    target_slot := awa._slot_of(target, pos.slot_count);
     detail := jsonb_build_object('slot', target_slot, 'generation', target);
     IF awa._slot_has_no_blocks(ring, target_slot) THEN
         outcome := 'already_pruned';
@@ -1836,7 +1845,7 @@ BEGIN
         EXECUTE format('TRUNCATE awa.%I', 'job_history_' || sealed.slot);
         pruned := pruned || sealed.slot;
     END LOOP;
-    next_slot := (pos.slot + 1) % pos.slot_count;
+    next_slot := awa._slot_of(pos.generation + 1, pos.slot_count);
     IF clock_timestamp() - (SELECT r.rotated_at FROM awa.history_ring_rotations r WHERE r.generation = pos.generation)
            >= retention / (pos.slot_count - 2)
        AND EXISTS (SELECT 1 FROM awa.job_history h WHERE h.history_slot = pos.slot)
@@ -1882,12 +1891,12 @@ DECLARE
     g bigint;
 BEGIN
     pos := awa._ring_position('claim');
-    FOR g IN greatest(pos.generation - (pos.slot_count - 1), 0) .. pos.generation LOOP
+    FOR g IN awa._oldest_live_generation(pos.generation, pos.slot_count) .. pos.generation LOOP
         EXIT WHEN budget <= 0;
-        slot := g % pos.slot_count;
+        slot := awa._slot_of(g, pos.slot_count);
         FOR r IN EXECUTE format(
             'SELECT b.batch_id, i - 1 AS idx, b.job_ids[i] AS job_id, b.run_leases[i] AS run_lease,
-                    b.claim_generation %% $4 AS receipt_slot
+                    awa._slot_of(b.claim_generation, $4) AS receipt_slot
                FROM awa.%1$I b CROSS JOIN LATERAL generate_subscripts(b.job_ids, 1) AS i
               WHERE (b.deadline_at < $1 OR b.claimed_at < $2)
                 AND NOT EXISTS (SELECT 1 FROM awa.%2$I c
@@ -2049,8 +2058,8 @@ BEGIN
         slot_count := pos.slot_count;
         current_slot := pos.slot;
         generation := pos.generation;
-        oldest_live_generation := greatest(pos.generation - (pos.slot_count - 1), 0);
-        oldest_live_slot := oldest_live_generation % pos.slot_count;
+        oldest_live_generation := awa._oldest_live_generation(pos.generation, pos.slot_count);
+        oldest_live_slot := awa._slot_of(oldest_live_generation, pos.slot_count);
         EXECUTE format('SELECT max(rotated_at) FROM awa.%I', ring || '_ring_rotations') INTO last_rotated_at;
         SELECT m.last_outcome, m.last_run_at INTO last_rotate, last_rotate_at
           FROM awa.maintenance_status() m WHERE m.task = 'rotate_' || ring;

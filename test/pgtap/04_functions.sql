@@ -10,7 +10,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(665);
+SELECT plan(695);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -232,6 +232,24 @@ INSERT INTO api VALUES
      'batch_id bigint, index integer, slot integer',
      'bigint',
      'c', false, 'immutable', false, 0, 'awa_internal_receipt'),
+    ('_slot_of',
+     ARRAY['bigint', 'integer'],
+     'integer',
+     'generation bigint, slot_count integer',
+     'integer',
+     'c', false, 'immutable', true, 0, 'awa_internal_slot_of'),
+    ('_oldest_live_generation',
+     ARRAY['bigint', 'integer'],
+     'bigint',
+     'current bigint, slot_count integer',
+     'bigint',
+     'c', false, 'immutable', true, 0, 'awa_internal_oldest_live_generation'),
+    ('_prune_target',
+     ARRAY['bigint', 'integer'],
+     'bigint',
+     'current bigint, slot_count integer',
+     'bigint',
+     'c', false, 'immutable', true, 0, 'awa_internal_prune_target'),
     ('_task_names',
      ARRAY[]::name[],
      'text[]',
@@ -429,12 +447,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 25 public functions and the 38 awa._* building blocks');
+                     'schema awa has exactly the 25 public functions and the 41 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 63,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 66,
           'no function is overloaded');
 
--- Per function, 10 checks: 630
+-- Per function, 10 checks: 660
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

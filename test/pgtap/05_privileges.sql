@@ -5,7 +5,7 @@
 -- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(329);
+SELECT plan(341);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -63,6 +63,9 @@ INSERT INTO grants VALUES
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'jsonb'],
      false, false, false),
     ('_receipt', ARRAY['bigint', 'integer', 'integer'], false, false, false),
+    ('_slot_of', ARRAY['bigint', 'integer'], false, false, false),
+    ('_oldest_live_generation', ARRAY['bigint', 'integer'], false, false, false),
+    ('_prune_target', ARRAY['bigint', 'integer'], false, false, false),
     ('_task_names', ARRAY[]::name[], false, false, false),
     ('_rotation_begin', ARRAY[]::name[], false, false, false),
     ('_enqueue_generation_in_use', ARRAY['bigint'], false, false, false),
@@ -99,7 +102,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 63 x 4 = 252
+-- EXECUTE per function and role (PUBLIC included): 66 x 4 = 264
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
