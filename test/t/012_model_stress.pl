@@ -122,10 +122,22 @@ sub shrink
 	my ($fail_op) = $err0 =~ /at op (\d+)/;
 	$fail_op = $nops if !$fail_op || $fail_op > $nops;
 	my %skip0 = %skip;
+	# The same failure: the message with its op, numbers and lists blanked.
+	my $norm = sub {
+		my $e = shift;
+		$e =~ s/^MODEL MISMATCH at op \d+: //;
+		$e =~ s/^(phase check after op \d+|final|after drain): //;
+		$e =~ s/\[[^\]]*\]/[]/g;
+		$e =~ s/\(.*?\)//g;
+		$e =~ s/\d+/N/g;
+		return $e;
+	};
+	my $want = $norm->($err0);
+	diag("shrink: keeping failures like: $want");
 	my $fails = sub {
 		my ($n, $sk) = @_;
 		my ($e, $m) = trial($n, $sk);
-		return ($e && $e =~ /MODEL MISMATCH/) ? ($e, $m) : ();
+		return ($e && $e =~ /MODEL MISMATCH/ && $norm->($e) eq $want) ? ($e, $m) : ();
 	};
 	# Shortest failing prefix (binary search).
 	my ($lo, $hi) = (1, $fail_op);

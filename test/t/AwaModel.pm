@@ -926,6 +926,15 @@ sub finish
 	$self->do_promote('promote');
 	$self->check_all('final');
 	my $s = $self->{sess}[0];
+	# End the attempts still running.
+	for my $j (sort { $a->{id} <=> $b->{id} } grep { $_->{state} eq 'running' } values %{ $self->{jobs} })
+	{
+		my $a = $j->{att};
+		my $ok = $self->qok($s->{dbh}, "SELECT awa.complete($a->{job}, $a->{lease}, $a->{receipt})")->[0][0];
+		$self->logop($s->{id}, "[drain] SELECT awa.complete($a->{job}, $a->{lease}, $a->{receipt}) => $ok");
+		$self->bad("drain: completion of running job $j->{id} refused") unless $ok;
+		$self->finalize(undef, $j, 'completed');
+	}
 	for my $q (@QUEUES)
 	{
 		for (1 .. 100000)
@@ -1000,7 +1009,7 @@ sub step
 	srand($self->op_seed($i));
 	my $r = rand();
 	my $s = $self->{sess}[ int(rand($NSESS)) ];
-	if ($r < 0.0015) { return $self->do_crash; }
+	if ($r < 0.0015) { return ($ENV{STRESS_NO_CRASH} ? undef : $self->do_crash); }
 	if ($r < 0.07) { return $self->do_maint; }
 	if ($r < 0.085) { return $self->do_pause; }
 	if ($r < 0.10) { return $self->do_cancel; }
