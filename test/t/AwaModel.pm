@@ -438,7 +438,8 @@ sub check_claim
 	}
 	if (!@$rows)
 	{
-		return if $self->{paused}{$queue};
+		# A transaction begun before the last pause or resume may still see the queue paused.
+		return if $self->{paused}{$queue} || !$certain;
 		for my $p (1 .. 4)
 		{
 			my $lane = "$queue|$p";
