@@ -29,6 +29,9 @@
 #                       then drop chunks of ops while the failure persists;
 #                       prints the ops that remain and the command to replay
 #   STRESS_SHRINK_SECS  time budget of the shrink (default 900)
+#   STRESS_HISTORY_RETENTION=0  run with awa.history_retention = 0: a prune
+#                       then drops its generation's finished jobs (default:
+#                       the server's default, 1 hour, so they stay visible)
 use strict;
 use warnings;
 
@@ -45,6 +48,7 @@ use AwaModel;
 my $seed = $ENV{STRESS_SEED} // (int(time * 1000) % 1_000_000_007);
 my $nops = $ENV{STRESS_OPS} // 2000;
 my %skip = parse_skip($ENV{STRESS_SKIP} // '');
+my $no_history = defined $ENV{STRESS_HISTORY_RETENTION} && $ENV{STRESS_HISTORY_RETENTION} eq '0';
 diag("STRESS_SEED=$seed STRESS_OPS=$nops" . (%skip ? " STRESS_SKIP=$ENV{STRESS_SKIP}" : ''));
 
 my $node = start_awa_node('stress', conf => $QUIET_WAL_CONF . q{
@@ -54,7 +58,7 @@ awa.lease_slot_count = 2
 awa.heartbeat_staleness = '1d'
 awa.prune_lock_timeout = '50ms'
 max_connections = 20
-});
+} . ($no_history ? "awa.history_retention = 0\n" : ''));
 
 sub parse_skip
 {
@@ -87,7 +91,7 @@ my $dbno = 0;
 sub trial
 {
 	my ($n, $skip) = @_;
-	my $model = AwaModel->new(node => $node, seed => $seed, nops => $n, skip => $skip, db => 'stress_' . $dbno++);
+	my $model = AwaModel->new(node => $node, seed => $seed, nops => $n, skip => $skip, db => 'stress_' . $dbno++, keep_history => !$no_history);
 	my $t0 = time;
 	eval { $model->run; 1 } or do { my $e = $@; $model->disconnect_all; return ($e, $model); };
 	$model->disconnect_all;

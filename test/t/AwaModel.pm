@@ -50,6 +50,7 @@ sub new
 		skip    => $o{skip} // {},
 		db      => $o{db},
 		phase   => $o{phase} // 200,
+		keep_history => $o{keep_history} // 1,    # awa.history_retention > 0
 		log     => [],
 		jobs    => {},    # job_id -> model job
 		seq     => 0,     # lane order counter
@@ -90,6 +91,7 @@ sub bad
 	my ($self, $msg) = @_;
 	die "MODEL MISMATCH at op $self->{op}: $msg\n";
 }
+
 
 # ---------------------------------------------------------------------------
 # Connections
@@ -190,7 +192,8 @@ sub finalize
 	my ($self, $s, $j, $state) = @_;
 	# The terminal rows go to the ready row's slot; a cancel of a deferred job
 	# (no ready row) writes to the current one. A prune of that generation
-	# removes them (maintenance.md 3.3).
+	# moves them to the history ring, or removes them when
+	# awa.history_retention = 0 (maintenance.md 3.3).
 	$j->{tgen} = ($j->{state} eq 'scheduled' || $j->{state} eq 'retryable') ? $self->{gen} : $j->{gen};
 	$j->{state} = $state;
 	$j->{att}   = undef;
@@ -726,7 +729,11 @@ sub do_promote
 	$self->{stats}{promoted} += @due;
 }
 
-# A queue prune removed the terminal history of its generation.
+# A queue prune reclaimed a generation. With a history retention (the
+# default, 1 hour, longer than any run) its finished jobs move to the history
+# ring in the prune's transaction: get_job and the counts still show them, so
+# the model changes nothing. With awa.history_retention = 0 they vanish
+# (maintenance.md 3.3).
 sub pruned
 {
 	my ($self, $rows) = @_;
@@ -734,6 +741,12 @@ sub pruned
 	return unless $p;
 	my ($g) = $p->[2] =~ /"generation": (\d+)/;
 	$self->bad("prune_queue detail without generation: $p->[2]") unless defined $g;
+	$self->{stats}{pruned}++;
+	if ($self->{keep_history})
+	{
+		$self->logop('oracle', "prune of generation $g ($p->[2]): its finished jobs move to the history ring, the model keeps them");
+		return;
+	}
 	my %n;
 	for my $j (values %{ $self->{jobs} })
 	{
@@ -742,7 +755,6 @@ sub pruned
 		$j->{state} = 'gone';
 	}
 	$self->logop('oracle', "prune of generation $g ($p->[2]): the model drops " . join(' ', map { "$_=$n{$_}" } sort keys %n));
-	$self->{stats}{pruned}++;
 }
 
 # The queue ring's current generation: the one enqueues and promotions write.
