@@ -512,6 +512,7 @@ sub do_claim
 		$j->{lease} = $lease;
 		$j->{attempt} = $attempt;
 		$j->{att} = { job => $id, lease => $lease, receipt => $receipt, batch => $receipt >> 18 };
+		$j->{last_batch} = $receipt >> 18;
 		push @{ $s->{claimed} }, { %{ $j->{att} } } if $s->{txn};
 	}
 	$s->{nclaims}++ if $s->{txn};
@@ -605,7 +606,10 @@ sub do_cancel
 	{
 		my $j = $self->{jobs}{$id};
 		next if defined $j->{owner};
-		next if $j->{att} && $self->batch_locked_elsewhere(undef, $j->{att}{batch});
+		# Cancelling a job whose ready row was claimed (running, or completed
+		# and still in the queue ring) goes through its claim batch's lock,
+		# which a transaction that ended another attempt of that batch holds.
+		next if defined $j->{last_batch} && $self->batch_locked_elsewhere(undef, $j->{last_batch});
 		push @c, $j;
 	}
 	return unless @c;
@@ -722,7 +726,7 @@ sub do_promote
 	if ($prom && $prom->[2] =~ /"jobs": (\d+)/) { $n = $1; }
 	$self->bad("promotion moved $n jobs, the model expected " . scalar(@due) . " (" . join(',', map { $_->{id} } @due) . ")")
 	  unless $n == @due;
-	for my $j (@due) { $j->{state} = 'available'; $j->{seq} = ++$self->{seq}; $j->{gen} = $gen0; }
+	for my $j (@due) { $j->{state} = 'available'; $j->{seq} = ++$self->{seq}; $j->{gen} = $gen0; delete $j->{last_batch}; }
 	# 'all' prunes after promoting, then rotates.
 	$self->pruned($rows);
 	$self->read_gen;
