@@ -89,9 +89,38 @@ sub tail
 sub bad
 {
 	my ($self, $msg) = @_;
+	$self->dump_lanes($msg);
 	die "MODEL MISMATCH at op $self->{op}: $msg\n";
 }
 
+# On a failure: the ring positions, the cursors and the rows of the lanes the
+# message names, read on a fresh connection, into the op log.
+sub dump_lanes
+{
+	my ($self, $msg) = @_;
+	return if $self->{dumping};
+	local $self->{dumping} = 1;
+	my %lanes = map { $_ => 1 } $msg =~ /\b(q[abc]\|[1-4])\b/g;
+	my $dbh = eval { $self->connect_db } or return;
+	my $q = sub {
+		my ($title, $sql) = @_;
+		my $r = $dbh->selectall_arrayref($sql);
+		$self->logop('dump', "$title:" . ($r ? join('', map { "\n      " . join(' | ', map { $_ // 'NULL' } @$_) } @$r) : ' ' . ($dbh->errstr // '?')));
+	};
+	$q->('rings (ring, current_slot, generation, oldest_live_generation)', "SELECT ring, current_slot, generation, oldest_live_generation FROM awa.storage_status()");
+	$q->('lanes (queue, priority, enqueue_cursor, claim_cursor)', "SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes ORDER BY 1, 2");
+	for my $lane (sort keys %lanes)
+	{
+		my ($qu, $p) = split /\|/, $lane;
+		my $w = "queue = '$qu' AND priority = $p";
+		$q->("$lane ready rows (lane_seq, job_id, slot, generation, run_lease)", "SELECT lane_seq, job_id, ready_slot, ready_generation, run_lease FROM awa.ready_entries WHERE $w ORDER BY lane_seq");
+		$q->("$lane segments (first, next, slot, generation)", "SELECT first_lane_seq, next_lane_seq, ready_slot, ready_generation FROM awa.ready_segments WHERE $w ORDER BY first_lane_seq");
+		$q->("$lane attempt batches (batch, ranges, slot, generation)", "SELECT batch_id, lane_ranges::text, ready_slot, ready_generation FROM awa.ready_claim_attempt_batches WHERE $w ORDER BY next_lane_seq");
+		$q->("$lane tombstones (lane_seq, job_id, generation)", "SELECT lane_seq, job_id, ready_generation FROM awa.ready_tombstones WHERE $w ORDER BY lane_seq");
+	}
+	$q->('sessions', "SELECT pid, state, backend_xid, left(query, 80) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+	$dbh->disconnect;
+}
 
 # ---------------------------------------------------------------------------
 # Connections
