@@ -49,7 +49,17 @@ my $seed = $ENV{STRESS_SEED} // (int(time * 1000) % 1_000_000_007);
 my $nops = $ENV{STRESS_OPS} // 2000;
 my %skip = parse_skip($ENV{STRESS_SKIP} // '');
 my $no_history = defined $ENV{STRESS_HISTORY_RETENTION} && $ENV{STRESS_HISTORY_RETENTION} eq '0';
-diag("STRESS_SEED=$seed STRESS_OPS=$nops" . (%skip ? " STRESS_SKIP=$ENV{STRESS_SKIP}" : ''));
+# The command that replays a run (the same seed draws the same ops).
+sub replay_cmd
+{
+	my ($n, $sk) = @_;
+	return "STRESS_SEED=$seed STRESS_OPS=$n"
+	  . (%$sk ? ' STRESS_SKIP=' . fmt_skip($sk) : '')
+	  . ($ENV{STRESS_NO_CRASH} ? ' STRESS_NO_CRASH=1' : '')
+	  . ($no_history ? ' STRESS_HISTORY_RETENTION=0' : '')
+	  . ' make tapcheck PROVE_TESTS=test/t/012_model_stress.pl';
+}
+diag("STRESS_SEED=$seed STRESS_OPS=$nops; replay: " . replay_cmd($nops, \%skip));
 
 # wal_level: the test framework's default is minimal. There, a sequence
 # created in a transaction (a lane's enqueue cursor, created by the lane's
@@ -115,7 +125,7 @@ if ($err)
 	diag("last ops:\n" . $model->tail(50));
 	my $file = "$PostgreSQL::Test::Utils::tmp_check/stress_oplog_$seed.txt";
 	if (open(my $fh, '>', $file)) { print $fh $model->tail(5000), "\n$err"; close $fh; diag("whole op log: $file"); }
-	diag("replay: STRESS_SEED=$seed STRESS_OPS=$nops" . (%skip ? " STRESS_SKIP=" . fmt_skip(\%skip) : ''));
+	diag("replay: " . replay_cmd($nops, \%skip));
 	shrink($err, $model) if $ENV{STRESS_SHRINK};
 }
 else
@@ -183,7 +193,7 @@ sub shrink
 	diag("shrink: " . scalar(@active) . " ops remain: " . join(' ', @active));
 	diag("shrunk failure: $best_e");
 	diag("shrunk run, every op:\n" . $best_m->tail(400));
-	diag("replay: STRESS_SEED=$seed STRESS_OPS=$n STRESS_SKIP=" . fmt_skip(\%sk));
+	diag("replay: " . replay_cmd($n, \%sk));
 }
 
 $node->stop;
