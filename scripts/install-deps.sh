@@ -3,7 +3,7 @@
 # (run as root). Safe to run again.
 set -euo pipefail
 packages=(build-essential clang-14 llvm-14 postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-          libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libgtest-dev rsync)
+          libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libdbd-pg-perl libgtest-dev rsync)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

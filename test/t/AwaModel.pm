@@ -1,0 +1,1119 @@
+# AwaModel.pm: a seeded, randomized, model-checked stress run of awa
+# (test/t/012_model_stress.pl).
+#
+# Four sessions (DBI connections) driven from one Perl process do random work;
+# a model kept here predicts every call's result and the state of every job.
+# Op i draws its random numbers from srand(f(seed, i)), so a seed replays
+# exactly, and an op can be skipped (shrinking) without changing what the
+# other ops draw. The only outcomes the model does not predict are the claims
+# made between a WAL flush and an immediate shutdown (async commit): after the
+# restart the oracle reads those jobs (awa.get_job) and accepts "claim lost"
+# or "claim kept" for them, and for nothing else.
+#
+# Why the run is deterministic:
+#   - the maintenance worker is off; rotations, prunes and promotions happen
+#     only when an op calls awa.run_maintenance;
+#   - claims take a one-day deadline and heartbeat staleness is one day, so
+#     rescue never fires;
+#   - every deferral (future run_at, retry, snooze) gets a run_at strictly
+#     later than every earlier one (a watermark W), so promotion, which orders
+#     by run_at, appends jobs to their lanes in the order the ops deferred
+#     them; a promotion first waits (bounded) until the clock passes W, so it
+#     moves every committed deferred job of the unpaused queues;
+#   - aging_interval = 0 (strict priorities), so the lane a claim serves is
+#     predictable;
+#   - the driver never starts a call that would wait for a lock another
+#     session's open transaction holds (claim batch locks, unique keys).
+package AwaModel;
+
+use strict;
+use warnings;
+
+use DBI;
+use DBD::Pg;
+use Digest::MD5;
+use Time::HiRes qw(time usleep);
+use Exporter 'import';
+
+our @EXPORT = qw(run_stress);
+
+my @QUEUES = qw(qa qb qc);
+my $NSESS  = 4;
+
+sub new
+{
+	my ($class, %o) = @_;
+	my $self = bless {
+		node    => $o{node},
+		seed    => $o{seed},
+		nops    => $o{nops},
+		skip    => $o{skip} // {},
+		db      => $o{db},
+		phase   => $o{phase} // 200,
+		keep_history => $o{keep_history} // 1,    # awa.history_retention > 0
+		log     => [],
+		jobs    => {},    # job_id -> model job
+		seq     => 0,     # lane order counter
+		dseq    => 0,     # deferral order counter
+		W       => undef, # deferral watermark (timestamptz text)
+		ukey    => {},    # unique key -> holder job_id
+		paused  => {},    # queue -> 1
+		pause_op => {},   # queue -> op index of the last pause/resume
+		dead    => [],    # closed or rolled-back attempts (stale probes)
+		sess    => [],
+		inwindow => [],   # claims made while the WAL writer was stopped
+		crashes => 0,
+		stats   => {},
+	}, $class;
+	return $self;
+}
+
+# ---------------------------------------------------------------------------
+# Logging and failure
+# ---------------------------------------------------------------------------
+sub logop
+{
+	my ($self, $who, $what) = @_;
+	push @{ $self->{log} }, sprintf('op %5d %-4s %s', $self->{op} // -1, $who, $what);
+	shift @{ $self->{log} } while @{ $self->{log} } > 5000;
+}
+
+sub tail
+{
+	my ($self, $n) = @_;
+	my @l = @{ $self->{log} };
+	@l = @l[ -$n .. -1 ] if @l > $n;
+	return join("\n", @l);
+}
+
+sub bad
+{
+	my ($self, $msg) = @_;
+	$self->dump_lanes($msg);
+	die "MODEL MISMATCH at op $self->{op}: $msg\n";
+}
+
+# On a failure: the ring positions, the cursors and the rows of the lanes the
+# message names, read on a fresh connection, into the op log.
+sub dump_lanes
+{
+	my ($self, $msg) = @_;
+	return if $self->{dumping};
+	local $self->{dumping} = 1;
+	my %lanes = map { $_ => 1 } $msg =~ /\b(q[abc]\|[1-4])\b/g;
+	my $dbh = eval { $self->connect_db } or return;
+	my $q = sub {
+		my ($title, $sql) = @_;
+		my $r = $dbh->selectall_arrayref($sql);
+		$self->logop('dump', "$title:" . ($r ? join('', map { "\n      " . join(' | ', map { $_ // 'NULL' } @$_) } @$r) : ' ' . ($dbh->errstr // '?')));
+	};
+	$q->('rings (ring, current_slot, generation, oldest_live_generation)', "SELECT ring, current_slot, generation, oldest_live_generation FROM awa.storage_status()");
+	$q->('lanes (queue, priority, enqueue_cursor, claim_cursor)', "SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes ORDER BY 1, 2");
+	for my $lane (sort keys %lanes)
+	{
+		my ($qu, $p) = split /\|/, $lane;
+		my $w = "queue = '$qu' AND priority = $p";
+		$q->("$lane ready rows (lane_seq, job_id, slot, generation, run_lease)", "SELECT lane_seq, job_id, ready_slot, ready_generation, run_lease FROM awa.ready_entries WHERE $w ORDER BY lane_seq");
+		$q->("$lane segments (first, next, slot, generation)", "SELECT first_lane_seq, next_lane_seq, ready_slot, ready_generation FROM awa.ready_segments WHERE $w ORDER BY first_lane_seq");
+		$q->("$lane attempt batches (batch, ranges, slot, generation)", "SELECT batch_id, lane_ranges::text, ready_slot, ready_generation FROM awa.ready_claim_attempt_batches WHERE $w ORDER BY next_lane_seq");
+		$q->("$lane tombstones (lane_seq, job_id, generation)", "SELECT lane_seq, job_id, ready_generation FROM awa.ready_tombstones WHERE $w ORDER BY lane_seq");
+	}
+	$q->('sessions', "SELECT pid, state, backend_xid, left(query, 80) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+	$dbh->disconnect;
+}
+
+# ---------------------------------------------------------------------------
+# Connections
+# ---------------------------------------------------------------------------
+sub connect_db
+{
+	my ($self) = @_;
+	my $cs = $self->{node}->connstr($self->{db});
+	my $dbh = DBI->connect("dbi:Pg:$cs", '', '',
+		{ AutoCommit => 1, RaiseError => 0, PrintError => 0, PrintWarn => 0 })
+	  or die "connect: $DBI::errstr";
+	$dbh->do("SET statement_timeout = '60s'");    # a wait we did not foresee fails, not hangs
+	$dbh->do("SET client_min_messages = warning");
+	return $dbh;
+}
+
+sub open_sessions
+{
+	my ($self) = @_;
+	for my $i (0 .. $NSESS - 1)
+	{
+		my $s = $self->{sess}[$i] //= { id => "s$i", idx => $i };
+		$s->{dbh} = $self->connect_db;
+		($s->{pid}) = $s->{dbh}->selectrow_array('SELECT pg_backend_pid()');
+		$self->reset_txn($s);
+	}
+	$self->{m} = $self->connect_db;
+}
+
+sub reset_txn
+{
+	my ($self, $s) = @_;
+	$s->{txn}       = undef;
+	$s->{saved}     = {};
+	$s->{created}   = [];
+	$s->{ukey_saved} = {};
+	$s->{locks}     = {};
+	$s->{enq_lanes} = {};
+	$s->{claimed}   = [];
+	$s->{closed}    = [];
+	$s->{nclaims}   = 0;
+}
+
+# Runs SQL on a handle; returns (rows arrayref, undef) or (undef, sqlstate:msg).
+sub sq
+{
+	my ($self, $dbh, $sql) = @_;
+	my $rows = $dbh->selectall_arrayref($sql);
+	if (!$rows)
+	{
+		my $st = $dbh->state // '';
+		my $e  = $dbh->errstr // 'unknown error';
+		$e =~ s/\n.*//s;
+		return (undef, "$st:$e");
+	}
+	return ($rows, undef);
+}
+
+# SQL that must succeed.
+sub qok
+{
+	my ($self, $dbh, $sql, $who) = @_;
+	my ($rows, $err) = $self->sq($dbh, $sql);
+	$self->bad("unexpected error from [$sql]: $err") if $err;
+	return $rows;
+}
+
+sub msql { my ($self, $sql) = @_; return $self->qok($self->{m}, $sql, "m"); }
+
+# ---------------------------------------------------------------------------
+# Model helpers
+# ---------------------------------------------------------------------------
+sub lane { my ($j) = @_; return "$j->{queue}|$j->{prio}"; }
+
+# Saves a job before an open transaction of $s changes it.
+sub touch
+{
+	my ($self, $s, $j) = @_;
+	return unless $s->{txn};
+	$s->{saved}{ $j->{id} } //= { %$j };
+	$j->{owner} = $s->{idx};
+}
+
+sub set_ukey
+{
+	my ($self, $s, $key, $val) = @_;
+	if ($s && $s->{txn} && !exists $s->{ukey_saved}{$key})
+	{
+		$s->{ukey_saved}{$key} = [ $self->{ukey}{$key} ];
+	}
+	if (defined $val) { $self->{ukey}{$key} = $val; }
+	else { delete $self->{ukey}{$key}; }
+}
+
+# A job reached a final state: its unique key is freed.
+sub finalize
+{
+	my ($self, $s, $j, $state) = @_;
+	# The terminal rows go to the ready row's slot; a cancel of a deferred job
+	# (no ready row) writes to the current one. A prune of that generation
+	# moves them to the history ring, or removes them when
+	# awa.history_retention = 0 (maintenance.md 3.3).
+	$j->{tgen} = ($j->{state} eq 'scheduled' || $j->{state} eq 'retryable') ? $self->{gen} : $j->{gen};
+	$j->{state} = $state;
+	$j->{att}   = undef;
+	if (defined $j->{ukey} && ($self->{ukey}{ $j->{ukey} } // -1) == $j->{id})
+	{
+		$self->set_ukey($s, $j->{ukey}, undef);
+	}
+}
+
+sub key_busy_elsewhere
+{
+	my ($self, $s, $key) = @_;
+	for my $t (@{ $self->{sess} })
+	{
+		next if $t == $s || !$t->{txn};
+		return 1 if exists $t->{ukey_saved}{$key};
+		for my $id (@{ $t->{created} }) { return 1 if ($self->{jobs}{$id}{ukey} // '') eq $key; }
+	}
+	return 0;
+}
+
+sub batch_locked_elsewhere
+{
+	my ($self, $s, $batch) = @_;
+	for my $t (@{ $self->{sess} })
+	{
+		next if defined $s && $t == $s;
+		return 1 if $t->{txn} && $t->{locks}{$batch};
+	}
+	return 0;
+}
+
+sub commit_model
+{
+	my ($self, $s) = @_;
+	for my $id (keys %{ $s->{saved} }) { delete $self->{jobs}{$id}{owner}; }
+	for my $id (@{ $s->{created} }) { delete $self->{jobs}{$id}{owner} if $self->{jobs}{$id}; }
+	push @{ $self->{dead} }, @{ $s->{closed} };
+	$self->reset_txn($s);
+}
+
+sub rollback_model
+{
+	my ($self, $s) = @_;
+	for my $id (@{ $s->{created} }) { delete $self->{jobs}{$id}; }
+	for my $id (keys %{ $s->{saved} })
+	{
+		my $copy = $s->{saved}{$id};
+		delete $copy->{owner};
+		$self->{jobs}{$id} = $copy;
+	}
+	for my $key (keys %{ $s->{ukey_saved} })
+	{
+		my ($v) = @{ $s->{ukey_saved}{$key} };
+		if (defined $v) { $self->{ukey}{$key} = $v; } else { delete $self->{ukey}{$key}; }
+	}
+	push @{ $self->{dead} }, map { { %$_, how => 'rolled_back' } } @{ $s->{claimed} };
+	$self->reset_txn($s);
+}
+
+# Jobs of lane $lane that a claim of another session can take: committed,
+# available, not in anyone's open transaction; in lane order.
+sub claimable
+{
+	my ($self, $lane) = @_;
+	return sort { $a->{seq} <=> $b->{seq} }
+	  grep { $_->{state} eq 'available' && !defined $_->{owner} && lane($_) eq $lane }
+	  values %{ $self->{jobs} };
+}
+
+sub claimable_by_lane
+{
+	my ($self) = @_;
+	my %l;
+	for my $j (values %{ $self->{jobs} })
+	{
+		next unless $j->{state} eq 'available' && !defined $j->{owner};
+		push @{ $l{ lane($j) } }, $j;
+	}
+	@$_ = sort { $a->{seq} <=> $b->{seq} } @$_ for values %l;
+	return \%l;
+}
+
+# An open enqueue of another session in the lane can hide a hole a claim
+# cannot prove dead: the claim may stop before it.
+sub lane_maybe_blocked
+{
+	my ($self, $s, $lane) = @_;
+	for my $t (@{ $self->{sess} })
+	{
+		next if $t == $s;
+		return 1 if $t->{txn} && $t->{enq_lanes}{$lane};
+	}
+	return 0;
+}
+
+sub live_attempts_for
+{
+	my ($self, $s) = @_;
+	my @a;
+	for my $id (sort { $a <=> $b } keys %{ $self->{jobs} })
+	{
+		my $j = $self->{jobs}{$id};
+		next unless $j->{state} eq 'running' && $j->{att};
+		next if defined $j->{owner} && $j->{owner} != $s->{idx};
+		next if $self->batch_locked_elsewhere($s, $j->{att}{batch});
+		push @a, $j;
+	}
+	return @a;
+}
+
+sub pick { my ($l) = @_; return @$l ? $l->[ int(rand(@$l)) ] : undef; }
+
+sub mk_delay_sql
+{
+	my ($self) = @_;
+	return defined $self->{W}
+	  ? "greatest('$self->{W}'::timestamptz + interval '1 ms' - clock_timestamp(), interval '1 ms')"
+	  : "interval '1 ms'";
+}
+
+sub mk_runat_sql
+{
+	my ($self) = @_;
+	return defined $self->{W}
+	  ? "greatest('$self->{W}'::timestamptz + interval '1 ms', clock_timestamp() + interval '150 ms')"
+	  : "clock_timestamp() + interval '150 ms'";
+}
+
+# After a deferral: W = the job's run_at, read in the deferring session.
+sub bump_W
+{
+	my ($self, $dbh, $ids) = @_;
+	my $r = $self->qok($dbh,
+		"SELECT max((awa.get_job(j) ->> 'run_at')::timestamptz)::text FROM unnest(ARRAY[" . join(',', @$ids) . "]::bigint[]) j");
+	my $w = $r->[0][0];
+	$self->bad("deferred job without run_at: @$ids") unless defined $w;
+	if (defined $self->{W})
+	{
+		my $r2 = $self->msql("SELECT '$w'::timestamptz > '$self->{W}'::timestamptz");
+		$self->bad("deferral run_at $w is not after the watermark $self->{W}") unless $r2->[0][0];
+	}
+	$self->{W} = $w;
+}
+
+# ---------------------------------------------------------------------------
+# Ops
+# ---------------------------------------------------------------------------
+sub do_enqueue
+{
+	my ($self, $s, $many) = @_;
+	my $queue = $QUEUES[ int(rand(@QUEUES)) ];
+	my $n     = $many ? 2 + int(rand(7)) : 1;
+	my $maxatt = 1 + int(rand(3));
+	my (@prio, @future, @ukey);
+	for my $k (1 .. $n)
+	{
+		my $r = rand();
+		push @prio, $r < 0.15 ? 1 : $r < 0.75 ? 2 : $r < 0.9 ? 3 : 4;
+		push @future, rand() < 0.15 ? 1 : 0;
+		my $key;
+		if (rand() < 0.15)
+		{
+			$key = 'key' . int(rand(8));
+			undef $key if $self->key_busy_elsewhere($s, $key);
+		}
+		push @ukey, $key;
+	}
+	# Expected: a unique key held (or repeated in the call) -> 23505.
+	my %seen;
+	my $conflict = 0;
+	for my $key (grep { defined } @ukey)
+	{
+		$conflict = 1 if $seen{$key}++ || exists $self->{ukey}{$key};
+	}
+	my $sql;
+	my $runat = $self->mk_runat_sql;
+	if (!$many)
+	{
+		my $opts = defined $ukey[0] ? qq{'{"unique_key": "$ukey[0]"}'} : "'{}'";
+		$sql = "SELECT awa.enqueue('k', '{}', '$queue', $prio[0], "
+		  . ($future[0] ? $runat : 'NULL') . ", $maxatt, $opts)";
+	}
+	else
+	{
+		my $kinds = "ARRAY[" . join(',', map { "'k'" } 1 .. $n) . "]";
+		my $prios = "ARRAY[" . join(',', @prio) . "]";
+		my $ra    = "ARRAY[" . join(',', map { $_ ? 'ra.t' : 'NULL::timestamptz' } @future) . "]";
+		my $opts  = "ARRAY[" . join(',', map { defined $_ ? qq{'{"unique_key": "$_"}'::jsonb} : 'NULL::jsonb' } @ukey) . "]";
+		$sql = "SELECT e FROM (SELECT $runat AS t) ra, awa.enqueue_many($kinds, NULL, '$queue', $prios, $ra, $maxatt, $opts) e";
+	}
+	my ($rows, $err) = $self->sq($s->{dbh}, $sql);
+	$self->logop($s->{id}, ($s->{txn} ? '[txn] ' : '') . "$sql => " . ($err // join(',', map { $_->[0] } @$rows)));
+	if ($conflict)
+	{
+		$self->bad("enqueue with a held unique key succeeded: $sql") unless $err;
+		$self->bad("enqueue with a held unique key: expected 23505, got $err") unless $err =~ /^23505/;
+		if ($s->{txn}) { $s->{dbh}->rollback; $self->logop($s->{id}, 'ROLLBACK (txn aborted by 23505)'); $self->rollback_model($s); }
+		$self->{stats}{unique_conflicts}++;
+		return;
+	}
+	$self->bad("enqueue failed: $err") if $err;
+	my @ids = map { $_->[0] } @$rows;
+	$self->bad("enqueue returned " . scalar(@ids) . " ids, expected $n") unless @ids == $n;
+	# Lane positions: due jobs grouped by priority (priority order), input order within.
+	my @order = sort { $prio[$a] <=> $prio[$b] || $a <=> $b } grep { !$future[$_] } 0 .. $n - 1;
+	my %seq;
+	$seq{$_} = ++$self->{seq} for @order;
+	my $dseq = ++$self->{dseq};
+	my @deferred;
+	for my $k (0 .. $n - 1)
+	{
+		my $j = {
+			id => $ids[$k], queue => $queue, prio => $prio[$k], max => $maxatt,
+			lease => 0, attempt => 0, ukey => $ukey[$k],
+			state => $future[$k] ? 'scheduled' : 'available',
+			seq => $seq{$k}, dseq => $future[$k] ? $dseq : undef, gen => $self->{gen},
+		};
+		$self->bad("job id $ids[$k] returned twice") if $self->{jobs}{ $ids[$k] };
+		$self->{jobs}{ $ids[$k] } = $j;
+		if ($s->{txn})
+		{
+			$j->{owner} = $s->{idx};
+			push @{ $s->{created} }, $ids[$k];
+			$s->{enq_lanes}{ lane($j) } = 1;
+		}
+		$self->set_ukey($s, $ukey[$k], $ids[$k]) if defined $ukey[$k];
+		push @deferred, $ids[$k] if $future[$k];
+	}
+	# enqueue_many reserves positions in every lane it has due jobs for,
+	# even when the transaction later rolls back; a single enqueue too.
+	$self->bump_W($s->{dbh}, \@deferred) if @deferred;
+	$self->{stats}{enqueued} += $n;
+}
+
+sub check_claim
+{
+	my ($self, $s, $queue, $max, $rows, $certain) = @_;
+	my $by = $self->claimable_by_lane;
+	my $label = "claim by $s->{id} of $queue (max $max)";
+	if ($self->{paused}{$queue} && $certain)
+	{
+		$self->bad("$label: the queue is paused but the claim returned jobs") if @$rows;
+		return;
+	}
+	if (!@$rows)
+	{
+		# A transaction begun before the last pause or resume may still see the queue paused.
+		return if $self->{paused}{$queue} || !$certain;
+		for my $p (1 .. 4)
+		{
+			my $lane = "$queue|$p";
+			my $l = $by->{$lane} // [];
+			next unless @$l;
+			next if $self->lane_maybe_blocked($s, $lane);
+			$self->bad("$label returned nothing although lane $lane has "
+				  . scalar(@$l) . " claimable jobs (" . join(',', map { $_->{id} } @$l[0 .. ($#$l < 9 ? $#$l : 9)]) . ")");
+		}
+		return;
+	}
+	my $prio = $rows->[0][6];
+	my $lane = "$queue|$prio";
+	for my $p (1 .. $prio - 1)
+	{
+		my $l = $by->{"$queue|$p"} // [];
+		next unless @$l && !$self->lane_maybe_blocked($s, "$queue|$p");
+		$self->bad("$label served lane $lane although the more urgent lane $queue|$p has claimable jobs ("
+			  . join(',', map { $_->{id} } @$l) . ")");
+	}
+	my $l = $by->{$lane} // [];
+	my @got = map { $_->[0] } @$rows;
+	# A claim takes lanes of one queue-ring generation only (claim_plan.hpp).
+	my @want;
+	for my $j (@$l)
+	{
+		last if @want == $max || $j->{gen} != $l->[0]{gen};
+		push @want, $j->{id};
+	}
+	if (!$self->lane_maybe_blocked($s, $lane))
+	{
+		$self->bad("$label returned [@got]; the model's lane $lane head is [@want]") unless "@got" eq "@want";
+	}
+	else
+	{
+		my @pre = @want[ 0 .. $#got ];
+		$self->bad("$label returned [@got], not a prefix of lane $lane [@want]")
+		  unless @got <= @want && "@got" eq "@pre";
+	}
+}
+
+sub do_claim
+{
+	my ($self, $s, $inwindow) = @_;
+	my $queue = $QUEUES[ int(rand(@QUEUES)) ];
+	my $max   = 1 + int(rand(10));
+	my $sql = "SELECT job_id, run_lease, receipt_id, attempt, queue, kind, priority FROM awa.claim('$queue', $max, interval '1 day')";
+	my ($rows, $err) = $self->sq($s->{dbh}, $sql);
+	$self->logop($s->{id}, ($s->{txn} ? '[txn] ' : '') . ($inwindow ? '[wal paused] ' : '') . "$sql => "
+		  . ($err // ('[' . join(' ', map { "$_->[0]/$_->[1]/$_->[2]" } @$rows) . ']')));
+	$self->bad("claim failed: $err") if $err;
+	# The pause state is certain unless this transaction began before the last pause/resume.
+	my $certain = !$s->{txn} || $s->{begin_op} > ($self->{pause_op}{$queue} // -1);
+	$self->check_claim($s, $queue, $max, $rows, $certain);
+	for my $r (@$rows)
+	{
+		my ($id, $lease, $receipt, $attempt) = @$r;
+		my $j = $self->{jobs}{$id};
+		$self->bad("claim returned job $id, unknown to the model") unless $j;
+		$self->bad("claim handed out job $id, which the model says is $j->{state}" . (defined $j->{owner} ? " (open in s$j->{owner})" : ''))
+		  unless $j->{state} eq 'available' && !defined $j->{owner};
+		$self->bad("job $id: run_lease $lease, expected " . ($j->{lease} + 1)) unless $lease == $j->{lease} + 1;
+		$self->bad("job $id: attempt $attempt, expected " . ($j->{attempt} + 1)) unless $attempt == $j->{attempt} + 1;
+		push @{ $self->{inwindow} }, { %$j } if $inwindow;
+		$self->touch($s, $j);
+		$j->{state} = 'running';
+		$j->{lease} = $lease;
+		$j->{attempt} = $attempt;
+		$j->{att} = { job => $id, lease => $lease, receipt => $receipt, batch => $receipt >> 18 };
+		$j->{last_batch} = $receipt >> 18;
+		push @{ $s->{claimed} }, { %{ $j->{att} } } if $s->{txn};
+	}
+	$s->{nclaims}++ if $s->{txn};
+	$self->{stats}{claimed} += @$rows;
+}
+
+# complete / retry / snooze / fail / heartbeat of a live attempt.
+sub do_end
+{
+	my ($self, $s) = @_;
+	my @live = $self->live_attempts_for($s);
+	return $self->do_claim($s) unless @live;
+	my $j = pick(\@live);
+	my $a = $j->{att};
+	my $r = rand();
+	my $what = $r < 0.55 ? 'complete' : $r < 0.7 ? 'retry' : $r < 0.8 ? 'snooze' : $r < 0.88 ? 'fail' : 'heartbeat';
+	my $triple = "$a->{job}, $a->{lease}, $a->{receipt}";
+	my ($sql, $expect);
+	if ($what eq 'complete') { $sql = "SELECT awa.complete($triple)"; $expect = 1; }
+	elsif ($what eq 'retry')
+	{
+		$sql = "SELECT awa.retry($triple, 'boom', " . $self->mk_delay_sql . ")";
+		$expect = $j->{attempt} < $j->{max} ? 'retryable' : 'failed';
+	}
+	elsif ($what eq 'snooze') { $sql = "SELECT awa.snooze($triple, " . $self->mk_delay_sql . ")"; $expect = 'scheduled'; }
+	elsif ($what eq 'fail') { $sql = "SELECT awa.fail($triple, 'bad')"; $expect = 'failed'; }
+	else { $sql = "SELECT awa.heartbeat($triple, '{\"p\": 1}')"; $expect = 'alive'; }
+	my ($rows, $err) = $self->sq($s->{dbh}, $sql);
+	my $got = $err // $rows->[0][0];
+	$self->logop($s->{id}, ($s->{txn} ? '[txn] ' : '') . "$sql => $got");
+	$self->bad("$sql: expected $expect, got $got") unless defined $got && $got eq $expect;
+	$s->{locks}{ $a->{batch} } = 1 if $s->{txn};
+	$self->{stats}{$what}++;
+	return if $what eq 'heartbeat';
+	$self->touch($s, $j);
+	my $closed = { %$a, how => 'closed' };
+	if ($s->{txn}) { push @{ $s->{closed} }, $closed; } else { push @{ $self->{dead} }, $closed; }
+	if ($expect eq 'retryable' || $expect eq 'scheduled')
+	{
+		$j->{state} = $expect;
+		$j->{att} = undef;
+		$j->{attempt}-- if $expect eq 'scheduled';
+		$j->{dseq} = ++$self->{dseq};
+		$self->bump_W($s->{dbh}, [ $j->{id} ]);
+	}
+	else { $self->finalize($s, $j, $expect eq 1 ? 'completed' : 'failed'); }
+}
+
+# An ending with an attempt that is not live: refused, nothing written.
+sub do_stale
+{
+	my ($self, $s) = @_;
+	my @cand;
+	my $dead = $self->{dead};
+	for my $d (@$dead[ ($#$dead > 49 ? $#$dead - 49 : 0) .. $#$dead ])
+	{
+		next if $self->batch_locked_elsewhere($s, $d->{batch});
+		my $j = $self->{jobs}{ $d->{job} };
+		next if $j && defined $j->{owner} && $j->{owner} != $s->{idx};
+		push @cand, $d;
+	}
+	# A live attempt with a wrong run_lease is stale too.
+	for my $j ($self->live_attempts_for($s))
+	{
+		push @cand, { %{ $j->{att} }, lease => $j->{att}{lease} + 1, how => 'wrong_lease' };
+	}
+	return $self->do_end($s) unless @cand;
+	my $d = pick(\@cand);
+	my $triple = "$d->{job}, $d->{lease}, $d->{receipt}";
+	my $r = rand();
+	my ($sql, @ok);
+	if ($r < 0.4) { $sql = "SELECT awa.complete($triple)"; @ok = ('0'); }
+	elsif ($r < 0.6) { $sql = "SELECT awa.heartbeat($triple)"; @ok = $d->{how} eq 'cancelled' ? ('cancel_requested', 'stale') : ('stale'); }
+	elsif ($r < 0.75) { $sql = "SELECT awa.retry($triple, 'late', interval '0')"; @ok = ('stale'); }
+	elsif ($r < 0.9) { $sql = "SELECT awa.snooze($triple, interval '0')"; @ok = ('stale'); }
+	else { $sql = "SELECT awa.fail($triple, 'late')"; @ok = ('stale'); }
+	my ($rows, $err) = $self->sq($s->{dbh}, $sql);
+	my $got = $err // $rows->[0][0];
+	$self->logop($s->{id}, ($s->{txn} ? '[txn] ' : '') . "$sql ($d->{how} attempt) => $got");
+	$self->bad("$sql on a $d->{how} attempt: expected " . join('|', @ok) . ", got $got")
+	  unless defined $got && grep { $_ eq $got } @ok;
+	$s->{locks}{ $d->{batch} } = 1 if $s->{txn};
+	$self->{stats}{stale}++;
+}
+
+sub do_cancel
+{
+	my ($self) = @_;
+	my @c;
+	for my $id (sort { $a <=> $b } keys %{ $self->{jobs} })
+	{
+		my $j = $self->{jobs}{$id};
+		next if defined $j->{owner};
+		# Cancelling a job whose ready row was claimed (running, or completed
+		# and still in the queue ring) goes through its claim batch's lock,
+		# which a transaction that ended another attempt of that batch holds.
+		next if defined $j->{last_batch} && $self->batch_locked_elsewhere(undef, $j->{last_batch});
+		push @c, $j;
+	}
+	return unless @c;
+	my $j = pick(\@c);
+	my $sql = "SELECT awa.cancel($j->{id})";
+	my $rows = $self->msql($sql);
+	my $got = $rows->[0][0];
+	$self->logop('m', "$sql => $got");
+	my $st = $j->{state};
+	my $expect = $st =~ /^(available|scheduled|retryable)$/ ? 'cancelled' : $st eq 'running' ? 'cancel_requested' : 'already_finished';
+	my $ok = $got eq $expect || ($st eq 'gone' && $got eq 'not_found');
+	$self->bad("$sql: job is $st in the model, expected $expect, got $got") unless $ok;
+	push @{ $self->{dead} }, { %{ $j->{att} }, how => 'cancelled' } if $st eq 'running';
+	$self->finalize(undef, $j, 'cancelled') unless $expect eq 'already_finished';
+	$self->{stats}{cancel}++;
+}
+
+sub do_begin
+{
+	my ($self, $s, $kind) = @_;
+	$s->{dbh}->begin_work;
+	$self->qok($s->{dbh}, 'SELECT 1');
+	$s->{txn} = $kind;
+	$s->{begin_op} = $self->{op};
+	$self->logop($s->{id}, "BEGIN ($kind)");
+}
+
+sub do_end_txn
+{
+	my ($self, $s) = @_;
+	my $r = rand();
+	if ($r < 0.45)
+	{
+		$s->{dbh}->commit or $self->bad("COMMIT failed: " . $s->{dbh}->errstr);
+		$self->logop($s->{id}, 'COMMIT');
+		$self->commit_model($s);
+	}
+	elsif ($r < 0.75 || $s->{txn} ne 'worker')
+	{
+		$s->{dbh}->rollback;
+		$self->logop($s->{id}, 'ROLLBACK');
+		$self->rollback_model($s);
+	}
+	elsif ($r < 0.87)
+	{
+		# Cut short by statement_timeout: the transaction aborts.
+		my ($rows, $err) = $self->sq($s->{dbh}, "SET LOCAL statement_timeout = '30ms'; SELECT pg_sleep(2)");
+		$self->logop($s->{id}, "[txn] SET LOCAL statement_timeout = '30ms'; SELECT pg_sleep(2) => " . ($err // 'ok'));
+		$self->bad("pg_sleep was not cut short by statement_timeout") unless $err && $err =~ /^57014/;
+		$s->{dbh}->rollback;
+		$self->logop($s->{id}, 'ROLLBACK (aborted)');
+		$self->rollback_model($s);
+	}
+	else { $self->terminate($s); }
+}
+
+# pg_terminate_backend of the session's backend from the maintenance
+# connection; the session reconnects. Its open transaction rolls back.
+sub terminate
+{
+	my ($self, $s) = @_;
+	my $r = $self->msql("SELECT pg_terminate_backend($s->{pid}, 10000)");
+	$self->logop('m', "SELECT pg_terminate_backend($s->{pid}, 10000) [$s->{id}" . ($s->{txn} ? ", open $s->{txn} txn" : '') . "] => $r->[0][0]");
+	for (1 .. 200)
+	{
+		my $x = $self->msql("SELECT count(*) FROM pg_stat_activity WHERE pid = $s->{pid}");
+		last if $x->[0][0] == 0;
+		usleep(20_000);
+	}
+	{ local $s->{dbh}{Warn} = 0; $s->{dbh}->disconnect; }
+	$s->{dbh} = $self->connect_db;
+	($s->{pid}) = $s->{dbh}->selectrow_array('SELECT pg_backend_pid()');
+	$self->rollback_model($s) if $s->{txn};
+	$self->reset_txn($s);
+	$self->{stats}{terminate}++;
+}
+
+sub do_pause
+{
+	my ($self) = @_;
+	my $queue = $QUEUES[ int(rand(@QUEUES)) ];
+	my $pause = rand() < 0.5;
+	my $f = $pause ? 'pause_queue' : 'resume_queue';
+	$self->msql("SELECT awa.$f('$queue')");
+	$self->logop('m', "SELECT awa.$f('$queue')");
+	if ($pause) { $self->{paused}{$queue} = 1; } else { delete $self->{paused}{$queue}; }
+	$self->{pause_op}{$queue} = $self->{op};
+}
+
+# Waits until every deferral is due, then runs the promote step (or 'all'):
+# every committed deferred job of an unpaused queue joins its lane, in the
+# order of its deferral.
+sub do_promote
+{
+	my ($self, $task) = @_;
+	if (defined $self->{W})
+	{
+		for (1 .. 100)
+		{
+			my $r = $self->msql("SELECT extract(epoch FROM '$self->{W}'::timestamptz - clock_timestamp())");
+			last if $r->[0][0] < 0;
+			usleep(int(($r->[0][0] + 0.005) * 1e6));
+		}
+	}
+	my $rows = $self->msql("SELECT task, outcome, detail::text FROM awa.run_maintenance('$task')");
+	my ($prom) = grep { $_->[0] eq 'promote' } @$rows;
+	my $gen0 = $self->{gen};
+	$self->logop('m', "SELECT * FROM awa.run_maintenance('$task') => " . join('; ', map { "$_->[0]:$_->[1]" } @$rows)
+		  . ($prom ? " ($prom->[2])" : ''));
+	my @due = sort { $a->{dseq} <=> $b->{dseq} || $a->{prio} <=> $b->{prio} || $a->{id} <=> $b->{id} }
+	  grep { ($_->{state} eq 'scheduled' || $_->{state} eq 'retryable') && !defined $_->{owner} && !$self->{paused}{ $_->{queue} } }
+	  values %{ $self->{jobs} };
+	my $n = 0;
+	if ($prom && $prom->[2] =~ /"jobs": (\d+)/) { $n = $1; }
+	$self->bad("promotion moved $n jobs, the model expected " . scalar(@due) . " (" . join(',', map { $_->{id} } @due) . ")")
+	  unless $n == @due;
+	for my $j (@due) { $j->{state} = 'available'; $j->{seq} = ++$self->{seq}; $j->{gen} = $gen0; delete $j->{last_batch}; }
+	# 'all' prunes after promoting, then rotates.
+	$self->pruned($rows);
+	$self->read_gen;
+	$self->{stats}{promoted} += @due;
+}
+
+# A queue prune reclaimed a generation. With a history retention (the
+# default, 1 hour, longer than any run) its finished jobs move to the history
+# ring in the prune's transaction: get_job and the counts still show them, so
+# the model changes nothing. With awa.history_retention = 0 they vanish
+# (maintenance.md 3.3).
+sub pruned
+{
+	my ($self, $rows) = @_;
+	my ($p) = grep { $_->[0] eq 'prune_queue' && $_->[1] eq 'pruned' } @$rows;
+	return unless $p;
+	my ($g) = $p->[2] =~ /"generation": (\d+)/;
+	$self->bad("prune_queue detail without generation: $p->[2]") unless defined $g;
+	$self->{stats}{pruned}++;
+	if ($self->{keep_history})
+	{
+		$self->logop('oracle', "prune of generation $g ($p->[2]): its finished jobs move to the history ring, the model keeps them");
+		return;
+	}
+	my %n;
+	for my $j (values %{ $self->{jobs} })
+	{
+		next unless $j->{state} =~ /^(completed|failed|cancelled)$/ && !defined $j->{owner} && $j->{tgen} == $g;
+		$n{ $j->{state} }++;
+		$j->{state} = 'gone';
+	}
+	$self->logop('oracle', "prune of generation $g ($p->[2]): the model drops " . join(' ', map { "$_=$n{$_}" } sort keys %n));
+}
+
+# The queue ring's current generation: the one enqueues and promotions write.
+sub read_gen
+{
+	my ($self) = @_;
+	$self->{gen} = $self->msql("SELECT generation FROM awa.storage_status() WHERE ring = 'queue'")->[0][0];
+}
+
+sub do_maint
+{
+	my ($self) = @_;
+	my $r = rand();
+	if ($r < 0.4)
+	{
+		my $rows = $self->msql("SELECT task, outcome FROM awa.run_maintenance('rotate')");
+		$self->logop('m', "SELECT * FROM awa.run_maintenance('rotate') => " . join('; ', map { "$_->[0]:$_->[1]" } @$rows));
+		$self->{stats}{rotated}++ if grep { $_->[0] eq 'rotate_queue' && $_->[1] eq 'rotated' } @$rows;
+		$self->read_gen;
+	}
+	elsif ($r < 0.7)
+	{
+		my $rows = $self->msql("SELECT task, outcome, detail::text FROM awa.run_maintenance('prune')");
+		$self->logop('m', "SELECT * FROM awa.run_maintenance('prune') => " . join('; ', map { "$_->[0]:$_->[1]" } @$rows));
+		$self->pruned($rows);
+	}
+	elsif ($r < 0.85) { $self->do_promote('promote'); }
+	else { $self->do_promote('all'); }
+}
+
+# Immediate shutdown: a synchronous commit flushes the WAL, the WAL writer is
+# stopped, some sessions claim (asynchronous commits, never flushed), then
+# the server stops without a checkpoint and starts again.
+sub do_crash
+{
+	my ($self) = @_;
+	my $node = $self->{node};
+	# A synchronous commit that wrote WAL flushes every earlier commit. (A
+	# transaction that only took an xid, SELECT txid_current(), commits
+	# without a flush: PostgreSQL flushes only when the transaction wrote WAL
+	# before its commit record, so claims committed asynchronously before it
+	# were lost in the restart, outside the in-doubt window.)
+	$self->msql('INSERT INTO stress_flush VALUES (clock_timestamp())');
+	my $ww = $self->msql("SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'")->[0][0];
+	kill('STOP', $ww) if $ww;
+	$self->logop('m', "WAL writer stopped (pid " . ($ww // '?') . ")");
+	$self->{inwindow} = [];
+	my @idle = grep { !$_->{txn} } @{ $self->{sess} };
+	my $k = int(rand(3));
+	for (1 .. $k) { last unless @idle; $self->do_claim(pick(\@idle), 1); }
+	$self->logop('node', "stop('immediate'); start");
+	$node->stop('immediate');
+	kill('CONT', $ww) if $ww;
+	$node->start;
+	$self->{crashes}++;
+	for my $s (@{ $self->{sess} })
+	{
+		{ local $s->{dbh}{Warn} = 0; $s->{dbh}->disconnect; }
+		$self->rollback_model($s) if $s->{txn};
+	}
+	{ local $self->{m}{Warn} = 0; $self->{m}->disconnect; }
+	$self->open_sessions;
+	# Durable: everything that returned before the flush. In doubt: the claims made after it.
+	@{ $self->{dead} } = grep { $_->{how} ne 'rolled_back' } @{ $self->{dead} };
+	for my $prev (@{ $self->{inwindow} })
+	{
+		my $r = $self->msql("SELECT awa.get_job($prev->{id}) ->> 'state', (awa.get_job($prev->{id}) ->> 'run_lease')::bigint");
+		my ($st, $lease) = @{ $r->[0] };
+		my $j = $self->{jobs}{ $prev->{id} };
+		if ($st eq 'available' && $lease == $prev->{lease})
+		{
+			$self->{jobs}{ $prev->{id} } = { %$prev };
+			$self->logop('oracle', "job $prev->{id}: its claim was lost in the crash (available, run_lease $lease)");
+			$self->{stats}{claims_lost}++;
+		}
+		elsif ($st eq 'running' && $lease == $j->{lease})
+		{
+			$self->logop('oracle', "job $prev->{id}: its claim survived the crash");
+			$self->{stats}{claims_kept}++;
+		}
+		else { $self->bad("job $prev->{id} after the crash: $st, run_lease $lease; neither the claim nor its loss"); }
+	}
+	$self->{inwindow} = [];
+	$self->{stats}{crashes}++;
+}
+
+# ---------------------------------------------------------------------------
+# The oracle
+# ---------------------------------------------------------------------------
+sub close_all
+{
+	my ($self) = @_;
+	for my $s (@{ $self->{sess} })
+	{
+		next unless $s->{txn};
+		if (rand() < 0.5) { $s->{dbh}->commit or $self->bad('COMMIT failed'); $self->logop($s->{id}, 'COMMIT (phase end)'); $self->commit_model($s); }
+		else { $s->{dbh}->rollback; $self->logop($s->{id}, 'ROLLBACK (phase end)'); $self->rollback_model($s); }
+	}
+}
+
+sub counts_model
+{
+	my ($self) = @_;
+	my %c;
+	for my $q (@QUEUES) { $c{$q} = { map { $_ => 0 } qw(available scheduled retryable running completed failed cancelled) }; }
+	$c{ $_->{queue} }{ $_->{state} }++ for grep { $_->{state} ne 'gone' } values %{ $self->{jobs} };
+	return \%c;
+}
+
+sub check_all
+{
+	my ($self, $label) = @_;
+	# 1. every job's state, run_lease and attempt.
+	my @ids = sort { $a <=> $b } keys %{ $self->{jobs} };
+	if (@ids)
+	{
+		my $rows = $self->msql("SELECT j, coalesce(g ->> 'state', 'gone'), coalesce((g ->> 'run_lease')::bigint, -1), coalesce((g ->> 'attempt')::int, -1)
+		                       FROM unnest(ARRAY[" . join(',', @ids) . "]::bigint[]) j, awa.get_job(j) g");
+		my %db = map { $_->[0] => $_ } @$rows;
+		for my $id (@ids)
+		{
+			my $j = $self->{jobs}{$id};
+			my $d = $db{$id} or $self->bad("$label: job $id ($j->{state} in the model) is missing");
+			if ($j->{state} eq 'gone' || $d->[1] eq 'gone')
+			{
+				$self->bad("$label: job $id is $d->[1]; the model says $j->{state}") unless $d->[1] eq $j->{state};
+				next;
+			}
+			$self->bad("$label: job $id is $d->[1] (run_lease $d->[2], attempt $d->[3]); the model says $j->{state} (run_lease $j->{lease}, attempt $j->{attempt})")
+			  unless $d->[1] eq $j->{state} && $d->[2] == $j->{lease} && $d->[3] == $j->{attempt};
+		}
+	}
+	# 2. queue_counts = queue_counts_exact = the model.
+	my $mc = $self->counts_model;
+	my @cols = qw(available scheduled retryable running completed failed cancelled);
+	for my $q (@QUEUES)
+	{
+		my $sel = join(',', @cols);
+		my ($fast, $exact);
+		for (1 .. 100)    # the counters may trail a commit by an instant
+		{
+			$fast  = join(' ', @{ $self->msql("SELECT $sel FROM awa.queue_counts('$q')")->[0] });
+			$exact = join(' ', @{ $self->msql("SELECT $sel FROM awa.queue_counts_exact('$q')")->[0] });
+			last if $fast eq $exact;
+			usleep(20_000);
+		}
+		my $want = join(' ', map { $mc->{$q}{$_} } @cols);
+		$self->bad("$label: queue_counts('$q') = [$fast] but queue_counts_exact = [$exact] ($sel)") unless $fast eq $exact;
+		$self->bad("$label: queue_counts_exact('$q') = [$exact], the model has [$want] ($sel)") unless $exact eq $want;
+	}
+	# 3. every available job is claimable, in lane order: claim everything in
+	# one transaction of the maintenance connection, then roll back.
+	my $by = $self->claimable_by_lane;
+	my $m = $self->{m};
+	$m->begin_work;
+	my %got;
+	for my $q (@QUEUES)
+	{
+		next if $self->{paused}{$q};
+		for (1 .. 10000)
+		{
+			my ($rows, $err) = $self->sq($m, "SELECT job_id, priority FROM awa.claim('$q', 1000, interval '1 day')");
+			$self->bad("$label: probe claim failed: $err") if $err;
+			last unless @$rows;
+			push @{ $got{"$q|$_->[1]"} }, $_->[0] for @$rows;
+		}
+	}
+	$m->rollback;
+	for my $lane (sort(keys %$by), sort(keys %got))
+	{
+		my ($q) = split /\|/, $lane;
+		next if $self->{paused}{$q};
+		my $w = join(' ', map { $_->{id} } @{ $by->{$lane} // [] });
+		my $g = join(' ', @{ $got{$lane} // [] });
+		$self->bad("$label: claiming lane $lane returned [$g]; the model's available jobs in lane order are [$w]") unless $w eq $g;
+	}
+	$self->logop('oracle', "$label: " . scalar(@ids) . " jobs, states, counts and claimability agree");
+}
+
+# The end: resume, promote, check, then drain every queue with claims and
+# completions, and check again.
+sub finish
+{
+	my ($self) = @_;
+	$self->close_all;
+	for my $q (@QUEUES) { $self->msql("SELECT awa.resume_queue('$q')"); delete $self->{paused}{$q}; $self->{pause_op}{$q} = $self->{op}; }
+	$self->do_promote('promote');
+	$self->check_all('final');
+	my $s = $self->{sess}[0];
+	# End the attempts still running.
+	for my $j (sort { $a->{id} <=> $b->{id} } grep { $_->{state} eq 'running' } values %{ $self->{jobs} })
+	{
+		my $a = $j->{att};
+		my $ok = $self->qok($s->{dbh}, "SELECT awa.complete($a->{job}, $a->{lease}, $a->{receipt})")->[0][0];
+		$self->logop($s->{id}, "[drain] SELECT awa.complete($a->{job}, $a->{lease}, $a->{receipt}) => $ok");
+		$self->bad("drain: completion of running job $j->{id} refused") unless $ok;
+		$self->finalize(undef, $j, 'completed');
+	}
+	for my $q (@QUEUES)
+	{
+		for (1 .. 100000)
+		{
+			my $before = $self->{stats}{claimed} // 0;
+			my $sql = "SELECT job_id, run_lease, receipt_id, attempt, queue, kind, priority FROM awa.claim('$q', 10, interval '1 day')";
+			my ($rows, $err) = $self->sq($s->{dbh}, $sql);
+			$self->bad("drain claim failed: $err") if $err;
+			$self->logop($s->{id}, "[drain] $sql => [" . join(' ', map { $_->[0] } @$rows) . "]");
+			$self->check_claim($s, $q, 10, $rows, 1);
+			last unless @$rows;
+			for my $r (@$rows)
+			{
+				my $j = $self->{jobs}{ $r->[0] };
+				$j->{state} = 'running'; $j->{lease} = $r->[1]; $j->{attempt} = $r->[3];
+				my $ok = $self->qok($s->{dbh}, "SELECT awa.complete($r->[0], $r->[1], $r->[2])")->[0][0];
+				$self->bad("drain: completion of job $r->[0] refused") unless $ok;
+				$self->finalize(undef, $j, 'completed');
+			}
+		}
+	}
+	$self->check_all('after drain');
+	my @left = grep { $_->{state} !~ /^(completed|failed|cancelled|gone)$/ } values %{ $self->{jobs} };
+	$self->bad("after the drain, jobs are not final: " . join(',', map { "$_->{id}:$_->{state}" } @left)) if @left;
+}
+
+# ---------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------
+sub op_seed
+{
+	my ($self, $i, $salt) = @_;
+	# drand48 seeded with neighbouring integers gives correlated first draws:
+	# hash the op's identity instead.
+	return hex(substr(Digest::MD5::md5_hex("$self->{seed}:$i:" . ($salt // 0)), 0, 8));
+}
+
+sub setup
+{
+	my ($self) = @_;
+	my $node = $self->{node};
+	$node->safe_psql('postgres', "CREATE DATABASE $self->{db}");
+	$node->safe_psql($self->{db}, 'CREATE EXTENSION awa; CREATE TABLE stress_flush (at timestamptz)');
+	$self->open_sessions;
+	$self->read_gen;
+	for my $q (@QUEUES)
+	{
+		$self->msql("SELECT awa.configure_queue('$q', aging_interval => interval '0')");
+		# Create every lane up front (a first enqueue of a lane would make a
+		# concurrent first enqueue wait), and finish those jobs.
+		for my $p (1 .. 4)
+		{
+			my $id = $self->msql("SELECT awa.enqueue('setup', '{}', '$q', $p)")->[0][0];
+			$self->{jobs}{$id} = { id => $id, queue => $q, prio => $p, max => 1, lease => 0, attempt => 0, state => 'available', seq => ++$self->{seq}, gen => $self->{gen} };
+		}
+		for (1 .. 4)
+		{
+			my $r = $self->msql("SELECT job_id, run_lease, receipt_id FROM awa.claim('$q', 10)");
+			for my $c (@$r)
+			{
+				$self->msql("SELECT awa.complete($c->[0], $c->[1], $c->[2])");
+				@{ $self->{jobs}{ $c->[0] } }{qw(state lease attempt)} = ('completed', 1, 1);
+			}
+		}
+	}
+	$self->logop('setup', "database $self->{db}: queues @QUEUES, strict priorities, 12 lanes created");
+}
+
+sub step
+{
+	my ($self, $i) = @_;
+	srand($self->op_seed($i));
+	my $r = rand();
+	my $s = $self->{sess}[ int(rand($NSESS)) ];
+	if ($r < 0.0015) { return ($ENV{STRESS_NO_CRASH} ? undef : $self->do_crash); }
+	if ($r < 0.07) { return $self->do_maint; }
+	if ($r < 0.085) { return $self->do_pause; }
+	if ($r < 0.10) { return $self->do_cancel; }
+	if ($r < 0.11 && !$s->{txn}) { return $self->terminate($s); }
+	my $t = rand();
+	if (!$s->{txn})
+	{
+		if ($t < 0.12) { return $self->do_begin($s, 'worker'); }
+		if ($t < 0.18) { return $self->do_begin($s, 'producer'); }
+		if ($t < 0.38) { return $self->do_enqueue($s, 0); }
+		if ($t < 0.52) { return $self->do_enqueue($s, 1); }
+		if ($t < 0.74) { return $self->do_claim($s); }
+		if ($t < 0.94) { return $self->do_end($s); }
+		return $self->do_stale($s);
+	}
+	if ($s->{txn} eq 'producer')
+	{
+		return $self->do_end_txn($s) if $t < 0.3;
+		return $self->do_enqueue($s, $t < 0.7 ? 0 : 1);
+	}
+	return $self->do_end_txn($s) if $t < 0.2;
+	return $self->do_claim($s) if $t < 0.55 && $s->{nclaims} < 5;
+	return $self->do_stale($s) if $t < 0.6;
+	return $self->do_end($s);
+}
+
+# Runs ops 1..nops (skipping those in skip) with oracle checks every phase,
+# then the final drain. Dies with "MODEL MISMATCH ..." on a failure.
+sub run
+{
+	my ($self) = @_;
+	$self->setup;
+	for my $i (1 .. $self->{nops})
+	{
+		$self->{op} = $i;
+		$self->step($i) unless $self->{skip}{$i};
+		if ($i % $self->{phase} == 0)
+		{
+			srand($self->op_seed($i, 1));
+			$self->close_all;
+			$self->check_all("phase check after op $i");
+		}
+	}
+	$self->{op} = $self->{nops} + 1;
+	srand($self->op_seed($self->{op}, 1));
+	$self->finish;
+}
+
+sub disconnect_all
+{
+	my ($self) = @_;
+	for my $s (@{ $self->{sess} }) { local $s->{dbh}{Warn} = 0; eval { $s->{dbh}->disconnect }; }
+	eval { $self->{m}->disconnect } if $self->{m};
+}
+
+1;
