@@ -44,6 +44,15 @@ ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
 		PublishEnqueueGeneration(ring.queue_generation);
 		for (int i = 0; i < count; i++)
 			lane_seqs[i] = SequenceNext(lane.enqueue_seq);
+		// A sequence created in this transaction and nextval'd in it keeps
+		// the 32 values nextval pre-logs as "logged", and with wal_level =
+		// minimal its creation is not WAL-logged at all: after a crash later
+		// nextvals (which wrote no WAL) are forgotten and lane positions are
+		// handed out twice. setval leaves nothing pre-logged, so the next
+		// nextval, in a later transaction, writes WAL. Only on a lane's first
+		// use (test/t/015_lane_sequence_after_crash.pl).
+		if (count > 0 && LaneCreatedInThisTransaction())
+			SequenceSet(lane.enqueue_seq, lane_seqs[count - 1]);
 		if (epoch % 2 == 0 && RingEpoch() == epoch)
 			return ring;
 		if (ReadRingPositions().queue_generation == ring.queue_generation)

@@ -35,12 +35,6 @@ TransactionId lanes_created_by = InvalidTransactionId;
 
 // True while the current transaction has created a lane: what it sees of the
 // lane registry may still roll back, so neither cache takes it.
-bool
-LaneCreatedInThisTransaction()
-{
-	TransactionId current = GetTopTransactionIdIfAny();
-	return TransactionIdIsValid(current) && current == lanes_created_by;
-}
 
 uint32
 LaneHash(text *queue, int16 priority)
@@ -209,6 +203,13 @@ LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 		memcpy(entry.lanes, lanes, sizeof(Lane) * count);
 	}
 	return count;
+}
+
+bool
+LaneCreatedInThisTransaction()
+{
+	TransactionId current = GetTopTransactionIdIfAny();
+	return TransactionIdIsValid(current) && current == lanes_created_by;
 }
 
 }  // namespace awa::pg

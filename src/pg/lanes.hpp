@@ -19,6 +19,10 @@ constexpr int kMaxLanesPerQueue = 4;
 // so it rolls back with it). Requires SPI. May ereport.
 Lane EnsureLane(text *queue, int16 priority);
 
+// True while the current transaction has created a lane (its sequences are
+// new in this transaction).
+bool LaneCreatedInThisTransaction();
+
 // The queue's lanes by priority; returns how many (0 for an unknown queue).
 // Served from a per-backend cache when it can be; requires SPI otherwise.
 // May ereport.
