@@ -936,6 +936,7 @@ DECLARE
     lane     bigint;
     lease    bigint;
     tries    smallint;
+    batch_slot int;  -- the claim slot holding the claim batch
 BEGIN
     IF p_job_id IS NULL THEN
         RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'null_value_not_allowed',
@@ -998,9 +999,20 @@ BEGIN
         END IF;
         -- The claim batch, where it was written or where a prune carried it
         -- while it was open (docs/maintenance.md §3.5).
-        SELECT array_position(k.job_ids, p_job_id) INTO idx FROM awa.lease_claim_batches k
+        SELECT array_position(k.job_ids, p_job_id), k.claim_slot INTO idx, batch_slot FROM awa.lease_claim_batches k
          WHERE k.batch_id = b.batch_id;
         IF idx IS NULL THEN
+            RETURN 'already_finished';
+        END IF;
+        -- Already ended for good (completed, failed, cancelled, dead-lettered):
+        -- answer without the claim batch's lock, which a transaction working
+        -- on another job of the batch may hold for long. An attempt closed as
+        -- retryable or scheduled moved on (a deferred row, found next round);
+        -- an open one is closed under the lock below.
+        IF EXISTS (SELECT FROM awa.lease_claim_closure_batches x
+                    WHERE x.claim_batch_id = b.batch_id AND x.claim_slot = batch_slot
+                      AND (idx - 1) = ANY (x.claim_indexes)
+                      AND x.outcome IN ('completed', 'failed', 'cancelled', 'dlq')) THEN
             RETURN 'already_finished';
         END IF;
         SELECT * INTO a FROM awa._attempt(p_job_id, r.run_lease + 1, awa._receipt(b.batch_id, idx - 1, b.claim_slot),
