@@ -72,6 +72,10 @@ CREATE TABLE awa.queue_ring_rotations (
 CREATE TABLE awa.claim_ring_rotations (LIKE awa.queue_ring_rotations INCLUDING ALL);
 CREATE TABLE awa.lease_ring_rotations (LIKE awa.queue_ring_rotations INCLUDING ALL);
 CREATE TABLE awa.history_ring_rotations (LIKE awa.queue_ring_rotations INCLUDING ALL);
+-- The queue ring's slots can stay out of the rotation (a slot whose live rows are
+-- too many to copy forward, docs/maintenance.md §3.6): the generation that owns
+-- a slot is the newest one the ledger maps to it, found with this index.
+CREATE INDEX queue_ring_rotations_slot_idx ON awa.queue_ring_rotations (slot, generation);
 
 CREATE TABLE awa.queue_ring_slots (slot smallint PRIMARY KEY);
 CREATE TABLE awa.claim_ring_slots (slot smallint PRIMARY KEY);
@@ -132,6 +136,11 @@ CREATE TABLE awa.ready_segments (
     next_lane_seq    bigint      NOT NULL,
     first_run_at     timestamptz NOT NULL,
     created_at       timestamptz NOT NULL,
+    -- The generation its lanes were enqueued into: ready_generation, unless a
+    -- prune carried them forward (then the oldest origin among them). Lanes
+    -- take origins in lane order, so the claim walk learns where a lane's
+    -- head can be from the origins of lanes at or below its cursor.
+    origin_generation bigint     NOT NULL,
     -- Segments of a lane never overlap, so next_lane_seq is unique per lane;
     -- keyed on it, the claim's routing probe is the primary key.
     PRIMARY KEY (queue, priority, next_lane_seq, ready_slot)
@@ -1452,10 +1461,14 @@ BEGIN
             RETURNING 1
         ), segments AS (
             INSERT INTO awa.%6$I (ready_slot, ready_generation, queue, priority, first_lane_seq, next_lane_seq,
-                                  first_run_at, created_at)
+                                  first_run_at, created_at, origin_generation)
             SELECT $1, $2, queue, priority, min(lane_seq), max(lane_seq) + 1,
-                   (array_agg(run_at ORDER BY lane_seq))[1], min(created_at)
+                   (array_agg(run_at ORDER BY lane_seq))[1], min(created_at), min(origin)
               FROM (SELECT m.queue, m.priority, m.lane_seq, m.run_at, m.created_at,
+                           (SELECT g.origin_generation FROM awa.%1$I g
+                             WHERE g.queue = m.queue AND g.priority = m.priority
+                               AND g.next_lane_seq > m.lane_seq AND g.first_lane_seq <= m.lane_seq
+                             ORDER BY g.next_lane_seq LIMIT 1) AS origin,
                            m.lane_seq - row_number() OVER (PARTITION BY m.queue, m.priority ORDER BY m.lane_seq) AS run
                       FROM moving m) x
              GROUP BY queue, priority, run
@@ -1592,6 +1605,79 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$ SELECT pg_try_advisory_xact_lock(4708303813097377351) $$;
 
+-- Available rows of a queue slot, estimated from its small tables: lanes its
+-- segments cover, less the lanes its claims handed out and its tombstones.
+CREATE FUNCTION awa._slot_live_rows(slot int)
+RETURNS bigint
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    EXECUTE format('SELECT coalesce((SELECT sum(next_lane_seq - first_lane_seq) FROM awa.%I), 0)
+                         - coalesce((SELECT sum(claimed_count) FROM awa.%I), 0)
+                         - (SELECT count(*) FROM awa.%I)',
+                   'ready_segments_' || slot, 'ready_claim_attempt_batches_' || slot, 'ready_tombstones_' || slot)
+       INTO n;
+    RETURN n;
+END
+$$;
+
+-- The queue prune's target: the generation owning the slot the next rotation
+-- enters. A sealed slot whose available rows exceed awa.carry_max_rows stays
+-- out of the rotation instead (kept, while fewer than half the slots are),
+-- and the next slot is looked at: copying a big backlog forward every ring
+-- wrap would cost more than the slot frees (docs/maintenance.md §3.6).
+-- generation NULL: the slot the next rotation enters was never used (the
+-- ring has not filled); a target whose slot has no block is already pruned.
+CREATE FUNCTION awa._queue_prune_target(OUT generation bigint, OUT slot int, OUT kept int[])
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    pos record;
+    s int;
+    owner bigint;
+    limit_rows bigint := current_setting('awa.carry_max_rows')::bigint;
+BEGIN
+    pos := awa._ring_position('queue');
+    kept := '{}';
+    FOR k IN 1 .. pos.slot_count - 1 LOOP
+        s := awa._slot_of(pos.generation + k, pos.slot_count);
+        SELECT max(r.generation) INTO owner FROM awa.queue_ring_rotations r WHERE r.slot = s;
+        IF owner IS NULL OR awa._slot_has_no_blocks('queue', s) THEN
+            generation := owner;
+            slot := s;
+            RETURN;
+        END IF;
+        IF cardinality(kept) < pos.slot_count / 2 - 1 AND awa._slot_live_rows(s) > limit_rows THEN
+            kept := kept || s;
+            CONTINUE;
+        END IF;
+        generation := owner;
+        slot := s;
+        RETURN;
+    END LOOP;
+END
+$$;
+
+-- The generations that own a queue slot (newest per slot), oldest first: the
+-- queue ring's live generations.
+CREATE FUNCTION awa._queue_live_generations()
+RETURNS bigint[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT array_agg(g ORDER BY g)
+  FROM awa.queue_ring_slots s,
+       LATERAL (SELECT max(r.generation) AS g FROM awa.queue_ring_rotations r WHERE r.slot = s.slot) x
+ WHERE g IS NOT NULL
+$$;
+
 -- Rotation: appends (generation + 1, next slot) to the ring's ledger with
 -- ON CONFLICT DO NOTHING (a compare-and-swap; no row is ever updated), only
 -- when the incoming slot is empty (else the ring is full: prune is behind)
@@ -1604,6 +1690,8 @@ AS $$
 DECLARE
     pos record;
     next_slot int;
+    step int;
+    kept int[] := '{}';
     family text;
     busy boolean := false;
     n bigint;
@@ -1614,14 +1702,26 @@ BEGIN
         RETURN;
     END IF;
     pos := awa._ring_position(ring);
-    next_slot := awa._slot_of(pos.generation + 1, pos.slot_count);
     detail := jsonb_build_object('generation', pos.generation, 'slot', pos.slot);
-    IF NOT awa._slot_is_empty(ring, next_slot) THEN
-        outcome := 'skipped_busy';
-        detail := detail || jsonb_build_object('reason', 'the incoming slot is not empty: prune is behind',
-                                               'incoming_slot', next_slot);
-        RETURN;
+    -- The next generation enters the next slot; in the queue ring, past the
+    -- slots kept out of the rotation for their many live rows (their
+    -- generation numbers are skipped, so a generation's slot stays
+    -- generation % slot_count; docs/maintenance.md §3.6).
+    IF ring = 'queue' THEN
+        SELECT t.kept INTO kept FROM awa._queue_prune_target() t;
     END IF;
+    step := 1;
+    LOOP
+        next_slot := awa._slot_of(pos.generation + step, pos.slot_count);
+        EXIT WHEN awa._slot_is_empty(ring, next_slot);
+        IF NOT next_slot = ANY (kept) OR step = pos.slot_count - 1 THEN
+            outcome := 'skipped_busy';
+            detail := detail || jsonb_build_object('reason', 'the incoming slot is not empty: prune is behind',
+                                                   'incoming_slot', awa._slot_of(pos.generation + 1, pos.slot_count));
+            RETURN;
+        END IF;
+        step := step + 1;
+    END LOOP;
     -- The ring's partitioned parents: slot 0's children without their suffix.
     FOREACH family IN ARRAY (SELECT array_agg(regexp_replace(c, '_0$', '')) FROM unnest(awa._slot_children(ring, 0)) c) LOOP
         EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', family) INTO busy;
@@ -1634,7 +1734,7 @@ BEGIN
     PERFORM awa._rotation_begin();
     EXECUTE format('INSERT INTO awa.%I (generation, slot, rotated_at) VALUES ($1, $2, clock_timestamp())
                     ON CONFLICT (generation) DO NOTHING', ring || '_ring_rotations')
-      USING pos.generation + 1, next_slot;
+      USING pos.generation + step, next_slot;
     GET DIAGNOSTICS n = ROW_COUNT;
     IF n = 0 THEN
         outcome := 'skipped_busy';
@@ -1642,7 +1742,7 @@ BEGIN
         RETURN;
     END IF;
     outcome := 'rotated';
-    detail := jsonb_build_object('generation', pos.generation + 1, 'slot', next_slot);
+    detail := jsonb_build_object('generation', pos.generation + step, 'slot', next_slot);
 END
 $$;
 
@@ -1657,6 +1757,7 @@ DECLARE
     pos record;
     target bigint;
     target_slot int;
+    kept int[] := '{}';
     blocker text;
 BEGIN
     IF NOT awa._try_ring_lock() THEN
@@ -1667,15 +1768,23 @@ BEGIN
     pos := awa._ring_position(ring);
     -- The target is the generation whose slot the next rotation enters, so
     -- every slot keeps its rows for slot_count - 1 rotations, from the
-    -- ring's first use on.
-    target := awa._prune_target(pos.generation, pos.slot_count);
-    IF target < 0 THEN
+    -- ring's first use on; in the queue ring, past the slots kept out of the
+    -- rotation for their many live rows (docs/maintenance.md §3.6).
+    IF ring = 'queue' THEN
+        SELECT t.generation, t.slot, t.kept INTO target, target_slot, kept FROM awa._queue_prune_target() t;
+    ELSE
+        target := awa._prune_target(pos.generation, pos.slot_count);
+        target_slot := CASE WHEN target >= 0 THEN awa._slot_of(target, pos.slot_count) END;
+    END IF;
+    IF target IS NULL OR target < 0 THEN
         outcome := 'skipped_idle';
         detail := jsonb_build_object('reason', 'the ring has not filled yet', 'generation', pos.generation);
         RETURN;
     END IF;
-    target_slot := awa._slot_of(target, pos.slot_count);
     detail := jsonb_build_object('slot', target_slot, 'generation', target);
+    IF cardinality(kept) > 0 THEN
+        detail := detail || jsonb_build_object('kept_slots', to_jsonb(kept));
+    END IF;
     IF awa._slot_has_no_blocks(ring, target_slot) THEN
         outcome := 'already_pruned';
         RETURN;
@@ -2070,7 +2179,8 @@ BEGIN
         slot_count := pos.slot_count;
         current_slot := pos.slot;
         generation := pos.generation;
-        oldest_live_generation := awa._oldest_live_generation(pos.generation, pos.slot_count);
+        oldest_live_generation := CASE WHEN ring = 'queue' THEN (awa._queue_live_generations())[1]
+                                       ELSE awa._oldest_live_generation(pos.generation, pos.slot_count) END;
         oldest_live_slot := awa._slot_of(oldest_live_generation, pos.slot_count);
         EXECUTE format('SELECT max(rotated_at) FROM awa.%I', ring || '_ring_rotations') INTO last_rotated_at;
         SELECT m.last_outcome, m.last_run_at INTO last_rotate, last_rotate_at

@@ -73,14 +73,14 @@ SELECT pg_temp.counts_exact() AS counts_exact;
 -- ---------------------------------------------------------------------------
 CREATE TEMP TABLE outcomes (round int, task text, outcome text, carried jsonb);
 -- Each round commits: an enqueue may not follow a rotation in one transaction.
-CREATE PROCEDURE pg_temp.rounds(n int) LANGUAGE plpgsql AS $$
+CREATE PROCEDURE pg_temp.rounds(n int, heartbeat boolean DEFAULT true) LANGUAGE plpgsql AS $$
 DECLARE
     r record;
 BEGIN
     FOR round IN 1 .. n LOOP
         PERFORM awa.enqueue_many(ARRAY['c.busy', 'c.busy', 'c.busy'], NULL, 'c_busy');
         PERFORM awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('c_busy', 3) c;
-        IF (SELECT awa.heartbeat(job_id, run_lease, receipt_id) FROM long_attempt) <> 'alive' THEN
+        IF heartbeat AND (SELECT awa.heartbeat(job_id, run_lease, receipt_id) FROM long_attempt) <> 'alive' THEN
             RAISE EXCEPTION 'round %: the long attempt''s heartbeat was refused', round;
         END IF;
         COMMIT;
@@ -158,6 +158,85 @@ SELECT priority, string_agg((args ->> 'i'), ',' ORDER BY ord) AS order_in_lane
   FROM (SELECT c.*, row_number() OVER () AS ord FROM awa.claim('c_paused', 100) c) x GROUP BY priority;
 SELECT count(*) AS nothing_left FROM awa.claim('c_paused', 100);
 SELECT pg_temp.counts_exact() AS counts_exact;
+
+-- ---------------------------------------------------------------------------
+-- A big backlog stays where it is (docs/maintenance.md §3.6): a slot whose
+-- available rows exceed awa.carry_max_rows (set to 20 here) stays out of the
+-- rotation, the ring rotates past it (skipping its generation numbers) and
+-- keeps pruning the other slots; at most half the slots stay out. Once the
+-- backlog is claimed the slot is pruned at its turn and rotates again.
+-- ---------------------------------------------------------------------------
+SET awa.carry_max_rows = 20;
+SELECT awa.pause_queue('k_big');
+SELECT count(*) AS big_backlog FROM awa.enqueue_many(ARRAY(SELECT 'k.big' FROM generate_series(1, 50)),
+       ARRAY(SELECT jsonb_build_object('i', i) FROM generate_series(1, 50) i), 'k_big');
+SELECT ready_generation AS big_generation, ready_slot AS big_slot FROM awa.ready_entries WHERE queue = 'k_big' LIMIT 1 \gset
+TRUNCATE outcomes;
+CALL pg_temp.rounds(20, false);
+SELECT task, outcome, count(*) AS rounds FROM outcomes
+ WHERE task IN ('rotate_queue', 'prune_queue') GROUP BY task, outcome ORDER BY task, outcome;
+-- The big slot was kept each time its turn came, never carried.
+SELECT count(*) AS big_rows, count(*) FILTER (WHERE e.ready_generation = :big_generation) AS in_place
+  FROM awa.ready_entries e WHERE e.queue = 'k_big';
+SELECT (SELECT max(generation) FROM awa.queue_ring_rotations WHERE slot = :big_slot) = :big_generation AS big_slot_still_owned,
+       (SELECT count(*) FROM awa.queue_ring_rotations WHERE generation > :big_generation AND slot = :big_slot) AS big_slot_reused;
+-- Generation numbers of the big slot were skipped; the live generations are
+-- the kept one plus the rotating ones.
+SELECT (awa._queue_live_generations())[1] = :big_generation AS oldest_live_is_big,
+       cardinality(awa._queue_live_generations()) AS live_generations;
+SELECT oldest_live_generation = :big_generation AS status_oldest_live FROM awa.storage_status() WHERE ring = 'queue';
+SELECT pg_temp.counts_exact() AS counts_exact;
+-- The backlog comes out whole, in order, from the kept generation.
+SELECT awa.resume_queue('k_big');
+SELECT string_agg(args ->> 'i', ',' ORDER BY ord) = (SELECT string_agg(i::text, ',') FROM generate_series(1, 50) i)
+       AS fifo
+  FROM (SELECT c.*, row_number() OVER () AS ord FROM awa.claim('k_big', 100) c) x;
+SELECT count(*) AS nothing_left FROM awa.claim('k_big', 100);
+-- Its rows claimed, the kept slot is pruned at its turn and reused.
+CALL pg_temp.rounds(20, false);
+SELECT (SELECT count(*) FROM awa.queue_ring_rotations WHERE generation > :big_generation AND slot = :big_slot) > 0
+       AS big_slot_reused,
+       (awa._queue_live_generations())[1] > :big_generation AS kept_generation_gone;
+SELECT pg_temp.counts_exact() AS counts_exact;
+
+-- At most half the slots stay out: with every sealed slot over the limit
+-- (awa.carry_max_rows = 0), 7 of 16 are kept and the rest are carried.
+SET awa.carry_max_rows = 0;
+SELECT awa.pause_queue('k_all');
+CREATE PROCEDURE pg_temp.fill(n int) LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. n LOOP
+        PERFORM awa.enqueue('k.all', jsonb_build_object('i', i), 'k_all');
+        COMMIT;
+        PERFORM * FROM awa.run_maintenance('rotate_queue');
+        PERFORM * FROM awa.run_maintenance('prune_queue');
+        COMMIT;
+    END LOOP;
+END
+$$;
+CALL pg_temp.fill(40);
+SELECT cardinality(t.kept) AS kept_slots FROM awa._queue_prune_target() t;
+SELECT count(*) AS k_all_rows, count(DISTINCT job_id) AS distinct_jobs FROM awa.ready_entries WHERE queue = 'k_all';
+SELECT awa.resume_queue('k_all');
+-- A claim takes jobs from one generation: claim until nothing comes back.
+CREATE FUNCTION pg_temp.drain(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    ids bigint[] := '{}';
+    got bigint[];
+BEGIN
+    FOR i IN 1 .. 100 LOOP
+        SELECT coalesce(array_agg(c.job_id), '{}') INTO got FROM awa.claim(q, 100) c;
+        EXIT WHEN cardinality(got) = 0;
+        ids := ids || got;
+    END LOOP;
+    RETURN format('claimed=%s distinct=%s in_order=%s', cardinality(ids),
+                  (SELECT count(DISTINCT x) FROM unnest(ids) x),
+                  ids = (SELECT array_agg(x ORDER BY x) FROM unnest(ids) x));
+END
+$$;
+SELECT pg_temp.drain('k_all') AS k_all;
+SELECT pg_temp.counts_exact() AS counts_exact;
+RESET awa.carry_max_rows;
 
 \c :home_db
 SET client_min_messages = warning;

@@ -111,14 +111,14 @@ PlanWalk(const ClaimPlanInput &input)
 	return plan;
 }
 
-// Highest generation of a committed lane <= lane, or -1.
+// Highest origin generation of a committed lane <= lane, or -1.
 int64_t
 GenerationFloor(const std::vector<CommittedRange> &committed, int64_t lane)
 {
 	int64_t floor = -1;
 	for (const CommittedRange &c : committed)
 		if (c.first <= lane)
-			floor = std::max(floor, c.generation);
+			floor = std::max(floor, c.origin >= 0 ? c.origin : c.generation);
 	return floor;
 }
 

@@ -32,7 +32,8 @@ struct LaneRange {
 struct CommittedRange {
 	int64_t first;
 	int64_t next;
-	int64_t generation;
+	int64_t generation;  // where the lanes are now
+	int64_t origin = -1; // where they were enqueued (generation if -1); a prune carries lanes forward
 };
 
 struct ClaimPlanInput {
@@ -59,10 +60,14 @@ struct ClaimPlan {
 	LaneRange gap{0, 0};            // valid when stop == kGap
 	int64_t position = 0;           // first lane the walk did not account for
 	// A floor for the generation of every lane > new_cursor: the highest
-	// generation of a visible committed lane <= new_cursor (lanes take
-	// generations in lane order), -1 when no such lane is visible. A claimer
-	// may start its next walk of the lane there; nothing else is a floor (a
-	// claim in flight above the cursor may still roll back).
+	// origin generation of a visible committed lane <= new_cursor, -1 when no
+	// such lane is visible. Lanes take origins in lane order when enqueued (an
+	// enqueue in flight too), and a prune only ever moves a lane to a later
+	// generation, so every lane above is in that origin or a later
+	// generation; the lane's current generation would not do (a carried lane
+	// sits in a newer generation than the lanes after it). A claimer may start
+	// its next walk of the lane there; nothing else is a floor (a claim in
+	// flight above the cursor may still roll back).
 	int64_t head_generation_floor = -1;
 };
 

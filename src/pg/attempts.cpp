@@ -125,10 +125,12 @@ ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot
 // child so that no prune can carry it away before this transaction ends. The
 // claim names the slot and generation the row had when it was claimed; a
 // queue prune that found the attempt still open carried the row forward into
-// a later generation (same queue, priority, lane_seq and job). A generation
-// newer than the prune target cannot be pruned while the lock is held, so the
-// common case costs the lock and a cached ring read. False when the row is
-// nowhere (the attempt cannot be open then).
+// a later generation (same queue, priority, lane_seq and job). The current
+// generation is never a prune target; any other may be (a kept slot's
+// generation is older than the last slot_count), so the row is looked for in
+// its slot (one primary-key probe) and, if it was carried, by `job_id` in
+// every slot, and the search repeats under the new slot's lock. False when
+// the row is nowhere (the attempt cannot be open then).
 bool
 LocateReadyRow(Datum queue, int16 priority, int64 lane_seq, int64 job_id, int64 row_run_lease, int16 *ready_slot,
                int64 *ready_generation)
@@ -137,7 +139,7 @@ LocateReadyRow(Datum queue, int16 priority, int64 lane_seq, int64 job_id, int64 
 		LockRelationOid(RingChildOid(RingTable::kReadyEntries, *ready_slot), AccessShareLock);
 		int64 epoch;
 		RingPositions ring = CurrentRings(&epoch);
-		if (*ready_generation > ring.queue_generation - (ring.queue_slot_count - 1))
+		if (*ready_generation == ring.queue_generation)
 			return true;
 		Datum at[4] = {queue, Int16GetDatum(priority), Int64GetDatum(lane_seq), Int64GetDatum(*ready_generation)};
 		ExecuteLatest(Stmt::kReadyRowAt, *ready_slot, at, NULL, 1);

@@ -20,7 +20,8 @@ PlanClaimBridge(int64_t cursor, const BridgeCommitted *committed, int committed_
 		input.max_jobs = max_jobs;
 		input.committed.reserve(committed_count);
 		for (int i = 0; i < committed_count; i++)
-			input.committed.push_back({committed[i].first, committed[i].next, committed[i].generation});
+			input.committed.push_back(
+			    {committed[i].first, committed[i].next, committed[i].generation, committed[i].origin});
 		input.spent.reserve(spent_count);
 		for (int i = 0; i < spent_count; i++)
 			input.spent.push_back({spent[i].first, spent[i].next});

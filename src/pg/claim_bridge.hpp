@@ -18,7 +18,8 @@ struct BridgeRange {
 struct BridgeCommitted {
 	int64_t first;
 	int64_t next;
-	int64_t generation;
+	int64_t generation;  // where the lanes are now
+	int64_t origin;      // where they were enqueued (claim_plan.hpp)
 };
 
 enum BridgeStop { kStopFull = 0, kStopGap = 1, kStopGeneration = 2, kStopEnd = 3 };

@@ -66,10 +66,10 @@ Append(T **items, int *count, int *capacity, T item)
 }
 
 void
-AddCommitted(LaneView *view, int64 first, int64 next, int64 generation)
+AddCommitted(LaneView *view, int64 first, int64 next, int64 generation, int64 origin)
 {
 	Append(&view->committed, &view->committed_count, &view->committed_capacity,
-	       BridgeCommitted{first, next, generation});
+	       BridgeCommitted{first, next, generation, origin});
 }
 
 void
@@ -96,7 +96,8 @@ LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
 		bool isnull;
 		int64 first = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
 		int64 next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
-		AddCommitted(view, first, next, page->generation);
+		int64 origin = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 3, &isnull));
+		AddCommitted(view, first, next, page->generation, origin);
 		page->after = next;
 	}
 	page->full = static_cast<int64>(SPI_processed) == q.page;
@@ -223,15 +224,15 @@ UnreadPageAt(LaneView *view, int64 position)
 	return NULL;
 }
 
-// The newest queue-ring generation now (every rotation committed before this
-// call is seen: the per-backend cache is keyed by the ring epoch, which a
-// rotation moves before its ledger append and again after its commit). A hole
-// is declared dead only after every generation up to this one was looked at.
-int64
-NewestQueueGeneration()
+// The queue ring now (every rotation committed before this call is seen: the
+// per-backend cache is keyed by the ring epoch, which a rotation moves before
+// its ledger append and again after its commit). A hole is declared dead only
+// after every live generation up to its newest was looked at.
+RingPositions
+RingNow()
 {
 	int64 epoch;
-	return CurrentRings(&epoch).queue_generation;
+	return CurrentRings(&epoch);
 }
 
 }  // namespace
@@ -255,9 +256,16 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	// time (a cursor lagging behind many in-flight single-job claims).
 	q.page = 2 * static_cast<int64>(max_jobs) + 32;
 
-	int64 newest = ring.queue_generation;
-	int64 oldest = core::OldestLiveGeneration(newest, ring.queue_slot_count);
+	// The live generations the walk goes through, oldest first: usually the
+	// last slot_count, plus any slot kept out of the rotation.
+	RingPositions live = ring;
+	int64 newest = live.queue_generation;
+	int64 oldest = OldestQueueGeneration(live);
 	int64 start = Min(HeadGenerationFloor(lane.claim_seq, q.cursor, oldest), newest);
+	// The floor may name a generation number that owns no slot (skipped past
+	// a kept slot): start at the first live one from there.
+	if (NextQueueGeneration(live, start - 1) >= 0)
+		start = NextQueueGeneration(live, start - 1);
 
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
@@ -304,8 +312,11 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		// row forward into the newest generation.
 		bool looking = plan.stop == kStopGap || (plan.stop == kStopEnd && plan.claimed == 0);
 		if (looking && view.last_generation < newest) {
-			LoadGeneration(&view, q, view.last_generation + 1);
-			continue;
+			int64 next = NextQueueGeneration(live, view.last_generation);
+			if (next >= 0) {
+				LoadGeneration(&view, q, next);
+				continue;
+			}
 		}
 		if (plan.stop != kStopGap)
 			break;
@@ -317,7 +328,8 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 			if (!LockLaneReservations(lane.enqueue_seq, gap_timeout_ms))
 				break;
 			proof_horizon = SequenceValue(lane.enqueue_seq);
-			newest = NewestQueueGeneration();
+			live = RingNow();
+			newest = live.queue_generation;
 			newest_checked_at = -1;
 			ResetView(&view, start);
 			LoadGeneration(&view, q, start);
@@ -330,9 +342,10 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		// pruned slot afterwards and holds it now, so no later carry can):
 		// read the ledger once more before deciding.
 		if (newest_checked_at != view.last_generation) {
-			newest = NewestQueueGeneration();
+			live = RingNow();
+			newest = live.queue_generation;
 			newest_checked_at = view.last_generation;
-			if (view.last_generation < newest)
+			if (NextQueueGeneration(live, view.last_generation) >= 0)
 				continue;
 		}
 		// Still empty although every reservation up to the horizon had ended
@@ -362,8 +375,10 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	q.cursor = SequenceValue(lane.claim_seq);
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
-	int64 oldest = core::OldestLiveGeneration(ring.queue_generation, ring.queue_slot_count);
+	int64 oldest = OldestQueueGeneration(ring);
 	int64 start = Min(HeadGenerationFloor(lane.claim_seq, q.cursor, oldest), ring.queue_generation);
+	if (NextQueueGeneration(ring, start - 1) >= 0)
+		start = NextQueueGeneration(ring, start - 1);
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
 	// Walk over the spent prefix (claimed, own or tombstoned lanes).
@@ -387,7 +402,7 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	bool found = false;
 	int64 best_next = PG_INT64_MAX;
 	TimestampTz best = fallback;
-	for (int64 generation = start; generation <= ring.queue_generation; generation++) {
+	for (int64 generation = start; generation >= 0; generation = NextQueueGeneration(ring, generation)) {
 		Datum values[4] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(position),
 		                   Int64GetDatum(generation)};
 		ExecuteLatest(Stmt::kHeadRunAt, core::SlotOf(generation, ring.queue_slot_count), values, NULL, 1);

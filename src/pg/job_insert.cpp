@@ -188,12 +188,13 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		ready_nulls[14] = ready_nulls[15] = row.unique_key == NULL;
 		ready_nulls[16] = row.payload == NULL;
 		InsertRingRow(RingTable::kReadyEntries, ring.queue_slot, ready, ready_nulls, 17);
-		Datum segment[8] = {Int16GetDatum(ring.queue_slot), Int64GetDatum(ring.queue_generation),
-		                    PointerGetDatum(row.queue),     Int16GetDatum(row.priority),
-		                    Int64GetDatum(lane_seqs[0]),    Int64GetDatum(lane_seqs[0] + 1),
-		                    TimestampTzGetDatum(row.run_at), TimestampTzGetDatum(now)};
-		bool segment_nulls[8] = {false};
-		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 8);
+		Datum segment[9] = {Int16GetDatum(ring.queue_slot),  Int64GetDatum(ring.queue_generation),
+		                    PointerGetDatum(row.queue),      Int16GetDatum(row.priority),
+		                    Int64GetDatum(lane_seqs[0]),     Int64GetDatum(lane_seqs[0] + 1),
+		                    TimestampTzGetDatum(row.run_at), TimestampTzGetDatum(now),
+		                    Int64GetDatum(ring.queue_generation)};
+		bool segment_nulls[9] = {false};
+		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 9);
 		return;
 	}
 	Columns c = AllocColumns(n);

@@ -33,6 +33,7 @@ int awa_rescue_interval_ms = 5000;
 static int awa_rescue_batch_size = 500;
 static int awa_dlq_retention_s = 30 * 24 * 3600;
 static int awa_history_retention_s = 3600;
+static int awa_carry_max_rows = 10000;
 int awa_cleanup_interval_s = 60;
 static int awa_cleanup_batch_size = 1000;
 int awa_launcher_naptime_s = 60;
@@ -96,6 +97,12 @@ DefineMaintenanceVariables()
 	                        "queue-ring slot is reclaimed.",
 	                        &awa_history_retention_s, 3600, 0, 30 * 24 * 3600, PGC_SUSET, GUC_UNIT_S, NULL, NULL,
 	                        NULL);
+	DefineCustomIntVariable("awa.carry_max_rows",
+	                        "Available rows above which a queue slot stays out of the ring's rotation instead of "
+	                        "being copied forward by its prune.",
+	                        "At most half the slots stay out; a kept slot is copied forward once its live rows "
+	                        "fall to this (docs/maintenance.md, section 3.6).",
+	                        &awa_carry_max_rows, 10000, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.cleanup_interval", "How often DLQ retention runs.", NULL, &awa_cleanup_interval_s,
 	                        60, 1, 24 * 3600, PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.cleanup_batch_size", "Dead letters deleted per retention tick at most.", NULL,

@@ -100,7 +100,33 @@ ReadRingPositions()
 	ring.claim_generation = DatumGetInt64(SPI_getbinval(tuple, desc, 4, &isnull));
 	ring.claim_slot = DatumGetInt16(SPI_getbinval(tuple, desc, 5, &isnull));
 	ring.claim_slot_count = DatumGetInt32(SPI_getbinval(tuple, desc, 6, &isnull));
+	Datum *live;
+	bool *live_nulls;
+	int live_count;
+	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 7, &isnull)), INT8OID, 8, true, TYPALIGN_DOUBLE,
+	                  &live, &live_nulls, &live_count);
+	if (live_count < 1 || live_count > kMaxRingSlots)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED), errmsg("awa: the queue ring has %d live generations", live_count),
+		                errhint("The extension's ring tables were modified by hand; recreate the extension.")));
+	ring.queue_live_count = live_count;
+	for (int i = 0; i < live_count; i++)
+		ring.queue_live[i] = DatumGetInt64(live[i]);
 	return ring;
+}
+
+int64
+OldestQueueGeneration(const RingPositions &ring)
+{
+	return ring.queue_live[0];
+}
+
+int64
+NextQueueGeneration(const RingPositions &ring, int64 generation)
+{
+	for (int i = 0; i < ring.queue_live_count; i++)
+		if (ring.queue_live[i] > generation)
+			return ring.queue_live[i];
+	return -1;
 }
 
 RingPositions

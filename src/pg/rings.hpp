@@ -12,10 +12,18 @@
 
 namespace awa::pg {
 
+constexpr int kMaxRingSlots = 64;
+
 struct RingPositions {
 	int64 queue_generation;
 	int queue_slot;
 	int queue_slot_count;
+	// The queue generations that own a slot, oldest first (the newest is
+	// queue_generation). Usually the last slot_count generations; a slot kept
+	// out of the rotation (docs/maintenance.md §3.6) keeps an older one, and
+	// generation numbers skipped past a kept slot own nothing.
+	int queue_live_count;
+	int64 queue_live[kMaxRingSlots];
 	int64 claim_generation;
 	int claim_slot;
 	int claim_slot_count;
@@ -28,6 +36,12 @@ int64 RingEpoch();
 // (so a caller can bracket an action between it and a later RingEpoch()).
 // Requires SPI. May ereport.
 RingPositions CurrentRings(int64 *epoch);
+
+// The oldest live queue generation.
+int64 OldestQueueGeneration(const RingPositions &ring);
+
+// The first live queue generation after `generation` (-1: none).
+int64 NextQueueGeneration(const RingPositions &ring, int64 generation);
 
 // Reads both ledgers now, bypassing the cache. Requires SPI. May ereport.
 RingPositions ReadRingPositions();

@@ -24,7 +24,12 @@ struct StmtDef {
 // clang-format off
 constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kRingPositions
-	{Stmt::kRingPositions, "SELECT q.generation, q.slot, qs.slot_count, c.generation, c.slot, cs.slot_count"
+	// (the queue generations owning a slot: one probe of the ledger's
+	// (slot, generation) index per slot)
+	{Stmt::kRingPositions, "SELECT q.generation, q.slot, qs.slot_count, c.generation, c.slot, cs.slot_count,"
+	 "       ARRAY(SELECT x.g FROM awa.queue_ring_slots s,"
+	 "                    LATERAL (SELECT max(r.generation) AS g FROM awa.queue_ring_rotations r WHERE r.slot = s.slot) x"
+	 "              WHERE x.g IS NOT NULL ORDER BY x.g)"
 	 "  FROM (SELECT generation, slot FROM awa.queue_ring_rotations ORDER BY generation DESC LIMIT 1) q,"
 	 "       (SELECT generation, slot FROM awa.claim_ring_rotations ORDER BY generation DESC LIMIT 1) c,"
 	 "       awa.queue_ring_state qs, awa.claim_ring_state cs",
@@ -48,8 +53,9 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// $19 now
 	{Stmt::kInsertReadyMany, "WITH segment AS ("
 	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
-	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at)"
-	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $19 FROM unnest($11, $12) AS s(first, next))"
+	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at,"
+	 "                                      origin_generation)"
+	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $19, $1 FROM unnest($11, $12) AS s(first, next))"
 	 " INSERT INTO awa.ready_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
 	 "                                    run_lease, attempt, max_attempts, kind, args, run_at, created_at,"
 	 "                                    unique_key, unique_states, payload)"
@@ -69,8 +75,9 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// $13 first run_at
 	{Stmt::kInsertReadyPlain, "WITH segment AS ("
 	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
-	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at)"
-	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $10 FROM unnest($11, $12) AS s(first, next))"
+	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at,"
+	 "                                      origin_generation)"
+	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $10, $1 FROM unnest($11, $12) AS s(first, next))"
 	 " INSERT INTO awa.ready_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
 	 "                                    max_attempts, kind, args, run_at, created_at)"
 	 " SELECT %1$d, $1, $2, $3, u.lane_seq, u.job_id, $5, u.kind, u.args, u.run_at, $10"
@@ -92,7 +99,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	      INT2ARRAYOID, INT2ARRAYOID, TIMESTAMPTZARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID}},
 	// kLaneSegments: committed lane ranges beyond the cursor in one generation.
 	// $1 queue, $2 priority, $3 generation, $4 lanes after this, $5 limit
-	{Stmt::kLaneSegments, "SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"
+	{Stmt::kLaneSegments, "SELECT first_lane_seq, next_lane_seq, origin_generation FROM awa.ready_segments_%1$d"
 	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
 	 " ORDER BY next_lane_seq LIMIT $5",
 	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},

@@ -3,7 +3,7 @@
 -- storage parameters and primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(390);
+SELECT plan(391);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -119,7 +119,7 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                             'run_lease', 'attempt', 'max_attempts', 'kind', 'args', 'run_at', 'created_at',
                             'attempted_at', 'unique_key', 'unique_states', 'payload']),
     ('ready_segments', ARRAY['ready_slot', 'ready_generation', 'queue', 'priority', 'first_lane_seq',
-                             'next_lane_seq', 'first_run_at', 'created_at']),
+                             'next_lane_seq', 'first_run_at', 'created_at', 'origin_generation']),
     ('ready_tombstones', ARRAY['ready_slot', 'ready_generation', 'queue', 'priority', 'lane_seq', 'job_id',
                                'tombstoned_at']),
     ('ready_claim_attempt_batches', ARRAY['ready_slot', 'ready_generation', 'batch_id', 'queue', 'priority',
@@ -217,6 +217,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('ready_segments', 'next_lane_seq', 'bigint'),
     ('ready_segments', 'first_run_at', 'timestamp with time zone'),
     ('ready_segments', 'created_at', 'timestamp with time zone'),
+    ('ready_segments', 'origin_generation', 'bigint'),
     ('ready_tombstones', 'ready_slot', 'smallint'),
     ('ready_tombstones', 'ready_generation', 'bigint'),
     ('ready_tombstones', 'queue', 'text'),

@@ -3,7 +3,7 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(107);
+SELECT plan(108);
 
 -- Hot-path indexes with their exact key columns: 11
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
@@ -64,6 +64,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX history_ring_state_pkey ON awa.history_ring_state USING btree (singleton)'),
     ('queue_ring_rotations_pkey',
      'CREATE UNIQUE INDEX queue_ring_rotations_pkey ON awa.queue_ring_rotations USING btree (generation)'),
+    ('queue_ring_rotations_slot_idx',
+     'CREATE INDEX queue_ring_rotations_slot_idx ON awa.queue_ring_rotations USING btree (slot, generation)'),
     ('claim_ring_rotations_pkey',
      'CREATE UNIQUE INDEX claim_ring_rotations_pkey ON awa.claim_ring_rotations USING btree (generation)'),
     ('lease_ring_rotations_pkey',
@@ -147,7 +149,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('claim_ring_state',            ARRAY['claim_ring_state_pkey']),
     ('lease_ring_state',            ARRAY['lease_ring_state_pkey']),
     ('history_ring_state',          ARRAY['history_ring_state_pkey']),
-    ('queue_ring_rotations',        ARRAY['queue_ring_rotations_pkey']),
+    ('queue_ring_rotations',        ARRAY['queue_ring_rotations_pkey', 'queue_ring_rotations_slot_idx']),
     ('claim_ring_rotations',        ARRAY['claim_ring_rotations_pkey']),
     ('lease_ring_rotations',        ARRAY['lease_ring_rotations_pkey']),
     ('history_ring_rotations',      ARRAY['history_ring_rotations_pkey']),

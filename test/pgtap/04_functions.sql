@@ -1,8 +1,9 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
 -- types, names, defaults), return types, language, SECURITY DEFINER (the 24
 -- public API functions; never cursor_value or an awa._* building block),
--- volatility, strictness (only cursor_value is STRICT: NULL arguments must
--- reach the code that raises 22004), row estimates, the pinned search path
+-- volatility, strictness (only cursor_value and the internal ring arithmetic
+-- _slot_of, _oldest_live_generation, _prune_target are STRICT: NULL arguments
+-- of the API must reach the code that raises 22004), row estimates, the pinned search path
 -- (every SQL and PL/pgSQL function has SET search_path = pg_catalog, pg_temp;
 -- the C functions pin theirs internally and have no SET clause), no JIT
 -- (every SQL and PL/pgSQL function has SET jit = off; the C functions' statements
@@ -10,7 +11,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(695);
+SELECT plan(728);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -438,6 +439,24 @@ INSERT INTO api VALUES
      'OUT outcome text, OUT detail jsonb',
      'record',
      'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_slot_live_rows',
+     ARRAY['integer'],
+     'bigint',
+     'slot integer',
+     'bigint',
+     'plpgsql', false, 'stable', false, 0, NULL),
+    ('_queue_prune_target',
+     ARRAY[]::name[],
+     'record',
+     'OUT generation bigint, OUT slot integer, OUT kept integer[]',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_queue_live_generations',
+     ARRAY[]::name[],
+     'bigint[]',
+     '',
+     'bigint[]',
+     'sql', false, 'stable', false, 0, NULL),
     ('_run_maintenance',
      ARRAY['text'],
      'setof record',
@@ -447,12 +466,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 25 public functions and the 41 awa._* building blocks');
+                     'schema awa has exactly the 25 public functions and the 44 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 66,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 69,
           'no function is overloaded');
 
--- Per function, 10 checks: 660
+-- Per function, 10 checks: 690
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

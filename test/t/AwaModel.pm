@@ -775,6 +775,16 @@ sub pruned
 	my ($g) = $p->[2] =~ /"generation": (\d+)/;
 	$self->bad("prune_queue detail without generation: $p->[2]") unless defined $g;
 	$self->{stats}{pruned}++;
+	# What is live in the pruned generation moves to the newest one (the
+	# generation the prune's call started in: it prunes before it rotates):
+	# available jobs (also those an open transaction has claimed: the prune
+	# cannot see that claim) and running attempts (maintenance.md 3.5).
+	for my $j (values %{ $self->{jobs} }, map { values %{ $_->{saved} // {} } } @{ $self->{sess} })
+	{
+		next unless defined $j->{gen} && $j->{gen} == $g;
+		next unless $j->{state} eq 'available' || $j->{state} eq 'running';
+		$j->{gen} = $self->{gen};
+	}
 	if ($self->{keep_history})
 	{
 		$self->logop('oracle', "prune of generation $g ($p->[2]): its finished jobs move to the history ring, the model keeps them");

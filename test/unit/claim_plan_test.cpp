@@ -828,6 +828,22 @@ TEST(HeadGenerationFloor, SegmentStraddlingTheCursorCounts)
 	EXPECT_EQ(p.head_generation_floor, 3);
 }
 
+TEST(HeadGenerationFloor, ACarriedLaneGivesItsOriginNotItsGeneration)
+{
+	// Lanes 1..10 were enqueued into generation 1 and carried forward into
+	// generation 5 by a prune; lanes 11..20 are still in generation 2, where
+	// they were enqueued. Lanes 1..10 are spent: the floor for lanes above 10
+	// is the carried lanes' origin (1), never their generation (5), which
+	// would hide lanes 11..20 from the next walk (found by the randomized test,
+	// seed 160573856).
+	ClaimPlanInput in = In(0, {}, {{1, 11}}, 5);
+	in.committed = {CommittedRange{1, 11, 5, 1}, CommittedRange{11, 21, 2, 2}};
+	ClaimPlan p = PlanClaim(in);
+	EXPECT_EQ(p.new_cursor, 10);
+	EXPECT_EQ(p.head_generation_floor, 1);
+	EXPECT_EQ(p.generation, 2);
+}
+
 TEST(HeadGenerationFloor, DeadGapAtTheCursorUsesTheLastRowBelowIt)
 {
 	// 1..5 in generation 2, spent; 6..8 a dead gap (given as spent); 9.. in 4.
