@@ -1420,22 +1420,33 @@ BEGIN
              WHERE EXISTS (SELECT 1 FROM awa.%1$I g WHERE g.queue = l.queue AND g.priority = l.priority)
         ), spent AS MATERIALIZED (
             SELECT a.queue, a.priority, range_agg(a.lane_ranges) AS ranges FROM awa.%2$I a GROUP BY a.queue, a.priority
+        ), open_batches AS MATERIALIZED (
+            -- Claims with an attempt still open (closures fewer than claims);
+            -- most batches are closed whole and are passed over here.
+            SELECT c.batch_id, c.claim_slot, c.job_ids, c.run_leases
+              FROM awa.lease_claim_batches c
+             WHERE c.ready_generation <= $3
+               AND c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.lease_claim_closure_batches x
+                                       WHERE x.claim_batch_id = c.batch_id AND x.claim_slot = c.claim_slot)
         ), open_attempts AS MATERIALIZED (
             SELECT c.job_ids[i] AS job_id, c.run_leases[i] AS run_lease
-              FROM awa.lease_claim_batches c CROSS JOIN LATERAL generate_subscripts(c.job_ids, 1) AS i
-             WHERE c.ready_generation <= $3
-               AND NOT EXISTS (SELECT 1 FROM awa.lease_claim_closure_batches x
+              FROM open_batches c CROSS JOIN LATERAL generate_subscripts(c.job_ids, 1) AS i
+             WHERE NOT EXISTS (SELECT 1 FROM awa.lease_claim_closure_batches x
                                 WHERE x.claim_batch_id = c.batch_id AND x.claim_slot = c.claim_slot
                                   AND (i - 1) = ANY (x.claim_indexes))
         ), carried_evidence AS MATERIALIZED (
-            -- The claims of open attempts; every row they cover travels with
-            -- them, so that ready rows - handed-out lanes - tombstones stays
-            -- the available count of every slot (awa.queue_counts_exact).
-            SELECT a.*
-              FROM awa.%2$I a
-             WHERE EXISTS (SELECT 1 FROM open_attempts o
-                             JOIN awa.%3$I r ON r.job_id = o.job_id AND r.run_lease + 1 = o.run_lease
-                            WHERE r.queue = a.queue AND r.priority = a.priority AND a.lane_ranges @> r.lane_seq)
+            -- The claims of open attempts on rows of the slot; every row they
+            -- cover travels with them, so that ready rows - handed-out lanes -
+            -- tombstones stays the available count of every slot
+            -- (awa.queue_counts_exact). Probes from the (few) open attempts.
+            SELECT DISTINCT ON (a.batch_id) a.*
+              FROM open_attempts o
+              JOIN LATERAL (SELECT e.queue, e.priority, e.lane_seq FROM awa.%3$I e
+                             WHERE e.job_id = o.job_id AND e.run_lease + 1 = o.run_lease LIMIT 1) r ON true
+              JOIN LATERAL (SELECT b.* FROM awa.%2$I b
+                             WHERE b.queue = r.queue AND b.priority = r.priority AND b.next_lane_seq > r.lane_seq
+                               AND b.first_lane_seq <= r.lane_seq AND b.lane_ranges @> r.lane_seq
+                             ORDER BY b.next_lane_seq LIMIT 1) a ON true
         ), carried_spent AS MATERIALIZED (
             SELECT e.queue, e.priority, range_agg(e.lane_ranges) AS ranges FROM carried_evidence e
              GROUP BY e.queue, e.priority
@@ -1893,8 +1904,13 @@ BEGIN
                c.run_lease, r.run_at, r.created_at, a.claimed_at, c.completed_at, r.unique_key, r.payload
           FROM (SELECT b.queue, b.priority, b.claim_batch_id, b.completed_at, u.run_lease, u.lane_seq
                   FROM awa.%1$I b, unnest(b.run_leases, b.lane_seqs) u(run_lease, lane_seq)) c
-          JOIN awa.%2$I r ON r.queue = c.queue AND r.priority = c.priority AND r.lane_seq = c.lane_seq
-          LEFT JOIN awa.%3$I a ON a.batch_id = c.claim_batch_id
+          -- One primary-key probe per job (LIMIT 1 keeps the planner from
+          -- hashing a lane's whole slot once per completion batch).
+          JOIN LATERAL (SELECT * FROM awa.%2$I e
+                         WHERE e.queue = c.queue AND e.priority = c.priority AND e.lane_seq = c.lane_seq LIMIT 1) r
+            ON true
+          LEFT JOIN LATERAL (SELECT x.claimed_at FROM awa.%3$I x WHERE x.batch_id = c.claim_batch_id LIMIT 1) a
+            ON true
         UNION ALL
         SELECT $1, d.job_id, d.queue, d.priority, coalesce(r.kind, d.kind), coalesce(r.args, d.args), d.state,
                d.attempt, coalesce(r.max_attempts, d.max_attempts), d.run_lease, coalesce(r.run_at, d.run_at),
