@@ -23,7 +23,7 @@
 #
 # Environment:
 #   STRESS_SEED=<n>     replay a seed (default: time-based, printed)
-#   STRESS_OPS=<n>      ops per run (default 2000)
+#   STRESS_OPS=<n>      ops per run (default 3000)
 #   STRESS_SKIP=<list>  ops to skip, e.g. "1-40,45,50-60" (a shrunk case)
 #   STRESS_SHRINK=1     on a failure, shrink it: the shortest failing prefix,
 #                       then drop chunks of ops while the failure persists;
@@ -46,7 +46,7 @@ use AwaTap;
 use AwaModel;
 
 my $seed = $ENV{STRESS_SEED} // (int(time * 1000) % 1_000_000_007);
-my $nops = $ENV{STRESS_OPS} // 2000;
+my $nops = $ENV{STRESS_OPS} // 3000;
 my %skip = parse_skip($ENV{STRESS_SKIP} // '');
 my $no_history = defined $ENV{STRESS_HISTORY_RETENTION} && $ENV{STRESS_HISTORY_RETENTION} eq '0';
 # The command that replays a run (the same seed draws the same ops).
