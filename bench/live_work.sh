@@ -65,7 +65,7 @@ SQL
 )
 		add "| $n | $mode | $out |"
 	done
-	sql "DROP DATABASE $db" >/dev/null
+	sql "DROP DATABASE $db WITH (FORCE)" >/dev/null
 }
 report+=("## 1. One prune that carries a paused backlog"
 	""
@@ -125,8 +125,8 @@ size=$(DB=live sql "SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) FR
 add "Live-work database after the cells: queue ring at generation $gen, prune_queue $pruned, awa schema $size."
 report+=("")
 # Every database with awa gets a maintenance worker (max_worker_processes = 8): drop what is done.
-sql "DROP DATABASE plain" >/dev/null
-sql "DROP DATABASE live" >/dev/null
+sql "DROP DATABASE plain WITH (FORCE)" >/dev/null
+sql "DROP DATABASE live WITH (FORCE)" >/dev/null
 
 report+=("## 3. The completion path with the history ring on and off (worker on, 1 s rotations)"
 	""
@@ -141,7 +141,7 @@ for round in 1 2; do
 		preload "$db"
 		d=$(run_cell "$db" "$BENCH_DIR/awa_drain_bn.sql" 4 "-D B=10")
 		add "| $r (run $round) | $d |"
-		[ "$db" = hist_1h_2 ] || sql "DROP DATABASE $db" >/dev/null
+		[ "$db" = hist_1h_2 ] || sql "DROP DATABASE $db WITH (FORCE)" >/dev/null
 	done
 done
 # History ring size per finished job: wait until the drained jobs' slot was pruned.
