@@ -439,52 +439,54 @@ CREATE INDEX job_unique_claims_job_id_idx ON awa.job_unique_claims (job_id);
 
 -- ---------------------------------------------------------------------------
 -- Ring partitions. Slot counts come from awa.queue_slot_count,
--- awa.claim_slot_count and awa.lease_slot_count when set at CREATE EXTENSION
--- time, else 16 / 8 / 8, and are fixed afterwards.
+-- awa.claim_slot_count, awa.lease_slot_count and awa.history_slot_count when
+-- set at CREATE EXTENSION time, else 16 / 8 / 8 / 8, and are fixed afterwards.
+-- Which families belong to a ring is said once, by awa._slot_children: the
+-- partitions are made from it, and rotation, prune and storage_status read it.
 -- ---------------------------------------------------------------------------
+-- The children of one ring slot, in lock order.
+CREATE FUNCTION awa._slot_children(ring text, slot int)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT array_agg(format('awa.%I', f || '_' || slot) ORDER BY o)
+  FROM unnest(CASE ring
+                 WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
+                                         'ready_claim_attempt_batches', 'done_entries',
+                                         'receipt_completion_batches']
+                 WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+                                         'lease_claim_closure_batches']
+                 WHEN 'lease' THEN ARRAY['leases']
+                 WHEN 'history' THEN ARRAY['job_history']
+               END) WITH ORDINALITY AS t(f, o)
+$$;
+
 DO $ring$
 DECLARE
-    queue_slots int := coalesce(nullif(current_setting('awa.queue_slot_count', true), '')::int, 16);
-    claim_slots int := coalesce(nullif(current_setting('awa.claim_slot_count', true), '')::int, 8);
-    lease_slots int := coalesce(nullif(current_setting('awa.lease_slot_count', true), '')::int, 8);
-    history_slots int := coalesce(nullif(current_setting('awa.history_slot_count', true), '')::int, 8);
-    family text;
+    slot_counts jsonb := jsonb_build_object(
+        'queue', coalesce(nullif(current_setting('awa.queue_slot_count', true), '')::int, 16),
+        'claim', coalesce(nullif(current_setting('awa.claim_slot_count', true), '')::int, 8),
+        'lease', coalesce(nullif(current_setting('awa.lease_slot_count', true), '')::int, 8),
+        'history', coalesce(nullif(current_setting('awa.history_slot_count', true), '')::int, 8));
+    ring text;
+    n int;
+    child text;
 BEGIN
-    INSERT INTO awa.history_ring_state (slot_count) VALUES (history_slots);
-    INSERT INTO awa.history_ring_rotations (generation, slot) VALUES (0, 0);
-    INSERT INTO awa.queue_ring_state (slot_count) VALUES (queue_slots);
-    INSERT INTO awa.claim_ring_state (slot_count) VALUES (claim_slots);
-    INSERT INTO awa.lease_ring_state (slot_count) VALUES (lease_slots);
-    INSERT INTO awa.queue_ring_rotations (generation, slot) VALUES (0, 0);
-    INSERT INTO awa.claim_ring_rotations (generation, slot) VALUES (0, 0);
-    INSERT INTO awa.lease_ring_rotations (generation, slot) VALUES (0, 0);
-
-    FOR s IN 0 .. queue_slots - 1 LOOP
-        INSERT INTO awa.queue_ring_slots VALUES (s);
-        FOREACH family IN ARRAY ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
-                                      'ready_claim_attempt_batches', 'done_entries',
-                                      'receipt_completion_batches'] LOOP
-            EXECUTE format('CREATE TABLE awa.%I PARTITION OF awa.%I FOR VALUES IN (%s)',
-                           family || '_' || s, family, s);
+    -- Each ring: its state, its first ledger entry, and per slot its slot row and
+    -- one partition of each of its families (awa._slot_children, the one list).
+    FOREACH ring IN ARRAY ARRAY['queue', 'claim', 'lease', 'history'] LOOP
+        n := (slot_counts ->> ring)::int;
+        EXECUTE format('INSERT INTO awa.%I (slot_count) VALUES ($1)', ring || '_ring_state') USING n;
+        EXECUTE format('INSERT INTO awa.%I (generation, slot) VALUES (0, 0)', ring || '_ring_rotations');
+        FOR s IN 0 .. n - 1 LOOP
+            EXECUTE format('INSERT INTO awa.%I VALUES ($1)', ring || '_ring_slots') USING s;
+            FOREACH child IN ARRAY awa._slot_children(ring, s) LOOP
+                EXECUTE format('CREATE TABLE %s PARTITION OF %s FOR VALUES IN (%s)',
+                               child, regexp_replace(child, '_[0-9]+$', ''), s);
+            END LOOP;
         END LOOP;
-    END LOOP;
-    FOR s IN 0 .. claim_slots - 1 LOOP
-        INSERT INTO awa.claim_ring_slots VALUES (s);
-        FOREACH family IN ARRAY ARRAY['lease_claims', 'lease_claim_batches',
-                                      'lease_claim_closures', 'lease_claim_closure_batches'] LOOP
-            EXECUTE format('CREATE TABLE awa.%I PARTITION OF awa.%I FOR VALUES IN (%s)',
-                           family || '_' || s, family, s);
-        END LOOP;
-    END LOOP;
-    FOR s IN 0 .. lease_slots - 1 LOOP
-        INSERT INTO awa.lease_ring_slots VALUES (s);
-        EXECUTE format('CREATE TABLE awa.%I PARTITION OF awa.leases FOR VALUES IN (%s)',
-                       'leases_' || s, s);
-    END LOOP;
-    FOR s IN 0 .. history_slots - 1 LOOP
-        INSERT INTO awa.history_ring_slots VALUES (s);
-        EXECUTE format('CREATE TABLE awa.%I PARTITION OF awa.job_history FOR VALUES IN (%s)',
-                       'job_history_' || s, s);
     END LOOP;
 END
 $ring$;
@@ -1271,24 +1273,6 @@ RETURNS TABLE (task text, last_outcome text, last_run_at timestamptz, runs bigin
 AS 'MODULE_PATHNAME', 'awa_maintenance_status'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 
--- The children of one ring slot, in lock order.
-CREATE FUNCTION awa._slot_children(ring text, slot int)
-RETURNS text[]
-LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-SELECT array_agg(format('awa.%I', f || '_' || slot) ORDER BY o)
-  FROM unnest(CASE ring
-                 WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
-                                         'ready_claim_attempt_batches', 'done_entries',
-                                         'receipt_completion_batches']
-                 WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
-                                         'lease_claim_closure_batches']
-                 WHEN 'lease' THEN ARRAY['leases']
-                 WHEN 'history' THEN ARRAY['job_history']
-               END) WITH ORDINALITY AS t(f, o)
-$$;
 
 -- A ring's position: current generation and slot, slot count.
 CREATE FUNCTION awa._ring_position(ring text, OUT generation bigint, OUT slot int, OUT slot_count int)
