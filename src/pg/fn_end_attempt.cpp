@@ -124,9 +124,12 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay, Tim
 	// The closure records why a rescued attempt ended; the job is retryable.
 	const char *close_as = rescue_outcome != NULL && strcmp(outcome, "retryable") == 0 ? rescue_outcome : outcome;
 
-	// The job's body, from its ready row.
+	// The job's body, from its ready row, read with a fresh snapshot: a prune
+	// may have carried the row into another slot after this transaction's
+	// snapshot was taken (REPEATABLE READ); attempts.cpp found it there and
+	// holds its slot, so it stays put until this transaction ends.
 	Datum key[3] = {attempt->queue, Int16GetDatum(attempt->priority), Int64GetDatum(attempt->lane_seq)};
-	Execute(Stmt::kReadyBody, attempt->ready_slot, key, NULL, 1);
+	ExecuteLatest(Stmt::kReadyBody, attempt->ready_slot, key, NULL, 1);
 	if (SPI_processed != 1)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 		                errmsg("awa: job " INT64_FORMAT " has claim evidence but no ready row", attempt->job_id)));
