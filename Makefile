@@ -23,7 +23,8 @@ REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=./test/regress.conf --l
 ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release \
             late_completion dlq_retry_vs_purge cancel_vs_claim two_workers_drain cancel_vs_promote counter_rebuild \
             prune_vs_claim prune_rechecks_after_lock_wait prune_vs_completion completion_vs_rescue prune_vs_rescue prune_vs_inflight_enqueue \
-            claim_rollback_across_generations cancel_finished_no_wait carried_attempt_repeatable_read
+            claim_rollback_across_generations cancel_finished_no_wait carried_attempt_repeatable_read \
+            carried_claim_under_prune carried_row_under_prune reader_during_prune
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 

@@ -800,9 +800,9 @@ $$;
 -- the queue ring (available, running, completed, failed, cancelled). NULL when
 -- unknown (never enqueued, purged, or reclaimed with its ring slot). STABLE:
 -- every read is under one snapshot, so a job is seen in exactly one state.
-CREATE FUNCTION awa.get_job(job_id bigint)
+CREATE FUNCTION awa._get_job(job_id bigint)
 RETURNS jsonb
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
@@ -867,8 +867,8 @@ BEGIN
                                  r.max_attempts, d.run_lease, r.run_at, r.created_at, d.payload, NULL,
                                  d.finalized_at, NULL);
     END IF;
-    -- A tombstone without its done row: cancelled while available, then
-    -- carried forward by a prune with no history kept (awa.history_retention 0).
+    -- A tombstone without its done row (cancelled while available): not
+    -- written by this release, read for safety.
     SELECT t.tombstoned_at INTO x FROM awa.ready_tombstones t
      WHERE t.queue = r.queue AND t.priority = r.priority AND t.lane_seq = r.lane_seq
        AND t.ready_slot = r.ready_slot AND t.ready_generation = r.ready_generation;
@@ -918,6 +918,45 @@ BEGIN
     RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, x.outcome, c.attempts[idx],
                              r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, c.claimed_at,
                              x.closed_at, NULL);
+END
+$$;
+
+-- Holds every ring table a reader scans (ACCESS SHARE, to the end of the
+-- transaction): a prune that holds one of them is waited for, and a prune not
+-- yet started cannot truncate what the reader reads. A reader calls it before
+-- its snapshot is taken, so that the snapshot follows any prune it waited for:
+-- TRUNCATE is not MVCC-safe, and an older snapshot would see a pruned slot
+-- empty without seeing the rows the prune carried or copied to history.
+CREATE FUNCTION awa._hold_rings()
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+    LOCK TABLE awa.ready_entries, awa.ready_tombstones, awa.ready_claim_attempt_batches, awa.done_entries,
+               awa.receipt_completion_batches, awa.lease_claims, awa.lease_claim_batches,
+               awa.lease_claim_closures, awa.lease_claim_closure_batches, awa.job_history
+          IN ACCESS SHARE MODE;
+END
+$$;
+
+-- One job wherever it is (awa._get_job), read under one snapshot taken after
+-- the ring tables are held (awa._hold_rings): a prune in progress is waited
+-- for, so a job it carries or copies to the history ring is seen where it
+-- went (found in review of issue 9: a call waiting on a prune saw neither).
+CREATE FUNCTION awa.get_job(job_id bigint)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+    IF $1 IS NULL THEN
+        RETURN NULL;
+    END IF;
+    PERFORM awa._hold_rings();
+    RETURN awa._get_job($1);
 END
 $$;
 
@@ -1212,11 +1251,15 @@ $$;
 CREATE FUNCTION awa.queue_counts_exact(queue text DEFAULT NULL)
 RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 SELECT awa._require_queue($1) WHERE $1 IS NOT NULL;
+-- VOLATILE: the count below takes its snapshot after the ring tables are held
+-- (awa._hold_rings), so counting during a prune misses nothing it carries or
+-- copies to the history ring.
+SELECT awa._hold_rings();
 SELECT * FROM awa._queue_counts_scan($1)
 UNION ALL
 SELECT $1, 0, 0, 0, 0, 0, 0, 0, 0

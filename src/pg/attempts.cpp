@@ -105,17 +105,26 @@ bool
 ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot)
 {
 	Datum key[1] = {Int64GetDatum(claim_batch_id)};
-	for (int probe = 0; probe < slot_count; probe++) {
-		int candidate = (receipt_slot + probe) % slot_count;
-		ExecuteLatest(Stmt::kClaimBatch, candidate, key, NULL, 1);
-		if (SPI_processed != 1)
-			continue;
-		bool isnull;
-		int64 claim_generation = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 13, &isnull));
-		if (core::SlotOf(claim_generation, slot_count) != receipt_slot)
-			return false;  // the batch exists, but this receipt was never issued for it
-		*slot = candidate;
-		return true;
+	// Each child is locked before it is read, so the read's fresh snapshot is
+	// taken after any prune of that slot has committed. A prune that carried
+	// the batch from a slot not read yet into one already read is missed by
+	// the first pass; the second pass runs while this transaction holds every
+	// claim child, when no prune can move anything: it is the answer.
+	for (int pass = 0; pass < 2; pass++) {
+		for (int probe = 0; probe < slot_count; probe++) {
+			int candidate = (receipt_slot + probe) % slot_count;
+			LockRelationOid(RingChildOid(RingTable::kClaimBatches, candidate), AccessShareLock);
+			ExecuteLatest(Stmt::kClaimBatch, candidate, key, NULL, 1);
+			if (SPI_processed != 1)
+				continue;
+			bool isnull;
+			int64 claim_generation =
+			    DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 13, &isnull));
+			if (core::SlotOf(claim_generation, slot_count) != receipt_slot)
+				return false;  // the batch exists, but this receipt was never issued for it
+			*slot = candidate;
+			return true;
+		}
 	}
 	return false;
 }
@@ -129,8 +138,9 @@ ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot
 // generation is never a prune target; any other may be (a kept slot's
 // generation is older than the last slot_count), so the row is looked for in
 // its slot (one primary-key probe) and, if it was carried, by `job_id` in
-// every slot, and the search repeats under the new slot's lock. False when
-// the row is nowhere (the attempt cannot be open then).
+// every slot (each locked before it is read), and the check repeats under the
+// new slot's lock. False when the row is nowhere (the attempt cannot be open
+// then).
 bool
 LocateReadyRow(Datum queue, int16 priority, int64 lane_seq, int64 job_id, int64 row_run_lease, int16 *ready_slot,
                int64 *ready_generation)
@@ -145,16 +155,23 @@ LocateReadyRow(Datum queue, int16 priority, int64 lane_seq, int64 job_id, int64 
 		ExecuteLatest(Stmt::kReadyRowAt, *ready_slot, at, NULL, 1);
 		if (SPI_processed == 1)
 			return true;
+		// Carried: look in every slot, each locked before it is read (so the
+		// read's snapshot follows any prune of it); a second pass, with every
+		// ready child held and no prune able to move the row, is the answer.
 		bool found = false;
 		Datum of_job[5] = {Int64GetDatum(job_id), Int64GetDatum(row_run_lease), queue, Int16GetDatum(priority),
 		                   Int64GetDatum(lane_seq)};
-		for (int slot = 0; slot < ring.queue_slot_count && !found; slot++) {
-			ExecuteLatest(Stmt::kReadyRowOfJob, slot, of_job, NULL, 1);
-			if (SPI_processed == 1) {
-				bool isnull;
-				*ready_slot = static_cast<int16>(slot);
-				*ready_generation = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-				found = true;
+		for (int pass = 0; pass < 2 && !found; pass++) {
+			for (int slot = 0; slot < ring.queue_slot_count && !found; slot++) {
+				LockRelationOid(RingChildOid(RingTable::kReadyEntries, slot), AccessShareLock);
+				ExecuteLatest(Stmt::kReadyRowOfJob, slot, of_job, NULL, 1);
+				if (SPI_processed == 1) {
+					bool isnull;
+					*ready_slot = static_cast<int16>(slot);
+					*ready_generation =
+					    DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+					found = true;
+				}
 			}
 		}
 		if (!found)

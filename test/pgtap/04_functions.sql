@@ -11,7 +11,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(728);
+SELECT plan(748);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -98,7 +98,7 @@ INSERT INTO api VALUES
      'jsonb',
      'job_id bigint',
      'jsonb',
-     'plpgsql', true, 'stable', false, 0, NULL),
+     'plpgsql', true, 'volatile', false, 0, NULL),
     ('promote_due',
      ARRAY['integer'],
      'integer',
@@ -118,7 +118,7 @@ INSERT INTO api VALUES
      'queue text DEFAULT NULL::text',
      'TABLE(queue text, available bigint, scheduled bigint, retryable bigint, running bigint, '
      'completed bigint, failed bigint, cancelled bigint, dlq bigint)',
-     'sql', true, 'stable', false, 1000, NULL),
+     'sql', true, 'volatile', false, 1000, NULL),
     ('rebuild_counters',
      ARRAY[]::name[],
      'boolean',
@@ -439,6 +439,18 @@ INSERT INTO api VALUES
      'OUT outcome text, OUT detail jsonb',
      'record',
      'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_get_job',
+     ARRAY['bigint'],
+     'jsonb',
+     'job_id bigint',
+     'jsonb',
+     'plpgsql', false, 'stable', false, 0, NULL),
+    ('_hold_rings',
+     ARRAY[]::name[],
+     'void',
+     '',
+     'void',
+     'plpgsql', false, 'volatile', false, 0, NULL),
     ('_slot_live_rows',
      ARRAY['integer'],
      'bigint',
@@ -466,12 +478,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 25 public functions and the 44 awa._* building blocks');
+                     'schema awa has exactly the 25 public functions and the 46 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 69,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 71,
           'no function is overloaded');
 
--- Per function, 10 checks: 690
+-- Per function, 10 checks: 710
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -5,7 +5,7 @@
 -- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(353);
+SELECT plan(361);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -67,6 +67,8 @@ INSERT INTO grants VALUES
     ('_oldest_live_generation', ARRAY['bigint', 'integer'], false, false, false),
     ('_prune_target', ARRAY['bigint', 'integer'], false, false, false),
     ('_task_names', ARRAY[]::name[], false, false, false),
+    ('_get_job', ARRAY['bigint'], false, false, false),
+    ('_hold_rings', ARRAY[]::name[], false, false, false),
     ('_slot_live_rows', ARRAY['integer'], false, false, false),
     ('_queue_prune_target', ARRAY[]::name[], false, false, false),
     ('_queue_live_generations', ARRAY[]::name[], false, false, false),
@@ -105,7 +107,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 69 x 4 = 276
+-- EXECUTE per function and role (PUBLIC included): 71 x 4 = 284
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
