@@ -1755,7 +1755,7 @@ BEGIN
         IF NOT next_slot = ANY (kept) OR step = pos.slot_count - 1 THEN
             outcome := 'skipped_busy';
             detail := detail || jsonb_build_object('reason', 'the incoming slot is not empty: prune is behind',
-                                                   'incoming_slot', awa._slot_of(pos.generation + 1, pos.slot_count));
+                                                   'incoming_slot', next_slot);
             RETURN;
         END IF;
         step := step + 1;
@@ -1972,9 +1972,8 @@ DECLARE
     sealed record;
     next_slot int;
     pruned int[] := '{}';
+    blocked_slot int;
     forgotten jsonb := '{}';
-    moved jsonb;
-    k text;
     n bigint;
 BEGIN
     IF NOT awa._try_ring_lock() THEN
@@ -1995,20 +1994,24 @@ BEGIN
         EXIT WHEN sealed.sealed_at > clock_timestamp() - retention;
         CONTINUE WHEN awa._slot_has_no_blocks('history', sealed.slot);
         IF NOT awa._lock_slot('history', sealed.slot) THEN
-            outcome := 'blocked';
-            detail := jsonb_build_object('slot', sealed.slot, 'generation', sealed.generation,
-                                         'reason', 'a session held the slot past awa.prune_lock_timeout');
-            RETURN;
+            blocked_slot := sealed.slot;
+            EXIT;
         END IF;
-        moved := awa._forget_finished(format('SELECT h.queue, h.state, h.job_id FROM awa.%I h',
-                                             'job_history_' || sealed.slot));
-        FOR k IN SELECT jsonb_object_keys(moved) LOOP
-            forgotten := jsonb_set(forgotten, ARRAY[k],
-                                   to_jsonb(coalesce((forgotten ->> k)::bigint, 0) + (moved ->> k)::bigint));
-        END LOOP;
-        EXECUTE format('TRUNCATE awa.%I', 'job_history_' || sealed.slot);
         pruned := pruned || sealed.slot;
     END LOOP;
+    IF cardinality(pruned) > 0 THEN
+        -- The expired slots' jobs leave the books, then the slots go, whole.
+        forgotten := awa._forget_finished((SELECT string_agg(format('SELECT h.queue, h.state, h.job_id FROM awa.%I h',
+                                                                    'job_history_' || p), ' UNION ALL ')
+                                             FROM unnest(pruned) p));
+        EXECUTE format('TRUNCATE %s', (SELECT string_agg(format('awa.%I', 'job_history_' || p), ', ')
+                                         FROM unnest(pruned) p));
+    ELSIF blocked_slot IS NOT NULL THEN
+        outcome := 'blocked';
+        detail := jsonb_build_object('slot', blocked_slot,
+                                     'reason', 'a session held the slot past awa.prune_lock_timeout');
+        RETURN;
+    END IF;
     next_slot := awa._slot_of(pos.generation + 1, pos.slot_count);
     IF clock_timestamp() - (SELECT r.rotated_at FROM awa.history_ring_rotations r WHERE r.generation = pos.generation)
            >= retention / (pos.slot_count - 2)

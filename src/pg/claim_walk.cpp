@@ -40,8 +40,7 @@ struct LaneView {
 	int own_capacity;
 	SegmentPage pages[kMaxWalkGenerations];
 	int page_count;
-	int64 first_generation;
-	int64 last_generation;    // loaded generations: [first, last]
+	int64 last_generation;    // the newest generation loaded
 	bool evidence_truncated;  // more evidence than one page: stop at what is known
 };
 static_assert(std::is_trivially_destructible_v<LaneView>, "lives across PostgreSQL errors");
@@ -194,7 +193,6 @@ ResetView(LaneView *view, int64 first_generation)
 	view->spent_count = 0;
 	view->own_count = 0;
 	view->page_count = 0;
-	view->first_generation = first_generation;
 	view->last_generation = first_generation - 1;
 	view->evidence_truncated = false;
 }
@@ -222,6 +220,16 @@ UnreadPageAt(LaneView *view, int64 position)
 		if (view->pages[i].full && position >= view->pages[i].after)
 			return &view->pages[i];
 	return NULL;
+}
+
+// Where a walk from generation floor `floor` starts: the first live
+// generation at or after it (a floor may name a generation number skipped
+// past a kept slot), the newest at most.
+int64
+FirstLiveGenerationFrom(const RingPositions &ring, int64 floor)
+{
+	int64 start = NextQueueGeneration(ring, Min(floor, ring.queue_generation) - 1);
+	return start >= 0 ? start : ring.queue_generation;
 }
 
 // The queue ring now (every rotation committed before this call is seen: the
@@ -261,11 +269,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	RingPositions live = ring;
 	int64 newest = live.queue_generation;
 	int64 oldest = OldestQueueGeneration(live);
-	int64 start = Min(HeadGenerationFloor(lane.claim_seq, q.cursor, oldest), newest);
-	// The floor may name a generation number that owns no slot (skipped past
-	// a kept slot): start at the first live one from there.
-	if (NextQueueGeneration(live, start - 1) >= 0)
-		start = NextQueueGeneration(live, start - 1);
+	int64 start = FirstLiveGenerationFrom(live, HeadGenerationFloor(lane.claim_seq, q.cursor, oldest));
 
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
@@ -375,10 +379,7 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	q.cursor = SequenceValue(lane.claim_seq);
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
-	int64 oldest = OldestQueueGeneration(ring);
-	int64 start = Min(HeadGenerationFloor(lane.claim_seq, q.cursor, oldest), ring.queue_generation);
-	if (NextQueueGeneration(ring, start - 1) >= 0)
-		start = NextQueueGeneration(ring, start - 1);
+	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.claim_seq, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
 	// Walk over the spent prefix (claimed, own or tombstoned lanes).

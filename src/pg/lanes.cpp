@@ -33,9 +33,6 @@ struct LaneCacheEntry {
 LaneCacheEntry lane_cache[kLaneCacheSize];
 TransactionId lanes_created_by = InvalidTransactionId;
 
-// True while the current transaction has created a lane: what it sees of the
-// lane registry may still roll back, so neither cache takes it.
-
 uint32
 LaneHash(text *queue, int16 priority)
 {
@@ -205,6 +202,8 @@ LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 	return count;
 }
 
+// What this transaction sees of the lane registry may still roll back while
+// it has created a lane, so neither cache takes it then.
 bool
 LaneCreatedInThisTransaction()
 {
