@@ -552,10 +552,13 @@ AS 'MODULE_PATHNAME', 'awa_enqueue_many'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 
 -- deadline NULL: the queue's default_deadline, else 5 minutes.
+-- wait NULL or 0: look once; else sleep until a job is available or wait has
+-- passed (woken by commits, never polling; docs/sql-reference.md).
 CREATE FUNCTION awa.claim(
     queue    text,
     max_jobs int      DEFAULT 1,
-    deadline interval DEFAULT NULL)
+    deadline interval DEFAULT NULL,
+    wait     interval DEFAULT NULL)
 RETURNS TABLE (
     job_id       bigint,
     run_lease    bigint,
@@ -668,8 +671,10 @@ RETURNS interval
 AS 'MODULE_PATHNAME', 'awa_internal_backoff'
 LANGUAGE C VOLATILE;
 
--- Sends the relcache invalidation that empties every backend's settings cache.
-CREATE FUNCTION awa._queue_meta_changed()
+-- Sends the relcache invalidation that empties every backend's settings cache,
+-- and wakes the queue's waiting claims and the maintenance worker at commit
+-- (a resumed queue can be claimed and promoted again).
+CREATE FUNCTION awa._queue_meta_changed(queue text)
 RETURNS void
 AS 'MODULE_PATHNAME', 'awa_internal_queue_meta_changed'
 LANGUAGE C VOLATILE;
@@ -1212,7 +1217,7 @@ BEGIN
            aging_interval = coalesce($3, m.aging_interval),
            default_deadline = coalesce($4, m.default_deadline),
            updated_at = now();
-    PERFORM awa._queue_meta_changed();
+    PERFORM awa._queue_meta_changed(queue);
 END
 $$;
 
@@ -1228,7 +1233,7 @@ BEGIN
     INSERT INTO awa.queue_meta AS m (queue, paused, paused_at) VALUES ($1, true, now())
     ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
        SET paused = true, paused_at = coalesce(m.paused_at, now()), updated_at = now();
-    PERFORM awa._queue_meta_changed();
+    PERFORM awa._queue_meta_changed(queue);
 END
 $$;
 
@@ -1243,7 +1248,7 @@ BEGIN
     INSERT INTO awa.queue_meta AS m (queue, paused) VALUES ($1, false)
     ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
        SET paused = false, paused_at = NULL, updated_at = now();
-    PERFORM awa._queue_meta_changed();
+    PERFORM awa._queue_meta_changed(queue);
 END
 $$;
 
@@ -2267,7 +2272,7 @@ $grants$;
 GRANT EXECUTE ON FUNCTION awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb),
                           awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])
     TO awa_producer, awa_admin;
-GRANT EXECUTE ON FUNCTION awa.claim(text, int, interval),
+GRANT EXECUTE ON FUNCTION awa.claim(text, int, interval, interval),
                           awa.complete(bigint, bigint, bigint),
                           awa.complete_many(bigint[], bigint[], bigint[]),
                           awa.heartbeat(bigint, bigint, bigint, jsonb),

@@ -170,6 +170,24 @@ COMMIT;
 SHOW synchronous_commit;
 
 -- ---------------------------------------------------------------------------
+-- wait: a claim that finds jobs returns them at once; one that finds none
+-- returns no row once its wait has passed (the sleep itself, its wake-ups and
+-- what it holds meanwhile: test/t/016_waiting_claim.pl).
+-- ---------------------------------------------------------------------------
+SELECT awa.enqueue('wait.now', queue => 'cl_wait') IS NOT NULL AS ok;
+SELECT kind FROM awa.claim('cl_wait', 5, NULL, '1 hour');
+SELECT count(*) AS none FROM awa.claim('cl_wait', 1, NULL, '0');
+SELECT count(*) AS none FROM awa.claim('cl_wait', 1, NULL, NULL);
+SELECT count(*) AS none FROM awa.claim('cl_wait', 1, NULL, '10 milliseconds');
+SELECT count(*) AS none FROM awa.claim('cl_wait', 1, wait => '1 millisecond');
+-- A paused queue is not claimed, even by a claim that waits.
+SELECT awa.enqueue('wait.paused', queue => 'cl_wait_paused') IS NOT NULL AS ok;
+SELECT awa.pause_queue('cl_wait_paused');
+SELECT count(*) AS none FROM awa.claim('cl_wait_paused', 1, NULL, '10 milliseconds');
+SELECT awa.resume_queue('cl_wait_paused');
+SELECT kind FROM awa.claim('cl_wait_paused', 1, NULL, '10 milliseconds');
+
+-- ---------------------------------------------------------------------------
 -- Invalid input: SQLSTATE, message and hint; nothing written.
 -- ---------------------------------------------------------------------------
 SELECT awa.enqueue('bad.keep', queue => 'cl_bad') IS NOT NULL AS ok;
@@ -188,7 +206,11 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
     ($$SELECT * FROM awa.claim('cl_bad', 1, '-1 minute')$$),
     ($$SELECT * FROM awa.claim('cl_bad', 1, '1 day -24 hours')$$),
     ($$SELECT * FROM awa.claim('cl_bad', 1, '-1 day')$$),
-    ($$SELECT * FROM awa.claim(NULL, NULL, NULL)$$)
+    ($$SELECT * FROM awa.claim(NULL, NULL, NULL)$$),
+    ($$SELECT * FROM awa.claim('cl_bad', 1, NULL, '-1 second')$$),
+    ($$SELECT * FROM awa.claim('cl_bad', 1, NULL, '1 day 1 microsecond')$$),
+    ($$SELECT * FROM awa.claim('cl_bad', 1, NULL, '2 months')$$),
+    ($$SELECT * FROM awa.claim('cl_bad', 0, NULL, '1 second')$$)
 ) AS t(call);
 SELECT pg_temp.footprint() = :'before'::jsonb AS nothing_written;
 -- The job is still there for a valid claim.

@@ -86,7 +86,7 @@ INSERT INTO lr_calls VALUES
     (32, '_promote_jobs',      $$SELECT awa._promote_jobs('{}')$$),
     (33, '_count_move',        $$SELECT awa._count_move('lr_q', 'available', 'running', 0)$$),
     (34, '_backoff',           $$SELECT awa._backoff(1)$$),
-    (35, '_queue_meta_changed', $$SELECT awa._queue_meta_changed()$$),
+    (35, '_queue_meta_changed', $$SELECT awa._queue_meta_changed('lr_q')$$),
     (36, '_queue_counts_scan', $$SELECT * FROM awa._queue_counts_scan('lr_q')$$),
     (38, '_require_queue',     $$SELECT awa._require_queue('lr_q')$$),
     (40, '_job_document',      $$SELECT awa._job_document(1, 'q', 1, 'k', '{}', 'available', 0, 1, 0, now(), now(), NULL, NULL, NULL, NULL)$$);

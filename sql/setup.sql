@@ -110,7 +110,7 @@ SELECT r.rolname,
        has_schema_privilege(r.rolname, 'awa', 'USAGE') AS schema_usage,
        has_function_privilege(r.rolname, 'awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb)', 'EXECUTE') AS enqueue,
        has_function_privilege(r.rolname, 'awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])', 'EXECUTE') AS enqueue_many,
-       has_function_privilege(r.rolname, 'awa.claim(text, int, interval)', 'EXECUTE') AS claim,
+       has_function_privilege(r.rolname, 'awa.claim(text, int, interval, interval)', 'EXECUTE') AS claim,
        has_function_privilege(r.rolname, 'awa.complete(bigint, bigint, bigint)', 'EXECUTE') AS complete,
        has_function_privilege(r.rolname, 'awa.complete_many(bigint[], bigint[], bigint[])', 'EXECUTE') AS complete_many,
        has_table_privilege(r.rolname, 'awa.lanes', 'SELECT') AS lanes_view,
@@ -121,8 +121,9 @@ SELECT r.rolname,
 -- The GUCs and their defaults.
 SHOW awa.async_claim_commit;
 SHOW awa.gap_proof_lock_timeout;
+SHOW awa.lane_wait_timeout;
 SELECT name, setting, unit, context, vartype
   FROM pg_settings
- WHERE name IN ('awa.async_claim_commit', 'awa.early_lane_release', 'awa.gap_proof_lock_timeout', 'awa.max_lanes', 'awa.queue_slot_count',
+ WHERE name IN ('awa.async_claim_commit', 'awa.early_lane_release', 'awa.gap_proof_lock_timeout', 'awa.lane_wait_timeout', 'awa.max_lanes', 'awa.queue_slot_count',
                 'awa.claim_slot_count', 'awa.lease_slot_count')
  ORDER BY name;

@@ -99,6 +99,17 @@ CheckDeadline(int64_t deadline_micros, Violation *out)
 }
 
 bool
+CheckClaimWait(int64_t wait_micros, Violation *out)
+{
+	if (wait_micros < 0 || wait_micros > kMaxClaimWaitMicros)
+		return Fail(out, ViolationCode::kInvalidParameter,
+		            "wait is how long the claim may sleep until a job is available, e.g. '10 seconds'; NULL or 0 "
+		            "looks once and returns.",
+		            "wait must be between 0 and 1 day");
+	return true;
+}
+
+bool
 CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out)
 {
 	if (is_null)

@@ -34,6 +34,9 @@ bool CheckPriority(int64_t priority, Violation *out);
 bool CheckMaxAttempts(int64_t max_attempts, Violation *out);
 bool CheckMaxJobs(int64_t max_jobs, Violation *out);
 bool CheckDeadline(int64_t deadline_micros, Violation *out);
+// How long a claim may sleep for work: 0 (look once) up to kMaxClaimWaitMicros.
+constexpr int64_t kMaxClaimWaitMicros = int64_t{24} * 3600 * 1000000;
+bool CheckClaimWait(int64_t wait_micros, Violation *out);
 // `what` names the argument that must not be NULL; `has_default` says whether
 // omitting it is an option (it shapes the hint).
 bool CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out);

@@ -27,6 +27,13 @@
 #include "pg/queue_settings.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
+#include "pg/wakeups.hpp"
+#include "pg/claim_sleep.hpp"
+
+extern "C" {
+#include "storage/proc.h"
+#include "utils/inval.h"
+}
 
 namespace awa::pg {
 
@@ -53,30 +60,47 @@ CompareLaneOrder(const void *a, const void *b)
 struct ClaimRequest {
 	text *queue;
 	int32 max_jobs;
-	Interval *deadline;
+	Interval *deadline;  // NULL: the queue's default
 	ReturnSetInfo *rsinfo;
+	uint32 wake_bucket;
+	// The last look may have missed claimable work for want of time: a
+	// busy lane or a lane hole's proof timed out. No event may follow, so a
+	// waiting claim looks again soon instead of sleeping its whole wait.
+	bool unsure;
 };
+
+// The local transaction that keeps a lane claim lock until it ends (a claim
+// whose lanes did not go into the in-flight registry). It never waits for
+// another lane, so claimers never wait for each other in a cycle.
+LocalTransactionId keeps_lane_lock = InvalidLocalTransactionId;
 
 // Claims from one lane the caller holds the claim lock of. Returns the number
 // of jobs emitted; the lane lock is released here when the planned lanes went
 // into the in-flight registry (*released), else it is the caller's.
 int
-ClaimFromLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_jobs, Interval *deadline,
-              ReturnSetInfo *rsinfo, bool *released)
+ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring, bool *released)
 {
 	*released = false;
-	LaneWalk walk = WalkLane(queue, lane, ring, max_jobs, WalkMode::kClaim);
+	LaneWalk walk = WalkLane(request.queue, lane, ring, request.max_jobs, WalkMode::kClaim);
 	ApplyCursorAdvance(lane, walk);
+	if (walk.gap_unproven)
+		request.unsure = true;
 	if (walk.plan.claimed == 0)
 		return 0;
 	// The planned lanes are decided. Once they are in the in-flight registry
 	// no other claim can plan them, so the lane is free for the next claimer
 	// while this one reads its rows, writes its evidence and commits.
-	if (awa_early_lane_release && RegisterInflight(lane.lane_id, walk.claim, walk.plan.range_count)) {
+	if (awa_early_lane_release &&
+	    RegisterInflight(lane.lane_id, walk.claim, walk.plan.range_count, request.wake_bucket)) {
 		UnlockLaneClaim(lane.lane_id);
 		*released = true;
+	} else {
+		// The lock is kept until the end, when the lane is free again (and,
+		// after an abort, its jobs too): the queue's waiting claims look then.
+		keeps_lane_lock = MyProc->lxid;
+		WakeQueueBucketAtEnd(request.wake_bucket);
 	}
-	return WriteClaim(queue, lane, ring, walk, deadline, rsinfo);
+	return WriteClaim(request.queue, lane, ring, walk, request.deadline, request.rsinfo);
 }
 
 // Judges a deadline as the claim will apply it (calendar months and days), so
@@ -90,51 +114,39 @@ CheckClaimDeadline(Interval *deadline, TimestampTz now)
 	Require(core::CheckDeadline(probe - now, &violation), violation);
 }
 
-}  // namespace
-
-}  // namespace awa::pg
-
-using namespace awa::pg;
-
-// awa.claim(queue, max_jobs, deadline) -> SETOF jobs
-AWA_FUNCTION(awa_claim)
+// How long a claim waits for work, in microseconds (0: it does not wait).
+int64
+ClaimWaitMicros(Interval *wait, TimestampTz now)
 {
-	ClaimRequest request;
-	request.queue = QueueArgument(fcinfo, 0);
-	request.max_jobs = MaxJobsArgument(fcinfo, 1);
-	request.deadline = PG_ARGISNULL(2) ? NULL : PG_GETARG_INTERVAL_P(2);
-	TimestampTz now = GetCurrentTimestamp();
-	if (request.deadline != NULL)
-		CheckClaimDeadline(request.deadline, now);
+	if (wait == NULL)
+		return 0;
+	core::Violation violation;
+	TimestampTz until = DatumGetTimestampTz(
+	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(wait)));
+	Require(core::CheckClaimWait(until - now, &violation), violation);
+	return until - now;
+}
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	request.rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "awa: SPI_connect failed");
-	QueueSettings settings = SettingsOf(request.queue);
-	if (settings.paused) {
-		SPI_finish();
-		return (Datum)0;
-	}
-	if (request.deadline == NULL) {
+// One look for work: claims up to max_jobs from the first lane, most urgent
+// first, that yields any. Returns the number of jobs emitted.
+int
+ClaimOnce(ClaimRequest *request, TimestampTz now)
+{
+	request->unsure = false;
+	QueueSettings settings = SettingsOf(request->queue);
+	if (settings.paused)
+		return 0;
+	if (request->deadline == NULL) {
 		// The queue's default deadline, else five minutes.
-		request.deadline = static_cast<Interval *>(palloc0(sizeof(Interval)));
+		request->deadline = static_cast<Interval *>(palloc0(sizeof(Interval)));
 		if (settings.has_deadline)
-			*request.deadline = settings.deadline;
+			*request->deadline = settings.deadline;
 		else
-			request.deadline->time = 5 * 60 * USECS_PER_SEC;
+			request->deadline->time = 5 * 60 * USECS_PER_SEC;
 	}
-
-	// A claim that is its own transaction does not wait for its WAL flush
-	// while it holds the lane (docs/architecture.md, "Asynchronous claim
-	// commit"); inside a client's transaction block the client's setting stands.
-	if (awa_async_claim_commit && !IsTransactionBlock())
-		(void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
-		                        false);
 
 	Lane lanes[kMaxLanesPerQueue];
-	int lane_count = LanesOfQueue(request.queue, lanes);
+	int lane_count = LanesOfQueue(request->queue, lanes);
 	LaneOrder order[kMaxLanesPerQueue];
 	int candidates = 0;
 	for (int i = 0; i < lane_count; i++) {
@@ -152,27 +164,141 @@ AWA_FUNCTION(awa_claim)
 		ring = CurrentRings(&epoch);
 		have_ring = true;
 		for (int i = 0; i < candidates; i++) {
-			order[i].head = LaneHeadRunAt(request.queue, lanes[order[i].index], ring, now);
+			order[i].head = LaneHeadRunAt(request->queue, lanes[order[i].index], ring, now);
 			order[i].effective =
 			    awa::core::EffectivePriority(lanes[order[i].index].priority, now - order[i].head, settings.aging_micros);
 		}
 		qsort(order, candidates, sizeof(LaneOrder), CompareLaneOrder);
 	}
-	for (int i = 0; i < candidates; i++) {
-		const Lane &lane = lanes[order[i].index];
-		// A lane another claimer holds is skipped, never waited for.
-		if (!TryLockLaneClaim(lane.lane_id))
-			continue;
-		if (!have_ring) {
-			int64 epoch;
-			ring = CurrentRings(&epoch);
-			have_ring = true;
+	// First pass: the lanes no other claimer is planning. Second pass, when
+	// that found nothing: wait for the busy ones in turn, each at most
+	// awa.lane_wait_timeout. A claimer holds a lane only while it plans
+	// (microseconds; the in-flight registry takes over), so a claim returns
+	// empty only when no lane has claimable work. A transaction that keeps a
+	// lane lock until it ends never waits for another lane (no cycle).
+	bool busy[kMaxLanesPerQueue] = {false};
+	int busy_count = 0;
+	bool may_wait = awa_lane_wait_timeout_ms > 0 && keeps_lane_lock != MyProc->lxid;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < candidates; i++) {
+			const Lane &lane = lanes[order[i].index];
+			if (pass == 0) {
+				if (!TryLockLaneClaim(lane.lane_id)) {
+					busy[i] = true;
+					busy_count++;
+					continue;
+				}
+			} else {
+				if (!busy[i])
+					continue;
+				if (!LockLaneClaimWithin(lane.lane_id, awa_lane_wait_timeout_ms)) {
+					request->unsure = true;
+					continue;
+				}
+			}
+			if (!have_ring) {
+				int64 epoch;
+				ring = CurrentRings(&epoch);
+				have_ring = true;
+			}
+			bool released;
+			int claimed = ClaimFromLane(*request, lane, ring, &released);
+			if (!released && claimed == 0)
+				UnlockLaneClaim(lane.lane_id);
+			if (claimed > 0)
+				return claimed;
 		}
-		bool released;
-		if (ClaimFromLane(request.queue, lane, ring, request.max_jobs, request.deadline, request.rsinfo, &released) > 0)
+		if (busy_count > 0 && !may_wait)
+			request->unsure = true;
+		if (busy_count == 0 || !may_wait)
 			break;
-		if (!released)
-			UnlockLaneClaim(lane.lane_id);
+	}
+	return 0;
+}
+
+// One look for work in an internal subtransaction: when it finds nothing,
+// the subtransaction rolls back, so every lock it took (lanes, ring slots,
+// sequences) is released before the caller sleeps.
+int
+ClaimOnceReleasingLocks(ClaimRequest *request, TimestampTz now)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	// Errors propagate: the caller's transaction aborts with the
+	// subtransaction inside it, as with any error of a claim.
+	int claimed = ClaimOnce(request, now);
+	if (claimed > 0)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(context);
+	CurrentResourceOwner = owner;
+	return claimed;
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+// awa.claim(queue, max_jobs, deadline, wait) -> SETOF jobs
+AWA_FUNCTION(awa_claim)
+{
+	ClaimRequest request;
+	request.queue = QueueArgument(fcinfo, 0);
+	request.max_jobs = MaxJobsArgument(fcinfo, 1);
+	request.deadline = PG_ARGISNULL(2) ? NULL : PG_GETARG_INTERVAL_P(2);
+	TimestampTz now = GetCurrentTimestamp();
+	if (request.deadline != NULL)
+		CheckClaimDeadline(request.deadline, now);
+	int64 wait_micros = ClaimWaitMicros(PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_INTERVAL_P(3) : NULL, now);
+	request.wake_bucket = QueueWakeBucket(request.queue);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	request.rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+
+	// A claim that is its own transaction does not wait for its WAL flush
+	// while it holds the lane (docs/architecture.md, "Asynchronous claim
+	// commit"); inside a client's transaction block the client's setting stands.
+	if (awa_async_claim_commit && !IsTransactionBlock())
+		(void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
+		                        false);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	if (wait_micros == 0) {
+		(void)ClaimOnce(&request, now);
+		SPI_finish();
+		return (Datum)0;
+	}
+	// A claim that waits (docs/sql-reference.md, awa.claim): look, and while
+	// nothing was found and time is left, sleep until an event of the
+	// queue's wake bucket (wakeups.hpp) that came after the look began.
+	TimestampTz until = now + wait_micros;
+	for (;;) {
+		uint64 seen = QueueWakeEvents(request.wake_bucket);
+		if (ClaimOnceReleasingLocks(&request, now) > 0)
+			break;
+		now = GetCurrentTimestamp();
+		if (now >= until)
+			break;
+		// After an unsure look, sleep no longer than a lane hole's proof
+		// may wait, then look again.
+		int64 nap = until - now;
+		if (request.unsure)
+			nap = Min(nap, int64{Max(awa_gap_proof_lock_timeout_ms, 1)} * 1000);
+		SleepWithoutSnapshot(request.wake_bucket, seen, nap);
+		now = GetCurrentTimestamp();
+		// Settings (a paused queue resumed) and lanes (a new one) may have
+		// changed, and the invalidations of the transaction that woke this
+		// claim may not be out yet: read both afresh.
+		AcceptInvalidationMessages();
+		InvalidateCatalogSnapshot();
+		ForgetCachedLanes();
+		ForgetCachedSettings();
 	}
 	SPI_finish();
 	return (Datum)0;

@@ -22,6 +22,7 @@
 #include "pg/rings.hpp"
 #include "pg/queue_settings.hpp"
 #include "pg/spi_plans.hpp"
+#include "pg/wakeups.hpp"
 
 extern "C" {
 #include "common/pg_prng.h"
@@ -190,6 +191,7 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay, Tim
 		nulls[12] = states_nulls;
 		nulls[13] = new_payload_nulls;
 		Execute(Stmt::kInsertRetryable, 0, values, nulls);
+		WakeWorkerForDeferred(next);
 	} else if (strcmp(outcome, "dlq") == 0) {
 		Datum values[14] = {Int64GetDatum(attempt->job_id),      attempt->queue, Int16GetDatum(attempt->priority),
 		                    kind,                                args,           Int64GetDatum(attempt->run_lease),

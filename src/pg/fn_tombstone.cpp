@@ -17,6 +17,7 @@
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
 #include "pg/inflight.hpp"
+#include "pg/wakeups.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
 #include "pg/sequences.hpp"
@@ -74,7 +75,7 @@ AWA_FUNCTION(awa_internal_tombstone)
 	CountMove(queue, static_cast<int>(awa::core::JobState::kAvailable), static_cast<int>(awa::core::JobState::kCancelled),
 	          1);
 	BridgeRange range{lane_seq, lane_seq + 1};
-	if (awa_early_lane_release && RegisterInflight(lane.lane_id, &range, 1))
+	if (awa_early_lane_release && RegisterInflight(lane.lane_id, &range, 1, QueueWakeBucket(queue)))
 		UnlockLaneClaim(lane.lane_id);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text("tombstoned"));

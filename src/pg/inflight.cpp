@@ -1,6 +1,8 @@
 // inflight.cpp: the in-flight claim registry (see inflight.hpp).
 #include "pg/inflight.hpp"
 
+#include "pg/wakeups.hpp"
+
 extern "C" {
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -43,6 +45,8 @@ constexpr int kMaxLocal = 256;
 struct LocalRegistration {
 	LaneInflight *entry;
 	int64 first;
+	int nest_level;        // the (sub)transaction that registered it
+	uint32 wake_bucket;    // the queue's waiters, woken when it is forgotten on abort
 };
 LocalRegistration local[kMaxLocal];
 int local_count = 0;
@@ -107,25 +111,59 @@ FindEntry(int64 lane_id, bool create)
 	return entry;
 }
 
-// Removes this transaction's ranges. Runs in commit/abort callbacks: plain
-// code that cannot fail.
 void
-ForgetLocal()
+Unregister(const LocalRegistration &registration)
 {
 	int me = MyProc->pgprocno;
-	for (int i = 0; i < local_count; i++) {
-		LaneInflight *entry = local[i].entry;
-		SpinLockAcquire(&entry->mutex);
-		for (int r = 0; r < entry->count; r++) {
-			if (entry->ranges[r].owner == me && entry->ranges[r].first == local[i].first) {
-				entry->ranges[r] = entry->ranges[entry->count - 1];
-				entry->count--;
-				break;
-			}
+	LaneInflight *entry = registration.entry;
+	SpinLockAcquire(&entry->mutex);
+	for (int r = 0; r < entry->count; r++) {
+		if (entry->ranges[r].owner == me && entry->ranges[r].first == registration.first) {
+			entry->ranges[r] = entry->ranges[entry->count - 1];
+			entry->count--;
+			break;
 		}
-		SpinLockRelease(&entry->mutex);
 	}
-	local_count = 0;
+	SpinLockRelease(&entry->mutex);
+}
+
+// Removes the ranges registered at `nest_level` or deeper. Runs in commit and
+// abort callbacks: plain code that cannot fail. After an abort the claimed
+// jobs are claimable again, so the queue's waiting claims are woken, once the
+// ranges are gone.
+void
+ForgetLocal(int nest_level, bool aborted)
+{
+	int kept = 0;
+	for (int i = 0; i < local_count; i++) {
+		if (local[i].nest_level < nest_level) {
+			local[kept++] = local[i];
+			continue;
+		}
+		Unregister(local[i]);
+		if (aborted)
+			WakeQueueBucket(local[i].wake_bucket);
+	}
+	local_count = kept;
+}
+
+void
+OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+{
+	int level = GetCurrentTransactionNestLevel();
+	switch (event) {
+	case SUBXACT_EVENT_ABORT_SUB:
+		ForgetLocal(level, true);
+		break;
+	case SUBXACT_EVENT_COMMIT_SUB:
+		// The parent now owns them (and forgets them if it aborts).
+		for (int i = 0; i < local_count; i++)
+			if (local[i].nest_level >= level)
+				local[i].nest_level = level - 1;
+		break;
+	default:
+		break;
+	}
 }
 
 void
@@ -134,9 +172,11 @@ OnTransactionEvent(XactEvent event, void *)
 	switch (event) {
 	case XACT_EVENT_COMMIT:
 	case XACT_EVENT_PARALLEL_COMMIT:
+		ForgetLocal(1, false);
+		break;
 	case XACT_EVENT_ABORT:
 	case XACT_EVENT_PARALLEL_ABORT:
-		ForgetLocal();
+		ForgetLocal(1, true);
 		break;
 	case XACT_EVENT_PRE_PREPARE:
 		if (local_count > 0)
@@ -159,6 +199,7 @@ InstallInflightRegistry()
 	previous_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = StartupShmem;
 	RegisterXactCallback(OnTransactionEvent, NULL);
+	RegisterSubXactCallback(OnSubTransactionEvent, NULL);
 }
 
 int
@@ -203,9 +244,9 @@ InflightHolder(int64 lane_id, int64 lane_seq)
 }
 
 bool
-RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count)
+RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count, uint32 wake_bucket)
 {
-	if (lanes == NULL || GetCurrentTransactionNestLevel() != 1 || local_count + count > kMaxLocal)
+	if (lanes == NULL || local_count + count > kMaxLocal)
 		return false;
 	LaneInflight *entry = FindEntry(lane_id, true);
 	if (entry == NULL)
@@ -221,9 +262,10 @@ RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count)
 		registered = true;
 	}
 	SpinLockRelease(&entry->mutex);
+	int level = GetCurrentTransactionNestLevel();
 	if (registered)
 		for (int i = 0; i < count; i++)
-			local[local_count++] = LocalRegistration{entry, ranges[i].first};
+			local[local_count++] = LocalRegistration{entry, ranges[i].first, level, wake_bucket};
 	return registered;
 }
 

@@ -12,8 +12,10 @@
 // describes, so it needs no recovery.
 //
 // Available only when awa is in shared_preload_libraries; without it claims
-// hold the lane lock until they end. Claims inside subtransactions, and claims
-// that find the registry full, also hold the lock until the end.
+// hold the lane lock until they end. Claims that find the registry full also
+// hold the lock until the end. A claim inside a subtransaction registers at
+// that level: the subtransaction's abort forgets its ranges, its commit hands
+// them to the parent.
 //
 // A cancel uses the registry too: it registers the lane it tombstones, so no
 // claim plans that lane or moves the cursor past it until the cancel has
@@ -43,8 +45,10 @@ int InflightRanges(int64 lane_id, BridgeRange *out);
 TransactionId InflightHolder(int64 lane_id, int64 lane_seq);
 
 // Registers this transaction's planned ranges for the lane; false when the
-// registry is unavailable or full, or in a subtransaction (then the caller
-// keeps the lane lock until the transaction ends).
-bool RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count);
+// registry is unavailable or full (then the caller keeps the lane lock until
+// the transaction ends). If the registering (sub)transaction aborts, the
+// waiting claims of `wake_bucket` (wakeups.hpp) are woken once the ranges are
+// gone.
+bool RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count, uint32 wake_bucket);
 
 }  // namespace awa::pg

@@ -9,6 +9,7 @@
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
+#include "pg/wakeups.hpp"
 
 #include <cstdlib>
 
@@ -168,6 +169,8 @@ void
 InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 {
 	const JobRow &head = rows[order[0]];
+	// Claims waiting on the queue look again when this transaction ends.
+	WakeQueueAtEnd(head.queue);
 	Lane lane = EnsureLane(head.queue, head.priority);
 	int64 *lane_seqs = static_cast<int64 *>(palloc(sizeof(int64) * (n + 1)));
 	RingPositions ring = ReserveLaneSeqs(lane, n, lane_seqs);
@@ -296,6 +299,10 @@ InsertDeferred(JobRow *rows, const int *order, int n)
 	                    Array(c.unique_states, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
 	                    Array(c.payloads, c.payload_nulls, n, JSONBOID, -1, false, TYPALIGN_INT)};
 	Execute(Stmt::kInsertDeferredMany, 0, values, NULL);
+	TimestampTz earliest = DT_NOEND;
+	for (int i = 0; i < n; i++)
+		earliest = Min(earliest, rows[order[i]].run_at);
+	WakeWorkerForDeferred(earliest);
 }
 
 }  // namespace

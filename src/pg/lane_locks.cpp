@@ -20,45 +20,13 @@ Tag(KeySpace space, int64 key)
 	return tag;
 }
 
-}  // namespace
-
+// Runs `acquire` (a lock request that waits) with lock_timeout = timeout_ms in
+// an internal subtransaction, catching only lock_not_available; true when it
+// was granted. A granted lock moves to the transaction's resource owner.
+template <typename Acquire>
 bool
-TryLockLaneClaim(int64 lane_id)
+AcquireWithin(int timeout_ms, Acquire acquire)
 {
-	LOCKTAG tag = Tag(kLaneClaim, lane_id);
-	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
-}
-
-void
-LockLaneClaim(int64 lane_id)
-{
-	LOCKTAG tag = Tag(kLaneClaim, lane_id);
-	(void)LockAcquire(&tag, ExclusiveLock, false, false);
-}
-
-void
-UnlockLaneClaim(int64 lane_id)
-{
-	LOCKTAG tag = Tag(kLaneClaim, lane_id);
-	LockRelease(&tag, ExclusiveLock, false);
-}
-
-bool
-LockLaneReservations(Oid enqueue_seq, int timeout_ms)
-{
-	// A lock granted inside the subtransaction below ends up owned by the
-	// transaction's resource owner; take the immediate one there too.
-	ResourceOwner caller_owner = CurrentResourceOwner;
-	CurrentResourceOwner = CurTransactionResourceOwner;
-	bool immediate = ConditionalLockRelationOid(enqueue_seq, ShareLock);
-	CurrentResourceOwner = caller_owner;
-	if (immediate)
-		return true;
-	if (timeout_ms <= 0)
-		return false;
-
-	// Bounded wait: lock_timeout inside an internal subtransaction, catching
-	// only lock_not_available. A granted lock moves to the parent transaction.
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	volatile bool acquired = false;
@@ -70,7 +38,7 @@ LockLaneReservations(Oid enqueue_seq, int timeout_ms)
 		snprintf(timeout, sizeof(timeout), "%d", timeout_ms);
 		(void)set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 		                        false);
-		LockRelationOid(enqueue_seq, ShareLock);
+		acquire();
 		AtEOXact_GUC(true, nest_level);
 		acquired = true;
 		ReleaseCurrentSubTransaction();
@@ -91,6 +59,71 @@ LockLaneReservations(Oid enqueue_seq, int timeout_ms)
 	}
 	PG_END_TRY();
 	return acquired;
+}
+
+}  // namespace
+
+// Lane claim locks belong to the (sub)transaction's resource owner, whichever
+// way they were granted, so a lock granted inside AcquireWithin's
+// subtransaction is released through the same owner as one granted at once.
+bool
+TryLockLaneClaim(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneClaim, lane_id);
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	bool granted = LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+	CurrentResourceOwner = caller_owner;
+	return granted;
+}
+
+bool
+LockLaneClaimWithin(int64 lane_id, int timeout_ms)
+{
+	if (TryLockLaneClaim(lane_id))
+		return true;
+	if (timeout_ms <= 0)
+		return false;
+	return AcquireWithin(timeout_ms, [lane_id]() {
+		LOCKTAG tag = Tag(kLaneClaim, lane_id);
+		(void)LockAcquire(&tag, ExclusiveLock, false, false);
+	});
+}
+
+void
+LockLaneClaim(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneClaim, lane_id);
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+	CurrentResourceOwner = caller_owner;
+}
+
+void
+UnlockLaneClaim(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneClaim, lane_id);
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	LockRelease(&tag, ExclusiveLock, false);
+	CurrentResourceOwner = caller_owner;
+}
+
+bool
+LockLaneReservations(Oid enqueue_seq, int timeout_ms)
+{
+	// A lock granted inside the subtransaction below ends up owned by the
+	// transaction's resource owner; take the immediate one there too.
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	bool immediate = ConditionalLockRelationOid(enqueue_seq, ShareLock);
+	CurrentResourceOwner = caller_owner;
+	if (immediate)
+		return true;
+	if (timeout_ms <= 0)
+		return false;
+	return AcquireWithin(timeout_ms, [enqueue_seq]() { LockRelationOid(enqueue_seq, ShareLock); });
 }
 
 void

@@ -1,8 +1,10 @@
 // lane_locks.hpp: the locks awa takes itself.
 //
 //  lane claim   advisory-type tag (field4 0x4101, pg_locks objsubid 16641),
-//               exclusive, transaction-scoped, try only: one claimer per lane
-//               at a time; a busy lane is skipped, never waited for.
+//               exclusive, transaction-scoped: one claimer plans a lane at a
+//               time. A claim that found every lane with work busy waits for
+//               one at most awa.lane_wait_timeout (a claimer holds it only
+//               while it plans, unless the in-flight registry is off or full).
 //  claim batch  advisory-type tag (field4 0x4104, objsubid 16644), exclusive,
 //               transaction-scoped: serializes closing the attempts of one
 //               claim batch (completion races).
@@ -22,6 +24,9 @@
 namespace awa::pg {
 
 bool TryLockLaneClaim(int64 lane_id);
+// Waits at most `timeout_ms` for it (0: only tries); false if not granted in
+// time. Errors other than the lock timeout (cancel, deadlock) propagate.
+bool LockLaneClaimWithin(int64 lane_id, int timeout_ms);
 // Waits for the lane claim lock (cancel: claimers hold it only while they plan).
 void LockLaneClaim(int64 lane_id);
 void UnlockLaneClaim(int64 lane_id);

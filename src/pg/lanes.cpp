@@ -91,6 +91,16 @@ ForgetQueues(Datum, int, uint32)
 		entry.incarnation = InvalidOid;
 }
 
+}  // namespace
+
+void
+ForgetCachedLanes()
+{
+	ForgetQueues((Datum)0, 0, 0);
+}
+
+namespace {
+
 bool
 FindLane(text *queue, int16 priority, bool latest, Lane *lane)
 {

@@ -27,5 +27,10 @@ bool LaneCreatedInThisTransaction();
 // Served from a per-backend cache when it can be; requires SPI otherwise.
 // May ereport.
 int LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue]);
+// Empties this backend's cache of queues' lanes. A waiting claim does so when
+// it wakes: the transaction that woke it sends its catalog invalidations only
+// after its commit callbacks ran (wakeups.hpp), so the cache may not know of a
+// lane that transaction created yet.
+void ForgetCachedLanes();
 
 }  // namespace awa::pg

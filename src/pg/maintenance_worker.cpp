@@ -18,6 +18,7 @@
 #include "core/maintenance_schedule.hpp"
 #include "pg/gucs.hpp"
 #include "pg/maintenance_state.hpp"
+#include "pg/wakeups.hpp"
 
 extern "C" {
 #include "access/heapam.h"
@@ -169,15 +170,52 @@ PruneIndex(MaintenanceTask task)
 	}
 }
 
+// The next promotion runs at the earliest deferred job's run_at when that
+// comes before the cadence, and it is published for the committers of new
+// deferred jobs (they set the latch when theirs is due earlier).
+void
+SchedulePromotion(core::TaskClock *clock, TimestampTz next_deferred)
+{
+	TimestampTz current = GetCurrentTimestamp();
+	int64 delay = IntervalMs(MaintenanceTask::kPromote) * 1000;
+	if (next_deferred != 0)
+		delay = Max(int64{0}, Min(delay, next_deferred - current));
+	clock->Ran(MaintenanceTask::kPromote, current, delay);
+	PublishNextPromote(current + delay);
+}
+
 MemoryContext step_context = NULL;
 bool extension_gone = false;
 
+// The run_at of the earliest deferred job due after `after`, or 0 when none
+// (an index-only probe of deferred_jobs_due_idx). Inside a step's SPI
+// connection.
+TimestampTz
+EarliestDeferredAfter(TimestampTz after)
+{
+	Oid types[1] = {TIMESTAMPTZOID};
+	Datum values[1] = {TimestampTzGetDatum(after)};
+	int rc = SPI_execute_with_args("SELECT min(run_at) FROM awa.deferred_jobs WHERE run_at > $1", 1, types, values,
+	                               NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		return 0;
+	bool isnull;
+	Datum value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? 0 : DatumGetTimestampTz(value);
+}
+
 // Runs one step in its own transaction; its outcome is copied into `outcome`
 // ("" after an error). Errors are reported and the transaction is aborted.
+// After a promotion, *next_deferred is the run_at of the earliest deferred
+// job still to come (0: none); any commit of a deferred job from before the
+// step began until it is published wakes the worker (wakeups.hpp).
 void
-RunStep(MaintenanceTask task, char *outcome, size_t outcome_size)
+RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *next_deferred)
 {
 	outcome[0] = '\0';
+	*next_deferred = 0;
+	if (task == MaintenanceTask::kPromote)
+		BeginNextPromoteLookup();
 	MemoryContext loop_context = CurrentMemoryContext;
 	MemoryContextSwitchTo(step_context);
 	PG_TRY();
@@ -214,6 +252,8 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size)
 				if (value != NULL)
 					strlcpy(outcome, value, outcome_size);
 			}
+			if (task == MaintenanceTask::kPromote)
+				*next_deferred = EarliestDeferredAfter(GetCurrentTimestamp());
 			SPI_finish();
 		}
 		PopActiveSnapshot();
@@ -405,7 +445,10 @@ awa_maintenance_main(Datum argument)
 					NoteTaskBackoff(task, backoff[prune].level(), backoff[prune].skip_remaining());
 					continue;
 				}
-				RunStep(task, outcome, sizeof(outcome));
+				TimestampTz next_deferred;
+				RunStep(task, outcome, sizeof(outcome), &next_deferred);
+				if (task == MaintenanceTask::kPromote && outcome[0] != '\0')
+					SchedulePromotion(&clock, next_deferred);
 				if (outcome[0] == '\0') {
 					error_streak[i] = Min(error_streak[i] + 1, 6);
 					int64 retry_ms = Min(int64{1000} << error_streak[i], int64{60000});
@@ -429,11 +472,17 @@ awa_maintenance_main(Datum argument)
 		int64 wait_us = clock.UntilNextDue(GetCurrentTimestamp(), 1000 * 1000);
 		if (!awa_maintenance_enabled)
 			wait_us = 1000 * 1000;
-		long wait_ms = static_cast<long>(wait_us / 1000);
-		if (wait_ms < 1)
-			wait_ms = 1;
-		(void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
+		// Rounded up: a promotion planned for a job's run_at must not run
+		// before it.
+		long wait_ms = static_cast<long>((wait_us + 999) / 1000);
+		int events =
+		    WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		// A commit of a deferred job due before the planned promotion set
+		// the latch (wakeups.hpp): promote now, and look again for the
+		// earliest one.
+		if (events & WL_LATCH_SET)
+			clock.Ran(MaintenanceTask::kPromote, GetCurrentTimestamp(), 0);
 	}
 }
 

@@ -3,6 +3,7 @@
 #include "pg/counters.hpp"
 #include "pg/inflight.hpp"
 #include "pg/maintenance_state.hpp"
+#include "pg/wakeups.hpp"
 #include "pg/queue_settings.hpp"
 #include "pg/postgres_headers.hpp"
 
@@ -12,6 +13,7 @@ PG_MODULE_MAGIC;
 bool awa_async_claim_commit = true;
 bool awa_early_lane_release = true;
 int awa_gap_proof_lock_timeout_ms = 10;
+int awa_lane_wait_timeout_ms = 250;
 static int awa_queue_slot_count = 16;
 static int awa_history_slot_count = 8;
 static int awa_claim_slot_count = 8;
@@ -129,6 +131,12 @@ _PG_init(void)
 	    "reference design's behaviour).",
 	    &awa_early_lane_release, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
+	    "awa.lane_wait_timeout", "How long a claim waits for a lane another claimer is planning.",
+	    "A claim that found every lane with work busy waits this long at most for one of them, instead of "
+	    "returning nothing; a claimer holds a lane only while it plans, unless the in-flight registry is off "
+	    "or full. 0 never waits (a busy lane is skipped).",
+	    &awa_lane_wait_timeout_ms, 250, 0, 60000, PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable(
 	    "awa.gap_proof_lock_timeout", "How long a claim waits to prove a lane gap dead.",
 	    "A claim that finds a missing lane below a committed one waits up to this long for the lane's "
 	    "in-flight enqueues to end; 0 only tries.",
@@ -157,6 +165,7 @@ _PG_init(void)
 	awa::pg::InstallQueueSettingsCache();
 	if (process_shared_preload_libraries_in_progress) {
 		awa::pg::InstallInflightRegistry();
+		awa::pg::InstallWakeups();
 		awa::pg::InstallCounters();
 		awa::pg::InstallMaintenanceState();
 		if (!IsBinaryUpgrade)

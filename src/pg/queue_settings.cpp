@@ -1,6 +1,9 @@
 // queue_settings.cpp: the per-backend cache of awa.queue_meta (see queue_settings.hpp).
 #include "pg/queue_settings.hpp"
 
+#include "pg/arguments.hpp"
+#include "pg/wakeups.hpp"
+
 #include "pg/guard.hpp"
 #include "pg/rings.hpp"
 #include "pg/spi_plans.hpp"
@@ -42,6 +45,12 @@ OnRelcacheInvalidation(Datum, Oid relid)
 }
 
 }  // namespace
+
+void
+ForgetCachedSettings()
+{
+	Flush();
+}
 
 void
 InstallQueueSettingsCache()
@@ -102,12 +111,18 @@ SettingsOf(text *queue)
 
 using namespace awa::pg;
 
-// awa._queue_meta_changed(): queues a relcache invalidation of awa.queue_meta
-// with this transaction, so every backend re-reads queue settings after commit.
+// awa._queue_meta_changed(queue): queues a relcache invalidation of
+// awa.queue_meta with this transaction, so every backend re-reads queue
+// settings after commit. A resumed queue can be claimed and its deferred jobs
+// promoted again: its waiting claims and the maintenance worker are woken at
+// commit (a pause or another setting only costs them a look).
 AWA_FUNCTION(awa_internal_queue_meta_changed)
 {
+	text *queue = QueueArgument(fcinfo, 0);
 	Oid relid = AwaObjectOid(AwaObject::kQueueMeta);
 	if (OidIsValid(relid))
 		CacheInvalidateRelcacheByRelid(relid);
+	WakeQueueAtCommit(queue);
+	WakeWorkerForDeferred(GetCurrentTimestamp());
 	PG_RETURN_VOID();
 }

@@ -27,6 +27,9 @@ void InstallQueueSettingsCache();
 
 // The settings of `queue`. Requires SPI. May ereport.
 QueueSettings SettingsOf(text *queue);
+// Empties this backend's settings cache (a waiting claim that wakes may be
+// ahead of the invalidation of a resumed queue; see ForgetCachedLanes).
+void ForgetCachedSettings();
 
 // Interval as microseconds (a month counts 30 days).
 int64 IntervalMicros(const Interval *interval);

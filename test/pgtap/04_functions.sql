@@ -37,9 +37,9 @@ INSERT INTO api VALUES
      'c', true, 'volatile', false, 100, 'awa_enqueue_many'),
     -- Worker API (C)
     ('claim',
-     ARRAY['text', 'integer', 'interval'],
+     ARRAY['text', 'integer', 'interval', 'interval'],
      'setof record',
-     'queue text, max_jobs integer DEFAULT 1, deadline interval DEFAULT NULL::interval',
+     'queue text, max_jobs integer DEFAULT 1, deadline interval DEFAULT NULL::interval, wait interval DEFAULT NULL::interval',
      'TABLE(job_id bigint, run_lease bigint, receipt_id bigint, kind text, args jsonb, queue text, '
      'priority integer, attempt integer, max_attempts integer, deadline_at timestamp with time zone, '
      'created_at timestamp with time zone, metadata jsonb)',
@@ -221,9 +221,9 @@ INSERT INTO api VALUES
      'interval',
      'c', false, 'volatile', false, 0, 'awa_internal_backoff'),
     ('_queue_meta_changed',
-     ARRAY[]::name[],
+     ARRAY['text'],
      'void',
-     '',
+     'queue text',
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_queue_meta_changed'),
     -- Internal building blocks of maintenance (C)

@@ -55,7 +55,7 @@ INSERT INTO grants VALUES
     ('_promote_jobs', ARRAY['bigint[]'], false, false, false),
     ('_count_move', ARRAY['text', 'text', 'text', 'bigint'], false, false, false),
     ('_backoff', ARRAY['integer'], false, false, false),
-    ('_queue_meta_changed', ARRAY[]::name[], false, false, false),
+    ('_queue_meta_changed', ARRAY['text'], false, false, false),
     ('_queue_counts_scan', ARRAY['text'], false, false, false),
     ('_require_queue', ARRAY['text'], false, false, false),
     ('_job_document', ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',

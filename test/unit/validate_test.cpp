@@ -211,6 +211,24 @@ TEST(CheckDeadline, Boundaries)
 	ExpectViolation(v, ViolationCode::kInvalidParameter, "deadline must be a positive interval", hint);
 }
 
+TEST(CheckClaimWait, Boundaries)
+{
+	const char *hint = "wait is how long the claim may sleep until a job is available, e.g. '10 seconds'; NULL or 0 "
+	                   "looks once and returns.";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckClaimWait(0, &v));
+	EXPECT_TRUE(CheckClaimWait(1, &v));
+	EXPECT_TRUE(CheckClaimWait(kMaxClaimWaitMicros, &v));
+	EXPECT_FALSE(CheckClaimWait(kMaxClaimWaitMicros + 1, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "wait must be between 0 and 1 day", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckClaimWait(-1, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "wait must be between 0 and 1 day", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckClaimWait(kI64Min, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "wait must be between 0 and 1 day", hint);
+}
+
 // ---- NULL and array shape ---------------------------------------------------
 
 TEST(CheckNotNull, Rule)
