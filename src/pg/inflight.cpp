@@ -43,7 +43,7 @@ struct LaneInflight {
 // This backend's registrations in the current transaction.
 constexpr int kMaxLocal = 256;
 struct LocalRegistration {
-	LaneInflight *entry;
+	InflightKey key;
 	int64 first;
 	int nest_level;        // the (sub)transaction that registered it
 	uint32 wake_bucket;    // the queue's waiters, woken when it is forgotten on abort
@@ -91,40 +91,50 @@ KeyOf(int64 lane_id)
 	return key;
 }
 
+// The lane's entry, the caller holding lanes_lock (shared or exclusive); NULL
+// when there is none. Entries live only while they hold ranges: the last
+// range's owner removes the entry under the exclusive lock, so a pointer is
+// valid only while lanes_lock is held.
 LaneInflight *
-FindEntry(int64 lane_id, bool create)
+FindEntryLocked(int64 lane_id)
 {
 	InflightKey key = KeyOf(lane_id);
-	LWLockAcquire(lanes_lock, LW_SHARED);
-	LaneInflight *entry = static_cast<LaneInflight *>(hash_search(lanes, &key, HASH_FIND, NULL));
-	LWLockRelease(lanes_lock);
-	if (entry != NULL || !create)
-		return entry;
+	return static_cast<LaneInflight *>(hash_search(lanes, &key, HASH_FIND, NULL));
+}
+
+// Removes the lane's entry if it holds no range (exclusive lock taken here).
+void
+RemoveIfEmpty(const InflightKey &key)
+{
 	LWLockAcquire(lanes_lock, LW_EXCLUSIVE);
-	bool found;
-	entry = static_cast<LaneInflight *>(hash_search(lanes, &key, HASH_ENTER_NULL, &found));
-	if (entry != NULL && !found) {
-		SpinLockInit(&entry->mutex);
-		entry->count = 0;
-	}
+	LaneInflight *entry = static_cast<LaneInflight *>(hash_search(lanes, &key, HASH_FIND, NULL));
+	if (entry != NULL && entry->count == 0)
+		(void)hash_search(lanes, &key, HASH_REMOVE, NULL);
 	LWLockRelease(lanes_lock);
-	return entry;
 }
 
 void
 Unregister(const LocalRegistration &registration)
 {
 	int me = MyProc->pgprocno;
-	LaneInflight *entry = registration.entry;
-	SpinLockAcquire(&entry->mutex);
-	for (int r = 0; r < entry->count; r++) {
-		if (entry->ranges[r].owner == me && entry->ranges[r].first == registration.first) {
-			entry->ranges[r] = entry->ranges[entry->count - 1];
-			entry->count--;
-			break;
+	bool empty = false;
+	LWLockAcquire(lanes_lock, LW_SHARED);
+	LaneInflight *entry = static_cast<LaneInflight *>(hash_search(lanes, &registration.key, HASH_FIND, NULL));
+	if (entry != NULL) {
+		SpinLockAcquire(&entry->mutex);
+		for (int r = 0; r < entry->count; r++) {
+			if (entry->ranges[r].owner == me && entry->ranges[r].first == registration.first) {
+				entry->ranges[r] = entry->ranges[entry->count - 1];
+				entry->count--;
+				break;
+			}
 		}
+		empty = entry->count == 0;
+		SpinLockRelease(&entry->mutex);
 	}
-	SpinLockRelease(&entry->mutex);
+	LWLockRelease(lanes_lock);
+	if (empty)
+		RemoveIfEmpty(registration.key);
 }
 
 // Removes the ranges registered at `nest_level` or deeper. Runs in commit and
@@ -207,17 +217,19 @@ InflightRanges(int64 lane_id, BridgeRange *out)
 {
 	if (lanes == NULL)
 		return 0;
-	LaneInflight *entry = FindEntry(lane_id, false);
-	if (entry == NULL)
-		return 0;
 	int me = MyProc->pgprocno;
 	int count = 0;
-	SpinLockAcquire(&entry->mutex);
-	for (int r = 0; r < entry->count; r++) {
-		if (entry->ranges[r].owner != me)
-			out[count++] = BridgeRange{entry->ranges[r].first, entry->ranges[r].next};
+	LWLockAcquire(lanes_lock, LW_SHARED);
+	LaneInflight *entry = FindEntryLocked(lane_id);
+	if (entry != NULL) {
+		SpinLockAcquire(&entry->mutex);
+		for (int r = 0; r < entry->count; r++) {
+			if (entry->ranges[r].owner != me)
+				out[count++] = BridgeRange{entry->ranges[r].first, entry->ranges[r].next};
+		}
+		SpinLockRelease(&entry->mutex);
 	}
-	SpinLockRelease(&entry->mutex);
+	LWLockRelease(lanes_lock);
 	return count;
 }
 
@@ -226,20 +238,22 @@ InflightHolder(int64 lane_id, int64 lane_seq)
 {
 	if (lanes == NULL)
 		return InvalidTransactionId;
-	LaneInflight *entry = FindEntry(lane_id, false);
-	if (entry == NULL)
-		return InvalidTransactionId;
 	int me = MyProc->pgprocno;
 	TransactionId holder = InvalidTransactionId;
-	SpinLockAcquire(&entry->mutex);
-	for (int r = 0; r < entry->count; r++) {
-		const InflightRange &range = entry->ranges[r];
-		if (range.owner != me && lane_seq >= range.first && lane_seq < range.next) {
-			holder = range.xid;
-			break;
+	LWLockAcquire(lanes_lock, LW_SHARED);
+	LaneInflight *entry = FindEntryLocked(lane_id);
+	if (entry != NULL) {
+		SpinLockAcquire(&entry->mutex);
+		for (int r = 0; r < entry->count; r++) {
+			const InflightRange &range = entry->ranges[r];
+			if (range.owner != me && lane_seq >= range.first && lane_seq < range.next) {
+				holder = range.xid;
+				break;
+			}
 		}
+		SpinLockRelease(&entry->mutex);
 	}
-	SpinLockRelease(&entry->mutex);
+	LWLockRelease(lanes_lock);
 	return holder;
 }
 
@@ -248,24 +262,41 @@ RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count, uint32 wak
 {
 	if (lanes == NULL || local_count + count > kMaxLocal)
 		return false;
-	LaneInflight *entry = FindEntry(lane_id, true);
-	if (entry == NULL)
-		return false;
 	int me = MyProc->pgprocno;
 	// The transaction writes anyway; an xid now lets others wait for its end.
 	TransactionId xid = GetTopTransactionId();
-	bool registered = false;
-	SpinLockAcquire(&entry->mutex);
-	if (entry->count + count <= kMaxInflightPerLane) {
-		for (int i = 0; i < count; i++)
-			entry->ranges[entry->count++] = InflightRange{ranges[i].first, ranges[i].next, me, xid};
-		registered = true;
+	InflightKey key = KeyOf(lane_id);
+	// The entry is created under the exclusive lock and filled before the
+	// lock is released, so no forgetter removes it empty in between.
+	LWLockAcquire(lanes_lock, LW_SHARED);
+	LaneInflight *entry = FindEntryLocked(lane_id);
+	if (entry == NULL) {
+		LWLockRelease(lanes_lock);
+		LWLockAcquire(lanes_lock, LW_EXCLUSIVE);
+		bool found;
+		entry = static_cast<LaneInflight *>(hash_search(lanes, &key, HASH_ENTER_NULL, &found));
+		if (entry != NULL && !found) {
+			SpinLockInit(&entry->mutex);
+			entry->count = 0;
+		}
 	}
-	SpinLockRelease(&entry->mutex);
+	bool registered = false;
+	if (entry != NULL) {
+		SpinLockAcquire(&entry->mutex);
+		if (entry->count + count <= kMaxInflightPerLane) {
+			for (int i = 0; i < count; i++)
+				entry->ranges[entry->count++] = InflightRange{ranges[i].first, ranges[i].next, me, xid};
+			registered = true;
+		}
+		SpinLockRelease(&entry->mutex);
+	}
+	LWLockRelease(lanes_lock);
+	if (!registered && entry != NULL)
+		RemoveIfEmpty(key);
 	int level = GetCurrentTransactionNestLevel();
 	if (registered)
 		for (int i = 0; i < count; i++)
-			local[local_count++] = LocalRegistration{entry, ranges[i].first, level, wake_bucket};
+			local[local_count++] = LocalRegistration{key, ranges[i].first, level, wake_bucket};
 	return registered;
 }
 

@@ -149,8 +149,9 @@ _PG_init(void)
 	                        &awa_lease_slot_count, 8, 2, 64, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.history_slot_count", "History-ring slots created by CREATE EXTENSION.", NULL,
 	                        &awa_history_slot_count, 8, 4, 64, PGC_SUSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("awa.max_lanes", "Lanes the in-flight claim registry can hold (shared memory).",
-	                        "A lane beyond this falls back to holding its claim lock until the claim commits.",
+	DefineCustomIntVariable("awa.max_lanes", "Lanes that can have claims in flight at the same moment (shared memory).",
+	                        "An entry lives while a claim of its lane is in flight, whatever the number of lanes; "
+	                        "a claim that finds the registry full keeps its lane lock until it ends.",
 	                        &awa_max_lanes, 1024, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.max_queues", "Queues whose job counts are kept in shared memory.",
 	                        "Beyond this, awa.queue_counts counts exactly (its cost then grows with the backlog).",
