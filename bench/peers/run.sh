@@ -1,0 +1,763 @@
+#!/usr/bin/env bash
+# bench/peers/run.sh: awa next to three other PostgreSQL queues under pgbench, on one throwaway
+# PostgreSQL 15 cluster that this script creates, measures on and stops again.
+#
+#   bench/peers/run.sh                                             full comparison (long: T=20, REPS=2)
+#   T=3 REPS=1 W1_N="1 4" W2_N=4 W2_B=10 bench/peers/run.sh         smoke run (a few minutes)
+#
+# Systems (SYSTEMS): skip = a classic FOR UPDATE SKIP LOCKED jobs table (sql/skip_schema.sql);
+# pgq = PgQ 3.5 (Debian postgresql-15-pgq3); pgmq = pgmq's pure-SQL install script, read from
+# $PGMQ_SQL (never kept in this repository); awa = this repository, installed into the
+# PostgreSQL tree of $PGBIN with `make install`.
+# Workloads (WORKLOADS): W1 enqueue, W2 drain, W3 steady mixed load, W4 slow WAL flush.
+# Every knob is an environment variable; bench/peers/README.md lists them and tells how each
+# system is driven and counted.
+#
+# Output in $OUTDIR: raw.tsv (one row per measured run), report.md (report.py), *.png (plot.py,
+# if matplotlib is installed), runner.log, meta.tsv, per run a pgbench log, the 1 s queue samples
+# (.mon) and pgbench's per-second aggregates (.agg.*), and the server log (server-log/).
+# Run it as root (initdb, pg_ctl and the server run as user postgres via runuser; psql and
+# pgbench connect as database user postgres over a Unix socket) or as the user that should own
+# the server. The cluster is stopped at the end, also when something fails.
+set -euo pipefail
+
+PEERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# ----------------------------------------------------------------------------- knobs
+T=${T:-20}                                    # seconds per pgbench run (-T)
+REPS=${REPS:-2}                               # repetitions of every cell
+SYSTEMS=${SYSTEMS:-"skip pgq pgmq awa"}
+WORKLOADS=${WORKLOADS:-"W1 W2 W3 W4"}
+W1_N=${W1_N:-"1 4 16"}                        # W1 enqueue clients
+W2_N=${W2_N:-"1 4 16 64"}                     # W2 drain workers
+W2_B=${W2_B:-"1 10"}                          # W2 claim batch sizes
+PRELOAD=${PRELOAD:-200000}                    # jobs pre-loaded for W2/W4
+IDLE_MS=${IDLE_MS:-10}                        # workers' pause after a claim that returned nothing
+RATE=${RATE:-2000}                            # W3 offered load, jobs/s (all producers together)
+AWA_WAIT_MS=${AWA_WAIT_MS:-}                  # set: awa claims wait up to this long in the server
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+PGMQ_SQL=${PGMQ_SQL:-}                        # a copy of pgmq-extension/sql/pgmq.sql; unset = no pgmq
+PORT=${PORT:-5499}                            # only names the socket file (no TCP listener)
+WORKDIR=${WORKDIR:-}                          # data directory + socket; default a new /tmp/awa-peers.XXXXXX
+OUTDIR=${OUTDIR:-$PEERS_DIR/results/run-$(date +%Y%m%d-%H%M%S)}
+KEEP=${KEEP:-0}                               # 1 = keep the data directory afterwards
+FIGURES=${FIGURES:-}                          # also write the PNGs here (relative: to the repository root)
+if [ -z "${PYTHON:-}" ]; then
+	# Debian's python3-matplotlib belongs to the system interpreter, which a pyenv or venv
+	# python3 earlier in PATH would not see.
+	if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
+fi
+
+RUNDB=bq_run              # the database every measured run gets, copied from a template
+AWA_DB_LIMIT=60           # see restart_if_awa_slots_used_up
+SQLD=$PEERS_DIR/pgbench
+PAYLOAD='{"task":"send_email","user_id":12345,"template":"welcome","attempt_limit":25}'
+
+# ----------------------------------------------------------------------------- helpers
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$OUTDIR/runner.log" >&2; }
+die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
+# The server and initdb run as postgres when we are root (initdb refuses root).
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# psql: quiet, stop on error, unaligned tuples only. NOTICEs (CREATE EXTENSION, pgmq's DDL) off.
+q() {
+	local db=$1; shift
+	PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -At -d "$db" "$@"
+}
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+has_word() { [[ " $1 " == *" $2 "* ]]; }
+count_words() { set -f; set -- $1; set +f; echo $#; }
+
+check_knobs() {
+	local v x
+	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP; do
+		is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
+	done
+	[ "$T" -ge 1 ] && [ "$REPS" -ge 1 ] && [ "$PRELOAD" -ge 1 ] || die "T, REPS and PRELOAD must be at least 1"
+	for v in W1_N W2_N W2_B; do
+		for x in ${!v}; do is_uint "$x" && [ "$x" -ge 1 ] || die "$v must list positive integers (got '${!v}')"; done
+	done
+	if [ -n "$AWA_WAIT_MS" ]; then
+		is_uint "$AWA_WAIT_MS" && [ "$AWA_WAIT_MS" -ge 1 ] || die "AWA_WAIT_MS must be a positive integer (ms)"
+	fi
+	for x in $SYSTEMS; do case $x in skip|pgq|pgmq|awa) ;; *) die "unknown system '$x' (skip pgq pgmq awa)";; esac; done
+	for x in $WORKLOADS; do case $x in W1|W2|W3|W4) ;; *) die "unknown workload '$x' (W1 W2 W3 W4)";; esac; done
+	[ -n "$SYSTEMS" ] && [ -n "$WORKLOADS" ] || die "SYSTEMS and WORKLOADS must not be empty"
+}
+
+# Sets ACTIVE (the systems that will run). awa must be installed in any case: it is preloaded
+# for the whole cluster. A missing PgQ or pgmq only drops that system, with a message.
+check_prerequisites() {
+	local b
+	for b in initdb pg_ctl postgres psql pgbench pg_config; do
+		[ -x "$PGBIN/$b" ] || die "$PGBIN/$b not found (PGBIN must point at a PostgreSQL 15 bin directory)"
+	done
+	PG_MAJOR=$("$PGBIN/pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+	[ "$PG_MAJOR" = 15 ] || echo "run.sh: warning: $PGBIN is PostgreSQL $PG_MAJOR, the harness is made for 15" >&2
+	SHAREDIR=$("$PGBIN/pg_config" --sharedir)
+	PKGLIBDIR=$("$PGBIN/pg_config" --pkglibdir)
+	[ -f "$SHAREDIR/extension/awa.control" ] && [ -f "$PKGLIBDIR/awa.so" ] ||
+		die "awa is not installed in $PGBIN's tree ($SHAREDIR, $PKGLIBDIR): run 'make && make install' from the repository root (PG_CONFIG=$PGBIN/pg_config for another tree)"
+	[ "$(id -u)" != 0 ] || id postgres >/dev/null 2>&1 || die "running as root needs an OS user 'postgres' to own the server"
+	"$PYTHON" -c 'import sys' 2>/dev/null || die "python3 not found (PYTHON=$PYTHON); report.py needs it"
+	ACTIVE=""
+	SKIPPED=""
+	for b in $SYSTEMS; do
+		has_word "$ACTIVE" "$b" && continue
+		case $b in
+		pgq)
+			if [ ! -f "$SHAREDIR/extension/pgq.control" ]; then
+				echo "run.sh: skipping pgq: PgQ is not installed in $SHAREDIR. Debian: apt-get install -y postgresql-15-pgq3 (for a relocated tree, copy its extension/pgq* and lib/pgq_*.so files in too)" >&2
+				SKIPPED+="pgq "; continue
+			fi ;;
+		pgmq)
+			if [ -z "$PGMQ_SQL" ]; then
+				echo "run.sh: skipping pgmq: PGMQ_SQL is not set. It must point at a copy of pgmq's pure-SQL install script, e.g." >&2
+				echo "  git clone --depth 1 --branch v1.5.1 https://github.com/pgmq/pgmq /tmp/pgmq-src && cp /tmp/pgmq-src/pgmq-extension/sql/pgmq.sql /tmp/pgmq.sql" >&2
+				echo "  PGMQ_SQL=/tmp/pgmq.sql bench/peers/run.sh" >&2
+				SKIPPED+="pgmq "; continue
+			fi
+			[ -r "$PGMQ_SQL" ] || die "PGMQ_SQL=$PGMQ_SQL is not readable"
+			grep -q 'FUNCTION pgmq.read' "$PGMQ_SQL" || die "PGMQ_SQL=$PGMQ_SQL does not look like pgmq-extension/sql/pgmq.sql" ;;
+		esac
+		ACTIVE+="$b "
+	done
+	ACTIVE=${ACTIVE% }
+	[ -n "$ACTIVE" ] || die "none of SYSTEMS='$SYSTEMS' can run"
+}
+
+# ----------------------------------------------------------------------------- cluster
+SERVER_STARTED=0
+OWN_WORKDIR=0
+SOCKDIR=""
+setup_dirs() {
+	[ ! -e "$OUTDIR/raw.tsv" ] || die "$OUTDIR/raw.tsv exists: pick a new OUTDIR (rows of two runs would be averaged as repetitions)"
+	mkdir -p "$OUTDIR"
+	OUTDIR=$(cd "$OUTDIR" && pwd)
+	: >"$OUTDIR/runner.log"
+	if [ -z "$WORKDIR" ]; then
+		WORKDIR=$(mktemp -d /tmp/awa-peers.XXXXXX)
+		OWN_WORKDIR=1
+	fi
+	mkdir -p "$WORKDIR"
+	WORKDIR=$(cd "$WORKDIR" && pwd)
+	PGDATA_DIR=$WORKDIR/data
+	[ ! -e "$PGDATA_DIR" ] || die "$PGDATA_DIR exists: pick a new WORKDIR"
+	# A Unix socket path must fit in 107 bytes: a long WORKDIR gets its socket in /tmp.
+	SOCKDIR=$WORKDIR
+	[ ${#SOCKDIR} -le 80 ] || SOCKDIR=$(mktemp -d /tmp/awa-peers-sock.XXXXXX)
+	if [ "$(id -u)" = 0 ]; then chown postgres "$WORKDIR" "$SOCKDIR"; fi
+	# Every client below (psql, pgbench) reaches this cluster only, with no inherited options:
+	# a PGOPTIONS such as '-c jit=off' would silently change what is measured.
+	unset PGOPTIONS PGDATABASE PGSERVICE PGSERVICEFILE PGHOSTADDR PGPASSWORD PGSSLMODE
+	export PGHOST=$SOCKDIR PGPORT=$PORT PGUSER=postgres
+}
+
+start_cluster() {
+	log "initdb in $PGDATA_DIR (PostgreSQL $PG_MAJOR from $PGBIN), socket $SOCKDIR/.s.PGSQL.$PORT"
+	as_pg "$PGBIN/initdb" -D "$PGDATA_DIR" -U postgres --auth=trust --no-sync -E UTF8 --locale=C >"$WORKDIR/initdb.log"
+	# PostgreSQL's defaults everywhere else: planner, JIT (jit = on), autovacuum, and awa's
+	# maintenance worker at its default cadence (no awa.* setting).
+	cat >>"$PGDATA_DIR/postgresql.conf" <<-EOF
+
+	# ---- bench/peers/run.sh
+	port = $PORT
+	listen_addresses = ''                 # Unix socket only
+	unix_socket_directories = '$SOCKDIR'
+	# awa's claim registry, counters and maintenance launcher need the preload; the other systems
+	# run on the same cluster with it loaded (workers only start in databases that have awa)
+	shared_preload_libraries = 'awa'
+	shared_buffers = 512MB
+	max_connections = 200
+	# PostgreSQL's defaults, written out because the comparison relies on them
+	wal_level = replica
+	synchronous_commit = on
+	fsync = on
+	autovacuum = on
+	# harness choices: fewer forced checkpoints inside a run; a server log with autovacuum runs
+	max_wal_size = 4GB
+	logging_collector = on
+	log_directory = 'log'
+	log_line_prefix = '%m [%p] %d '
+	log_autovacuum_min_duration = 0
+	EOF
+	as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$WORKDIR/startup.log" -w start >/dev/null
+	SERVER_STARTED=1
+	AWA_DBS=0
+}
+
+stop_cluster() {
+	[ "$SERVER_STARTED" = 1 ] || return 0
+	if ! as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w -t 120 stop >/dev/null 2>&1; then
+		as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+	SERVER_STARTED=0
+}
+
+# awa keeps shared-memory job counters for at most 64 databases per server start and frees a
+# database's slot only at a restart; each measured awa run is a new database. Past the limit,
+# queue_counts would quietly count from the tables (O(jobs)) and the monitor would load the run.
+# So the cluster is restarted before the slots run out (nothing is connected between runs).
+restart_if_awa_slots_used_up() {
+	[ "$AWA_DBS" -ge "$AWA_DB_LIMIT" ] || return 0
+	log "restarting the cluster: $AWA_DBS awa databases since the last start (awa's counter slots)"
+	as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w -l "$WORKDIR/startup.log" restart >/dev/null
+	AWA_DBS=0
+}
+
+# ERROR/PANIC lines in the server log so far; a run's note gets the ones written during it.
+# (FATALs are expected: DROP DATABASE ... WITH (FORCE) ends a run database's awa worker.)
+log_errors_total() {
+	local n
+	n=$(cat "$PGDATA_DIR"/log/*.log 2>/dev/null | grep -cE ' (ERROR|PANIC): ' || true)
+	echo "${n:-0}"
+}
+
+# ----------------------------------------------------------------------------- templates
+# Every measured run starts from a fresh copy of a template (CREATE DATABASE ... TEMPLATE), so
+# each run sees the same state. Templates are created IS_TEMPLATE: awa's launcher starts no
+# maintenance worker in a template, so nothing is ever connected to one when it is copied.
+
+# make_template NEW FROM [HELPERS.sql]: copy FROM as a new template, then load the generic
+# helpers and after them the system's own (which replace some generic ones, e.g. awa's
+# bench_claims(); so both are loaded again in every template, in this order).
+make_template() {
+	q postgres -c "CREATE DATABASE $1 TEMPLATE $2 IS_TEMPLATE true"
+	q "$1" -f "$PEERS_DIR/sql/common_helpers.sql"
+	[ -z "${3:-}" ] || q "$1" -f "$PEERS_DIR/sql/$3"
+	case $1 in bq_t_awa_*) AWA_DBS=$((AWA_DBS + 1)) ;; esac
+}
+wants() { # wants WORKLOAD...: true if one of them was chosen
+	local w
+	for w in "$@"; do has_word "$WORKLOADS" "$w" && return 0; done
+	return 1
+}
+# The (N, B) pairs a PgQ drain template is needed for: W2's grid, and N=16 B=1 for W4.
+pgq_drain_cells() {
+	local n b cells=""
+	if wants W2; then for b in $W2_B; do for n in $W2_N; do cells+="${n}_${b} "; done; done; fi
+	if wants W4 && ! has_word "$cells" 16_1; then cells+="16_1 "; fi
+	echo "$cells"
+}
+
+prepare_skip() {
+	q postgres -c "CREATE DATABASE bq_skip IS_TEMPLATE true"
+	q bq_skip -f "$PEERS_DIR/sql/skip_schema.sql"
+	if wants W1 W3; then make_template bq_t_skip_empty bq_skip; fi
+	if wants W2 W4; then
+		make_template bq_t_skip_200k bq_skip
+		q bq_t_skip_200k -c "INSERT INTO jobs (queue, payload) SELECT 'default', '$PAYLOAD'::jsonb FROM generate_series(1, $PRELOAD)" \
+			-c "VACUUM (FREEZE, ANALYZE)"
+	fi
+}
+
+prepare_pgmq() {
+	# pgmq's script creates schema pgmq itself when it is not installed as an extension.
+	q postgres -c "CREATE DATABASE bq_pgmq IS_TEMPLATE true"
+	q bq_pgmq -f "$PGMQ_SQL" >/dev/null
+	# queue 'jobs': plain (not partitioned), logged
+	q bq_pgmq -c "SELECT pgmq.create('jobs')" >/dev/null
+	if wants W1 W3; then
+		make_template bq_t_pgmq_empty bq_pgmq pgmq_helpers.sql
+		q bq_t_pgmq_empty -c "VACUUM ANALYZE"
+	fi
+	if wants W2 W4; then
+		make_template bq_t_pgmq_200k bq_pgmq pgmq_helpers.sql
+		q bq_t_pgmq_200k -c "SELECT count(*) FROM pgmq.send_batch('jobs', array_fill('$PAYLOAD'::jsonb, ARRAY[$PRELOAD]))" \
+			-c "VACUUM (FREEZE, ANALYZE)" >/dev/null
+	fi
+}
+
+prepare_pgq() {
+	local cell n b db
+	q postgres -c "CREATE DATABASE bq_pgq IS_TEMPLATE true"
+	q bq_pgq -c "CREATE EXTENSION pgq" -f "$PEERS_DIR/sql/pgq_helpers.sql"
+	if wants W1; then
+		make_template bq_t_pgq_w1 bq_pgq
+		q bq_t_pgq_w1 -c "CALL bench_pgq_make_queues(1, false)" -c "VACUUM ANALYZE"
+	fi
+	if wants W3; then
+		make_template bq_t_pgq_w3 bq_pgq
+		q bq_t_pgq_w3 -c "CALL bench_pgq_make_queues(8, true)" -c "VACUUM ANALYZE"
+	fi
+	# PgQ's batch is "the events between two ticks": B is emulated by a tick after every B
+	# events per queue, and N parallel workers need N queues (sql/pgq_helpers.sql). The
+	# pre-load commits after every round, so it runs with synchronous_commit off.
+	for cell in $(pgq_drain_cells); do
+		n=${cell%_*} b=${cell#*_} db=bq_t_pgq_n${n}_b${b}
+		make_template "$db" bq_pgq
+		q "$db" -c "SET synchronous_commit = off" -c "CALL bench_pgq_make_queues($n, true)" \
+			-c "CALL bench_pgq_preload($n, $PRELOAD, $b, '$PAYLOAD')" -c "VACUUM (FREEZE, ANALYZE)"
+		log "template $db: enqueued|done|remaining = $(q "$db" -c 'SELECT * FROM bench_counts()')"
+	done
+}
+
+prepare_awa() {
+	q postgres -c "CREATE DATABASE bq_awa IS_TEMPLATE true"
+	q bq_awa -c "CREATE EXTENSION awa"
+	AWA_DBS=$((AWA_DBS + 1))
+	if [ -n "$AWA_WAIT_MS" ] &&
+		[ -z "$(q bq_awa -c "SELECT 1 FROM pg_proc WHERE pronamespace = 'awa'::regnamespace AND proname = 'claim' AND pronargs >= 4")" ]; then
+		die "AWA_WAIT_MS is set, but the installed awa has no awa.claim(queue, max_jobs, deadline, wait): install an awa with it, or unset AWA_WAIT_MS"
+	fi
+	make_template bq_t_awa_empty bq_awa awa_helpers.sql
+	q bq_t_awa_empty -c "VACUUM ANALYZE"
+	if wants W2 W4; then
+		make_template bq_t_awa_200k bq_awa awa_helpers.sql
+		# One enqueue_many call per 100 jobs, as a producer would batch them. A PL/pgSQL loop:
+		# a LATERAL join over generate_series with constant arguments would run it only once.
+		q bq_t_awa_200k -c "DO \$\$ BEGIN FOR i IN 0 .. ($PRELOAD - 1) / 100 LOOP
+			PERFORM awa.enqueue_many(array_fill('job'::text, ARRAY[least(100, $PRELOAD - i * 100)]),
+			                         array_fill('$PAYLOAD'::jsonb, ARRAY[least(100, $PRELOAD - i * 100)]),
+			                         queue => 'default');
+			END LOOP; END \$\$" -c "VACUUM (FREEZE, ANALYZE)"
+	fi
+}
+
+prepare_templates() {
+	local sys t0
+	t0=$(date +%s)
+	for sys in $ACTIVE; do
+		log "templates for $sys"
+		"prepare_$sys"
+	done
+	q postgres -c "CHECKPOINT"
+	log "templates ready in $(($(date +%s) - t0)) s"
+}
+
+tmpl_w1() { case $1 in skip) echo bq_t_skip_empty ;; pgmq) echo bq_t_pgmq_empty ;; pgq) echo bq_t_pgq_w1 ;; awa) echo bq_t_awa_empty ;; esac; }
+tmpl_w2() { case $1 in skip) echo bq_t_skip_200k ;; pgmq) echo bq_t_pgmq_200k ;; pgq) echo "bq_t_pgq_n$2_b$3" ;; awa) echo bq_t_awa_200k ;; esac; }
+tmpl_w3() { case $1 in skip) echo bq_t_skip_empty ;; pgmq) echo bq_t_pgmq_empty ;; pgq) echo bq_t_pgq_w3 ;; awa) echo bq_t_awa_empty ;; esac; }
+
+# ----------------------------------------------------------------------------- measured runs
+# worker_script SYS sync|async: the pgbench worker script. awa with AWA_WAIT_MS uses the *_wait
+# variants (claim waits in the server, no client-side sleep); without it the installed awa's
+# 2-argument claim is used, so the harness works with awa versions that have no wait.
+worker_script() {
+	local s=$1_worker
+	[ "$2" = async ] && s+=_async
+	if [ "$1" = awa ] && [ -n "$AWA_WAIT_MS" ]; then s+=_wait; fi
+	echo "$SQLD/$s.sql"
+}
+# A string that identifies the claim statement in pgbench -r's per-statement output.
+claim_pat() { case $1 in skip) echo 'WITH c AS' ;; pgmq) echo 'pgmq.read' ;; pgq) echo 'SELECT b.bid' ;; awa) echo 'awa.claim' ;; esac; }
+# pgbench threads: at most 2 (the harness was made for a 2-core machine that also runs the server).
+pgb_threads() { if [ "$1" -lt 2 ]; then echo 1; else echo 2; fi; }
+pgb_field() { # pgb_field LOGFILE tps|lat|txns
+	case $2 in
+	tps) sed -n 's/^tps = \([0-9.]*\) (without.*/\1/p' "$1" | head -1 ;;
+	lat) sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$1" | head -1 ;;
+	txns) sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1" | head -1 ;;
+	esac
+}
+stmt_lat() { # stmt_lat LOGFILE PATTERN: pgbench -r latency of the first statement matching
+	awk -v pat="$2" '/statement latencies/ {on = 1; next} on && index($0, pat) {print $1; exit}' "$1"
+}
+
+AWA_PREP=""   # awa only: what was wrong with the run database before the run ("" = ready)
+# fresh_db TEMPLATE SYS: a new copy for one measured run, then a checkpoint.
+fresh_db() {
+	local w="" c="" bad=""
+	drop_run_db
+	AWA_PREP=""
+	[ "$2" = awa ] && restart_if_awa_slots_used_up
+	q postgres -c "CREATE DATABASE $RUNDB TEMPLATE $1"
+	if [ "$2" = awa ]; then
+		AWA_DBS=$((AWA_DBS + 1))
+		# As in production, the database's maintenance worker runs during the measurement: wait
+		# until the launcher has started it, and until the job counters are trusted (one exact
+		# pass over the copied jobs, made here rather than inside the first monitor sample).
+		for _ in $(seq 1 50); do
+			w=$(q postgres -c "SELECT pid FROM pg_stat_activity WHERE datname = '$RUNDB' AND backend_type = 'awa maintenance worker'")
+			[ -n "$w" ] && break
+			sleep 0.1
+		done
+		for _ in $(seq 1 20); do
+			c=$(q $RUNDB -c "SELECT outcome FROM awa.run_maintenance('counters')")
+			[ "$c" = trusted ] && break
+			sleep 0.5
+		done
+		[ -n "$w" ] || bad+="no_awa_worker,"
+		[ "$c" = trusted ] || bad+="awa_counters_$c,"
+		[ -z "$bad" ] || log "WARNING: $RUNDB from $1: ${bad%,} (worker pid '$w', counters '$c')"
+		AWA_PREP=$bad
+	fi
+	q postgres -c "CHECKPOINT"
+}
+# The awa maintenance worker may be connected: FORCE ends it (a FATAL line in the server log).
+drop_run_db() { q postgres -c "DROP DATABASE IF EXISTS $RUNDB WITH (FORCE)"; }
+
+# awa_check TAG: after an awa run; prints "" when fine, else a note flag. The check itself
+# (sql/awa_helpers.sql, bench_awa_check) goes to runner.log.
+awa_check() {
+	local chk=""
+	for _ in 1 2 3 4 5; do   # a prune committing between its two counts makes them differ once
+		chk=$(q $RUNDB -c "SELECT ok::text || ' ' || line FROM bench_awa_check()")
+		[ "${chk%% *}" = true ] && break
+		sleep 0.5
+	done
+	log "$1: awa check: $chk"
+	[ "${chk%% *}" = true ] || echo awa_check_failed
+}
+
+# One psql session samples the run database every second: "epoch remaining claims" (claims =
+# bench_claims(), empty for systems that do not count them). Stopping the feeder closes psql's
+# stdin, so psql ends cleanly after its current query.
+MON_PID=""
+start_monitor() { # start_monitor FILE
+	local stop=$1.stop
+	rm -f "$stop"
+	( while [ ! -e "$stop" ]; do
+		echo "SELECT extract(epoch FROM clock_timestamp()), r.remaining, bench_claims() FROM bench_counts() r;"
+		sleep 1
+	done ) | "$PGBIN/psql" -X -q -At -F ' ' -d $RUNDB >"$1" 2>&1 &
+	MON_PID=$!
+	MON_FILE=$1
+}
+stop_monitor() {
+	[ -n "$MON_PID" ] || return 0
+	touch "$MON_FILE.stop"
+	wait "$MON_PID" 2>/dev/null || true
+	rm -f "$MON_FILE.stop"
+	MON_PID=""
+}
+
+# Background pgbench processes (W3 producers and ticker), ended by the exit trap on a failure.
+BG_PIDS=""
+emit() { local IFS=$'\t'; printf '%s\n' "$*" >>"$OUTDIR/raw.tsv"; }
+RAW_HEADER=(rep workload variant system N B tps jobs_per_s lat_ms claim_ms "done" remaining drained_at_s
+	dead_total dead_top3 autovac db_mb claims empty_claim_frac log_errors note)
+
+# drain_rate MONFILE T0 REM0 DONE: jobs/s and the drain time. If a sample saw the queue empty,
+# the rate is taken over the time the queue still had jobs: (jobs done by the last sample that
+# saw some) / (that sample's time since start); drained_at = time of the first empty sample.
+# Otherwise jobs done at the end / T.
+drain_rate() {
+	awk -v t0="$2" -v r0="$3" -v done="$4" -v T="$T" '
+		$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9]+$/ {
+			if ($2 + 0 > 0 && !empty) { t = $1; r = $2 }
+			else if ($2 + 0 == 0 && !empty) { empty = 1; et = $1 - t0 }
+		}
+		END {
+			if (empty) {
+				if (t > t0 && r0 > r) printf "%.0f %.1f\n", (r0 - r) / (t - t0), et
+				else printf "NA %.1f\n", et
+			} else printf "%.0f NA\n", done / T
+		}' "$1"
+}
+
+# empty_frac MONFILE C0 C1 TXNS DRAINED AGGFILES...: the share of claims that returned no job
+# (awa only: bench_claims() counts the non-empty ones, pgbench runs one claim per transaction).
+# Not drained: exact, 1 - (C1 - C0) / TXNS. Drained: only the claims made while the queue still
+# had jobs count: up to the last sample that saw jobs, with pgbench's per-second transaction
+# counts (the interval holding that sample pro rata). Prints NA when not countable.
+empty_frac() {
+	local mon=$1 c0=$2 c1=$3 txns=$4 drained=$5
+	shift 5
+	if [ -z "$c0" ] || [ -z "$c1" ] || [ -z "$txns" ] || [ "$txns" = 0 ]; then echo NA; return; fi
+	if [ "$drained" = NA ]; then
+		awk -v c0="$c0" -v c1="$c1" -v n="$txns" 'BEGIN {printf "%.4f\n", 1 - (c1 - c0) / n}'
+		return
+	fi
+	[ $# -gt 0 ] || { echo NA; return; }
+	awk -v c0="$c0" '
+		FNR == NR {
+			if ($2 ~ /^[0-9]+$/ && $2 + 0 > 0 && $3 != "") { td = $1; cd = $3 }
+			next
+		}
+		{ s[++k] = $1; n[k] = $2 }
+		END {
+			if (td == "") { print "NA"; exit }
+			for (i = 1; i <= k; i++) {
+				f = td - s[i]; if (f > 1) f = 1; if (f < 0) f = 0
+				tx += n[i] * f
+			}
+			if (tx > 0) printf "%.4f\n", 1 - (cd - c0) / tx; else print "NA"
+		}' "$mon" "$@"
+}
+
+# after_run: dead tuples etc. of the run database, once the backends have flushed their stats.
+dead_stats() { q $RUNDB -F $'\t' -c "SELECT dead_total, replace(top3, ' ', ','), autovac, db_mb FROM bench_dead()"; }
+
+# run_drain REP WORKLOAD VARIANT SYS N B TEMPLATE SCRIPT: W2 and W4.
+run_drain() {
+	local rep=$1 wl=$2 var=$3 sys=$4 n=$5 b=$6 tmpl=$7 script=$8
+	local tag="r${rep}_${wl}_${var}_${sys}_n${n}_b${b}"
+	local lf="$OUTDIR/$tag.log" mon="$OUTDIR/$tag.mon" rc=0
+	fresh_db "$tmpl" "$sys"
+	local cnt0 rem0 c0
+	cnt0=$(q $RUNDB -c "SELECT done, remaining, bench_claims() FROM bench_counts()")
+	IFS='|' read -r _ rem0 c0 <<<"$cnt0"
+	local le0
+	le0=$(log_errors_total)
+	local t0
+	t0=$(date +%s.%N)
+	start_monitor "$mon"
+	# -l --aggregate-interval=1: pgbench's transactions per second (tiny files), to count awa's
+	# empty claims up to the moment the queue emptied.
+	pgbench -n -M prepared -T "$T" -c "$n" -j "$(pgb_threads "$n")" -P 5 -r \
+		-l --aggregate-interval=1 --log-prefix="$OUTDIR/$tag.agg" -f "$script" \
+		-D B="$b" -D nq="$n" -D idle_ms="$IDLE_MS" -D wait_ms="${AWA_WAIT_MS:-0}" -D awa_init=0 \
+		$RUNDB >"$lf" 2>&1 || rc=$?
+	stop_monitor
+	sleep 1.5   # backends flush their statistics when they exit
+	local cnt1 d1 rem c1 d0
+	d0=${cnt0%%|*}
+	cnt1=$(q $RUNDB -c "SELECT done, remaining, bench_claims() FROM bench_counts()")
+	IFS='|' read -r d1 rem c1 <<<"$cnt1"
+	local dead tps lat cl txns
+	dead=$(dead_stats)
+	tps=$(pgb_field "$lf" tps) lat=$(pgb_field "$lf" lat) txns=$(pgb_field "$lf" txns)
+	cl=$(stmt_lat "$lf" "$(claim_pat "$sys")")
+	local done=$((d1 - d0)) jps dr note=ok ef f
+	read -r jps dr < <(drain_rate "$mon" "$t0" "$rem0" "$done")
+	[ "$dr" = NA ] || note=drained
+	local agg=()
+	for f in "$OUTDIR/$tag".agg.*; do [ -e "$f" ] && agg+=("$f"); done
+	ef=$(empty_frac "$mon" "$c0" "$c1" "$txns" "$dr" "${agg[@]}")
+	[ "$rc" = 0 ] || note="pgbench_rc=$rc"
+	if [ "$sys" = awa ]; then
+		local ac
+		ac=$(awa_check "$tag")
+		[ -z "$AWA_PREP$ac" ] || note="$note,$AWA_PREP$ac"
+		note=${note%,}
+	fi
+	local le=$(($(log_errors_total) - le0))
+	emit "$rep" "$wl" "$var" "$sys" "$n" "$b" "${tps:-NA}" "$jps" "${lat:-NA}" "${cl:-NA}" "$done" "$rem" "$dr" \
+		"$dead" "${txns:-NA}" "$ef" "$le" "$note"
+	log "$tag: jobs/s=$jps tps=${tps:-NA} done=$done rem=$rem drained=$dr empty_claims=$ef dead=[${dead//$'\t'/ }] log_errors=$le $note"
+}
+
+# run_enq REP VARIANT SYS N JOBS_PER_TX TEMPLATE SCRIPT: W1.
+run_enq() {
+	local rep=$1 var=$2 sys=$3 n=$4 jpt=$5 tmpl=$6 script=$7
+	local tag="r${rep}_W1_${var}_${sys}_n${n}"
+	local lf="$OUTDIR/$tag.log" rc=0
+	fresh_db "$tmpl" "$sys"
+	local le0
+	le0=$(log_errors_total)
+	pgbench -n -M prepared -T "$T" -c "$n" -j "$(pgb_threads "$n")" -P 5 -r -f "$script" -D nq=1 $RUNDB >"$lf" 2>&1 || rc=$?
+	sleep 1.5
+	local enq dead tps lat jps note=ok
+	enq=$(q $RUNDB -c "SELECT enqueued FROM bench_counts()")
+	dead=$(dead_stats)
+	tps=$(pgb_field "$lf" tps) lat=$(pgb_field "$lf" lat)
+	# jobs/s from pgbench's committed transactions; `done` holds the jobs found in the database
+	jps=$(awk -v t="${tps:-0}" -v j="$jpt" 'BEGIN {printf "%.0f", t * j}')
+	[ "$rc" = 0 ] || note="pgbench_rc=$rc"
+	if [ "$sys" = awa ]; then
+		local ac
+		ac=$(awa_check "$tag")
+		[ -z "$AWA_PREP$ac" ] || note="$note,$AWA_PREP$ac"
+		note=${note%,}
+	fi
+	local le=$(($(log_errors_total) - le0))
+	emit "$rep" W1 "$var" "$sys" "$n" "$jpt" "${tps:-NA}" "$jps" "${lat:-NA}" NA "$enq" 0 NA "$dead" NA NA "$le" "$note"
+	log "$tag: jobs/s=$jps tps=${tps:-NA} enqueued=$enq log_errors=$le $note"
+}
+
+# run_mixed REP SYS TEMPLATE: W3, 4 producers at RATE jobs/s in total + 8 workers (B=10), and for
+# PgQ a client calling pgq.ticker() every 50 ms (a stand-in for pgqd).
+run_mixed() {
+	local rep=$1 sys=$2 tmpl=$3
+	local tag="r${rep}_W3_mixed_${sys}"
+	local lf="$OUTDIR/$tag" rc=0 rc1=0 p1 p3=""
+	fresh_db "$tmpl" "$sys"
+	local c0 e0 d0 k0
+	c0=$(q $RUNDB -c "SELECT enqueued, done, bench_claims() FROM bench_counts()")
+	IFS='|' read -r e0 d0 k0 <<<"$c0"
+	local le0
+	le0=$(log_errors_total)
+	pgbench -n -M prepared -T "$T" -c 4 -j 2 -R "$RATE" -P 5 -r -f "$SQLD/${sys}_enq1.sql" -D nq=8 $RUNDB >"$lf.prod.log" 2>&1 &
+	p1=$!
+	BG_PIDS="$p1"
+	if [ "$sys" = pgq ]; then
+		pgbench -n -M prepared -T "$T" -c 1 -j 1 -f "$SQLD/pgq_ticker.sql" -D tick_ms=50 $RUNDB >"$lf.ticker.log" 2>&1 &
+		p3=$!
+		BG_PIDS+=" $p3"
+	fi
+	pgbench -n -M prepared -T "$T" -c 8 -j 2 -P 5 -r -f "$(worker_script "$sys" sync)" \
+		-D B=10 -D nq=8 -D idle_ms="$IDLE_MS" -D wait_ms="${AWA_WAIT_MS:-0}" -D awa_init=0 $RUNDB >"$lf.work.log" 2>&1 || rc=$?
+	wait "$p1" || rc1=$?
+	[ -z "$p3" ] || wait "$p3" || true
+	BG_PIDS=""
+	sleep 1.5
+	local c1 e1 d1 rem k1
+	c1=$(q $RUNDB -c "SELECT enqueued, done, remaining, bench_claims() FROM bench_counts()")
+	IFS='|' read -r e1 d1 rem k1 <<<"$c1"
+	local dead ptps wtps wlat cl plat txns
+	dead=$(dead_stats)
+	ptps=$(pgb_field "$lf.prod.log" tps) plat=$(pgb_field "$lf.prod.log" lat)
+	wtps=$(pgb_field "$lf.work.log" tps) wlat=$(pgb_field "$lf.work.log" lat) txns=$(pgb_field "$lf.work.log" txns)
+	cl=$(stmt_lat "$lf.work.log" "$(claim_pat "$sys")")
+	local done=$((d1 - d0)) enq=$((e1 - e0)) jps eps ef
+	jps=$(awk -v d="$done" -v t="$T" 'BEGIN {printf "%.0f", d / t}')
+	eps=$(awk -v d="$enq" -v t="$T" 'BEGIN {printf "%.0f", d / t}')
+	ef=$(empty_frac /dev/null "$k0" "$k1" "$txns" NA)
+	local note="enq_per_s=$eps,prod_lat_ms=${plat:-NA},worker_tps=${wtps:-NA}"
+	if [ "$rc" != 0 ] || [ "$rc1" != 0 ]; then note+=",pgbench_rc=$rc/$rc1"; fi
+	if [ "$sys" = awa ]; then
+		local ac
+		ac=$(awa_check "$tag")
+		[ -z "$AWA_PREP$ac" ] || note="$note,$AWA_PREP$ac"
+		note=${note%,}
+	fi
+	local le=$(($(log_errors_total) - le0))
+	emit "$rep" W3 mixed "$sys" 8 10 "${ptps:-NA}" "$jps" "${wlat:-NA}" "${cl:-NA}" "$done" "$rem" NA "$dead" \
+		"${txns:-NA}" "$ef" "$le" "$note"
+	log "$tag: done/s=$jps enq/s=$eps claim_ms=${cl:-NA} worker_lat=${wlat:-NA} rem=$rem dead=[${dead//$'\t'/ }] log_errors=$le"
+}
+
+# W4: every WAL flush waits 5 ms (commit_delay with commit_siblings = 0), emulating a slow disk.
+set_commit_delay() { # on|off
+	if [ "$1" = on ]; then
+		q postgres -c "ALTER SYSTEM SET commit_delay = 5000" -c "ALTER SYSTEM SET commit_siblings = 0" -c "SELECT pg_reload_conf()" >/dev/null
+	else
+		q postgres -c "ALTER SYSTEM RESET commit_delay" -c "ALTER SYSTEM RESET commit_siblings" -c "SELECT pg_reload_conf()" >/dev/null
+	fi
+	sleep 1
+	log "commit_delay = $(q postgres -c 'SHOW commit_delay'), commit_siblings = $(q postgres -c 'SHOW commit_siblings')"
+}
+
+run_workloads() {
+	local rep wl var jpt n b sys
+	for rep in $(seq 1 "$REPS"); do
+		for wl in $WORKLOADS; do
+			case $wl in
+			W1)
+				for var in enq1 enq100; do
+					jpt=1
+					[ $var = enq100 ] && jpt=100
+					for n in $W1_N; do for sys in $ACTIVE; do
+						run_enq "$rep" "$var" "$sys" "$n" "$jpt" "$(tmpl_w1 "$sys")" "$SQLD/${sys}_${var}.sql"
+					done; done
+				done ;;
+			W2)
+				for b in $W2_B; do for n in $W2_N; do for sys in $ACTIVE; do
+					run_drain "$rep" W2 drain "$sys" "$n" "$b" "$(tmpl_w2 "$sys" "$n" "$b")" "$(worker_script "$sys" sync)"
+				done; done; done ;;
+			W3)
+				for sys in $ACTIVE; do run_mixed "$rep" "$sys" "$(tmpl_w3 "$sys")"; done ;;
+			W4)
+				set_commit_delay on
+				for sys in $ACTIVE; do
+					run_drain "$rep" W4 delay_sync "$sys" 16 1 "$(tmpl_w2 "$sys" 16 1)" "$(worker_script "$sys" sync)"
+				done
+				# claim committed asynchronously: SET LOCAL synchronous_commit = off in the claim
+				# transaction; for awa, awa.async_claim_commit = on (its default)
+				for sys in $ACTIVE; do
+					run_drain "$rep" W4 delay_asyncclaim "$sys" 16 1 "$(tmpl_w2 "$sys" 16 1)" "$(worker_script "$sys" async)"
+				done
+				set_commit_delay off ;;
+			esac
+		done
+	done
+	drop_run_db
+}
+
+# ----------------------------------------------------------------------------- metadata, report
+# planned_runs: the number of measured runs, for the time estimate.
+planned_runs() {
+	local s
+	s=$(count_words "$ACTIVE")
+	local per=0
+	wants W1 && per=$((per + 2 * $(count_words "$W1_N") * s))
+	wants W2 && per=$((per + $(count_words "$W2_B") * $(count_words "$W2_N") * s))
+	wants W3 && per=$((per + s))
+	wants W4 && per=$((per + 2 * s))
+	echo $((per * REPS))
+}
+
+write_meta() {
+	local f=$OUTDIR/meta.tsv rev awa_so
+	rev=$(git -C "$PEERS_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	[ -z "$(git -C "$PEERS_DIR" status --porcelain -- . 2>/dev/null)" ] || rev+=" (bench/peers modified)"
+	awa_so=$(sha256sum "$PKGLIBDIR/awa.so" | cut -c1-16)
+	{
+		printf 'started\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+		printf 'command\t%s\n' "$CMD"
+		printf 'systems\t%s\n' "$ACTIVE"
+		printf 'skipped\t%s\n' "${SKIPPED:-none}"
+		printf 'knobs\tT=%s REPS=%s WORKLOADS="%s" W1_N="%s" W2_N="%s" W2_B="%s" PRELOAD=%s IDLE_MS=%s RATE=%s AWA_WAIT_MS=%s\n' \
+			"$T" "$REPS" "$WORKLOADS" "$W1_N" "$W2_N" "$W2_B" "$PRELOAD" "$IDLE_MS" "$RATE" "${AWA_WAIT_MS:-unset}"
+		printf 'machine\t%s, %s CPUs (%s), %s MB RAM, load at start %s\n' "$(uname -srm)" "$(nproc)" \
+			"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
+			"$(awk '/^MemTotal/ {printf "%d", $2 / 1024}' /proc/meminfo)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+		printf 'postgresql\t%s (%s)\n' "$(q postgres -c 'SHOW server_version')" "$PGBIN"
+		printf 'awa\t%s, awa.so sha256 %s…, bench/peers at %s\n' "$(q bq_awa -c "SELECT extversion FROM pg_extension WHERE extname = 'awa'" 2>/dev/null || echo '?')" "$awa_so" "$rev"
+		if has_word "$ACTIVE" pgq; then printf 'pgq\t%s\n' "$(q bq_pgq -c 'SELECT pgq.version()')"; fi
+		if has_word "$ACTIVE" pgmq; then printf 'pgmq\t%s (sha256 %s…)\n' "$PGMQ_SQL" "$(sha256sum "$PGMQ_SQL" | cut -c1-16)"; fi
+		printf 'settings\t%s\n' "$(q postgres -c "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name)
+			FROM pg_settings WHERE name IN ('shared_buffers', 'max_connections', 'max_wal_size', 'wal_level', 'synchronous_commit',
+			  'fsync', 'autovacuum', 'jit', 'jit_above_cost', 'shared_preload_libraries', 'checkpoint_timeout', 'commit_delay')")"
+		# expected: none (the maintenance worker runs at its default cadence)
+		printf 'awa_settings\t%s\n' "$(q postgres -c "SELECT coalesce(string_agg(name || '=' || setting, ', ' ORDER BY name), 'all at their defaults')
+			FROM pg_settings WHERE name LIKE 'awa.%' AND source <> 'default'")"
+	} >"$f"
+}
+
+make_report() {
+	"$PYTHON" "$PEERS_DIR/report.py" "$OUTDIR/raw.tsv" >"$OUTDIR/report.md"
+	log "report: $OUTDIR/report.md"
+	if "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
+		if FIGURES="$FIGURES" "$PYTHON" "$PEERS_DIR/plot.py" "$OUTDIR/raw.tsv" >>"$OUTDIR/runner.log" 2>&1; then
+			log "figures: $OUTDIR/*.png${FIGURES:+ and $FIGURES}"
+		else
+			log "WARNING: plot.py failed (see runner.log)"
+		fi
+	else
+		log "no figures: matplotlib is missing for $PYTHON (Debian: apt-get install -y python3-matplotlib)"
+	fi
+}
+
+cleanup() {
+	local rc=$?
+	set +e
+	trap - EXIT INT TERM
+	stop_monitor
+	local p
+	for p in $BG_PIDS; do kill "$p" 2>/dev/null; done
+	stop_cluster
+	if [ -n "$PGDATA_DIR" ] && [ -d "$PGDATA_DIR/log" ]; then
+		mkdir -p "$OUTDIR/server-log"
+		cp -p "$PGDATA_DIR"/log/* "$WORKDIR/initdb.log" "$WORKDIR/startup.log" "$OUTDIR/server-log/" 2>/dev/null
+	fi
+	if [ "$rc" = 0 ] && [ "$KEEP" != 1 ]; then
+		rm -rf "$PGDATA_DIR"
+		if [ "$OWN_WORKDIR" = 1 ]; then rm -rf "$WORKDIR"; fi
+	elif [ -n "${WORKDIR:-}" ] && [ -d "$PGDATA_DIR" ]; then
+		echo "run.sh: cluster stopped; data directory kept: $PGDATA_DIR" >&2
+	fi
+	if [ -n "$SOCKDIR" ] && [ "$SOCKDIR" != "${WORKDIR:-}" ]; then rm -rf "$SOCKDIR"; fi
+	[ "$rc" = 0 ] || echo "run.sh: failed (exit $rc); see $OUTDIR/runner.log" >&2
+	exit "$rc"
+}
+
+main() {
+	CMD=""
+	local v
+	for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE AWA_WAIT_MS PGBIN PGMQ_SQL PORT OUTDIR; do
+		if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
+	done
+	CMD+="bench/peers/run.sh"
+	check_knobs
+	check_prerequisites
+	PGDATA_DIR=""
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	setup_dirs
+	local runs
+	runs=$(planned_runs)
+	log "start: systems [$ACTIVE]${SKIPPED:+ (skipped: ${SKIPPED% })}, workloads [$WORKLOADS], T=$T REPS=$REPS: $runs measured runs, roughly $((runs * (T + 4) / 60 + 1)) min plus the templates; out=$OUTDIR"
+	printf '%s\n' "$(IFS=$'\t'; echo "${RAW_HEADER[*]}")" >"$OUTDIR/raw.tsv"
+	start_cluster
+	prepare_templates
+	write_meta
+	run_workloads
+	log "measurements done"
+	stop_cluster
+	make_report
+	log "done"
+}
+
+main "$@"
