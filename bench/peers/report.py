@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""bench/peers/report.py RAW_TSV: markdown report of a bench/peers/run.sh run on stdout.
+
+Every cell shows the mean over the repetitions (each repetition in parentheses when there are
+several). Throughput tables get ratio columns awa/SKIP LOCKED, awa/PgQ and awa/pgmq (mean of awa
+divided by the peer's mean in the same cell; above 1 = awa faster). meta.tsv next to raw.tsv
+(written by run.sh) supplies the header: machine, versions, settings, knobs.
+Standard library only.
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+NAME = {"skip": "SKIP LOCKED", "pgq": "PgQ", "pgmq": "pgmq", "awa": "awa"}
+PEERS = ["skip", "pgq", "pgmq"]
+
+
+def num(v):
+    if isinstance(v, (int, float)):
+        return float(v)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def mean(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.mean(vals) if vals else None
+
+
+def cell(vals, fmt="{:,.0f}"):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "n/a"
+    if len(vals) == 1:
+        return fmt.format(vals[0])
+    return fmt.format(statistics.mean(vals)) + " (" + " / ".join(fmt.format(v) for v in vals) + ")"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return "n/a"
+    return f"{a / b:.2f}"
+
+
+def is_failure(note):
+    """A note flag that marks a failed or doubtful run (run.sh): pgbench_rc=..., awa_check_failed,
+    no_awa_worker, awa_counters_...; not ok, drained or W3's key=value figures."""
+    if note.startswith("pgbench_rc"):
+        return True
+    return bool(note) and note not in ("ok", "drained") and "=" not in note
+
+
+def load(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    meta = {}
+    mpath = os.path.join(os.path.dirname(os.path.abspath(path)), "meta.tsv")
+    if os.path.exists(mpath):
+        with open(mpath) as f:
+            for line in f:
+                k, _, v = line.rstrip("\n").partition("\t")
+                meta[k] = v
+    return rows, meta
+
+
+def loop_latency(logdir, r):
+    """tps-weighted mean of pgbench -P 5 interval latencies (whole worker loop: claim +
+    complete, and the idle pause after an empty claim) over the intervals that ended before
+    the queue emptied."""
+    fn = os.path.join(logdir, f"r{r['rep']}_{r['workload']}_{r['variant']}_{r['system']}_n{r['N']}_b{r['B']}.log")
+    try:
+        with open(fn) as f:
+            txt = f.read()
+    except OSError:
+        return None
+    drained = num(r["drained_at_s"])
+    tot = w = 0.0
+    for m in re.finditer(r"progress: ([\d.]+) s, ([\d.]+) tps, lat ([\d.]+) ms", txt):
+        t, tps, lat = map(float, m.groups())
+        if drained is not None and t > drained:
+            continue
+        tot += tps * lat
+        w += tps
+    return tot / w if w else None
+
+
+class Report:
+    def __init__(self, rows, meta, logdir):
+        self.rows = rows
+        self.meta = meta
+        self.systems = [s for s in NAME if any(r["system"] == s for r in rows)]
+        self.peers = [p for p in PEERS if p in self.systems] if "awa" in self.systems else []
+        self.by = defaultdict(list)
+        for r in rows:
+            if r["workload"] in ("W2", "W4"):
+                r["loop_ms"] = loop_latency(logdir, r)
+            self.by[(r["workload"], r["variant"], r["system"], r["N"], r["B"])].append(r)
+        m = re.search(r"PRELOAD=(\d+)", meta.get("knobs", ""))
+        self.preload = int(m.group(1)) if m else None
+        m = re.search(r"RATE=(\d+)", meta.get("knobs", ""))
+        self.rate = int(m.group(1)) if m else None
+
+    def flags(self, rs, all_notes):
+        """Notes worth showing next to a value: drained@Xs, and failures (always)."""
+        out = set()
+        for r in rs:
+            for note in r["note"].split(","):
+                if note == "drained":
+                    if all_notes:
+                        out.add(f"drained@{r['drained_at_s']}s")
+                elif is_failure(note):
+                    out.add(note)
+        return " [" + ",".join(sorted(out)) + "]" if out else ""
+
+    def header_row(self, first, ratios):
+        cols = [first] + [NAME[s] for s in self.systems]
+        if ratios:
+            cols += [f"awa/{NAME[p]}" for p in self.peers]
+        print("| " + " | ".join(cols) + " |")
+        print("|---|" + "---:|" * (len(cols) - 1))
+
+    def table(self, title, keys, col, fmt="{:,.0f}", ratios=True, all_notes=False):
+        """keys: [(row label, (workload, variant, N, B))]"""
+        print(f"\n### {title}\n")
+        ratios = ratios and bool(self.peers)
+        self.header_row(keys[0][2] if len(keys[0]) > 2 else "N", ratios)
+        for k in keys:
+            label, (wl, var, n, b) = k[0], k[1]
+            cells, means = [], {}
+            for s in self.systems:
+                rs = self.by.get((wl, var, s, n, b), [])
+                vals = [num(r[col]) for r in rs]
+                means[s] = mean(vals)
+                cells.append(cell(vals, fmt) + self.flags(rs, all_notes))
+            if ratios:
+                cells += [ratio(means.get("awa"), means.get(p)) for p in self.peers]
+            print(f"| {label} | " + " | ".join(cells) + " |")
+
+    def ns(self, wl):
+        return sorted({r["N"] for r in self.rows if r["workload"] == wl}, key=int)
+
+    def bs(self, wl):
+        return sorted({r["B"] for r in self.rows if r["workload"] == wl}, key=int)
+
+    def intro(self):
+        print("# awa and its peers under pgbench (bench/peers)\n")
+        for k, label in [("started", "Run"), ("command", "Command"), ("systems", "Systems"),
+                         ("skipped", "Skipped"), ("knobs", "Knobs"), ("machine", "Machine"),
+                         ("postgresql", "PostgreSQL"), ("awa", "awa"), ("pgq", "PgQ"), ("pgmq", "pgmq"),
+                         ("settings", "Settings"), ("awa_settings", "awa settings")]:
+            if self.meta.get(k):
+                v = self.meta[k]
+                if k == "command":
+                    v = f"`{v}`"
+                print(f"- {label}: {v}")
+        print("\nValues: mean of the repetitions (each repetition in parentheses when there are several). "
+              "`awa/X`: awa's mean divided by X's mean in the same row (above 1: awa does more jobs/s). "
+              "`[drained@Xs]`: the queue emptied X s after the start; the rate is then taken over the time "
+              "it still had jobs. Any other bracket is a failure flag (README.md, 'Notes').")
+
+    def w1(self):
+        ns = self.ns("W1")
+        if not ns:
+            return
+        print("\n## W1 enqueue")
+        self.table("W1 enqueue, 1 job per transaction: jobs/s", [(n, ("W1", "enq1", n, "1")) for n in ns], "jobs_per_s")
+        self.table("W1 enqueue, 100 jobs per transaction: jobs/s", [(n, ("W1", "enq100", n, "100")) for n in ns], "jobs_per_s")
+        self.table("W1 enqueue, 1 job per transaction: n_dead_tup at the end", [(n, ("W1", "enq1", n, "1")) for n in ns],
+                   "dead_total", ratios=False)
+
+    def w2(self):
+        ns = self.ns("W2")
+        if not ns:
+            return
+        pre = f"{self.preload:,}" if self.preload else "the"
+        print(f"\n## W2 drain of {pre} pre-loaded jobs (N workers, claim batch B)")
+        for b in self.bs("W2"):
+            keys = [(n, ("W2", "drain", n, b)) for n in ns]
+            self.table(f"W2 drain, B={b}: jobs completed/s", keys, "jobs_per_s", all_notes=True)
+            self.table(f"W2 drain, B={b}: n_dead_tup (all tables) at the end", keys, "dead_total", ratios=False)
+            self.table(f"W2 drain, B={b}: claim statement latency, ms (pgbench -r, whole run)", keys, "claim_ms",
+                       "{:,.2f}", ratios=False)
+            self.table(f"W2 drain, B={b}: worker loop latency, ms (pgbench -P intervals before the queue emptied)",
+                       keys, "loop_ms", "{:,.2f}", ratios=False)
+        print("\nWorst tables by n_dead_tup (W2):\n")
+        for b in self.bs("W2"):
+            for n in ns:
+                for s in self.systems:
+                    for r in self.by.get(("W2", "drain", s, n, b), []):
+                        print(f"- B={b} N={n} {NAME[s]} (rep {r['rep']}): {r['dead_top3']} "
+                              f"(autovacuum runs: {r['autovac']}, database {r['db_mb']} MB)")
+
+    def empty_claims(self):
+        rows = [r for r in self.rows if r["system"] == "awa" and num(r["empty_claim_frac"]) is not None]
+        if not rows:
+            return
+        print("\n## awa: claims that returned no job\n")
+        print("Share of awa's claims (one per pgbench transaction) that returned nothing. awa counts its "
+              "non-empty claims in `awa.claim_batch_id_seq`. In a drain that emptied the queue only the claims "
+              "made while it still had jobs count (pgbench's per-second transaction counts up to the last "
+              "sample that saw jobs). W3 is the whole run, including the time the queue was simply empty.\n")
+        print("| workload | N | B | empty claims | claims (pgbench transactions) |")
+        print("|---|---:|---:|---:|---:|")
+        seen = []
+        for r in rows:
+            k = (r["workload"], r["variant"], r["N"], r["B"])
+            if k not in seen:
+                seen.append(k)
+        order = {"W2": 0, "W4": 1, "W3": 2}
+        seen.sort(key=lambda k: (order.get(k[0], 9), k[1], int(k[3]), int(k[2])))
+        for wl, var, n, b in seen:
+            rs = self.by.get((wl, var, "awa", n, b), [])
+            label = {"drain": "W2 drain", "delay_sync": "W4 commit_delay, sync claim",
+                     "delay_asyncclaim": "W4 commit_delay, async claim", "mixed": "W3 mixed"}.get(var, f"{wl} {var}")
+            frac = [num(r["empty_claim_frac"]) for r in rs]
+            frac = [100 * v if v is not None else None for v in frac]
+            print(f"| {label} | {n} | {b} | {cell(frac, '{:.1f} %')}{self.flags(rs, True)} | "
+                  f"{cell([num(r['claims']) for r in rs])} |")
+
+    def w3(self):
+        rs3 = [r for r in self.rows if r["workload"] == "W3"]
+        if not rs3:
+            return
+        rate = f"{self.rate:,}" if self.rate else "a fixed rate of"
+        print(f"\n## W3 steady mixed load: 4 producers at {rate} jobs/s in total + 8 workers (B=10)\n")
+        ratios = bool(self.peers)
+        self.header_row("metric", ratios)
+
+        def notes(r):
+            return dict(kv.split("=", 1) for kv in r["note"].split(",") if "=" in kv)
+
+        metrics = [
+            ("completed jobs/s", lambda r: num(r["jobs_per_s"]), "{:,.0f}"),
+            ("enqueued jobs/s", lambda r: num(notes(r).get("enq_per_s")), "{:,.0f}"),
+            ("claim statement latency, ms", lambda r: num(r["claim_ms"]), "{:,.2f}"),
+            ("worker script latency, ms (incl. idle pauses)", lambda r: num(r["lat_ms"]), "{:,.2f}"),
+            ("producer latency, ms", lambda r: num(notes(r).get("prod_lat_ms")), "{:,.2f}"),
+            ("backlog at the end, jobs", lambda r: num(r["remaining"]), "{:,.0f}"),
+            ("n_dead_tup at the end", lambda r: num(r["dead_total"]), "{:,.0f}"),
+        ]
+        for label, get, fmt in metrics:
+            cells, means = [], {}
+            for s in self.systems:
+                rs = [r for r in rs3 if r["system"] == s]
+                vals = [get(r) for r in rs]
+                means[s] = mean(vals)
+                cells.append(cell(vals, fmt) + (self.flags(rs, False) if label.startswith("completed") else ""))
+            if ratios:
+                cells += [ratio(means.get("awa"), means.get(p)) for p in self.peers]
+            print(f"| {label} | " + " | ".join(cells) + " |")
+        print("\n(Ratios in W3 are awa/peer for every metric; for latencies, backlog and dead tuples below 1 is better for awa.)")
+
+    def w4(self):
+        if not any(r["workload"] == "W4" for r in self.rows):
+            return
+        print("\n## W4 slow WAL flush (commit_delay = 5000, commit_siblings = 0): drain with N=16, B=1")
+        keys = [("W2 N=16 B=1, no delay", ("W2", "drain", "16", "1")),
+                ("commit_delay, sync claim", ("W4", "delay_sync", "16", "1")),
+                ("commit_delay, async claim", ("W4", "delay_asyncclaim", "16", "1"))]
+        if not self.by.get(("W2", "drain", "awa", "16", "1")) and not any(
+                self.by.get(("W2", "drain", s, "16", "1")) for s in self.systems):
+            keys = keys[1:]
+        self.table("W4: jobs completed/s (async claim: SET LOCAL synchronous_commit = off in the claim "
+                   "transaction; awa: awa.async_claim_commit = on)", [(k[0], k[1], "cell") for k in keys],
+                   "jobs_per_s", all_notes=True)
+        self.table("W4: n_dead_tup at the end", [(k[0], k[1], "cell") for k in keys[-2:]], "dead_total", ratios=False)
+        self.table("W4: claim statement latency, ms", [(k[0], k[1], "cell") for k in keys[-2:]], "claim_ms",
+                   "{:,.2f}", ratios=False)
+
+    def checks(self):
+        print("\n## Notes\n")
+        bad = [r for r in self.rows if any(is_failure(n) for n in r["note"].split(","))]
+        errs = [r for r in self.rows if (num(r.get("log_errors")) or 0) > 0]
+        awa_runs = [r for r in self.rows if r["system"] == "awa"]
+        if awa_runs:
+            failed = [r for r in awa_runs if "awa_check_failed" in r["note"]]
+            print(f"- awa checks after each run (no attempt left open, nothing retried or failed, counters = "
+                  f"exact count, no maintenance error): {len(awa_runs) - len(failed)} of {len(awa_runs)} runs passed.")
+        print(f"- Runs with a failure flag: {len(bad)}" + ("" if not bad else ": " + "; ".join(
+            f"{r['workload']} {r['variant']} {r['system']} N={r['N']} B={r['B']} rep {r['rep']}: {r['note']}" for r in bad)))
+        print(f"- Runs with ERROR/PANIC lines in the server log: {len(errs)}" + ("" if not errs else ": " + "; ".join(
+            f"{r['workload']} {r['variant']} {r['system']} N={r['N']} B={r['B']} rep {r['rep']}: {r['log_errors']}"
+            for r in errs)))
+
+    def print(self):
+        self.intro()
+        self.w1()
+        self.w2()
+        self.w3()
+        self.w4()
+        self.empty_claims()
+        self.checks()
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: report.py RAW_TSV")
+    rows, meta = load(sys.argv[1])
+    if not rows:
+        sys.exit(f"{sys.argv[1]}: no measured runs")
+    Report(rows, meta, os.path.dirname(os.path.abspath(sys.argv[1]))).print()
+
+
+if __name__ == "__main__":
+    main()
