@@ -7,7 +7,7 @@ min..max when there are several, the mean written above each bar:
   peers_w2_drain.png        W2 jobs completed/s by N, one panel per claim batch B (hatched: the
                             queue emptied before the end; the rate is over the time it had jobs)
   peers_w3_mixed.png        W3 completed and enqueued jobs/s, claim statement latency
-  peers_w4_slow_flush.png   W4 jobs/s with commit_delay, sync and async claim (log scale)
+  peers_w4_slow_flush.png   W4 jobs/s with commit_delay, sync and async claim
   peers_dead_tuples.png     n_dead_tup at the end of every W2/W4 drain (symmetric log scale)
 Written to --out (default: the directory of RAW_TSV) and, with --figures DIR or FIGURES=DIR in
 the environment, also to DIR (a relative DIR is taken from the repository root, so
@@ -24,6 +24,7 @@ from collections import defaultdict
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 NAME = {"skip": "SKIP LOCKED", "pgq": "PgQ", "pgmq": "pgmq", "awa": "awa"}
 COLOR = {"skip": "#8c8c8c", "pgq": "#e08a2c", "pgmq": "#3b75af", "awa": "#2e9e5b"}
@@ -100,7 +101,7 @@ class Data:
         return ", ".join(parts)
 
 
-def grouped_bars(ax, data, cats, col, ylabel, log=False, symlog=False, hatch_drained=False):
+def grouped_bars(ax, data, cats, col, ylabel, symlog=False, hatch_drained=False):
     """cats: [(x label, (workload, variant, N, B))]"""
     systems = data.systems
     width = 0.8 / max(1, len(systems))
@@ -123,20 +124,18 @@ def grouped_bars(ax, data, cats, col, ylabel, log=False, symlog=False, hatch_dra
         yerr = [lo, hi] if any(lo) or any(hi) else None
         bars = ax.bar(xs, means, width * 0.92, color=COLOR[s], label=NAME[s], yerr=yerr,
                       capsize=2, error_kw={"elinewidth": 0.8})
-        for bar, h, m in zip(bars, hatches, means):
+        for bar, h, m, up in zip(bars, hatches, means, hi):
             if h:
                 bar.set_hatch(h)
                 bar.set_edgecolor("white")
-            y = m if not log or m > 0 else 1
-            ax.annotate(short(m), (bar.get_x() + bar.get_width() / 2, y), xytext=(0, 2),
+            # the mean, written above the whisker's top
+            ax.annotate(short(m), (bar.get_x() + bar.get_width() / 2, m + up), xytext=(0, 2),
                         textcoords="offset points", ha="center", va="bottom", fontsize=6.5,
                         rotation=90 if len(systems) * len(cats) > 12 else 0)
     ax.set_xticks(range(len(cats)))
     ax.set_xticklabels([c[0] for c in cats])
     ax.set_ylabel(ylabel)
-    if log:
-        ax.set_yscale("log")
-    elif symlog:
+    if symlog:
         ax.set_yscale("symlog", linthresh=10)
         ax.set_ylim(0, max(10, top) * 8)
     else:
@@ -145,12 +144,24 @@ def grouped_bars(ax, data, cats, col, ylabel, log=False, symlog=False, hatch_dra
     ax.set_axisbelow(True)
 
 
-def finish(fig, data, title, path, outs):
+def finish(fig, data, title, path, outs, note=""):
+    """Title, one legend for the figure (below the title), the run's subtitle, then save."""
     fig.suptitle(title, fontsize=11)
-    sub = data.subtitle()
+    handles, labels = [], []
+    for ax in fig.axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                # a plain patch per system: the first bar of a series may be hatched
+                sys_key = next((k for k, v in NAME.items() if v == lab), None)
+                handles.append(Patch(color=COLOR[sys_key]) if sys_key else h)
+                labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 0.94))
+    sub = "; ".join(x for x in (data.subtitle(), note) if x)
     if sub:
         fig.text(0.5, 0.005, sub, ha="center", va="bottom", fontsize=7, color="#555555")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.03, 1, 0.89))
     for d in outs:
         fig.savefig(os.path.join(d, path), dpi=130)
     plt.close(fig)
@@ -166,7 +177,6 @@ def plot_w1(data, outs):
         grouped_bars(ax, data, [(f"N={n}", ("W1", var, n, b)) for n in ns], "jobs_per_s", "jobs/s")
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("clients")
-    axes[0].legend(fontsize=8)
     finish(fig, data, "W1 enqueue: jobs/s", "peers_w1_enqueue.png", outs)
 
 
@@ -174,15 +184,14 @@ def plot_w2(data, outs):
     ns, bs = data.ns("W2"), data.bs("W2")
     if not ns:
         return
-    fig, axes = plt.subplots(1, len(bs), figsize=(5.2 * len(bs), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(bs), figsize=(max(7, 5.2 * len(bs)), 4), squeeze=False)
     for ax, b in zip(axes[0], bs):
         grouped_bars(ax, data, [(f"N={n}", ("W2", "drain", n, b)) for n in ns], "jobs_per_s",
                      "jobs completed/s", hatch_drained=True)
         ax.set_title(f"claim batch B={b}", fontsize=9)
         ax.set_xlabel("workers")
-    axes[0][0].legend(fontsize=8)
-    finish(fig, data, "W2 drain of pre-loaded jobs: jobs completed/s (hatched: queue emptied before the end)",
-           "peers_w2_drain.png", outs)
+    finish(fig, data, "W2 drain of pre-loaded jobs: jobs completed/s", "peers_w2_drain.png", outs,
+           note="hatched: the queue emptied before the end")
 
 
 def plot_w3(data, outs):
@@ -201,10 +210,9 @@ def plot_w3(data, outs):
     two_metric_bars(axes[0], data, key)
     rate = re.search(r"RATE=(\d+)", data.meta.get("knobs", ""))
     if rate:
-        axes[0].axhline(int(rate.group(1)), color="#444444", linestyle="--", linewidth=0.8)
-        axes[0].annotate("offered", (1.45, int(rate.group(1))), fontsize=7, va="bottom", ha="right")
+        axes[0].axhline(int(rate.group(1)), color="#444444", linestyle="--", linewidth=0.8,
+                        label=f"offered ({int(rate.group(1)):,} jobs/s)")
     axes[0].set_title("completed and enqueued jobs/s", fontsize=9)
-    axes[0].legend(fontsize=8)
     grouped_bars(axes[1], data, [("claim statement", key)], "claim_ms", "ms")
     axes[1].set_title("claim statement latency (pgbench -r)", fontsize=9)
     finish(fig, data, "W3 steady mixed load: 4 producers at a fixed rate + 8 workers (B=10)", "peers_w3_mixed.png", outs)
@@ -226,7 +234,7 @@ def two_metric_bars(ax, data, key):
             x = j - 0.4 + width * (i + 0.5)
             ax.bar([x], [m], width * 0.92, color=COLOR[s], label=NAME[s] if j == 0 else None,
                    yerr=[[m - min(vals)], [max(vals) - m]] if len(vals) > 1 else None, capsize=2)
-            ax.annotate(short(m), (x, m), xytext=(0, 2), textcoords="offset points", ha="center",
+            ax.annotate(short(m), (x, max(vals)), xytext=(0, 2), textcoords="offset points", ha="center",
                         va="bottom", fontsize=6.5)
     ax.set_xticks([0, 1])
     ax.set_xticklabels(["completed", "enqueued"])
@@ -245,9 +253,9 @@ def plot_w4(data, outs):
     cats += [("commit_delay, sync claim", ("W4", "delay_sync", "16", "1")),
              ("commit_delay, async claim", ("W4", "delay_asyncclaim", "16", "1"))]
     fig, ax = plt.subplots(figsize=(8, 4))
-    grouped_bars(ax, data, cats, "jobs_per_s", "jobs completed/s (log scale)", log=True, hatch_drained=True)
-    ax.legend(fontsize=8)
-    finish(fig, data, "W4 slow WAL flush (commit_delay = 5 ms): drain, N=16, B=1", "peers_w4_slow_flush.png", outs)
+    grouped_bars(ax, data, cats, "jobs_per_s", "jobs completed/s", hatch_drained=True)
+    finish(fig, data, "W4 slow WAL flush (commit_delay = 5 ms): drain, N=16, B=1", "peers_w4_slow_flush.png", outs,
+           note="hatched: the queue emptied before the end")
 
 
 def plot_dead(data, outs):
@@ -262,7 +270,6 @@ def plot_dead(data, outs):
         return
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(cats) + 2), 4))
     grouped_bars(ax, data, cats, "dead_total", "n_dead_tup, all tables (symlog)", symlog=True)
-    ax.legend(fontsize=8)
     finish(fig, data, "Dead tuples at the end of each drain (1.5 s after pgbench exits)", "peers_dead_tuples.png", outs)
 
 

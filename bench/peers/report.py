@@ -204,15 +204,15 @@ class Report:
               "non-empty claims in `awa.claim_batch_id_seq`. In a drain that emptied the queue only the claims "
               "made while it still had jobs count (pgbench's per-second transaction counts up to the last "
               "sample that saw jobs). W3 is the whole run, including the time the queue was simply empty.\n")
-        print("| workload | N | B | empty claims | claims (pgbench transactions) |")
+        print("| workload | N | B | empty claims | claims in the whole run (pgbench transactions) |")
         print("|---|---:|---:|---:|---:|")
         seen = []
         for r in rows:
             k = (r["workload"], r["variant"], r["N"], r["B"])
             if k not in seen:
                 seen.append(k)
-        order = {"W2": 0, "W4": 1, "W3": 2}
-        seen.sort(key=lambda k: (order.get(k[0], 9), k[1], int(k[3]), int(k[2])))
+        order = {"drain": 0, "delay_sync": 1, "delay_asyncclaim": 2, "mixed": 3}
+        seen.sort(key=lambda k: (order.get(k[1], 9), int(k[3]), int(k[2])))
         for wl, var, n, b in seen:
             rs = self.by.get((wl, var, "awa", n, b), [])
             label = {"drain": "W2 drain", "delay_sync": "W4 commit_delay, sync claim",

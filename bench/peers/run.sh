@@ -445,28 +445,31 @@ drain_rate() {
 		}' "$1"
 }
 
-# empty_frac MONFILE C0 C1 TXNS DRAINED AGGFILES...: the share of claims that returned no job
+# empty_frac MONFILE T0 C0 C1 TXNS DRAINED AGGFILES...: the share of claims that returned no job
 # (awa only: bench_claims() counts the non-empty ones, pgbench runs one claim per transaction).
 # Not drained: exact, 1 - (C1 - C0) / TXNS. Drained: only the claims made while the queue still
 # had jobs count: up to the last sample that saw jobs, with pgbench's per-second transaction
-# counts (the interval holding that sample pro rata). Prints NA when not countable.
+# counts (the interval holding that sample pro rata). Prints NA when not countable (also when
+# that sample came within 0.5 s of the start: too short a window to mean anything).
 empty_frac() {
-	local mon=$1 c0=$2 c1=$3 txns=$4 drained=$5
-	shift 5
+	local mon=$1 t0=$2 c0=$3 c1=$4 txns=$5 drained=$6
+	shift 6
 	if [ -z "$c0" ] || [ -z "$c1" ] || [ -z "$txns" ] || [ "$txns" = 0 ]; then echo NA; return; fi
 	if [ "$drained" = NA ]; then
 		awk -v c0="$c0" -v c1="$c1" -v n="$txns" 'BEGIN {printf "%.4f\n", 1 - (c1 - c0) / n}'
 		return
 	fi
 	[ $# -gt 0 ] || { echo NA; return; }
-	awk -v c0="$c0" '
+	awk -v c0="$c0" -v t0="$t0" '
 		FNR == NR {
+			if (empty) next
 			if ($2 ~ /^[0-9]+$/ && $2 + 0 > 0 && $3 != "") { td = $1; cd = $3 }
+			else if ($2 ~ /^[0-9]+$/ && $2 + 0 == 0) empty = 1
 			next
 		}
 		{ s[++k] = $1; n[k] = $2 }
 		END {
-			if (td == "") { print "NA"; exit }
+			if (td == "" || td - t0 < 0.5) { print "NA"; exit }
 			for (i = 1; i <= k; i++) {
 				f = td - s[i]; if (f > 1) f = 1; if (f < 0) f = 0
 				tx += n[i] * f
@@ -492,9 +495,10 @@ run_drain() {
 	local t0
 	t0=$(date +%s.%N)
 	start_monitor "$mon"
+	# -P 1: progress every second (report.py's worker loop latency before the queue emptied);
 	# -l --aggregate-interval=1: pgbench's transactions per second (tiny files), to count awa's
 	# empty claims up to the moment the queue emptied.
-	pgbench -n -M prepared -T "$T" -c "$n" -j "$(pgb_threads "$n")" -P 5 -r \
+	pgbench -n -M prepared -T "$T" -c "$n" -j "$(pgb_threads "$n")" -P 1 -r \
 		-l --aggregate-interval=1 --log-prefix="$OUTDIR/$tag.agg" -f "$script" \
 		-D B="$b" -D nq="$n" -D idle_ms="$IDLE_MS" -D wait_ms="${AWA_WAIT_MS:-0}" -D awa_init=0 \
 		$RUNDB >"$lf" 2>&1 || rc=$?
@@ -513,7 +517,7 @@ run_drain() {
 	[ "$dr" = NA ] || note=drained
 	local agg=()
 	for f in "$OUTDIR/$tag".agg.*; do [ -e "$f" ] && agg+=("$f"); done
-	ef=$(empty_frac "$mon" "$c0" "$c1" "$txns" "$dr" "${agg[@]}")
+	ef=$(empty_frac "$mon" "$t0" "$c0" "$c1" "$txns" "$dr" "${agg[@]}")
 	[ "$rc" = 0 ] || note="pgbench_rc=$rc"
 	if [ "$sys" = awa ]; then
 		local ac
@@ -592,7 +596,7 @@ run_mixed() {
 	local done=$((d1 - d0)) enq=$((e1 - e0)) jps eps ef
 	jps=$(awk -v d="$done" -v t="$T" 'BEGIN {printf "%.0f", d / t}')
 	eps=$(awk -v d="$enq" -v t="$T" 'BEGIN {printf "%.0f", d / t}')
-	ef=$(empty_frac /dev/null "$k0" "$k1" "$txns" NA)
+	ef=$(empty_frac /dev/null 0 "$k0" "$k1" "$txns" NA)
 	local note="enq_per_s=$eps,prod_lat_ms=${plat:-NA},worker_tps=${wtps:-NA}"
 	if [ "$rc" != 0 ] || [ "$rc1" != 0 ]; then note+=",pgbench_rc=$rc/$rc1"; fi
 	if [ "$sys" = awa ]; then
@@ -686,7 +690,7 @@ write_meta() {
 		printf 'awa\t%s, awa.so sha256 %s…, bench/peers at %s\n' "$(q bq_awa -c "SELECT extversion FROM pg_extension WHERE extname = 'awa'" 2>/dev/null || echo '?')" "$awa_so" "$rev"
 		if has_word "$ACTIVE" pgq; then printf 'pgq\t%s\n' "$(q bq_pgq -c 'SELECT pgq.version()')"; fi
 		if has_word "$ACTIVE" pgmq; then printf 'pgmq\t%s (sha256 %s…)\n' "$PGMQ_SQL" "$(sha256sum "$PGMQ_SQL" | cut -c1-16)"; fi
-		printf 'settings\t%s\n' "$(q postgres -c "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name)
+		printf 'settings\t%s\n' "$(q postgres -c "SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name)
 			FROM pg_settings WHERE name IN ('shared_buffers', 'max_connections', 'max_wal_size', 'wal_level', 'synchronous_commit',
 			  'fsync', 'autovacuum', 'jit', 'jit_above_cost', 'shared_preload_libraries', 'checkpoint_timeout', 'commit_delay')")"
 		# expected: none (the maintenance worker runs at its default cadence)
@@ -757,6 +761,14 @@ main() {
 	log "measurements done"
 	stop_cluster
 	make_report
+	# A run whose pgbench failed or whose awa checks failed makes the whole run fail (after the
+	# report, which lists them under Notes); the data directory is then kept for inspection.
+	local failed
+	failed=$(awk -F '\t' 'NR > 1 && $NF ~ /(pgbench_rc|awa_check_failed|no_awa_worker|awa_counters_)/' "$OUTDIR/raw.tsv" | wc -l)
+	if [ "$failed" -gt 0 ]; then
+		log "$failed run(s) failed or were doubtful: see the Notes of $OUTDIR/report.md"
+		exit 1
+	fi
 	log "done"
 }
 
