@@ -24,6 +24,12 @@ set -euo pipefail
 PEERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # ----------------------------------------------------------------------------- knobs
+# The command as typed, with the knobs that were set in the environment (for the report).
+CMD=""
+for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE AWA_WAIT_MS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
+	if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
+done
+CMD+="bench/peers/run.sh"
 T=${T:-20}                                    # seconds per pgbench run (-T)
 REPS=${REPS:-2}                               # repetitions of every cell
 SYSTEMS=${SYSTEMS:-"skip pgq pgmq awa"}
@@ -737,12 +743,6 @@ cleanup() {
 }
 
 main() {
-	CMD=""
-	local v
-	for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE AWA_WAIT_MS PGBIN PGMQ_SQL PORT OUTDIR; do
-		if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
-	done
-	CMD+="bench/peers/run.sh"
 	check_knobs
 	check_prerequisites
 	PGDATA_DIR=""
