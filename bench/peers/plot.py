@@ -168,6 +168,12 @@ def finish(fig, data, title, path, outs, note=""):
     print("wrote", ", ".join(os.path.join(d, path) for d in outs))
 
 
+def drained_note(data, keys):
+    if any(data.drained(k, s) for k in keys for s in data.systems):
+        return "hatched: the queue emptied before the end (rate over the time it had jobs)"
+    return ""
+
+
 def plot_w1(data, outs):
     ns = data.ns("W1")
     if not ns:
@@ -191,7 +197,7 @@ def plot_w2(data, outs):
         ax.set_title(f"claim batch B={b}", fontsize=9)
         ax.set_xlabel("workers")
     finish(fig, data, "W2 drain of pre-loaded jobs: jobs completed/s", "peers_w2_drain.png", outs,
-           note="hatched: the queue emptied before the end")
+           note=drained_note(data, [("W2", "drain", n, b) for n in ns for b in bs]))
 
 
 def plot_w3(data, outs):
@@ -255,7 +261,7 @@ def plot_w4(data, outs):
     fig, ax = plt.subplots(figsize=(8, 4))
     grouped_bars(ax, data, cats, "jobs_per_s", "jobs completed/s", hatch_drained=True)
     finish(fig, data, "W4 slow WAL flush (commit_delay = 5 ms): drain, N=16, B=1", "peers_w4_slow_flush.png", outs,
-           note="hatched: the queue emptied before the end")
+           note=drained_note(data, [c[1] for c in cats]))
 
 
 def plot_dead(data, outs):
