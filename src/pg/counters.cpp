@@ -10,13 +10,14 @@ extern "C" {
 #include "access/twophase.h"
 #include "access/xlog.h"
 #include "common/hashfn.h"
+#include "lib/dshash.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "storage/shmem.h"
-#include "utils/hsearch.h"
+#include "utils/dsa.h"
 }
 
 namespace awa::pg {
@@ -24,18 +25,27 @@ namespace awa::pg {
 namespace {
 
 constexpr int kStates = core::kJobStateCount;
-constexpr int kQueueKeyBytes = 804;  // 200 characters of up to 4 bytes, NUL, padding
 constexpr int kMaxDatabases = 64;
+// The counters live in a dynamic shared memory area that starts in this much
+// of the main shared memory and grows by DSM segments as queues appear
+// (issue 10 §5: a fixed table of awa.max_queues entries fell back to scans
+// past 1,024 queues).
+constexpr Size kAreaInitialBytes = 1024 * 1024;
 
 enum DbState : int { kUntrusted = 0, kBuilding = 1, kTrusted = 2 };
 
+// Keyed by a 64-bit hash of the queue name; the entry keeps the name, and a
+// lookup whose name differs (a hash collision) makes the database count
+// exactly (never a wrong count).
 struct CountersKey {
 	Oid database;
-	char queue[kQueueKeyBytes];
+	uint32 padding;
+	uint64 name_hash;
 };
 
 struct QueueCounters {
 	CountersKey key;
+	dsa_pointer name;  // the queue name, NUL-terminated
 	int db_index;
 	pg_atomic_uint64 main[kStates];   // the counts, while the database is trusted
 	pg_atomic_uint64 since[kStates];  // moves committed during a rebuild's pass
@@ -46,11 +56,15 @@ struct DbCounters {
 	Oid incarnation;
 	int state;
 	int builder_pid;
-	bool overflow;  // more queues than awa.max_queues: never trusted
+	bool overflow;  // more queues than awa.max_queues (or a hash collision): never trusted
 };
 
 struct CountersShared {
 	DbCounters dbs[kMaxDatabases];
+	int area_tranche;
+	int table_tranche;
+	dshash_table_handle table_handle;
+	int64 entry_count;  // under counters_lock
 	// The snapshot of the rebuild in progress (one at a time, cluster-wide).
 	Oid build_database;
 	TransactionId build_xmin;
@@ -60,11 +74,57 @@ struct CountersShared {
 };
 
 CountersShared *shared = NULL;
-HTAB *queues = NULL;
+void *area_space = NULL;  // the area's start in the main shared memory
+// This backend's attachment (Table()).
+dsa_area *area = NULL;
+dshash_table *queues = NULL;
 LWLock *counters_lock = NULL;
 int snapshot_capacity = 0;
 shmem_request_hook_type previous_request_hook = NULL;
 shmem_startup_hook_type previous_startup_hook = NULL;
+
+dshash_parameters
+TableParameters()
+{
+	dshash_parameters parameters;
+	parameters.key_size = sizeof(CountersKey);
+	parameters.entry_size = sizeof(QueueCounters);
+	parameters.compare_function = dshash_memcmp;
+	parameters.hash_function = dshash_memhash;
+	parameters.tranche_id = shared->table_tranche;
+	return parameters;
+}
+
+// This backend's view of the counters' hash table, attached at first use.
+// May ereport (out of memory).
+dshash_table *
+Table()
+{
+	if (queues != NULL)
+		return queues;
+	LWLockRegisterTranche(shared->area_tranche, "awa_counters_area");
+	LWLockRegisterTranche(shared->table_tranche, "awa_counters_table");
+	MemoryContext caller = MemoryContextSwitchTo(TopMemoryContext);
+	area = dsa_attach_in_place(area_space, NULL);
+	dsa_pin_mapping(area);
+	dshash_parameters parameters = TableParameters();
+	queues = dshash_attach(area, &parameters, shared->table_handle, NULL);
+	MemoryContextSwitchTo(caller);
+	return queues;
+}
+
+const char *
+NameOf(const QueueCounters *entry)
+{
+	return static_cast<const char *>(dsa_get_address(area, entry->name));
+}
+
+bool
+SameName(const QueueCounters *entry, const char *chars, int length)
+{
+	const char *name = NameOf(entry);
+	return strncmp(name, chars, length) == 0 && name[length] == '\0';
+}
 
 Size
 SharedSize()
@@ -79,7 +139,7 @@ RequestShmem()
 		previous_request_hook();
 	snapshot_capacity = MaxBackends + max_prepared_xacts;
 	RequestAddinShmemSpace(SharedSize());
-	RequestAddinShmemSpace(hash_estimate_size(awa_max_queues, sizeof(QueueCounters)));
+	RequestAddinShmemSpace(kAreaInitialBytes);
 	RequestNamedLWLockTranche("awa_counters", 1);
 }
 
@@ -92,14 +152,22 @@ StartupShmem()
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	bool found;
 	shared = static_cast<CountersShared *>(ShmemInitStruct("awa counters", SharedSize(), &found));
-	if (!found)
+	bool area_found;
+	area_space = ShmemInitStruct("awa counters area", kAreaInitialBytes, &area_found);
+	if (!found) {
 		memset(shared, 0, SharedSize());
-	HASHCTL info;
-	memset(&info, 0, sizeof(info));
-	info.keysize = sizeof(CountersKey);
-	info.entrysize = sizeof(QueueCounters);
-	queues = ShmemInitHash("awa queue counters", awa_max_queues, awa_max_queues, &info,
-	                       HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+		// As PostgreSQL's shared statistics do: the area and its hash table
+		// are made here, in the postmaster, and backends attach to them.
+		shared->area_tranche = LWLockNewTrancheId();
+		shared->table_tranche = LWLockNewTrancheId();
+		dsa_area *made = dsa_create_in_place(area_space, kAreaInitialBytes, shared->area_tranche, NULL);
+		dsa_pin(made);
+		dshash_parameters parameters = TableParameters();
+		dshash_table *table = dshash_create(made, &parameters, NULL);
+		shared->table_handle = dshash_get_hash_table_handle(table);
+		dshash_detach(table);
+		dsa_detach(made);
+	}
 	counters_lock = &(GetNamedLWLockTranche("awa_counters"))->lock;
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -132,7 +200,39 @@ MakeKey(CountersKey *key, const char *queue, int length)
 {
 	memset(key, 0, sizeof(*key));
 	key->database = MyDatabaseId;
-	memcpy(key->queue, queue, Min(length, kQueueKeyBytes - 1));
+	key->name_hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(queue), length, 0);
+}
+
+// Calls `visit` for every entry of the database (counters_lock held). Entries
+// are never removed and never move, so the pointers stay valid.
+template <typename Visit>
+void
+ForEachEntry(Oid database, Visit visit)
+{
+	dshash_seq_status status;
+	dshash_seq_init(&status, Table(), false);
+	while (QueueCounters *entry = static_cast<QueueCounters *>(dshash_seq_next(&status)))
+		if (entry->key.database == database)
+			visit(entry);
+	dshash_seq_term(&status);
+}
+
+// The queue's entry, NULL if none (counters_lock held). *collision when an
+// entry has the key but another name.
+QueueCounters *
+FindQueue(const CountersKey &key, const char *chars, int length, bool *collision)
+{
+	*collision = false;
+	QueueCounters *entry = static_cast<QueueCounters *>(dshash_find(Table(), &key, false));
+	if (entry == NULL)
+		return NULL;
+	bool same = SameName(entry, chars, length);
+	dshash_release_lock(Table(), entry);
+	if (!same) {
+		*collision = true;
+		return NULL;
+	}
+	return entry;
 }
 
 // The database's slot; creates it (exclusive lock held by the caller) when
@@ -160,17 +260,13 @@ DbIndex(Oid database, bool create)
 void
 ZeroDatabase(Oid database, bool main_too)
 {
-	HASH_SEQ_STATUS status;
-	hash_seq_init(&status, queues);
-	while (QueueCounters *entry = static_cast<QueueCounters *>(hash_seq_search(&status))) {
-		if (entry->key.database != database)
-			continue;
+	ForEachEntry(database, [main_too](QueueCounters *entry) {
 		for (int s = 0; s < kStates; s++) {
 			if (main_too)
 				pg_atomic_write_u64(&entry->main[s], 0);
 			pg_atomic_write_u64(&entry->since[s], 0);
 		}
-	}
+	});
 }
 
 // Makes sure the database's slot belongs to this incarnation of the extension
@@ -198,23 +294,38 @@ CurrentDbIndex()
 	return index;
 }
 
-// Creates (exclusive lock held) or finds the shared entry of a queue.
+// Creates (exclusive lock held) or finds the shared entry of a queue. NULL
+// with *full when awa.max_queues entries exist or the key is another name's.
 QueueCounters *
-EnterQueue(const CountersKey &key, int db_index, bool *full)
+EnterQueue(const char *chars, int length, int db_index, bool *full)
 {
-	bool found;
-	QueueCounters *entry = static_cast<QueueCounters *>(hash_search(queues, &key, HASH_ENTER_NULL, &found));
-	if (entry == NULL) {
-		*full = true;
-		return NULL;
+	CountersKey key;
+	MakeKey(&key, chars, length);
+	bool collision;
+	QueueCounters *entry = FindQueue(key, chars, length, &collision);
+	if (entry != NULL || collision || shared->entry_count >= awa_max_queues) {
+		*full = entry == NULL;
+		return entry;
 	}
+	// The name first: an allocation that fails leaves no entry half made.
+	dsa_pointer name = dsa_allocate(area, length + 1);
+	char *copy = static_cast<char *>(dsa_get_address(area, name));
+	memcpy(copy, chars, length);
+	copy[length] = '\0';
+	bool found;
+	entry = static_cast<QueueCounters *>(dshash_find_or_insert(Table(), &key, &found));
 	if (!found) {
+		entry->name = name;
 		entry->db_index = db_index;
 		for (int s = 0; s < kStates; s++) {
 			pg_atomic_init_u64(&entry->main[s], 0);
 			pg_atomic_init_u64(&entry->since[s], 0);
 		}
+		shared->entry_count++;
 	}
+	dshash_release_lock(Table(), entry);
+	if (found)
+		dsa_free(area, name);  // cannot happen under the exclusive lock; kept safe
 	return entry;
 }
 
@@ -225,8 +336,7 @@ EntryOf(text *queue)
 	const char *chars = VARDATA_ANY(queue);
 	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
 	EntryCacheSlot &slot = entry_cache[hash % kEntryCacheSize];
-	if (slot.entry != NULL && slot.database == MyDatabaseId && slot.hash == hash &&
-	    strncmp(slot.entry->key.queue, chars, length) == 0 && slot.entry->key.queue[length] == '\0')
+	if (slot.entry != NULL && slot.database == MyDatabaseId && slot.hash == hash && SameName(slot.entry, chars, length))
 		return slot.entry;
 
 	int db_index = CurrentDbIndex();
@@ -235,12 +345,13 @@ EntryOf(text *queue)
 	CountersKey key;
 	MakeKey(&key, chars, length);
 	LWLockAcquire(counters_lock, LW_SHARED);
-	QueueCounters *entry = static_cast<QueueCounters *>(hash_search(queues, &key, HASH_FIND, NULL));
+	bool collision;
+	QueueCounters *entry = FindQueue(key, chars, length, &collision);
 	LWLockRelease(counters_lock);
 	if (entry == NULL) {
 		bool full = false;
 		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
-		entry = EnterQueue(key, db_index, &full);
+		entry = EnterQueue(chars, length, db_index, &full);
 		if (full && !shared->dbs[db_index].overflow) {
 			shared->dbs[db_index].overflow = true;
 			shared->dbs[db_index].state = kUntrusted;
@@ -251,7 +362,7 @@ EntryOf(text *queue)
 			warned = true;
 			ereport(WARNING, (errmsg("awa: more queues than awa.max_queues (%d); queue counts are counted exactly",
 			                         awa_max_queues),
-			                  errhint("Raise awa.max_queues (requires a restart).")));
+			                  errhint("Raise awa.max_queues, reload the configuration and call awa.rebuild_counters().")));
 		}
 	}
 	if (entry != NULL)
@@ -362,16 +473,11 @@ void
 ReleaseBuild(int db_index, bool trusted)
 {
 	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
-	if (trusted) {
-		HASH_SEQ_STATUS status;
-		hash_seq_init(&status, queues);
-		while (QueueCounters *entry = static_cast<QueueCounters *>(hash_seq_search(&status))) {
-			if (entry->key.database != MyDatabaseId)
-				continue;
+	if (trusted)
+		ForEachEntry(MyDatabaseId, [](QueueCounters *entry) {
 			for (int s = 0; s < kStates; s++)
 				pg_atomic_fetch_add_u64(&entry->main[s], static_cast<int64>(pg_atomic_read_u64(&entry->since[s])));
-		}
-	}
+		});
 	if (shared->build_database == MyDatabaseId)
 		shared->build_database = InvalidOid;
 	DbCounters &db = shared->dbs[db_index];
@@ -475,37 +581,25 @@ EnsureCountersTrusted()
 			(void)DirectFunctionCall1(pg_advisory_xact_lock_int8, Int64GetDatum(awa_debug_counter_rebuild_lock));
 		ExecuteWithSnapshot(Stmt::kCountsScan, 0, NULL, NULL, snapshot);
 		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
+		// Queues the pass does not list have no jobs in the snapshot: every
+		// entry starts at zero, the listed ones get their counts (readers do
+		// not trust the database meanwhile).
+		ForEachEntry(MyDatabaseId, [](QueueCounters *entry) {
+			for (int s = 0; s < kStates; s++)
+				pg_atomic_write_u64(&entry->main[s], 0);
+		});
 		bool full = false;
 		for (uint64 i = 0; i < SPI_processed; i++) {
 			HeapTuple tuple = SPI_tuptable->vals[i];
 			TupleDesc desc = SPI_tuptable->tupdesc;
 			bool isnull;
 			text *queue = DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull));
-			CountersKey key;
-			MakeKey(&key, VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue));
-			QueueCounters *entry = EnterQueue(key, db_index, &full);
+			QueueCounters *entry = EnterQueue(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue), db_index, &full);
 			if (entry == NULL)
 				break;
 			for (int s = 0; s < kStates; s++)
 				pg_atomic_write_u64(&entry->main[s],
 				                    static_cast<uint64>(DatumGetInt64(SPI_getbinval(tuple, desc, s + 2, &isnull))));
-		}
-		// Queues the pass did not list have no jobs in the snapshot.
-		HASH_SEQ_STATUS status;
-		hash_seq_init(&status, queues);
-		while (QueueCounters *entry = static_cast<QueueCounters *>(hash_seq_search(&status))) {
-			if (entry->key.database != MyDatabaseId)
-				continue;
-			bool listed = false;
-			for (uint64 i = 0; i < SPI_processed && !listed; i++) {
-				bool isnull;
-				text *queue = DatumGetTextPP(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-				int length = VARSIZE_ANY_EXHDR(queue);
-				listed = strncmp(entry->key.queue, VARDATA_ANY(queue), length) == 0 && entry->key.queue[length] == '\0';
-			}
-			if (!listed)
-				for (int s = 0; s < kStates; s++)
-					pg_atomic_write_u64(&entry->main[s], 0);
 		}
 		if (full)
 			shared->dbs[db_index].overflow = true;
@@ -565,7 +659,8 @@ ReadCounters(text *queue, QueueCounts *out)
 	MakeKey(&key, VARDATA_ANY(queue), length);
 	LWLockAcquire(counters_lock, LW_SHARED);
 	bool trusted = shared->dbs[db_index].state == kTrusted;
-	QueueCounters *entry = static_cast<QueueCounters *>(hash_search(queues, &key, HASH_FIND, NULL));
+	bool collision;
+	QueueCounters *entry = FindQueue(key, VARDATA_ANY(queue), length, &collision);
 	if (trusted && entry != NULL)
 		for (int s = 0; s < kStates; s++)
 			out->count[s] = static_cast<int64>(pg_atomic_read_u64(&entry->main[s]));

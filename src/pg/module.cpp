@@ -19,7 +19,7 @@ static int awa_history_slot_count = 8;
 static int awa_claim_slot_count = 8;
 static int awa_lease_slot_count = 8;
 int awa_max_lanes = 1024;
-int awa_max_queues = 1024;
+int awa_max_queues = 1000000;
 int awa_debug_counter_rebuild_lock = 0;
 bool awa_maintenance_enabled = true;
 int awa_queue_rotate_interval_ms = 1000;
@@ -153,9 +153,10 @@ _PG_init(void)
 	                        "An entry lives while a claim of its lane is in flight, whatever the number of lanes; "
 	                        "a claim that finds the registry full keeps its lane lock until it ends.",
 	                        &awa_max_lanes, 1024, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("awa.max_queues", "Queues whose job counts are kept in shared memory.",
-	                        "Beyond this, awa.queue_counts counts exactly (its cost then grows with the backlog).",
-	                        &awa_max_queues, 1024, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.max_queues", "Queues whose job counts are kept in shared memory, all databases together.",
+	                        "The counters grow with the queues (dynamic shared memory, about 200 bytes each); beyond "
+	                        "this cap awa.queue_counts counts exactly (its cost then grows with the backlog).",
+	                        &awa_max_queues, 1000000, 16, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 	    "awa.debug_counter_rebuild_lock", "Test hook: the counter rebuild waits for this advisory lock.",
 	    "When not 0, a counter rebuild takes pg_advisory_xact_lock(value) after it has published its "

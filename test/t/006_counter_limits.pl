@@ -1,11 +1,13 @@
 # 006_counter_limits.pl
 #
-# The shared-memory counters behind awa.queue_counts have fixed limits:
-#   - awa.max_queues entries. Beyond it, queue_counts answers from the exact
-#     pass for that database (still correct), warns once per backend, and the
-#     counter table never grows into the shared memory PostgreSQL keeps spare
-#     for its lock table (a bug found in review: without HASH_FIXED_SIZE the
-#     hash grew past the limit until the lock table ran out of memory).
+# The shared-memory counters behind awa.queue_counts have limits:
+#   - awa.max_queues entries (a cap: the counters grow in dynamic shared
+#     memory up to it, test/t/018_many_queues.pl). Beyond it, queue_counts
+#     answers from the exact pass for that database (still correct), warns
+#     once per backend, and the counters never take the shared memory
+#     PostgreSQL keeps spare for its lock table (a bug found in review: a hash
+#     table in the main shared memory grew past its limit until the lock table
+#     ran out of memory; the counters now live in their own DSA area).
 #   - a standby never trusts counters (replayed changes move none): there
 #     queue_counts counts exactly, and after promotion it rebuilds them.
 use strict;

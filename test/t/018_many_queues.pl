@@ -1,0 +1,62 @@
+# 018_many_queues.pl
+#
+# Thousands of queues keep O(1) counts: the shared-memory counters grow with
+# the queues (a dynamic shared memory area, issue 10 §5) instead of falling
+# back to counting from the tables past a fixed table of 1,024 entries. With
+# 3,000 queues (jobs moved in each: enqueued, some claimed and completed):
+# awa.queue_counts is served by the counters (the 'counters' step says
+# trusted), equals awa.queue_counts_exact for every queue, and the log has no
+# "more queues than awa.max_queues" WARNING; the same after a restart, whose
+# first call rebuilds the counters for all 3,000 queues with one exact pass.
+# The cap still works: with awa.max_queues lowered to 2,000 and a rebuild,
+# the database falls back to exact counting (still equal) and warns.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
+
+my $node = start_awa_node('manyq');
+sub q1 { return $node->safe_psql('postgres', $_[0]); }
+
+my $n = 3000;
+q1(qq{DO \$\$ BEGIN
+  FOR i IN 1..$n LOOP
+    PERFORM awa.enqueue_many(ARRAY['a', 'b', 'c'], NULL, queue => 'mq' || i);
+    IF i % 3 = 0 THEN
+      PERFORM awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('mq' || i, 1) c;
+    END IF;
+  END LOOP;
+END \$\$});
+
+my $same = qq{SELECT count(*) FROM awa.queue_counts() c JOIN awa.queue_counts_exact() e USING (queue)
+  WHERE c.queue LIKE 'mq%' AND row(c.*)::text = row(e.*)::text};
+
+sub check
+{
+	my ($when) = @_;
+	is(q1("SELECT outcome FROM awa.run_maintenance('counters')"), 'trusted', "$when: the counters are trusted");
+	is(q1($same), $n, "$when: queue_counts equals queue_counts_exact for all $n queues");
+	is(q1("SELECT sum(available) || '/' || sum(completed) FROM awa.queue_counts() WHERE queue LIKE 'mq%'"),
+		(3 * $n - $n / 3) . '/' . ($n / 3), "$when: the totals are the jobs moved");
+}
+
+check('3,000 queues');
+$node->restart;
+check('after a restart (rebuilt by one pass)');
+unlike(slurp_file($node->logfile), qr/more queues than awa\.max_queues/, 'no fallback warning was logged');
+
+# The cap: lowered below the number of queues, then a rebuild.
+$node->append_conf('postgresql.conf', "awa.max_queues = 2000\n");
+$node->restart;
+is(q1("SELECT outcome FROM awa.run_maintenance('counters')"), 'unavailable',
+	'with awa.max_queues = 2000 the 3,000 queues are counted exactly');
+is(q1($same), $n, 'and the exact counts are still right');
+
+$node->stop;
+done_testing();
