@@ -54,7 +54,7 @@ RingChildOid(RingTable table, int slot)
 }
 
 void
-InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls, int natts)
+InsertRingRows(RingTable table, int slot, int rows, const Datum *values, const bool *nulls, int natts)
 {
 	Relation relation = table_open(RingChildOid(table, slot), RowExclusiveLock);
 	TupleDesc desc = RelationGetDescr(relation);
@@ -68,13 +68,23 @@ InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls,
 	ResultRelInfo *result = makeNode(ResultRelInfo);
 	InitResultRelInfo(result, relation, 1, NULL, 0);
 	ExecOpenIndices(result, false);
-	TupleTableSlot *tuple_slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
-	HeapTuple tuple = heap_form_tuple(desc, const_cast<Datum *>(values), const_cast<bool *>(nulls));
-	ExecStoreHeapTuple(tuple, tuple_slot, false);
-
-	table_tuple_insert(relation, tuple_slot, GetCurrentCommandId(true), 0, NULL);
-	List *recheck = ExecInsertIndexTuples(result, tuple_slot, estate, false, false, NULL, NIL);
-	list_free(recheck);
+	TupleTableSlot **slots = static_cast<TupleTableSlot **>(palloc(sizeof(TupleTableSlot *) * rows));
+	for (int r = 0; r < rows; r++) {
+		slots[r] = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
+		HeapTuple tuple = heap_form_tuple(desc, const_cast<Datum *>(values + r * natts),
+		                                  const_cast<bool *>(nulls + r * natts));
+		ExecStoreHeapTuple(tuple, slots[r], false);
+	}
+	CommandId command = GetCurrentCommandId(true);
+	if (rows == 1)
+		table_tuple_insert(relation, slots[0], command, 0, NULL);
+	else
+		// One WAL record per heap page instead of one per row (as COPY does).
+		table_multi_insert(relation, slots, rows, command, 0, NULL);
+	for (int r = 0; r < rows; r++) {
+		List *recheck = ExecInsertIndexTuples(result, slots[r], estate, false, false, NULL, NIL);
+		list_free(recheck);
+	}
 
 	// Close the indexes keeping their RowExclusiveLock until the transaction
 	// ends, as the table's (ExecCloseIndices would release and the next row
@@ -85,6 +95,12 @@ InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls,
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
 	table_close(relation, NoLock);
+}
+
+void
+InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls, int natts)
+{
+	InsertRingRows(table, slot, 1, values, nulls, natts);
 }
 
 }  // namespace awa::pg

@@ -1,7 +1,8 @@
-// direct_insert.hpp: inserting one row into a ring child without the executor.
+// direct_insert.hpp: inserting rows into a ring child without the executor.
 //
 // Every hot-path write (a ready row and its segment, claim evidence, closure
-// and completion evidence) is one row into one ring child. Through SPI each
+// and completion evidence) is one row into one ring child, or the rows of one
+// lane of an enqueue_many. Through SPI each
 // costs an executor start, a ModifyTable node and an executor end; here it is a
 // heap insert plus the index inserts (unique checks included), nothing else.
 // This is safe for these tables only: they have no triggers, no CHECK
@@ -32,5 +33,8 @@ Oid RingChildOid(RingTable table, int slot);
 // Inserts values[0..natts) (in column order) into `table`'s child for `slot`.
 // May ereport (unique violation, out of memory, ...).
 void InsertRingRow(RingTable table, int slot, const Datum *values, const bool *nulls, int natts);
+// The same for `rows` rows: values and nulls hold rows * natts entries, row
+// after row. Heap rows go in with one multi-insert (one WAL record per page).
+void InsertRingRows(RingTable table, int slot, int rows, const Datum *values, const bool *nulls, int natts);
 
 }  // namespace awa::pg

@@ -174,96 +174,53 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	Lane lane = EnsureLane(head.queue, head.priority);
 	int64 *lane_seqs = static_cast<int64 *>(palloc(sizeof(int64) * (n + 1)));
 	RingPositions ring = ReserveLaneSeqs(lane, n, lane_seqs);
-	if (n == 1) {
-		// The common single enqueue: two direct inserts, no statement.
-		const JobRow &row = head;
-		Datum ready[17] = {Int16GetDatum(ring.queue_slot),  Int64GetDatum(ring.queue_generation),
-		                   PointerGetDatum(row.queue),      Int16GetDatum(row.priority),
-		                   Int64GetDatum(lane_seqs[0]),     Int64GetDatum(row.job_id),
-		                   Int64GetDatum(row.run_lease),    Int16GetDatum(row.attempt),
-		                   Int16GetDatum(row.max_attempts), PointerGetDatum(row.kind),
-		                   PointerGetDatum(row.args),       TimestampTzGetDatum(row.run_at),
-		                   TimestampTzGetDatum(row.created_at), (Datum)0,
-		                   PointerGetDatum(row.unique_key), Int16GetDatum(row.unique_states),
-		                   PointerGetDatum(row.payload)};
-		bool ready_nulls[17] = {false};
-		ready_nulls[13] = true;  // attempted_at
-		ready_nulls[14] = ready_nulls[15] = row.unique_key == NULL;
-		ready_nulls[16] = row.payload == NULL;
-		InsertRingRow(RingTable::kReadyEntries, ring.queue_slot, ready, ready_nulls, 17);
-		Datum segment[9] = {Int16GetDatum(ring.queue_slot),  Int64GetDatum(ring.queue_generation),
-		                    PointerGetDatum(row.queue),      Int16GetDatum(row.priority),
-		                    Int64GetDatum(lane_seqs[0]),     Int64GetDatum(lane_seqs[0] + 1),
-		                    TimestampTzGetDatum(row.run_at), TimestampTzGetDatum(now),
-		                    Int64GetDatum(ring.queue_generation)};
-		bool segment_nulls[9] = {false};
-		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 9);
-		return;
-	}
-	Columns c = AllocColumns(n);
-	Datum *run_firsts = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
-	Datum *run_nexts = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
-	int runs = 0;
+	// Direct inserts, no statement: the rows with one multi-insert, then one
+	// segment per contiguous run of lane_seqs (one run unless another
+	// enqueuer of this lane interleaved).
+	constexpr int kReadyColumns = 17;
+	Datum *ready = static_cast<Datum *>(palloc(sizeof(Datum) * kReadyColumns * n));
+	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
 	TimestampTz first_run_at = DT_NOEND;
 	for (int i = 0; i < n; i++) {
 		const JobRow &row = rows[order[i]];
-		FillColumns(&c, i, row);
 		first_run_at = Min(first_run_at, row.run_at);
-		c.lane_seqs[i] = Int64GetDatum(lane_seqs[i]);
-		// One segment per contiguous run of lane_seqs (one run unless another
-		// enqueuer of this lane interleaved).
-		if (runs > 0 && DatumGetInt64(run_nexts[runs - 1]) == lane_seqs[i]) {
-			run_nexts[runs - 1] = Int64GetDatum(lane_seqs[i] + 1);
-		} else {
-			run_firsts[runs] = Int64GetDatum(lane_seqs[i]);
-			run_nexts[runs] = Int64GetDatum(lane_seqs[i] + 1);
-			runs++;
-		}
+		Datum *v = ready + i * kReadyColumns;
+		bool *nl = ready_nulls + i * kReadyColumns;
+		v[0] = Int16GetDatum(ring.queue_slot);
+		v[1] = Int64GetDatum(ring.queue_generation);
+		v[2] = PointerGetDatum(row.queue);
+		v[3] = Int16GetDatum(row.priority);
+		v[4] = Int64GetDatum(lane_seqs[i]);
+		v[5] = Int64GetDatum(row.job_id);
+		v[6] = Int64GetDatum(row.run_lease);
+		v[7] = Int16GetDatum(row.attempt);
+		v[8] = Int16GetDatum(row.max_attempts);
+		v[9] = PointerGetDatum(row.kind);
+		v[10] = PointerGetDatum(row.args);
+		v[11] = TimestampTzGetDatum(row.run_at);
+		v[12] = TimestampTzGetDatum(row.created_at);
+		v[13] = (Datum)0;
+		nl[13] = true;  // attempted_at
+		v[14] = PointerGetDatum(row.unique_key);
+		v[15] = Int16GetDatum(row.unique_states);
+		nl[14] = nl[15] = row.unique_key == NULL;
+		v[16] = PointerGetDatum(row.payload);
+		nl[16] = row.payload == NULL;
 	}
-	// The common enqueue_many: new jobs without options share one narrower statement.
-	bool plain = true;
-	for (int i = 0; i < n && plain; i++) {
-		const JobRow &row = rows[order[i]];
-		plain = row.run_lease == 0 && row.attempt == 0 && row.unique_key == NULL && row.payload == NULL &&
-		        row.max_attempts == head.max_attempts && row.created_at == head.created_at;
+	InsertRingRows(RingTable::kReadyEntries, ring.queue_slot, n, ready, ready_nulls, kReadyColumns);
+	for (int first = 0; first < n;) {
+		int next = first + 1;
+		while (next < n && lane_seqs[next] == lane_seqs[next - 1] + 1)
+			next++;
+		Datum segment[9] = {Int16GetDatum(ring.queue_slot),  Int64GetDatum(ring.queue_generation),
+		                    PointerGetDatum(head.queue),      Int16GetDatum(head.priority),
+		                    Int64GetDatum(lane_seqs[first]),  Int64GetDatum(lane_seqs[next - 1] + 1),
+		                    TimestampTzGetDatum(first_run_at), TimestampTzGetDatum(now),
+		                    Int64GetDatum(ring.queue_generation)};
+		bool segment_nulls[9] = {false};
+		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 9);
+		first = next;
 	}
-	if (plain) {
-		Datum values[13] = {Int64GetDatum(ring.queue_generation),
-		                    PointerGetDatum(head.queue),
-		                    Int16GetDatum(head.priority),
-		                    Int64Array(c.lane_seqs, n),
-		                    Int16GetDatum(head.max_attempts),
-		                    Int64Array(c.job_ids, n),
-		                    Array(c.kinds, NULL, n, TEXTOID, -1, false, TYPALIGN_INT),
-		                    Array(c.args, NULL, n, JSONBOID, -1, false, TYPALIGN_INT),
-		                    Array(c.run_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
-		                    TimestampTzGetDatum(head.created_at),
-		                    Int64Array(run_firsts, runs),
-		                    Int64Array(run_nexts, runs),
-		                    TimestampTzGetDatum(first_run_at)};
-		Execute(Stmt::kInsertReadyPlain, ring.queue_slot, values, NULL);
-		return;
-	}
-	Datum values[19] = {Int64GetDatum(ring.queue_generation),
-	                    PointerGetDatum(head.queue),
-	                    Int16GetDatum(head.priority),
-	                    Int64Array(c.lane_seqs, n),
-	                    Array(c.max_attempts, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
-	                    Int64Array(c.job_ids, n),
-	                    Array(c.kinds, NULL, n, TEXTOID, -1, false, TYPALIGN_INT),
-	                    Array(c.args, NULL, n, JSONBOID, -1, false, TYPALIGN_INT),
-	                    Array(c.run_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
-	                    Array(c.created_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
-	                    Int64Array(run_firsts, runs),
-	                    Int64Array(run_nexts, runs),
-	                    TimestampTzGetDatum(first_run_at),
-	                    Int64Array(c.run_leases, n),
-	                    Array(c.attempts, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
-	                    Array(c.unique_keys, c.unique_nulls, n, BYTEAOID, -1, false, TYPALIGN_INT),
-	                    Array(c.unique_states, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
-	                    Array(c.payloads, c.payload_nulls, n, JSONBOID, -1, false, TYPALIGN_INT),
-	                    TimestampTzGetDatum(now)};
-	Execute(Stmt::kInsertReadyMany, ring.queue_slot, values, NULL);
 }
 
 // Inserts one lane's ready rows. Once they are in, this transaction holds

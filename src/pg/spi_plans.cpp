@@ -47,43 +47,6 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "         ('awa.lane_' || $3 || '_claim_seq')::regclass)"
 	 " RETURNING enqueue_seq::oid, claim_seq::oid",
 	 3, {TEXTOID, INT2OID, INT8OID}},
-	// kInsertReadyMany: $1 generation, $2 queue, $3 priority, $4 lane_seqs, $5 max_attempts[],
-	// $6 job_ids, $7 kinds, $8 args, $9 run_ats, $10 created_ats, $11 segment firsts, $12 segment nexts,
-	// $13 first run_at, $14 run_leases, $15 attempts, $16 unique keys, $17 unique states, $18 payloads,
-	// $19 now
-	{Stmt::kInsertReadyMany, "WITH segment AS ("
-	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
-	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at,"
-	 "                                      origin_generation)"
-	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $19, $1 FROM unnest($11, $12) AS s(first, next))"
-	 " INSERT INTO awa.ready_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
-	 "                                    run_lease, attempt, max_attempts, kind, args, run_at, created_at,"
-	 "                                    unique_key, unique_states, payload)"
-	 " SELECT %1$d, $1, $2, $3, u.lane_seq, u.job_id, u.run_lease, u.attempt, u.max_attempts, u.kind, u.args,"
-	 "        u.run_at, u.created_at, u.unique_key, CASE WHEN u.unique_key IS NOT NULL THEN u.unique_states END,"
-	 "        u.payload"
-	 "   FROM unnest($4, $6, $7, $8, $9, $10, $14, $15, $5, $16, $17, $18)"
-	 "        AS u(lane_seq, job_id, kind, args, run_at, created_at, run_lease, attempt, max_attempts,"
-	 "             unique_key, unique_states, payload)",
-	 19, {INT8OID, TEXTOID, INT2OID, INT8ARRAYOID, INT2ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-	      TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
-	      INT2ARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}},
-	// kInsertReadyPlain: new jobs with no options (run_lease 0, attempt 0, one max_attempts, one
-	// created_at, no unique key, no payload): the common enqueue_many, with five arrays instead of
-	// twelve to unnest. $1 generation, $2 queue, $3 priority, $4 lane_seqs, $5 max_attempts,
-	// $6 job_ids, $7 kinds, $8 args, $9 run_ats, $10 created_at, $11 segment firsts, $12 segment nexts,
-	// $13 first run_at
-	{Stmt::kInsertReadyPlain, "WITH segment AS ("
-	 "  INSERT INTO awa.ready_segments_%1$d (ready_slot, ready_generation, queue, priority,"
-	 "                                      first_lane_seq, next_lane_seq, first_run_at, created_at,"
-	 "                                      origin_generation)"
-	 "  SELECT %1$d, $1, $2, $3, s.first, s.next, $13, $10, $1 FROM unnest($11, $12) AS s(first, next))"
-	 " INSERT INTO awa.ready_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
-	 "                                    max_attempts, kind, args, run_at, created_at)"
-	 " SELECT %1$d, $1, $2, $3, u.lane_seq, u.job_id, $5, u.kind, u.args, u.run_at, $10"
-	 "   FROM unnest($4, $6, $7, $8, $9) AS u(lane_seq, job_id, kind, args, run_at)",
-	 13, {INT8OID, TEXTOID, INT2OID, INT8ARRAYOID, INT2OID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-	      TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}},
 	// kInsertDeferredMany: $1 job_ids, $2 queues, $3 priorities, $4 kinds, $5 args, $6 run_ats,
 	// $7 run_leases, $8 attempts, $9 max_attempts, $10 created_ats, $11 unique keys, $12 unique states,
 	// $13 payloads

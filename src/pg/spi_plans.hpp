@@ -26,8 +26,6 @@ enum class Stmt {
 	kLaneOf,
 	kLanesOfQueue,
 	kRegisterLane,
-	kInsertReadyMany,
-	kInsertReadyPlain,
 	kInsertDeferredMany,
 	kLaneSegments,
 	kLaneEvidence,
