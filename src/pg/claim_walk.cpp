@@ -1,6 +1,8 @@
 // claim_walk.cpp: see claim_walk.hpp.
 #include "pg/claim_walk.hpp"
 
+#include "pg/lane_scan.hpp"
+
 #include <type_traits>
 
 #include "core/ring.hpp"
@@ -87,19 +89,21 @@ AddOwn(LaneView *view, int64 first, int64 next)
 void
 LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
 {
-	Datum values[5] = {PointerGetDatum(q.queue), Int16GetDatum(q.priority), Int64GetDatum(page->generation),
-	                   Int64GetDatum(page->after), Int64GetDatum(q.page)};
-	ExecuteLatest(Stmt::kLaneSegments, core::SlotOf(page->generation, q.slot_count), values, NULL);
-	TupleDesc desc = SPI_tuptable->tupdesc;
-	for (uint64 i = 0; i < SPI_processed; i++) {
-		bool isnull;
-		int64 first = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
-		int64 next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
-		int64 origin = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 3, &isnull));
-		AddCommitted(view, first, next, page->generation, origin);
-		page->after = next;
-	}
-	page->full = static_cast<int64>(SPI_processed) == q.page;
+	struct Context {
+		LaneView *view;
+		SegmentPage *page;
+	} context{view, page};
+	int rows = ScanLane(
+	    LaneFamily::kSegments, core::SlotOf(page->generation, q.slot_count), q.queue, q.priority, page->after,
+	    page->generation, q.page,
+	    [](const LaneRow &row, void *arg) {
+		    Context &c = *static_cast<Context *>(arg);
+		    int64 next = DatumGetInt64(row.values[1]);
+		    AddCommitted(c.view, DatumGetInt64(row.values[0]), next, c.page->generation, DatumGetInt64(row.values[2]));
+		    c.page->after = next;
+	    },
+	    &context);
+	page->full = rows == q.page;
 }
 
 // Loads the next generation: its first segments page, its claim evidence and
@@ -122,55 +126,56 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
 	LoadSegments(view, q, page);
 	view->last_generation = generation;
 
-	Datum values[5] = {PointerGetDatum(q.queue), Int16GetDatum(q.priority), Int64GetDatum(generation),
-	                   Int64GetDatum(q.cursor), Int64GetDatum(kEvidencePage)};
-	ExecuteLatest(Stmt::kLaneEvidence, slot, values, NULL);
-	TupleDesc desc = SPI_tuptable->tupdesc;
-	TypeCacheEntry *multirange_type = lookup_type_cache(INT8MULTIRANGEOID, TYPECACHE_MULTIRANGE_INFO);
-	TypeCacheEntry *range_type = multirange_type->rngtype;
+	struct Context {
+		LaneView *view;
+		TypeCacheEntry *range_type;
+		int64 last;  // the lane column of the last row read
+	} context{view, lookup_type_cache(INT8MULTIRANGEOID, TYPECACHE_MULTIRANGE_INFO)->rngtype, 0};
 	int64 known_until = PG_INT64_MAX;
-	for (uint64 i = 0; i < SPI_processed; i++) {
-		bool isnull;
-		MultirangeType *ranges = DatumGetMultirangeTypeP(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
-		bool own = TransactionIdIsCurrentTransactionId(
-		    DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i], desc, 3, &isnull)));
-		int32 range_count;
-		RangeType **items;
-		multirange_deserialize(range_type, ranges, &range_count, &items);
-		for (int32 r = 0; r < range_count; r++) {
-			RangeBound lower, upper;
-			bool empty;
-			range_deserialize(range_type, items[r], &lower, &upper, &empty);
-			if (empty)
-				continue;
-			// Evidence written by this transaction is not committed: it
-			// could still roll back, so the cursor must not pass it.
-			if (own)
-				AddOwn(view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
-			else
-				AddSpent(view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
-		}
-		known_until = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull));
-	}
-	bool evidence_full = static_cast<int64>(SPI_processed) == kEvidencePage;
-	if (!evidence_full)
-		known_until = PG_INT64_MAX;
+	int evidence = ScanLane(
+	    LaneFamily::kEvidence, slot, q.queue, q.priority, q.cursor, generation, kEvidencePage,
+	    [](const LaneRow &row, void *arg) {
+		    Context &c = *static_cast<Context *>(arg);
+		    MultirangeType *ranges = DatumGetMultirangeTypeP(row.values[0]);
+		    bool own = TransactionIdIsCurrentTransactionId(row.xmin);
+		    int32 range_count;
+		    RangeType **items;
+		    multirange_deserialize(c.range_type, ranges, &range_count, &items);
+		    for (int32 r = 0; r < range_count; r++) {
+			    RangeBound lower, upper;
+			    bool empty;
+			    range_deserialize(c.range_type, items[r], &lower, &upper, &empty);
+			    if (empty)
+				    continue;
+			    // Evidence written by this transaction is not committed: it
+			    // could still roll back, so the cursor must not pass it.
+			    if (own)
+				    AddOwn(c.view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
+			    else
+				    AddSpent(c.view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
+		    }
+		    c.last = DatumGetInt64(row.values[1]);
+	    },
+	    &context);
+	bool evidence_full = evidence == kEvidencePage;
+	if (evidence_full)
+		known_until = context.last;
 	// Tombstones (cancelled available jobs) are spent lanes too.
-	ExecuteLatest(Stmt::kLaneTombstones, slot, values, NULL);
-	desc = SPI_tuptable->tupdesc;
-	for (uint64 i = 0; i < SPI_processed; i++) {
-		bool isnull;
-		int64 lane = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull));
-		bool own = TransactionIdIsCurrentTransactionId(
-		    DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull)));
-		if (own)
-			AddOwn(view, lane, lane + 1);
-		else
-			AddSpent(view, lane, lane + 1);
-		if (static_cast<int64>(SPI_processed) == kEvidencePage && i + 1 == SPI_processed)
-			known_until = Min(known_until, lane + 1);
-	}
-	if (evidence_full || static_cast<int64>(SPI_processed) == kEvidencePage) {
+	int tombstones = ScanLane(
+	    LaneFamily::kTombstones, slot, q.queue, q.priority, q.cursor, generation, kEvidencePage,
+	    [](const LaneRow &row, void *arg) {
+		    Context &c = *static_cast<Context *>(arg);
+		    int64 lane = DatumGetInt64(row.values[0]);
+		    if (TransactionIdIsCurrentTransactionId(row.xmin))
+			    AddOwn(c.view, lane, lane + 1);
+		    else
+			    AddSpent(c.view, lane, lane + 1);
+		    c.last = lane;
+	    },
+	    &context);
+	if (tombstones == kEvidencePage)
+		known_until = Min(known_until, context.last + 1);
+	if (evidence_full || tombstones == kEvidencePage) {
 		int kept = 0;
 		for (int i = 0; i < view->committed_count; i++) {
 			BridgeCommitted range = view->committed[i];

@@ -22,6 +22,7 @@ constexpr int kMaxSlots = 64;
 const char *const kFamilies[static_cast<int>(RingTable::kCount)] = {
     "ready_entries",       "ready_segments",          "ready_claim_attempt_batches",
     "lease_claim_batches", "lease_claim_closure_batches", "receipt_completion_batches",
+    "ready_tombstones",
 };
 
 // Child OIDs by family and slot, for one incarnation of the extension.

@@ -23,6 +23,7 @@ enum class RingTable {
 	kClaimBatches,
 	kClosureBatches,
 	kCompletionBatches,
+	kTombstones,
 	kCount
 };
 

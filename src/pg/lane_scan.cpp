@@ -1,0 +1,152 @@
+// lane_scan.cpp: a lane's rows in one ring child (see lane_scan.hpp).
+#include "pg/lane_scan.hpp"
+
+#include "pg/direct_insert.hpp"
+#include "pg/rings.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
+#include "executor/tuptable.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+constexpr int kFamilies = 3;
+constexpr int kMaxSlots = 64;
+
+struct FamilyDef {
+	RingTable table;
+	const char *lane_column;  // the index's third key column
+	const char *columns[kLaneScanColumns];
+};
+
+const FamilyDef kDefs[kFamilies] = {
+    {RingTable::kReadySegments, "next_lane_seq", {"first_lane_seq", "next_lane_seq", "origin_generation"}},
+    {RingTable::kAttemptBatches, "next_lane_seq", {"lane_ranges", "next_lane_seq", NULL}},
+    {RingTable::kTombstones, "lane_seq", {"lane_seq", NULL, NULL}},
+};
+
+// Per child: its lane index and the column numbers, for one incarnation.
+struct ChildInfo {
+	Oid index;
+	AttrNumber generation;
+	AttrNumber columns[kLaneScanColumns];
+};
+ChildInfo children[kFamilies][kMaxSlots];
+Oid children_incarnation = InvalidOid;
+
+AttrNumber
+Column(Relation relation, const char *name)
+{
+	if (name == NULL)
+		return InvalidAttrNumber;
+	AttrNumber number = get_attnum(RelationGetRelid(relation), name);
+	if (number == InvalidAttrNumber)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: %s has no column %s", RelationGetRelationName(relation), name),
+		                errhint("The installed awa library does not match the extension's tables.")));
+	return number;
+}
+
+// The child's index whose keys start with (queue, priority, lane column).
+const ChildInfo &
+InfoOf(int family, int slot, Relation relation)
+{
+	Oid incarnation = ExtensionIncarnation();
+	if (incarnation != children_incarnation) {
+		memset(children, 0, sizeof(children));
+		children_incarnation = incarnation;
+	}
+	ChildInfo &info = children[family][slot];
+	if (OidIsValid(info.index))
+		return info;
+	const FamilyDef &def = kDefs[family];
+	AttrNumber queue = Column(relation, "queue");
+	AttrNumber priority = Column(relation, "priority");
+	AttrNumber lane = Column(relation, def.lane_column);
+	Oid found = InvalidOid;
+	List *indexes = RelationGetIndexList(relation);
+	ListCell *cell;
+	foreach (cell, indexes) {
+		Relation index = index_open(lfirst_oid(cell), AccessShareLock);
+		Form_pg_index form = index->rd_index;
+		bool match = form->indnkeyatts >= 3 && form->indkey.values[0] == queue && form->indkey.values[1] == priority &&
+		             form->indkey.values[2] == lane && RelationGetForm(index)->relam == BTREE_AM_OID &&
+		             heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
+		index_close(index, AccessShareLock);
+		if (match) {
+			found = lfirst_oid(cell);
+			break;
+		}
+	}
+	list_free(indexes);
+	if (!OidIsValid(found))
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: %s has no index on (queue, priority, %s)", RelationGetRelationName(relation),
+		                       def.lane_column),
+		                errhint("The installed awa library does not match the extension's tables.")));
+	info.generation = Column(relation, "ready_generation");
+	for (int c = 0; c < kLaneScanColumns; c++)
+		info.columns[c] = Column(relation, def.columns[c]);
+	info.index = found;
+	return info;
+}
+
+}  // namespace
+
+int
+ScanLane(LaneFamily family, int slot, text *queue, int16 priority, int64 after, int64 generation, int64 limit,
+         void (*visit)(const LaneRow &row, void *context), void *context)
+{
+	if (slot < 0 || slot >= kMaxSlots)
+		elog(ERROR, "awa: ring slot %d out of range", slot);
+	int f = static_cast<int>(family);
+	Relation heap = table_open(RingChildOid(kDefs[f].table, slot), AccessShareLock);
+	const ChildInfo &info = InfoOf(f, slot, heap);
+	Relation index = index_open(info.index, AccessShareLock);
+	Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+
+	ScanKeyData keys[3];
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(queue));
+	keys[0].sk_collation = DEFAULT_COLLATION_OID;
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT2EQ, Int16GetDatum(priority));
+	ScanKeyInit(&keys[2], 3, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
+	IndexScanDesc scan = index_beginscan(heap, index, snapshot, 3, 0);
+	index_rescan(scan, keys, 3, NULL, 0);
+	TupleTableSlot *row_slot = table_slot_create(heap, NULL);
+	int visited = 0;
+	while (visited < limit && index_getnext_slot(scan, ForwardScanDirection, row_slot)) {
+		bool isnull;
+		if (DatumGetInt64(slot_getattr(row_slot, info.generation, &isnull)) != generation)
+			continue;
+		LaneRow row;
+		for (int c = 0; c < kLaneScanColumns; c++)
+			row.values[c] = info.columns[c] == InvalidAttrNumber ? (Datum)0
+			                                                     : slot_getattr(row_slot, info.columns[c], &isnull);
+		HeapTuple tuple = ExecFetchSlotHeapTuple(row_slot, false, NULL);
+		row.xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
+		visit(row, context);
+		visited++;
+	}
+	ExecDropSingleTupleTableSlot(row_slot);
+	index_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	return visited;
+}
+
+}  // namespace awa::pg

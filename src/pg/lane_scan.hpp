@@ -1,0 +1,36 @@
+// lane_scan.hpp: a lane's rows in one ring child, read through its lane index
+// without the executor.
+//
+// The claim walk reads, for every ring generation it looks at, the committed
+// segments, the claim evidence and the tombstones of its lane beyond the
+// cursor, under the lane's claim lock. Through SPI each read costs an
+// executor start and end (a third of a claim's time under the lock, perf in
+// docs/architecture.md §3); here it is an index scan and nothing else. The
+// rows read are exactly those of the statements it replaces: queue and
+// priority equal, the lane column beyond `after`, the row's ready_generation
+// equal to `generation`, in lane order, at most `limit`, under the latest
+// snapshot (as ExecuteLatest reads).
+#pragma once
+
+#include "pg/postgres_headers.hpp"
+
+namespace awa::pg {
+
+enum class LaneFamily {
+	kSegments,    // ready_segments: first_lane_seq, next_lane_seq, origin_generation
+	kEvidence,    // ready_claim_attempt_batches: lane_ranges, next_lane_seq
+	kTombstones,  // ready_tombstones: lane_seq
+};
+constexpr int kLaneScanColumns = 3;
+
+struct LaneRow {
+	Datum values[kLaneScanColumns];  // the family's columns above, in that order (valid during the visit)
+	TransactionId xmin;               // of the row version read
+};
+
+// Calls visit(row, context) for each row, at most `limit`; returns how many.
+// Requires a transaction. May ereport (so may the visitor).
+int ScanLane(LaneFamily family, int slot, text *queue, int16 priority, int64 after, int64 generation, int64 limit,
+             void (*visit)(const LaneRow &row, void *context), void *context);
+
+}  // namespace awa::pg
