@@ -23,9 +23,14 @@
 
 namespace awa::pg {
 
+// From _PG_init while preloading: the condition variables lane waits sleep on.
+void InstallLaneWaits();
+
 bool TryLockLaneClaim(int64 lane_id);
 // Waits at most `timeout_ms` for it (0: only tries); false if not granted in
-// time. Errors other than the lock timeout (cancel, deadlock) propagate.
+// time. Interruptible. Preloaded, it never waits in the lock manager (so it
+// takes part in no deadlock): it retries when a releaser wakes it, at least
+// every millisecond. Otherwise it is a lock wait with lock_timeout.
 bool LockLaneClaimWithin(int64 lane_id, int timeout_ms);
 // Waits for the lane claim lock (cancel: claimers hold it only while they plan).
 void LockLaneClaim(int64 lane_id);

@@ -60,18 +60,6 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "             unique_key, unique_states, payload)",
 	 13, {INT8ARRAYOID, TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID,
 	      INT2ARRAYOID, INT2ARRAYOID, TIMESTAMPTZARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID}},
-	// kLaneSegments: committed lane ranges beyond the cursor in one generation.
-	// $1 queue, $2 priority, $3 generation, $4 lanes after this, $5 limit
-	{Stmt::kLaneSegments, "SELECT first_lane_seq, next_lane_seq, origin_generation FROM awa.ready_segments_%1$d"
-	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
-	 " ORDER BY next_lane_seq LIMIT $5",
-	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
-	// kLaneEvidence: lanes handed out by committed claims beyond the cursor, in
-	// lane order. $1 queue, $2 priority, $3 generation, $4 cursor, $5 limit
-	{Stmt::kLaneEvidence, "SELECT lane_ranges, next_lane_seq, xmin FROM awa.ready_claim_attempt_batches_%1$d"
-	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
-	 " ORDER BY next_lane_seq LIMIT $5",
-	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
 	// kReadyRows: $1 queue, $2 priority, $3 first lane, $4 next lane (exclusive), $5 generation
 	{Stmt::kReadyRows, "SELECT lane_seq, job_id, run_lease, attempt, max_attempts, kind, args, created_at,"
 	 "       coalesce(payload -> 'metadata', '{}'::jsonb)"
@@ -93,12 +81,6 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kClosedIndexes, "SELECT claim_indexes, outcome FROM awa.lease_claim_closure_batches_%1$d WHERE claim_batch_id = $1"
 	 " LIMIT $2",
 	 2, {INT8OID, INT8OID}},
-	// kLaneTombstones: cancelled lanes beyond the cursor, in lane order.
-	// $1 queue, $2 priority, $3 generation, $4 cursor, $5 limit
-	{Stmt::kLaneTombstones, "SELECT lane_seq, xmin FROM awa.ready_tombstones_%1$d"
-	 " WHERE queue = $1 AND priority = $2 AND lane_seq > $4 AND ready_generation = $3"
-	 " ORDER BY lane_seq LIMIT $5",
-	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
 	// kHeadRunAt: when the lane's head became due, and the segment's lanes.
 	// $1 queue, $2 priority, $3 cursor, $4 generation
 	{Stmt::kHeadRunAt, "SELECT first_run_at, first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"

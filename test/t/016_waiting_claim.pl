@@ -185,5 +185,27 @@ is(q1("SELECT count(*) FROM awa.claim('w8', 1, NULL, '200 milliseconds')"), '0',
 	$w->quit;
 }
 
+# 12. A claimer that finds every lane busy waits for the lane (awa.lane_wait_timeout)
+# instead of returning nothing: here the first claim keeps its lane lock until
+# it commits (awa.early_lane_release = off), and the second claimer, asleep
+# meanwhile, gets the next two jobs once it does.
+{
+	q1("SELECT awa.enqueue_many(ARRAY['j1', 'j2', 'j3', 'j4'], NULL, queue => 'w12')");
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe("SET awa.early_lane_release = off; BEGIN; SELECT job_id FROM awa.claim('w12', 2);");
+	my $second = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $second->query_safe('SELECT pg_backend_pid()');
+	$second->query_until(qr/waiting\n/,
+		"\\echo waiting\nSET awa.lane_wait_timeout = '1min';\nSELECT 'got:' || string_agg(kind, ',' ORDER BY kind) FROM awa.claim('w12', 2);\n");
+	wait_until_sleeping($pid);
+	is(q1("SELECT count(*) FROM pg_locks WHERE pid = $pid AND NOT granted"), '0',
+		'a claimer waiting for a busy lane waits in no lock queue (it sleeps until the lane is released)');
+	$holder->query_safe('COMMIT');
+	my ($out) = $second->query("SELECT 'end'");
+	like($out, qr/got:j3,j4/, 'the claimer waiting for the lane gets the next jobs once the holder commits');
+	$holder->quit;
+	$second->quit;
+}
+
 $node->stop;
 done_testing();
