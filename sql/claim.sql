@@ -187,6 +187,14 @@ SELECT count(*) AS none FROM awa.claim('cl_wait_paused', 1, NULL, '10 millisecon
 SELECT awa.resume_queue('cl_wait_paused');
 SELECT kind FROM awa.claim('cl_wait_paused', 1, NULL, '10 milliseconds');
 
+-- Two claims in one SQL statement (the call depends on the outer row, so it
+-- runs twice): the second sees the first's evidence (the
+-- claim walk reads after a command counter increment, as SPI did) and takes
+-- the next job, never the same one.
+SELECT count(*) AS rows FROM awa.enqueue_many(ARRAY['t1', 't2', 't3'], NULL, queue => 'cl_twice');
+SELECT count(*) AS claimed, count(DISTINCT c.job_id) AS distinct_jobs, string_agg(c.kind, ' ' ORDER BY c.kind) AS kinds
+  FROM generate_series(1, 2) g, LATERAL awa.claim('cl_twice', 1 + 0 * g) c;  -- correlated: called once per row
+
 -- ---------------------------------------------------------------------------
 -- Invalid input: SQLSTATE, message and hint; nothing written.
 -- ---------------------------------------------------------------------------

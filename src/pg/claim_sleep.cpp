@@ -10,6 +10,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "tcop/pquery.h"
 #include "utils/portal.h"
+#include "utils/syscache.h"
 }
 
 namespace awa::pg {
@@ -21,7 +22,7 @@ namespace {
 // hold back the xmin horizon while the claim sleeps: every look for work takes
 // a snapshot of its own.
 bool
-StatementSnapshotProtectsNothing()
+StatementSnapshotProtectsNothing(Oid claim_function)
 {
 	// A transaction block or a transaction snapshot may read tables later
 	// with a snapshot as old as this statement's.
@@ -34,13 +35,26 @@ StatementSnapshotProtectsNothing()
 	// between would have pushed a snapshot of its own).
 	if (!ActiveSnapshotSet() || GetActiveSnapshot() != portal->queryDesc->snapshot)
 		return false;
+	// No other portal of the transaction may read later (a suspended one of
+	// the extended protocol).
+	if (!ThereAreNoReadyPortals())
+		return false;
 	const PlannedStmt *statement = portal->queryDesc->plannedstmt;
-	if (statement == NULL)
+	if (statement == NULL || statement->relationOids != NIL)
 		return false;
 	ListCell *cell;
 	foreach (cell, statement->rtable) {
 		const RangeTblEntry *entry = static_cast<const RangeTblEntry *>(lfirst(cell));
 		if (entry->rtekind == RTE_RELATION)
+			return false;
+	}
+	// The plan calls no function but built-in ones and awa.claim: the
+	// planner records every other one it references (PlanInvalItem), and a
+	// STABLE function there could read a table with this snapshot.
+	uint32 claim_hash = GetSysCacheHashValue1(PROCOID, ObjectIdGetDatum(claim_function));
+	foreach (cell, statement->invalItems) {
+		const PlanInvalItem *item = static_cast<const PlanInvalItem *>(lfirst(cell));
+		if (item->cacheId != PROCOID || item->hashValue != claim_hash)
 			return false;
 	}
 	return true;
@@ -49,9 +63,9 @@ StatementSnapshotProtectsNothing()
 }  // namespace
 
 void
-SleepWithoutSnapshot(uint32 wake_bucket, uint64 seen, int64 micros)
+SleepWithoutSnapshot(Oid claim_function, uint32 wake_bucket, uint64 seen, int64 micros)
 {
-	if (StatementSnapshotProtectsNothing()) {
+	if (StatementSnapshotProtectsNothing(claim_function)) {
 		// As SnapshotResetXmin does when no snapshot is left; the next look
 		// for work takes a snapshot and advertises its xmin again.
 		InvalidateCatalogSnapshot();

@@ -11,8 +11,10 @@ namespace awa::pg {
 // advertises no snapshot (pg_stat_activity.backend_xmin is NULL, VACUUM and
 // prune proceed) when the statement's snapshot can protect nothing: a
 // READ COMMITTED statement of its own, outside a transaction block, that reads
-// no table and called awa.claim directly. Otherwise the statement's snapshot
-// stays, as every running statement's does.
-void SleepWithoutSnapshot(uint32 wake_bucket, uint64 seen, int64 micros);
+// no table, calls no function but built-in ones and awa.claim
+// (`claim_function`), and called awa.claim directly, with no other portal of
+// the transaction open. Otherwise the statement's snapshot stays, as every
+// running statement's does.
+void SleepWithoutSnapshot(Oid claim_function, uint32 wake_bucket, uint64 seen, int64 micros);
 
 }  // namespace awa::pg

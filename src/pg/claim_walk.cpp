@@ -284,7 +284,6 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	int gap_timeout_ms = advance_only ? 0 : awa_gap_proof_lock_timeout_ms;
 	LaneWalk walk;
 	walk.cursor = q.cursor;
-	walk.gap_unproven = false;
 	walk.claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * plan_max));
 	// Lanes up to proof_horizon were reserved before a gap proof was granted:
 	// a hole among them that is still empty after the proof's re-read of
@@ -335,10 +334,8 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 			// this lane, note how far reservations went, and look again at
 			// every generation from the start with fresh snapshots. Then let
 			// producers go on.
-			if (!LockLaneReservations(lane.enqueue_seq, gap_timeout_ms)) {
-				walk.gap_unproven = true;
+			if (!LockLaneReservations(lane.enqueue_seq, gap_timeout_ms))
 				break;
-			}
 			proof_horizon = SequenceValue(lane.enqueue_seq);
 			live = RingNow();
 			newest = live.queue_generation;

@@ -34,7 +34,6 @@ struct LaneWalk {
 	int64 cursor;        // the claim cursor the walk started from
 	BridgePlan plan;     // new_cursor, generation, claimed, ...
 	BridgeRange *claim;  // plan.range_count planned ranges (palloc'd)
-	bool gap_unproven;   // a hole stopped the walk and its proof timed out
 };
 
 // Walks `lane` of `queue` (the caller holds its claim lock). Requires SPI. May

@@ -3,7 +3,8 @@
 // One server-side step. For each lane of the queue, most urgent first (with
 // priority aging, a lane whose head has waited competes as if it were more
 // urgent), whose claim cursor is behind its enqueue cursor: try-lock the lane
-// (never wait; a busy lane is some other claimer's), then under the lock
+// (a busy lane is some other claimer's; it is waited for, briefly, only when
+// no free lane yields jobs), then under the lock
 //   1. walk it: load, plan, prove gaps (claim_walk.hpp), and move the cursor
 //      over the spent prefix;
 //   2. record the planned lanes in the in-flight registry and release the
@@ -64,14 +65,23 @@ struct ClaimRequest {
 	ReturnSetInfo *rsinfo;
 	uint32 wake_bucket;
 	// The last look may have missed claimable work for want of time: a
-	// busy lane or a lane hole's proof timed out. No event may follow, so a
-	// waiting claim looks again soon instead of sleeping its whole wait.
+	// busy lane's wait timed out. No wake-up may follow (a lane released by
+	// a cancel's end wakes nobody), so a waiting claim looks again soon
+	// instead of sleeping its whole wait. (A hole whose proof timed out needs
+	// no such care: the enqueue that holds it wakes the queue's waiters when
+	// it ends.)
 	bool unsure;
+	// A claim with `wait`: a look that finds nothing must leave nothing
+	// behind (no xid, no lock), so it does not persist a cursor advance.
+	bool waiting;
+	// Where what must outlive a look is allocated (the default deadline).
+	MemoryContext keep;
 };
 
 // The local transaction that keeps a lane claim lock until it ends (a claim
-// whose lanes did not go into the in-flight registry). It never waits for
-// another lane, so claimers never wait for each other in a cycle.
+// whose lanes did not go into the in-flight registry). It does not wait for
+// another lane; every lane wait is bounded besides (awa.lane_wait_timeout),
+// so claimers never wait for each other in a lasting cycle.
 LocalTransactionId keeps_lane_lock = InvalidLocalTransactionId;
 
 // Claims from one lane the caller holds the claim lock of. Returns the number
@@ -82,9 +92,11 @@ ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring
 {
 	*released = false;
 	LaneWalk walk = WalkLane(request.queue, lane, ring, request.max_jobs, WalkMode::kClaim);
-	ApplyCursorAdvance(lane, walk);
-	if (walk.gap_unproven)
-		request.unsure = true;
+	// setval takes an xid and a lock that a rolled-back look would keep:
+	// a waiting look advances the cursor only when it claims (the next
+	// claim, or the worker's idle-lane advance, does it otherwise).
+	if (!request.waiting || walk.plan.claimed > 0)
+		ApplyCursorAdvance(lane, walk);
 	if (walk.plan.claimed == 0)
 		return 0;
 	// The planned lanes are decided. Once they are in the in-flight registry
@@ -138,7 +150,7 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 		return 0;
 	if (request->deadline == NULL) {
 		// The queue's default deadline, else five minutes.
-		request->deadline = static_cast<Interval *>(palloc0(sizeof(Interval)));
+		request->deadline = static_cast<Interval *>(MemoryContextAllocZero(request->keep, sizeof(Interval)));
 		if (settings.has_deadline)
 			*request->deadline = settings.deadline;
 		else
@@ -218,23 +230,38 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 
 // One look for work in an internal subtransaction: when it finds nothing,
 // the subtransaction rolls back, so every lock it took (lanes, ring slots,
-// sequences) is released before the caller sleeps.
+// sequences) is released before the caller sleeps, and the look's memory
+// (`scratch`, reset) does not pile up over a long wait. An error rolls the
+// subtransaction back and is raised again, as PL/pgSQL's exception blocks do.
 int
-ClaimOnceReleasingLocks(ClaimRequest *request, TimestampTz now)
+ClaimOnceReleasingLocks(ClaimRequest *request, TimestampTz now, MemoryContext scratch)
 {
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
+	volatile int claimed = 0;
 	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(context);
-	// Errors propagate: the caller's transaction aborts with the
-	// subtransaction inside it, as with any error of a claim.
-	int claimed = ClaimOnce(request, now);
+	MemoryContextSwitchTo(scratch);
+	PG_TRY();
+	{
+		claimed = ClaimOnce(request, now);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (claimed > 0)
 		ReleaseCurrentSubTransaction();
 	else
 		RollbackAndReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(context);
 	CurrentResourceOwner = owner;
+	if (claimed == 0)
+		MemoryContextReset(scratch);
 	return claimed;
 }
 
@@ -256,6 +283,8 @@ AWA_FUNCTION(awa_claim)
 		CheckClaimDeadline(request.deadline, now);
 	int64 wait_micros = ClaimWaitMicros(PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_INTERVAL_P(3) : NULL, now);
 	request.wake_bucket = QueueWakeBucket(request.queue);
+	request.waiting = wait_micros > 0;
+	request.unsure = false;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	request.rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
@@ -269,6 +298,7 @@ AWA_FUNCTION(awa_claim)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
+	request.keep = CurrentMemoryContext;
 	if (wait_micros == 0) {
 		(void)ClaimOnce(&request, now);
 		SPI_finish();
@@ -278,9 +308,10 @@ AWA_FUNCTION(awa_claim)
 	// nothing was found and time is left, sleep until an event of the
 	// queue's wake bucket (wakeups.hpp) that came after the look began.
 	TimestampTz until = now + wait_micros;
+	MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "awa claim look", ALLOCSET_DEFAULT_SIZES);
 	for (;;) {
 		uint64 seen = QueueWakeEvents(request.wake_bucket);
-		if (ClaimOnceReleasingLocks(&request, now) > 0)
+		if (ClaimOnceReleasingLocks(&request, now, scratch) > 0)
 			break;
 		now = GetCurrentTimestamp();
 		if (now >= until)
@@ -290,7 +321,7 @@ AWA_FUNCTION(awa_claim)
 		int64 nap = until - now;
 		if (request.unsure)
 			nap = Min(nap, int64{Max(awa_gap_proof_lock_timeout_ms, 1)} * 1000);
-		SleepWithoutSnapshot(request.wake_bucket, seen, nap);
+		SleepWithoutSnapshot(fcinfo->flinfo->fn_oid, request.wake_bucket, seen, nap);
 		now = GetCurrentTimestamp();
 		// Settings (a paused queue resumed) and lanes (a new one) may have
 		// changed, and the invalidations of the transaction that woke this

@@ -114,6 +114,10 @@ ScanLane(LaneFamily family, int slot, text *queue, int16 priority, int64 after, 
 	if (slot < 0 || slot >= kMaxSlots)
 		elog(ERROR, "awa: ring slot %d out of range", slot);
 	int f = static_cast<int>(family);
+	// As SPI does before a statement that may write: rows this transaction
+	// wrote earlier in the same command (a claim's evidence, an enqueue's
+	// segments, then another claim in one SQL statement) become visible.
+	CommandCounterIncrement();
 	Relation heap = table_open(RingChildOid(kDefs[f].table, slot), AccessShareLock);
 	const ChildInfo &info = InfoOf(f, slot, heap);
 	Relation index = index_open(info.index, AccessShareLock);

@@ -9,7 +9,7 @@
 // rows read are exactly those of the statements it replaces: queue and
 // priority equal, the lane column beyond `after`, the row's ready_generation
 // equal to `generation`, in lane order, at most `limit`, under the latest
-// snapshot (as ExecuteLatest reads).
+// snapshot after a command counter increment (as ExecuteLatest reads).
 #pragma once
 
 #include "pg/postgres_headers.hpp"

@@ -253,7 +253,9 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *n
 					strlcpy(outcome, value, outcome_size);
 			}
 			if (task == MaintenanceTask::kPromote)
-				*next_deferred = EarliestDeferredAfter(GetCurrentTimestamp());
+				// From the step's start: a job that came due while the
+				// promotion ran is found too (rows it promoted are gone).
+				*next_deferred = EarliestDeferredAfter(GetCurrentTransactionStartTimestamp());
 			SPI_finish();
 		}
 		PopActiveSnapshot();
@@ -453,6 +455,11 @@ awa_maintenance_main(Datum argument)
 					error_streak[i] = Min(error_streak[i] + 1, 6);
 					int64 retry_ms = Min(int64{1000} << error_streak[i], int64{60000});
 					clock.Ran(task, now, Max(retry_ms, IntervalMs(task)) * 1000);
+					// A failed promotion publishes its retry time, so commits
+					// of deferred jobs do not wake the worker into retrying
+					// at their rate.
+					if (task == MaintenanceTask::kPromote)
+						PublishNextPromote(now + Max(retry_ms, IntervalMs(task)) * 1000);
 				} else {
 					error_streak[i] = 0;
 				}
@@ -481,7 +488,7 @@ awa_maintenance_main(Datum argument)
 		// A commit of a deferred job due before the planned promotion set
 		// the latch (wakeups.hpp): promote now, and look again for the
 		// earliest one.
-		if (events & WL_LATCH_SET)
+		if ((events & WL_LATCH_SET) && error_streak[static_cast<int>(MaintenanceTask::kPromote)] == 0)
 			clock.Ran(MaintenanceTask::kPromote, GetCurrentTimestamp(), 0);
 	}
 }

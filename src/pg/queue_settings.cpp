@@ -118,11 +118,12 @@ using namespace awa::pg;
 // commit (a pause or another setting only costs them a look).
 AWA_FUNCTION(awa_internal_queue_meta_changed)
 {
-	text *queue = QueueArgument(fcinfo, 0);
 	Oid relid = AwaObjectOid(AwaObject::kQueueMeta);
 	if (OidIsValid(relid))
 		CacheInvalidateRelcacheByRelid(relid);
-	WakeQueueAtCommit(queue);
+	// (An extension script from before the argument calls it without one.)
+	if (PG_NARGS() > 0)
+		WakeQueueAtCommit(QueueArgument(fcinfo, 0));
 	WakeWorkerForDeferred(GetCurrentTimestamp());
 	PG_RETURN_VOID();
 }

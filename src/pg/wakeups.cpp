@@ -126,9 +126,8 @@ OnTransactionEvent(XactEvent event, void *)
 	case XACT_EVENT_COMMIT:
 	case XACT_EVENT_PARALLEL_COMMIT:
 	case XACT_EVENT_PREPARE:
-		// A prepared transaction wakes at PREPARE: its rows become visible
-		// at COMMIT PREPARED, in another session; a waiter woken too early
-		// sleeps again until its wait has passed (docs/sql-reference.md).
+		// (A transaction that moved jobs cannot be prepared: the counters
+		// refuse it. A resume_queue can be; its waiters look at PREPARE.)
 		if (any_pending) {
 			WakeMarked(wake_at_end);
 			WakeMarked(wake_at_commit);

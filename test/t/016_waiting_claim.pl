@@ -28,7 +28,10 @@ use FindBin;
 use lib $FindBin::Bin;
 use AwaTap;
 
-my $node = start_awa_node('waiting', maintenance => 1);
+# The worker runs, but its periodic promotion only every hour: a scheduled or
+# retried job reaches a waiter at its run_at only through the worker's own
+# wake-up (its earliest run_at, and the latch set by the deferred job's commit).
+my $node = start_awa_node('waiting', maintenance => 1, conf => "awa.promote_interval = '1h'\n");
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 
 my $LONG = "'300 seconds'";
@@ -76,6 +79,22 @@ sub enqueue { return q1("SELECT awa.enqueue('k', '{}', queue => '$_[0]')"); }
 		'a sleeping claim holds no lock but its virtual xid');
 	my $job = enqueue('w1');
 	is(result_of($w), "got:$job", 'the commit of an enqueue wakes the waiter with that job');
+	$w->quit;
+}
+
+# 1b. The same where the waiter's look could move the lane's claim cursor (a
+# committed claim's evidence lies beyond it): a look that finds nothing
+# leaves no xid, lock or cursor write behind.
+{
+	q1("SELECT awa.enqueue_many(ARRAY['a', 'b'], NULL, queue => 'w1b')");
+	q1("SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('w1b', 2) c");
+	my ($w, $pid) = start_waiter('w1b');
+	is(q1("SELECT backend_xmin IS NULL AND backend_xid IS NULL FROM pg_stat_activity WHERE pid = $pid"), 't',
+		'a waiter whose look walked claimed lanes sleeps with no snapshot and no xid');
+	is(q1("SELECT string_agg(locktype, ',') FROM pg_locks WHERE pid = $pid"), 'virtualxid',
+		'and holds no lock but its virtual xid');
+	my $job = enqueue('w1b');
+	is(result_of($w), "got:$job", 'and gets the next job');
 	$w->quit;
 }
 
