@@ -330,19 +330,18 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		if (plan.stop != kStopGap)
 			break;
 		if (plan.gap.first > proof_horizon) {
-			// Wait (bounded) until no transaction holds a reservation of
-			// this lane, note how far reservations went, and look again at
-			// every generation from the start with fresh snapshots. Then let
-			// producers go on.
-			if (!LockLaneReservations(lane.enqueue_seq, gap_timeout_ms))
+			// Wait (bounded) until every transaction that had reserved a
+			// lane position when the proof began has ended, then look again
+			// at every generation from the start with fresh snapshots.
+			int64 horizon;
+			if (!ProveLaneReservationsEnded(lane.enqueue_seq, gap_timeout_ms, &horizon))
 				break;
-			proof_horizon = SequenceValue(lane.enqueue_seq);
+			proof_horizon = horizon;
 			live = RingNow();
 			newest = live.queue_generation;
 			newest_checked_at = -1;
 			ResetView(&view, start);
 			LoadGeneration(&view, q, start);
-			UnlockLaneReservations(lane.enqueue_seq);
 			continue;
 		}
 		// Every generation up to `newest` was looked at after the proof. A

@@ -11,9 +11,10 @@
 //   3. proves a hole below a visible lane dead before anything passes it:
 //      the hole is looked for in every live generation up to the newest (a
 //      prune may have carried its row forward, docs/maintenance.md §3.5), then
-//      ShareLock on the lane's enqueue sequence (every transaction that
-//      reserved a lane_seq has then ended) and a fresh look at every
-//      generation again; a hole still empty is spent.
+//      a wait for the transactions holding the lane's reservations
+//      (ProveLaneReservationsEnded: every transaction that reserved a
+//      lane_seq has then ended) and a fresh look at every generation again;
+//      a hole still empty is spent.
 // What the walk plans is written by claim_write.hpp. All types here are
 // trivially destructible (guard.hpp).
 #pragma once

@@ -1,6 +1,8 @@
 // lane_locks.cpp: the locks awa takes itself (see lane_locks.hpp).
 #include "pg/lane_locks.hpp"
 
+#include "pg/sequences.hpp"
+
 extern "C" {
 #include "common/hashfn.h"
 #include "pgstat.h"
@@ -193,28 +195,28 @@ UnlockLaneClaim(int64 lane_id)
 }
 
 bool
-LockLaneReservations(Oid enqueue_seq, int timeout_ms)
+ProveLaneReservationsEnded(Oid enqueue_seq, int timeout_ms, int64 *horizon)
 {
-	// A lock granted inside the subtransaction below ends up owned by the
-	// transaction's resource owner; take the immediate one there too.
-	ResourceOwner caller_owner = CurrentResourceOwner;
-	CurrentResourceOwner = CurTransactionResourceOwner;
-	bool immediate = ConditionalLockRelationOid(enqueue_seq, ShareLock);
-	CurrentResourceOwner = caller_owner;
-	if (immediate)
-		return true;
-	if (timeout_ms <= 0)
-		return false;
-	return AcquireWithin(timeout_ms, [enqueue_seq]() { LockRelationOid(enqueue_seq, ShareLock); });
-}
-
-void
-UnlockLaneReservations(Oid enqueue_seq)
-{
-	ResourceOwner caller_owner = CurrentResourceOwner;
-	CurrentResourceOwner = CurTransactionResourceOwner;
-	UnlockRelationOid(enqueue_seq, ShareLock);
-	CurrentResourceOwner = caller_owner;
+	// Every reservation up to the value read here was made by a transaction
+	// that holds RowExclusiveLock on the sequence from its nextval until it
+	// ends, so it is among the holders listed next, or has ended.
+	*horizon = SequenceValue(enqueue_seq);
+	LOCKTAG tag;
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, enqueue_seq);
+	int count = 0;
+	VirtualTransactionId *holders = GetLockConflicts(&tag, ShareLock, &count);
+	TimestampTz until = GetCurrentTimestamp() + int64{timeout_ms} * 1000;
+	for (int i = 0; i < count; i++) {
+		VirtualTransactionId holder = holders[i];
+		if (!VirtualTransactionIdIsValid(holder) || VirtualXactLock(holder, false))
+			continue;  // ended already
+		long remaining = static_cast<long>((until - GetCurrentTimestamp()) / 1000);
+		if (remaining <= 0)
+			return false;
+		if (!AcquireWithin(static_cast<int>(remaining), [holder]() { (void)VirtualXactLock(holder, true); }))
+			return false;
+	}
+	return true;
 }
 
 void

@@ -10,11 +10,12 @@
 //               claim batch (completion races).
 //  lane create  advisory-type tag (field4 0x4105, objsubid 16645): first use
 //               of a lane.
-//  gap proof    ShareLock on the lane's enqueue sequence. Every transaction
-//               that reserved a lane_seq holds RowExclusiveLock on that
+//  gap proof    no lock of its own: every transaction that reserved a
+//               lane_seq holds RowExclusiveLock on the lane's enqueue
 //               sequence until it ends (nextval takes it for the top
-//               transaction), so holding ShareLock proves every earlier
-//               reservation's transaction has ended.
+//               transaction), so waiting for the current holders of that
+//               lock proves every earlier reservation's transaction has
+//               ended (ProveLaneReservationsEnded).
 // The advisory-type tags use key spaces of their own, so they never collide
 // with an application's pg_advisory_lock keys.
 #pragma once
@@ -35,14 +36,15 @@ bool LockLaneClaimWithin(int64 lane_id, int timeout_ms);
 // Waits for the lane claim lock (cancel: claimers hold it only while they plan).
 void LockLaneClaim(int64 lane_id);
 void UnlockLaneClaim(int64 lane_id);
-// Waits at most `timeout_ms` for ShareLock on the lane's enqueue sequence;
-// false if it could not be had in time. Errors other than the lock timeout
-// propagate. The lock belongs to the transaction's resource owner whichever
-// way it was granted, so UnlockLaneReservations can release it.
-bool LockLaneReservations(Oid enqueue_seq, int timeout_ms);
-// Releases it as soon as the proof's re-read is done, so that the lane's
-// producers do not wait for the claim's transaction to end.
-void UnlockLaneReservations(Oid enqueue_seq);
+// The proof that every transaction that reserved a lane position up to
+// *horizon (the enqueue sequence's value, read first) has ended: waits, at
+// most `timeout_ms` in all, for the transactions that hold RowExclusiveLock
+// on the sequence (each reservation holds it until its transaction ends) and
+// returns false if one is still running then. Unlike a ShareLock request,
+// which made every new producer of the lane queue behind it, this holds up
+// nobody (as CREATE INDEX CONCURRENTLY waits for lockers). Errors other than
+// the timeout (cancel) propagate.
+bool ProveLaneReservationsEnded(Oid enqueue_seq, int timeout_ms, int64 *horizon);
 void LockClaimBatch(int64 claim_batch_id);
 // The same lock without waiting (maintenance); false when another holds it.
 bool TryLockClaimBatch(int64 claim_batch_id);

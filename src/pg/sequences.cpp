@@ -13,8 +13,8 @@ int64
 SequenceValue(Oid sequence)
 {
 	// Read the sequence tuple directly under AccessShareLock: unlike
-	// pg_sequence_last_value (RowExclusiveLock), this never conflicts with
-	// the ShareLock a claim takes to prove a lane gap dead.
+	// pg_sequence_last_value (RowExclusiveLock), a reader is never taken
+	// for a reserving transaction by a claim's gap proof.
 	Relation relation = relation_open(sequence, AccessShareLock);
 	if (relation->rd_rel->relkind != RELKIND_SEQUENCE)
 		elog(ERROR, "awa: relation %u is not a sequence", sequence);

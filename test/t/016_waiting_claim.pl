@@ -226,5 +226,24 @@ is(q1("SELECT count(*) FROM awa.claim('w8', 1, NULL, '200 milliseconds')"), '0',
 	$second->quit;
 }
 
+# 13. An error inside a look (here statement_timeout while the look waits for a
+# lane another transaction keeps) ends the claim with that error, and leaves
+# the session usable: the look's subtransaction is rolled back first.
+{
+	q1("SELECT awa.enqueue_many(ARRAY['x1', 'x2'], NULL, queue => 'w13')");
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe("SET awa.early_lane_release = off; BEGIN; SELECT job_id FROM awa.claim('w13', 1);");
+	my ($rc, $stdout, $stderr) = $node->psql('postgres', qq{
+SET awa.lane_wait_timeout = '1min';
+SET statement_timeout = '300ms';
+SELECT * FROM awa.claim('w13', 1, NULL, '1 minute');
+RESET statement_timeout;
+SELECT 'usable:' || count(*) FROM pg_class WHERE relname = 'pg_class';}, on_error_stop => 0, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($stderr, qr/57014/, 'an error inside a look is raised with its SQLSTATE (57014)');
+	like($stdout, qr/usable:1/, 'and the session goes on (no aborted transaction block is left behind)');
+	$holder->query_safe('ROLLBACK');
+	$holder->quit;
+}
+
 $node->stop;
 done_testing();
