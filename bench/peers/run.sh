@@ -301,10 +301,6 @@ prepare_awa() {
 	q postgres -c "CREATE DATABASE bq_awa IS_TEMPLATE true"
 	q bq_awa -c "CREATE EXTENSION awa"
 	AWA_DBS=$((AWA_DBS + 1))
-	if [ -n "$AWA_WAIT_MS" ] &&
-		[ -z "$(q bq_awa -c "SELECT 1 FROM pg_proc WHERE pronamespace = 'awa'::regnamespace AND proname = 'claim' AND pronargs >= 4")" ]; then
-		die "AWA_WAIT_MS is set, but the installed awa has no awa.claim(queue, max_jobs, deadline, wait): install an awa with it, or unset AWA_WAIT_MS"
-	fi
 	make_template bq_t_awa_empty bq_awa awa_helpers.sql
 	q bq_t_awa_empty -c "VACUUM ANALYZE"
 	if wants W2 W4; then
@@ -335,14 +331,18 @@ tmpl_w2() { case $1 in skip) echo bq_t_skip_200k ;; pgmq) echo bq_t_pgmq_200k ;;
 tmpl_w3() { case $1 in skip) echo bq_t_skip_empty ;; pgmq) echo bq_t_pgmq_empty ;; pgq) echo bq_t_pgq_w3 ;; awa) echo bq_t_awa_empty ;; esac; }
 
 # ----------------------------------------------------------------------------- measured runs
-# worker_script SYS sync|async: the pgbench worker script. awa with AWA_WAIT_MS uses the *_wait
-# variants (claim waits in the server, no client-side sleep); without it the installed awa's
-# 2-argument claim is used, so the harness works with awa versions that have no wait.
+# worker_script SYS sync|async: the pgbench worker script. awa has one, told by -D async and
+# -D wait_ms (awa_args) whether its claims commit asynchronously and wait in the server.
 worker_script() {
 	local s=$1_worker
-	[ "$2" = async ] && s+=_async
-	if [ "$1" = awa ] && [ -n "$AWA_WAIT_MS" ]; then s+=_wait; fi
+	[ "$2" = async ] && [ "$1" != awa ] && s+=_async
 	echo "$SQLD/$s.sql"
+}
+# awa_args sync|async: the variables awa_worker.sql reads (the other scripts ignore them).
+awa_args() {
+	local async=off
+	[ "$1" = async ] && async=on
+	echo "-D async=$async -D wait_ms=${AWA_WAIT_MS:-0} -D awa_init=0"
 }
 # A string that identifies the claim statement in pgbench -r's per-statement output.
 claim_pat() { case $1 in skip) echo 'WITH c AS' ;; pgmq) echo 'pgmq.read' ;; pgq) echo 'SELECT b.bid' ;; awa) echo 'awa.claim' ;; esac; }
@@ -506,7 +506,7 @@ run_drain() {
 	# empty claims up to the moment the queue emptied.
 	pgbench -n -M prepared -T "$T" -c "$n" -j "$(pgb_threads "$n")" -P 1 -r \
 		-l --aggregate-interval=1 --log-prefix="$OUTDIR/$tag.agg" -f "$script" \
-		-D B="$b" -D nq="$n" -D idle_ms="$IDLE_MS" -D wait_ms="${AWA_WAIT_MS:-0}" -D awa_init=0 \
+		-D B="$b" -D nq="$n" -D idle_ms="$IDLE_MS" $(awa_args "$([ "$var" = delay_asyncclaim ] && echo async)") \
 		$RUNDB >"$lf" 2>&1 || rc=$?
 	stop_monitor
 	sleep 1.5   # backends flush their statistics when they exit
@@ -586,7 +586,7 @@ run_mixed() {
 		BG_PIDS+=" $p3"
 	fi
 	pgbench -n -M prepared -T "$T" -c 8 -j 2 -P 5 -r -f "$(worker_script "$sys" sync)" \
-		-D B=10 -D nq=8 -D idle_ms="$IDLE_MS" -D wait_ms="${AWA_WAIT_MS:-0}" -D awa_init=0 $RUNDB >"$lf.work.log" 2>&1 || rc=$?
+		-D B=10 -D nq=8 -D idle_ms="$IDLE_MS" $(awa_args sync) $RUNDB >"$lf.work.log" 2>&1 || rc=$?
 	wait "$p1" || rc1=$?
 	[ -z "$p3" ] || wait "$p3" || true
 	BG_PIDS=""
