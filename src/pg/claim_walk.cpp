@@ -93,6 +93,7 @@ LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
 		LaneView *view;
 		SegmentPage *page;
 	} context{view, page};
+	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
 	int rows = ScanLane(
 	    LaneFamily::kSegments, core::SlotOf(page->generation, q.slot_count), q.queue, q.priority, page->after,
 	    page->generation, q.page,
@@ -131,6 +132,7 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
 		TypeCacheEntry *range_type;
 		int64 last;  // the lane column of the last row read
 	} context{view, lookup_type_cache(INT8MULTIRANGEOID, TYPECACHE_MULTIRANGE_INFO)->rngtype, 0};
+	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
 	int64 known_until = PG_INT64_MAX;
 	int evidence = ScanLane(
 	    LaneFamily::kEvidence, slot, q.queue, q.priority, q.cursor, generation, kEvidencePage,

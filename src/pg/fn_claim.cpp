@@ -15,6 +15,9 @@
 // visible. A claim lost before its commit reached disk therefore leaves its
 // jobs claimable, and an advance can only apply where its evidence exists.
 #include "core/lifecycle.hpp"
+
+#include <type_traits>
+
 #include "core/validate.hpp"
 #include "pg/arguments.hpp"
 #include "pg/claim_walk.hpp"
@@ -82,6 +85,8 @@ struct ClaimRequest {
 // whose lanes did not go into the in-flight registry). It does not wait for
 // another lane; every lane wait is bounded besides (awa.lane_wait_timeout),
 // so claimers never wait for each other in a lasting cycle.
+static_assert(std::is_trivially_destructible_v<ClaimRequest>, "lives across PostgreSQL errors");
+
 LocalTransactionId keeps_lane_lock = InvalidLocalTransactionId;
 
 // Claims from one lane the caller holds the claim lock of. Returns the number

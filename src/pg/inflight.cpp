@@ -3,6 +3,8 @@
 
 #include "pg/wakeups.hpp"
 
+#include <type_traits>
+
 extern "C" {
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -48,6 +50,7 @@ struct LocalRegistration {
 	int nest_level;        // the (sub)transaction that registered it
 	uint32 wake_bucket;    // the queue's waiters, woken when it is forgotten on abort
 };
+static_assert(std::is_trivially_destructible_v<LocalRegistration>, "lives across PostgreSQL errors");
 LocalRegistration local[kMaxLocal];
 int local_count = 0;
 

@@ -3,6 +3,8 @@
 
 #include "pg/sequences.hpp"
 
+#include <type_traits>
+
 extern "C" {
 #include "common/hashfn.h"
 #include "pgstat.h"
@@ -75,6 +77,7 @@ template <typename Acquire>
 bool
 AcquireWithin(int timeout_ms, Acquire acquire)
 {
+	static_assert(std::is_trivially_destructible_v<Acquire>, "lives across PostgreSQL errors");
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	volatile bool acquired = false;

@@ -14,6 +14,8 @@
 
 #include "pg/postgres_headers.hpp"
 
+#include <type_traits>
+
 namespace awa::pg {
 
 enum class LaneFamily {
@@ -27,6 +29,8 @@ struct LaneRow {
 	Datum values[kLaneScanColumns];  // the family's columns above, in that order (valid during the visit)
 	TransactionId xmin;               // of the row version read
 };
+
+static_assert(std::is_trivially_destructible_v<LaneRow>, "lives across PostgreSQL errors");
 
 // Calls visit(row, context) for each row, at most `limit`; returns how many.
 // Requires a transaction. May ereport (so may the visitor).
