@@ -237,7 +237,9 @@ class Report:
         metrics = [
             ("completed jobs/s", lambda r: num(r["jobs_per_s"]), "{:,.0f}"),
             ("enqueued jobs/s", lambda r: num(notes(r).get("enq_per_s")), "{:,.0f}"),
-            ("claim statement latency, ms", lambda r: num(r["claim_ms"]), "{:,.2f}"),
+            ("claim statement latency, ms (pgbench -r mean, client side)", lambda r: num(r["claim_ms"]), "{:,.2f}"),
+            ("claim statement p50, ms (server side, sampled)", lambda r: num(notes(r).get("claim_p50_ms")), "{:,.3f}"),
+            ("claim statement p99, ms (server side, sampled)", lambda r: num(notes(r).get("claim_p99_ms")), "{:,.3f}"),
             ("worker script latency, ms (incl. idle pauses)", lambda r: num(r["lat_ms"]), "{:,.2f}"),
             ("producer latency, ms", lambda r: num(notes(r).get("prod_lat_ms")), "{:,.2f}"),
             ("backlog at the end, jobs", lambda r: num(r["remaining"]), "{:,.0f}"),

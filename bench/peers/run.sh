@@ -26,7 +26,7 @@ PEERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # ----------------------------------------------------------------------------- knobs
 # The command as typed, with the knobs that were set in the environment (for the report).
 CMD=""
-for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE AWA_WAIT_MS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
+for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
 	if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
 done
 CMD+="bench/peers/run.sh"
@@ -40,6 +40,7 @@ W2_B=${W2_B:-"1 10"}                          # W2 claim batch sizes
 PRELOAD=${PRELOAD:-200000}                    # jobs pre-loaded for W2/W4
 IDLE_MS=${IDLE_MS:-10}                        # workers' pause after a claim that returned nothing
 RATE=${RATE:-2000}                            # W3 offered load, jobs/s (all producers together)
+CLAIM_SAMPLE=${CLAIM_SAMPLE:-0.2}             # W3: share of worker statements logged with their duration
 AWA_WAIT_MS=${AWA_WAIT_MS:-}                  # set: awa claims wait up to this long in the server
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PGMQ_SQL=${PGMQ_SQL:-}                        # a copy of pgmq-extension/sql/pgmq.sql; unset = no pgmq
@@ -183,7 +184,7 @@ start_cluster() {
 	max_wal_size = 4GB
 	logging_collector = on
 	log_directory = 'log'
-	log_line_prefix = '%m [%p] %d '
+	log_line_prefix = '%m [%p] %d %a '
 	log_autovacuum_min_duration = 0
 	EOF
 	as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$WORKDIR/startup.log" -w start >/dev/null
@@ -354,6 +355,19 @@ pgb_field() { # pgb_field LOGFILE tps|lat|txns
 	lat) sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$1" | head -1 ;;
 	txns) sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1" | head -1 ;;
 	esac
+}
+# claim_percentiles APPNAME PATTERN: p50 and p99 (ms) of the sampled server-side durations of
+# the statements of APPNAME's sessions that match PATTERN, as W3's note fields.
+claim_percentiles() {
+	cat "$PGDATA_DIR"/log/*.log 2>/dev/null | awk -v app=" $1 LOG:  duration: " -v pat="$2" '
+		index($0, app) && index($0, " ms  execute ") && index($0, pat) {
+			split(substr($0, index($0, "duration: ") + 10), f, " "); print f[1] + 0 }' | sort -g |
+		awk '{ d[++n] = $1 }
+		END {
+			if (n == 0) { print "claim_p50_ms=NA,claim_p99_ms=NA,claim_samples=0"; exit }
+			i50 = int(0.50 * n + 0.5); if (i50 < 1) i50 = 1
+			i99 = int(0.99 * n + 0.5); if (i99 < 1) i99 = 1
+			printf "claim_p50_ms=%.3f,claim_p99_ms=%.3f,claim_samples=%d\n", d[i50], d[i99], n }'
 }
 stmt_lat() { # stmt_lat LOGFILE PATTERN: pgbench -r latency of the first statement matching
 	awk -v pat="$2" '/statement latencies/ {on = 1; next} on && index($0, pat) {print $1; exit}' "$1"
@@ -585,6 +599,10 @@ run_mixed() {
 		p3=$!
 		BG_PIDS+=" $p3"
 	fi
+	# The workers' statements are sampled into the server log with their duration (server side,
+	# from the statement's arrival to its result), tagged with the run's application_name: the
+	# claim statement's p50 and p99 come from there (pgbench -r only gives a mean).
+	PGAPPNAME="bq_$tag" PGOPTIONS="-c log_min_duration_sample=0 -c log_statement_sample_rate=$CLAIM_SAMPLE" \
 	pgbench -n -M prepared -T "$T" -c 8 -j 2 -P 5 -r -f "$(worker_script "$sys" sync)" \
 		-D B=10 -D nq=8 -D idle_ms="$IDLE_MS" $(awa_args sync) $RUNDB >"$lf.work.log" 2>&1 || rc=$?
 	wait "$p1" || rc1=$?
@@ -603,7 +621,9 @@ run_mixed() {
 	jps=$(awk -v d="$done" -v t="$T" 'BEGIN {printf "%.0f", d / t}')
 	eps=$(awk -v d="$enq" -v t="$T" 'BEGIN {printf "%.0f", d / t}')
 	ef=$(empty_frac /dev/null 0 "$k0" "$k1" "$txns" NA)
-	local note="enq_per_s=$eps,prod_lat_ms=${plat:-NA},worker_tps=${wtps:-NA}"
+	local cpct
+	cpct=$(claim_percentiles "bq_$tag" "$(claim_pat "$sys")")
+	local note="enq_per_s=$eps,prod_lat_ms=${plat:-NA},worker_tps=${wtps:-NA},$cpct"
 	if [ "$rc" != 0 ] || [ "$rc1" != 0 ]; then note+=",pgbench_rc=$rc/$rc1"; fi
 	if [ "$sys" = awa ]; then
 		local ac
