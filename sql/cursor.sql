@@ -210,3 +210,14 @@ SELECT setval(claim_seq, 0, true) FROM awa.queue_lanes WHERE queue = 'cur_g';
 SELECT kind, run_lease, attempt FROM awa.claim('cur_g');
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_g';
 SELECT kind FROM awa.claim('cur_g', 10);
+
+-- ---------------------------------------------------------------------------
+-- awa.cursor_value (behind awa.lanes): a relation that is not a sequence, or
+-- no relation at all, is refused with its SQLSTATE and a hint.
+-- ---------------------------------------------------------------------------
+\i sql/include/try.sql
+SELECT pg_temp.try($$SELECT awa.cursor_value('pg_class'::regclass)$$);
+SELECT pg_temp.try($$SELECT awa.cursor_value(4294967295::oid::regclass)$$);
+SELECT pg_temp.try($$SELECT awa.cursor_value(NULL)$$);
+SELECT awa.cursor_value(claim_seq) = claim_cursor AS same_as_view
+  FROM awa.queue_lanes JOIN awa.lanes USING (queue, priority) WHERE queue = 'cur_g';

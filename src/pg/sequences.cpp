@@ -17,7 +17,9 @@ SequenceValue(Oid sequence)
 	// for a reserving transaction by a claim's gap proof.
 	Relation relation = relation_open(sequence, AccessShareLock);
 	if (relation->rd_rel->relkind != RELKIND_SEQUENCE)
-		elog(ERROR, "awa: relation %u is not a sequence", sequence);
+		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+		                errmsg("\"%s\" is not a sequence", RelationGetRelationName(relation)),
+		                errhint("awa's lane cursors are sequences; the extension's objects were changed by hand.")));
 	Buffer buffer = ReadBuffer(relation, 0);
 	LockBuffer(buffer, BUFFER_LOCK_SHARE);
 	Page page = BufferGetPage(buffer);
