@@ -18,6 +18,7 @@ extern "C" {
 #include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "utils/dsa.h"
+#include "utils/syscache.h"
 }
 
 namespace awa::pg {
@@ -25,7 +26,6 @@ namespace awa::pg {
 namespace {
 
 constexpr int kStates = core::kJobStateCount;
-constexpr int kMaxDatabases = 64;
 // The counters live in a dynamic shared memory area that starts in this much
 // of the main shared memory and grows by DSM segments as queues appear
 // (issue 10 §5: a fixed table of awa.max_queues entries fell back to scans
@@ -60,13 +60,18 @@ struct DbCounters {
 };
 
 struct CountersShared {
-	DbCounters dbs[kMaxDatabases];
+	// Databases with counters at once (awa.max_counted_databases). The slot
+	// of a dropped database is freed, with its queues' entries, when another
+	// database finds the table full. Placed after build_xip.
+	DbCounters *dbs;
+	int db_capacity;
 	int area_tranche;
 	int table_tranche;
 	dshash_table_handle table_handle;
 	int64 entry_count;  // under counters_lock
 	// The snapshot of the rebuild in progress (one at a time, cluster-wide).
 	Oid build_database;
+	int build_pid;  // the rebuilding backend (a dead one frees the rebuild)
 	TransactionId build_xmin;
 	TransactionId build_xmax;
 	int build_xcnt;
@@ -127,9 +132,15 @@ SameName(const QueueCounters *entry, const char *chars, int length)
 }
 
 Size
+DbsOffset()
+{
+	return MAXALIGN(add_size(offsetof(CountersShared, build_xip), mul_size(sizeof(TransactionId), snapshot_capacity)));
+}
+
+Size
 SharedSize()
 {
-	return add_size(offsetof(CountersShared, build_xip), mul_size(sizeof(TransactionId), snapshot_capacity));
+	return add_size(DbsOffset(), mul_size(sizeof(DbCounters), awa_max_counted_databases));
 }
 
 void
@@ -156,6 +167,8 @@ StartupShmem()
 	area_space = ShmemInitStruct("awa counters area", kAreaInitialBytes, &area_found);
 	if (!found) {
 		memset(shared, 0, SharedSize());
+		shared->dbs = reinterpret_cast<DbCounters *>(reinterpret_cast<char *>(shared) + DbsOffset());
+		shared->db_capacity = awa_max_counted_databases;
 		// As PostgreSQL's shared statistics do: the area and its hash table
 		// are made here, in the postmaster, and backends attach to them.
 		shared->area_tranche = LWLockNewTrancheId();
@@ -241,7 +254,7 @@ int
 DbIndex(Oid database, bool create)
 {
 	int free_slot = -1;
-	for (int i = 0; i < kMaxDatabases; i++) {
+	for (int i = 0; i < shared->db_capacity; i++) {
 		if (shared->dbs[i].database == database)
 			return i;
 		if (shared->dbs[i].database == InvalidOid && free_slot < 0)
@@ -269,6 +282,51 @@ ZeroDatabase(Oid database, bool main_too)
 	});
 }
 
+// Frees the slots, and the queue entries, of databases that no longer exist
+// (each database created with awa and dropped again would otherwise keep its
+// slot for the server's lifetime). The catalog is read without counters_lock.
+// Requires a transaction.
+void
+FreeDroppedDatabases()
+{
+	Oid *listed = static_cast<Oid *>(palloc(sizeof(Oid) * shared->db_capacity));
+	int count = 0;
+	LWLockAcquire(counters_lock, LW_SHARED);
+	for (int i = 0; i < shared->db_capacity; i++)
+		if (shared->dbs[i].database != InvalidOid && shared->dbs[i].database != MyDatabaseId)
+			listed[count++] = shared->dbs[i].database;
+	LWLockRelease(counters_lock);
+	int dropped = 0;
+	for (int i = 0; i < count; i++)
+		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(listed[i])))
+			listed[dropped++] = listed[i];
+	if (dropped == 0) {
+		pfree(listed);
+		return;
+	}
+	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
+	for (int i = 0; i < dropped; i++) {
+		int index = DbIndex(listed[i], false);
+		if (index < 0)
+			continue;
+		dshash_seq_status status;
+		dshash_seq_init(&status, Table(), true);
+		while (QueueCounters *entry = static_cast<QueueCounters *>(dshash_seq_next(&status))) {
+			if (entry->key.database != listed[i])
+				continue;
+			dsa_free(area, entry->name);
+			dshash_delete_current(&status);
+			shared->entry_count--;
+		}
+		dshash_seq_term(&status);
+		if (shared->build_database == listed[i])
+			shared->build_database = InvalidOid;
+		memset(&shared->dbs[index], 0, sizeof(DbCounters));
+	}
+	LWLockRelease(counters_lock);
+	pfree(listed);
+}
+
 // Makes sure the database's slot belongs to this incarnation of the extension
 // (a dropped and re-created extension starts untrusted). Returns the slot, -1
 // if there is none to be had.
@@ -282,8 +340,15 @@ CurrentDbIndex()
 	LWLockRelease(counters_lock);
 	if (current)
 		return index;
-	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
-	index = DbIndex(MyDatabaseId, true);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
+		index = DbIndex(MyDatabaseId, true);
+		if (index >= 0 || attempt == 1)
+			break;
+		// Full: slots of dropped databases are freed, then one more try.
+		LWLockRelease(counters_lock);
+		FreeDroppedDatabases();
+	}
 	if (index >= 0 && shared->dbs[index].incarnation != incarnation) {
 		shared->dbs[index].incarnation = incarnation;
 		shared->dbs[index].state = kUntrusted;
@@ -559,6 +624,9 @@ EnsureCountersTrusted()
 	// A transaction with its own writes would count them in the pass and
 	// again at its commit; another rebuild may be running.
 	bool builder_alive = db.state == kBuilding && db.builder_pid != 0 && BackendPidGetProc(db.builder_pid) != NULL;
+	// A rebuild whose backend is gone (it cannot have ended it) is over.
+	if (shared->build_database != InvalidOid && BackendPidGetProc(shared->build_pid) == NULL)
+		shared->build_database = InvalidOid;
 	if (TransactionIdIsValid(GetTopTransactionIdIfAny()) || builder_alive ||
 	    (shared->build_database != InvalidOid && shared->build_database != MyDatabaseId)) {
 		LWLockRelease(counters_lock);
@@ -569,6 +637,7 @@ EnsureCountersTrusted()
 	ZeroDatabase(MyDatabaseId, false);
 	Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
 	shared->build_database = MyDatabaseId;
+	shared->build_pid = MyProcPid;
 	shared->build_xmin = snapshot->xmin;
 	shared->build_xmax = snapshot->xmax;
 	shared->build_xcnt = Min(static_cast<int>(snapshot->xcnt), snapshot_capacity);
@@ -607,6 +676,10 @@ EnsureCountersTrusted()
 	}
 	PG_CATCH();
 	{
+		// An error raised while the pass held the lock (an allocation in
+		// EnterQueue) must not make ReleaseBuild wait for itself.
+		if (LWLockHeldByMe(counters_lock))
+			LWLockRelease(counters_lock);
 		ReleaseBuild(db_index, false);
 		UnregisterSnapshot(snapshot);
 		PG_RE_THROW();

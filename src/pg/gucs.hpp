@@ -9,6 +9,7 @@ extern int awa_gap_proof_lock_timeout_ms;
 extern int awa_lane_wait_timeout_ms;
 extern int awa_max_lanes;
 extern int awa_max_queues;
+extern int awa_max_counted_databases;
 extern int awa_debug_counter_rebuild_lock;
 extern bool awa_maintenance_enabled;
 extern int awa_queue_rotate_interval_ms;

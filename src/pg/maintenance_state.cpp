@@ -3,11 +3,13 @@
 
 extern "C" {
 #include "access/twophase.h"
+#include "access/xlog.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 }
 
@@ -36,13 +38,21 @@ struct DatabaseStatus {
 	TaskStatus tasks[kMaintenanceTaskCount];
 };
 
+// What one backend (by pgprocno) publishes to the others.
 struct EnqueueSlot {
 	pg_atomic_uint64 generation_plus_one;  // 0: none published
 	Oid database;
+	// A DDL command of this backend needs this database without other
+	// connections (DROP DATABASE, CREATE DATABASE ... TEMPLATE, ...):
+	// InvalidOid when none. Written only by the owner.
+	Oid held_database;
 };
 
 struct MaintenanceShared {
 	pg_atomic_uint64 epoch_word;
+	// Drawn when the shared memory is made: at every start and every crash
+	// restart (ServerRunKey).
+	uint64 run_nonce;
 	int launcher_pgprocno;  // -1: no launcher
 	int enqueue_slot_count;
 	DatabaseStatus databases[kMaxDatabases];
@@ -58,6 +68,7 @@ shmem_startup_hook_type previous_startup_hook = NULL;
 // Rotation transactions this backend has in flight (0 or 1).
 bool rotation_in_flight = false;
 bool enqueue_published = false;
+bool database_held = false;
 bool wake_launcher_at_commit = false;
 
 Size
@@ -88,6 +99,10 @@ StartupShmem()
 	if (!found) {
 		memset(shared, 0, SharedSize());
 		pg_atomic_init_u64(&shared->epoch_word, 0);
+		uint64 random = 0;
+		if (!pg_strong_random(&random, sizeof(random)))
+			random = static_cast<uint64>(MyProcPid) * UINT64CONST(0x9E3779B97F4A7C15);
+		shared->run_nonce = random ^ static_cast<uint64>(GetCurrentTimestamp());
 		shared->launcher_pgprocno = -1;
 		shared->enqueue_slot_count = slot_count;
 		for (int i = 0; i < slot_count; i++)
@@ -123,6 +138,11 @@ OnTransactionEvent(XactEvent event, void *)
 		EndRotation();
 		if (enqueue_published)
 			ClearEnqueueGeneration();
+		// The DDL command that held a database has ended with its
+		// transaction (committed: a dropped database is gone for the
+		// launcher too).
+		if (database_held)
+			ReleaseDatabaseHold();
 		// CREATE EXTENSION asked for a worker: only now can it see awa.
 		if (wake_launcher_at_commit && event == XACT_EVENT_COMMIT)
 			WakeLauncher();
@@ -148,6 +168,8 @@ OnExit(int, Datum)
 		EndRotation();
 	if (enqueue_published)
 		ClearEnqueueGeneration();
+	if (database_held)
+		ReleaseDatabaseHold();
 }
 
 // The status entry of `database` (caller holds status_lock, exclusively when
@@ -228,6 +250,17 @@ SharedRingEpoch()
 	pg_memory_barrier();
 	int64 version = static_cast<int64>(word & kVersionMask);
 	return version * 2 + ((word >> 48) != 0 ? 1 : 0);
+}
+
+uint64
+ServerRunKey()
+{
+	if (shared == NULL)
+		return 0;
+	// A promotion starts a new timeline; a start or crash restart a new nonce.
+	uint64 key = shared->run_nonce ^ (static_cast<uint64>(GetWALInsertionTimeLine()) * UINT64CONST(0x9E3779B97F4A7C15));
+	key &= ~(uint64{1} << 63);
+	return key == 0 ? 1 : key;
 }
 
 bool
@@ -483,6 +516,70 @@ TakeStoppedWorkers(Oid *out, int capacity)
 		}
 	LWLockRelease(status_lock);
 	return n;
+}
+
+
+// ---------------------------------------------------------------------------
+// Databases a DDL command needs alone (database_ddl.hpp)
+// ---------------------------------------------------------------------------
+
+void
+HoldDatabaseForDdl(Oid database)
+{
+	if (shared == NULL || MyProc == NULL || !OidIsValid(database))
+		return;
+	int index = MyProc->pgprocno;
+	if (index < 0 || index >= shared->enqueue_slot_count)
+		return;
+	static bool exit_registered = false;
+	if (!exit_registered) {
+		before_shmem_exit(OnExit, (Datum)0);
+		exit_registered = true;
+	}
+	shared->enqueue[index].held_database = database;
+	database_held = true;
+	// Published before the worker is asked to leave, so that it, the
+	// launcher and a worker starting now all see the hold.
+	pg_memory_barrier();
+	LWLockAcquire(status_lock, LW_SHARED);
+	DatabaseStatus *status = StatusOf(database, false);
+	int worker = status != NULL ? status->worker_pid : 0;
+	LWLockRelease(status_lock);
+	if (worker != 0) {
+		PGPROC *proc = BackendPidGetProc(worker);
+		if (proc != NULL)
+			SetLatch(&proc->procLatch);
+	}
+}
+
+void
+ReleaseDatabaseHold()
+{
+	if (!database_held)
+		return;
+	database_held = false;
+	if (shared == NULL || MyProc == NULL)
+		return;
+	int index = MyProc->pgprocno;
+	if (index < 0 || index >= shared->enqueue_slot_count)
+		return;
+	pg_memory_barrier();
+	shared->enqueue[index].held_database = InvalidOid;
+	// The database's worker left for the command: the launcher starts it
+	// again now (if the database is still there and has awa).
+	WakeLauncher();
+}
+
+bool
+DatabaseHeldForDdl(Oid database)
+{
+	if (shared == NULL)
+		return false;
+	pg_memory_barrier();
+	for (int i = 0; i < shared->enqueue_slot_count; i++)
+		if (shared->enqueue[i].held_database == database)
+			return true;
+	return false;
 }
 
 }  // namespace awa::pg

@@ -36,6 +36,10 @@ void InstallMaintenanceState();
 
 // The ring epoch: odd while any rotation transaction is in flight.
 int64 SharedRingEpoch();
+// A key of this server run, for the claim fence (claim_fence.hpp): it changes
+// at every start, crash restart and promotion; in [1, 2^63). 0 without the
+// preload. Only on a primary (it reads the WAL insertion timeline).
+uint64 ServerRunKey();
 // This transaction appends to a rotation ledger; the epoch stays odd until it
 // ends. May ereport (PREPARE of such a transaction is refused later).
 void BeginRotation();
@@ -83,6 +87,15 @@ void WakeLauncher();
 // The same once this transaction commits (a worker started earlier would not
 // see what this transaction created).
 void WakeLauncherAtCommit();
+// A DDL command of this backend needs `database` without other connections
+// (database_ddl.hpp): while the hold lasts, the launcher starts no worker
+// there and the database's worker leaves (its latch is set now). Released
+// when this backend's transaction ends (or it exits); one hold per backend,
+// a second replaces the first.
+void HoldDatabaseForDdl(Oid database);
+void ReleaseDatabaseHold();
+// True while a backend holds `database` for a DDL command.
+bool DatabaseHeldForDdl(Oid database);
 // Databases whose worker stopped since the launcher last looked: the launcher
 // restarts them. Returns the number written into `out` (at most `capacity`).
 int TakeStoppedWorkers(Oid *out, int capacity);

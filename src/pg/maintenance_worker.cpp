@@ -285,6 +285,19 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *n
 
 }  // namespace
 
+// DROP DATABASE and the other commands that need the database without
+// other connections (database_ddl.hpp): the worker leaves between steps, and
+// the launcher starts it again when the command has ended.
+void
+LeaveIfDatabaseHeld(Oid database)
+{
+	if (!DatabaseHeldForDdl(database))
+		return;
+	ereport(LOG, (errmsg("awa: a command needs database %u without other connections; maintenance worker leaves",
+	                     database)));
+	proc_exit(0);
+}
+
 }  // namespace awa::pg
 
 using namespace awa::pg;
@@ -364,6 +377,10 @@ awa_launcher_main(Datum)
 				}
 				if (!entry->restart && now < entry->next_probe)
 					continue;
+				// A DDL command needs the database alone: not now (the
+				// command's end wakes the launcher; `restart` is kept).
+				if (DatabaseHeldForDdl(entry->database))
+					continue;
 				entry->restart = false;
 				MemoryContextSwitchTo(TopMemoryContext);
 				if (!StartMaintenanceWorker(entry->database, &entry->handle)) {
@@ -391,6 +408,10 @@ awa_maintenance_main(Datum argument)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	// A DDL command that needs the database alone began meanwhile: not
+	// even connect (a hold set while connecting is seen in the loop).
+	if (DatabaseHeldForDdl(database))
+		proc_exit(0);
 	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
 	pgstat_report_appname("awa maintenance");
 
@@ -431,6 +452,7 @@ awa_maintenance_main(Datum argument)
 	char outcome[64];
 	for (;;) {
 		CHECK_FOR_INTERRUPTS();
+		LeaveIfDatabaseHeld(database);
 		if (ConfigReloadPending) {
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
@@ -449,6 +471,7 @@ awa_maintenance_main(Datum argument)
 				}
 				TimestampTz next_deferred;
 				RunStep(task, outcome, sizeof(outcome), &next_deferred);
+				LeaveIfDatabaseHeld(database);
 				if (task == MaintenanceTask::kPromote && outcome[0] != '\0')
 					SchedulePromotion(&clock, next_deferred);
 				if (outcome[0] == '\0') {

@@ -1,6 +1,7 @@
 // module.cpp: the loadable module: magic block, _PG_init and GUCs.
 #include "pg/gucs.hpp"
 #include "pg/counters.hpp"
+#include "pg/database_ddl.hpp"
 #include "pg/inflight.hpp"
 #include "pg/maintenance_state.hpp"
 #include "pg/wakeups.hpp"
@@ -21,6 +22,7 @@ static int awa_claim_slot_count = 8;
 static int awa_lease_slot_count = 8;
 int awa_max_lanes = 1024;
 int awa_max_queues = 1000000;
+int awa_max_counted_databases = 256;
 int awa_debug_counter_rebuild_lock = 0;
 bool awa_maintenance_enabled = true;
 int awa_queue_rotate_interval_ms = 1000;
@@ -158,6 +160,10 @@ _PG_init(void)
 	                        "The counters grow with the queues (dynamic shared memory, about 200 bytes each); beyond "
 	                        "this cap awa.queue_counts counts exactly (its cost then grows with the backlog).",
 	                        &awa_max_queues, 1000000, 16, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.max_counted_databases",
+	                        "Databases whose job counts are kept in shared memory at once.",
+	                        "A dropped database frees its place; a database beyond the limit counts exactly.",
+	                        &awa_max_counted_databases, 256, 1, 65536, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 	    "awa.debug_counter_rebuild_lock", "Test hook: the counter rebuild waits for this advisory lock.",
 	    "When not 0, a counter rebuild takes pg_advisory_xact_lock(value) after it has published its "
@@ -172,6 +178,7 @@ _PG_init(void)
 		awa::pg::InstallLaneWaits();
 		awa::pg::InstallCounters();
 		awa::pg::InstallMaintenanceState();
+		awa::pg::InstallDatabaseDdlHook();
 		if (!IsBinaryUpgrade)
 			awa::pg::RegisterMaintenanceLauncher();
 	}
