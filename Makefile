@@ -16,7 +16,7 @@ SHLIB_LINK += -lstdc++
 
 # pg_regress: one file per SQL function family (sql/, expected/).
 REGRESS = setup enqueue enqueue_many claim complete cursor security heartbeat attempt_end cancel \
-          dlq unique queue_admin get_job counts lifecycle_roles maintenance history carry
+          dlq unique queue_admin get_job counts lifecycle_roles maintenance history carry durable
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
 # isolationtester specs (specs/, expected/).

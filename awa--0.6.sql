@@ -30,6 +30,11 @@ CREATE SEQUENCE awa.queue_lane_id_seq;
 -- One id per claim call: shared by the claim's ready_claim_attempt_batches row
 -- and its lease_claim_batches row, and encoded in every receipt id it hands out.
 CREATE SEQUENCE awa.claim_batch_id_seq;
+-- The server run (start, crash restart or promotion) that last moved
+-- claim_batch_id_seq past every id an earlier run may have handed out in a
+-- claim lost with its unflushed WAL (src/pg/claim_fence.hpp): the same receipt
+-- id is never handed out twice, so a lost claim's worker is refused.
+CREATE SEQUENCE awa.claim_fence_seq MINVALUE 0 START 0;
 -- One id per completion group: shared by the closure batch and the completion batch.
 CREATE SEQUENCE awa.closure_batch_id_seq;
 -- Ring epoch (a seqlock): a rotation bumps it to an odd value before it appends
@@ -595,6 +600,15 @@ CREATE FUNCTION awa.heartbeat_many(job_ids bigint[], run_leases bigint[], receip
 RETURNS TABLE (job_id bigint, run_lease bigint, status text)
 AS 'MODULE_PATHNAME', 'awa_heartbeat_many'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+-- Waits until every commit that returned before the call is flushed to disk
+-- (and confirmed by the synchronous standbys, if any); returns that LSN.
+-- For a worker after an asynchronous claim, before a side effect it cannot
+-- undo (docs/sql-reference.md).
+CREATE FUNCTION awa.await_durable()
+RETURNS pg_lsn
+AS 'MODULE_PATHNAME', 'awa_await_durable'
+LANGUAGE C VOLATILE;
 
 CREATE FUNCTION awa.promote_due(max_jobs int DEFAULT 4096)
 RETURNS int
@@ -2281,6 +2295,7 @@ GRANT EXECUTE ON FUNCTION awa.claim(text, int, interval, interval),
                           awa.snooze(bigint, bigint, bigint, interval),
                           awa.fail(bigint, bigint, bigint, text)
     TO awa_worker, awa_admin;
+GRANT EXECUTE ON FUNCTION awa.await_durable() TO awa_producer, awa_worker, awa_admin;
 GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
                           awa.get_job(bigint),
                           awa.promote_due(int),

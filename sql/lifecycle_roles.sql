@@ -40,8 +40,9 @@ SELECT p.oid::regprocedure AS function,
   FROM pg_proc p
  WHERE p.pronamespace = 'awa'::regnamespace
  ORDER BY p.proname, p.oid::regprocedure::text;
--- Nothing in the schema is executable by PUBLIC; the API is SECURITY DEFINER,
--- the internal functions are not.
+-- Nothing in the schema is executable by PUBLIC; the API is SECURITY DEFINER
+-- but for awa.await_durable (it reads and writes no table: it runs as its
+-- caller), the internal functions are not.
 SELECT count(*) AS public_execute_grants
   FROM pg_proc p, aclexplode(p.proacl) a
  WHERE p.pronamespace = 'awa'::regnamespace AND a.grantee = 0;

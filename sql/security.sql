@@ -51,7 +51,8 @@ INSERT INTO sec_calls VALUES
     (9, 'insert ready',  $$INSERT INTO awa.ready_entries (ready_slot, ready_generation, queue, priority,
                              lane_seq, job_id, max_attempts, kind, args, run_at, created_at)
                            VALUES (0, 0, 'sec_q', 2, 99, 99, 1, 'forged', '{}', now(), now())$$),
-    (10, 'move cursor',  format($$SELECT setval('awa.lane_%s_claim_seq', 1000)$$, :sec_lane));
+    (10, 'move cursor',  format($$SELECT setval('awa.lane_%s_claim_seq', 1000)$$, :sec_lane)),
+    (11, 'await_durable', $$SELECT awa.await_durable()$$);
 GRANT SELECT ON sec_calls TO PUBLIC;
 
 SET ROLE regress_awa_noschema;

@@ -7,8 +7,9 @@
 // completion therefore finds the compact claim row with one primary-key probe.
 // The claim batch id comes from a global sequence, so after the claim ring
 // wraps and the slot is truncated an old receipt finds no row and is refused.
-// A crash that loses an asynchronous claim can also lose its batch-id advance,
-// so a re-claim may repeat a receipt id (docs/architecture.md, §3.1).
+// A crash that loses an asynchronous claim can also lose its batch-id advance;
+// the claim fence (src/pg/claim_fence.hpp) moves the sequence past every id
+// such a claim can have had, so a receipt id is never handed out twice.
 #pragma once
 
 #include <cstdint>

@@ -62,15 +62,22 @@ StatementSnapshotProtectsNothing(Oid claim_function)
 
 }  // namespace
 
+bool
+AdvertiseNoSnapshotWhileWaiting(Oid waiting_function)
+{
+	if (!StatementSnapshotProtectsNothing(waiting_function))
+		return false;
+	// As SnapshotResetXmin does when no snapshot is left; the next snapshot
+	// taken (a claim's next look) advertises its xmin again.
+	InvalidateCatalogSnapshot();
+	MyProc->xmin = InvalidTransactionId;
+	return true;
+}
+
 void
 SleepWithoutSnapshot(Oid claim_function, uint32 wake_bucket, uint64 seen, int64 micros)
 {
-	if (StatementSnapshotProtectsNothing(claim_function)) {
-		// As SnapshotResetXmin does when no snapshot is left; the next look
-		// for work takes a snapshot and advertises its xmin again.
-		InvalidateCatalogSnapshot();
-		MyProc->xmin = InvalidTransactionId;
-	}
+	(void)AdvertiseNoSnapshotWhileWaiting(claim_function);
 	(void)SleepForQueueWork(wake_bucket, seen, static_cast<long>((micros + 999) / 1000));
 }
 

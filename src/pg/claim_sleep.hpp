@@ -17,4 +17,9 @@ namespace awa::pg {
 // running statement's does.
 void SleepWithoutSnapshot(Oid claim_function, uint32 wake_bucket, uint64 seen, int64 micros);
 
+// The rule above for any awa function that waits without reading a table
+// (awa.await_durable): stops advertising the statement's snapshot when it can
+// protect nothing, and says whether it did.
+bool AdvertiseNoSnapshotWhileWaiting(Oid waiting_function);
+
 }  // namespace awa::pg

@@ -4,6 +4,7 @@
 #include "core/lifecycle.hpp"
 #include "core/receipt.hpp"
 #include "core/ring.hpp"
+#include "pg/claim_fence.hpp"
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/rings.hpp"
@@ -84,6 +85,7 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 		                errmsg("awa: lane (%s, %d) has segments for %d ready rows it does not hold",
 		                       text_to_cstring(queue), lane.priority, n - found)));
 
+	FenceClaimBatchIds();
 	int64 batch_id = SequenceNext(AwaObjectOid(AwaObject::kClaimBatchIdSeq));
 	if (batch_id > core::kMaxClaimBatchId)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("awa: claim batch ids are exhausted")));

@@ -59,6 +59,7 @@ enum class AwaObject {
 	kAttemptState,
 	kJobUniqueClaims,
 	kQueueMeta,
+	kClaimFenceSeq,
 	kCount
 };
 

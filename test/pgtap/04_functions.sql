@@ -11,7 +11,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(748);
+SELECT plan(759);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -56,6 +56,12 @@ INSERT INTO api VALUES
      'job_ids bigint[], run_leases bigint[], receipt_ids bigint[]',
      'TABLE(job_id bigint, accepted boolean)',
      'c', true, 'volatile', false, 10, 'awa_complete_many'),
+    ('await_durable',
+     ARRAY[]::name[],
+     'pg_lsn',
+     '',
+     'pg_lsn',
+     'c', false, 'volatile', false, 0, 'awa_await_durable'),
     ('heartbeat',
      ARRAY['bigint', 'bigint', 'bigint', 'jsonb'],
      'text',
@@ -478,12 +484,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 25 public functions and the 46 awa._* building blocks');
+                     'schema awa has exactly the 26 public functions and the 46 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 71,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 72,
           'no function is overloaded');
 
--- Per function, 10 checks: 710
+-- Per function, 10 checks: 720
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -526,7 +532,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 30
+-- Per C function, its symbol in $libdir/awa: 31
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

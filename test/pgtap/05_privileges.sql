@@ -1,11 +1,11 @@
 -- 05_privileges.sql: roles and who may do what. EXECUTE is revoked from PUBLIC;
 -- awa_producer may enqueue; awa_worker may claim and end attempts (complete,
--- heartbeat, retry, snooze, fail); awa_admin may call every public function and
+-- heartbeat, retry, snooze, fail); both may wait for durability (await_durable); awa_admin may call every public function and
 -- read (only read) every table and the views lanes and dlq. Nobody may execute
 -- the awa._* building blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(361);
+SELECT plan(365);
 
 -- Roles: 3 + 3
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -35,6 +35,7 @@ INSERT INTO grants VALUES
     ('retry', ARRAY['bigint', 'bigint', 'bigint', 'text', 'interval'], false, true, true),
     ('snooze', ARRAY['bigint', 'bigint', 'bigint', 'interval'], false, true, true),
     ('fail', ARRAY['bigint', 'bigint', 'bigint', 'text'], false, true, true),
+    ('await_durable', ARRAY[]::name[], true, true, true),
     ('cancel', ARRAY['bigint'], false, false, true),
     ('get_job', ARRAY['bigint'], false, false, true),
     ('promote_due', ARRAY['integer'], false, false, true),
@@ -107,7 +108,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 71 x 4 = 284
+-- EXECUTE per function and role (PUBLIC included): 72 x 4 = 288
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
@@ -128,10 +129,10 @@ SELECT is(
     r.role || ' may execute exactly ' || CASE WHEN cardinality(r.fns) = 0 THEN 'nothing in awa'
                                               ELSE array_to_string(r.fns, ', ') END)
   FROM (VALUES
-    ('awa_producer', ARRAY['enqueue', 'enqueue_many']),
-    ('awa_worker', ARRAY['claim', 'complete', 'complete_many', 'fail', 'heartbeat', 'heartbeat_many', 'retry',
-                         'snooze']),
-    ('awa_admin', ARRAY['cancel', 'claim', 'complete', 'complete_many', 'configure_queue', 'cursor_value',
+    ('awa_producer', ARRAY['await_durable', 'enqueue', 'enqueue_many']),
+    ('awa_worker', ARRAY['await_durable', 'claim', 'complete', 'complete_many', 'fail', 'heartbeat',
+                         'heartbeat_many', 'retry', 'snooze']),
+    ('awa_admin', ARRAY['await_durable', 'cancel', 'claim', 'complete', 'complete_many', 'configure_queue', 'cursor_value',
                         'dlq_purge', 'dlq_retry', 'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
                         'heartbeat_many', 'maintenance_status', 'pause_queue', 'promote_due', 'queue_counts',
                         'queue_counts_exact', 'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance',
