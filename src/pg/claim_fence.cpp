@@ -2,6 +2,7 @@
 #include "pg/claim_fence.hpp"
 
 #include "core/receipt.hpp"
+#include "pg/durability.hpp"
 #include "pg/maintenance_state.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
@@ -28,6 +29,9 @@ FenceClaimBatchIds()
 	Oid incarnation = ExtensionIncarnation();
 	if (key == fenced_key && incarnation == fenced_incarnation)
 		return;
+	if (RecoveryInProgress())
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION), errmsg("awa: cannot claim during recovery"),
+		                errhint("Claim on the primary.")));
 	if (key == 0)
 		return;  // not preloaded: no run key, no fence
 	Oid marker = AwaObjectOid(AwaObject::kClaimFenceSeq);
@@ -50,7 +54,14 @@ FenceClaimBatchIds()
 			SequenceSet(batch_seq, next);
 			SequenceSet(marker, static_cast<int64>(key));
 			XLogFlush(XactLastRecEnd);
+			// And on the synchronous standbys, if any, so that a standby
+			// promoted later fences from above this fence.
+			WaitForSynchronousStandbys(XactLastRecEnd);
 		}
+		// Not kept to the end of the claim's transaction: the fence is
+		// durable already, and a long transaction must not hold up the
+		// run's other first claims.
+		UnlockRelationOid(marker, ShareRowExclusiveLock);
 	}
 	fenced_key = key;
 	fenced_incarnation = incarnation;

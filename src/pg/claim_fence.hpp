@@ -19,6 +19,13 @@
 // accepted. On the claim path this costs one comparison per claim; the first
 // claim of each backend in a run reads awa.claim_fence_seq once.
 //
+// The fence is also waited for on the synchronous standbys (as a synchronous
+// commit would). With only asynchronous standbys, a promotion can still repeat
+// a receipt id of a claim the old primary made after the last WAL the standby
+// received, if the standby had not received the old run's fence either (that
+// is, the failover came within the replication lag of the old run's first
+// claim); docs/operations.md says so.
+//
 // Without shared_preload_libraries there is no run key and no fence.
 #pragma once
 

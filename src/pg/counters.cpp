@@ -199,7 +199,8 @@ int pending_count = 0;
 bool pending_lost = false;  // more distinct queues than kMaxPending: distrust at commit
 TransactionId pending_xid = InvalidTransactionId;
 
-// Per-backend cache: queue name -> shared entry (entries are never removed).
+// Per-backend cache: queue name -> shared entry (an entry is removed only with
+// its dropped database, which has no backend left).
 constexpr int kEntryCacheSize = 64;
 struct EntryCacheSlot {
 	Oid database;
@@ -217,7 +218,8 @@ MakeKey(CountersKey *key, const char *queue, int length)
 }
 
 // Calls `visit` for every entry of the database (counters_lock held). Entries
-// are never removed and never move, so the pointers stay valid.
+// never move, and are removed only with their dropped database, so the
+// pointers of a live database's entries stay valid.
 template <typename Visit>
 void
 ForEachEntry(Oid database, Visit visit)
@@ -417,6 +419,15 @@ EntryOf(text *queue)
 		bool full = false;
 		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 		entry = EnterQueue(chars, length, db_index, &full);
+		if (full) {
+			// Dropped databases' entries count against awa.max_queues
+			// until they are freed: free them, then one more try.
+			LWLockRelease(counters_lock);
+			FreeDroppedDatabases();
+			full = false;
+			LWLockAcquire(counters_lock, LW_EXCLUSIVE);
+			entry = EnterQueue(chars, length, db_index, &full);
+		}
 		if (full && !shared->dbs[db_index].overflow) {
 			shared->dbs[db_index].overflow = true;
 			shared->dbs[db_index].state = kUntrusted;

@@ -9,6 +9,7 @@ extern "C" {
 #include "commands/defrem.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 }
 
 namespace awa::pg {
@@ -74,9 +75,12 @@ HoldingDatabase(PlannedStmt *pstmt, const char *query, bool read_only_tree, Proc
                 ParamListInfo params, QueryEnvironment *environment, DestReceiver *dest, QueryCompletion *completion)
 {
 	const char *name = DatabaseNeededAlone(pstmt->utilityStmt);
-	// A name that does not resolve is left to the command to report.
+	// A name that does not resolve is left to the command to report. Only
+	// a role the command could succeed for (the database's owner, or a
+	// superuser) moves the worker: anyone else's attempt fails on its own,
+	// and must not keep the database's maintenance away by repeating it.
 	Oid database = name != NULL ? get_database_oid(name, true) : InvalidOid;
-	if (OidIsValid(database))
+	if (OidIsValid(database) && pg_database_ownercheck(database, GetUserId()))
 		HoldDatabaseForDdl(database);
 	RunNext(pstmt, query, read_only_tree, context, params, environment, dest, completion);
 }

@@ -11,54 +11,15 @@
 // on another server session than the claim did, and every commit that
 // returned before the call is below that position.
 #include "pg/claim_sleep.hpp"
+#include "pg/durability.hpp"
 #include "pg/guard.hpp"
 
 extern "C" {
-#include "access/xact.h"
 #include "access/xlog.h"
-#include "replication/syncrep.h"
-#include "replication/walsender.h"
-#include "replication/walsender_private.h"
-#include "storage/lwlock.h"
-#include "utils/guc.h"
 #include "utils/pg_lsn.h"
 }
 
 using namespace awa::pg;
-
-namespace {
-
-// The standbys' confirmation a commit waits for at `synchronous_commit`
-// (SyncRepWaitMode, which syncrep.c keeps to itself).
-int
-WaitMode()
-{
-	switch (synchronous_commit) {
-	case SYNCHRONOUS_COMMIT_REMOTE_WRITE:
-		return SYNC_REP_WAIT_WRITE;
-	case SYNCHRONOUS_COMMIT_REMOTE_APPLY:
-		return SYNC_REP_WAIT_APPLY;
-	default:
-		return SYNC_REP_WAIT_FLUSH;
-	}
-}
-
-// True when the synchronous standbys (if any are configured) confirmed `lsn`.
-bool
-StandbysConfirmed(XLogRecPtr lsn, int mode)
-{
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-#ifdef SYNC_STANDBY_DEFINED  // 15.14 and later
-	bool defined = (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0;
-#else
-	bool defined = WalSndCtl->sync_standbys_defined;
-#endif
-	bool confirmed = !defined || WalSndCtl->lsn[mode] >= lsn;
-	LWLockRelease(SyncRepLock);
-	return confirmed;
-}
-
-}  // namespace
 
 // awa.await_durable() -> pg_lsn
 AWA_FUNCTION(awa_await_durable)
@@ -74,24 +35,9 @@ AWA_FUNCTION(awa_await_durable)
 	(void)AdvertiseNoSnapshotWhileWaiting(fcinfo->flinfo->fn_oid);
 	XLogFlush(lsn);
 	CHECK_FOR_INTERRUPTS();
-	if (max_wal_senders > 0) {
-		// As a synchronous commit would wait: at the session's level, and at
-		// least for the standbys' flush when the session commits
-		// asynchronously (as a claim does).
-		int nest_level = NewGUCNestLevel();
-		if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_WRITE)
-			(void)set_config_option("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-			                        0, false);
-		int mode = WaitMode();
-		// Returns early, with a WARNING, on a cancel or statement_timeout.
-		SyncRepWaitForLSN(lsn, true);
-		AtEOXact_GUC(true, nest_level);
-		CHECK_FOR_INTERRUPTS();
-		if (!StandbysConfirmed(lsn, mode))
-			ereport(ERROR, (errcode(ERRCODE_QUERY_CANCELED),
-			                errmsg("canceled the wait for the synchronous standbys to confirm %X/%X",
-			                       static_cast<uint32>(lsn >> 32), static_cast<uint32>(lsn)),
-			                errhint("It is flushed on this server; the standbys have not confirmed it yet.")));
-	}
+	// As a synchronous commit would wait: at the session's level, and at
+	// least for the standbys' flush when the session commits asynchronously
+	// (as a claim does).
+	WaitForSynchronousStandbys(lsn);
 	PG_RETURN_LSN(lsn);
 }

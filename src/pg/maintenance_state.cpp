@@ -255,7 +255,7 @@ SharedRingEpoch()
 uint64
 ServerRunKey()
 {
-	if (shared == NULL)
+	if (shared == NULL || RecoveryInProgress())
 		return 0;
 	// A promotion starts a new timeline; a start or crash restart a new nonce.
 	uint64 key = shared->run_nonce ^ (static_cast<uint64>(GetWALInsertionTimeLine()) * UINT64CONST(0x9E3779B97F4A7C15));
@@ -485,10 +485,16 @@ RegisterLauncher()
 void
 WakeLauncher()
 {
+	WakeLauncherFor(MyDatabaseId);
+}
+
+void
+WakeLauncherFor(Oid database)
+{
 	if (shared == NULL)
 		return;
 	LWLockAcquire(status_lock, LW_EXCLUSIVE);
-	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
+	DatabaseStatus *status = StatusOf(database, true);
 	if (status != NULL && status->worker_pid == 0)
 		status->stopped = true;  // the launcher starts a worker at once
 	int launcher = shared->launcher_pgprocno;
@@ -563,11 +569,28 @@ ReleaseDatabaseHold()
 	int index = MyProc->pgprocno;
 	if (index < 0 || index >= shared->enqueue_slot_count)
 		return;
+	Oid database = shared->enqueue[index].held_database;
 	pg_memory_barrier();
 	shared->enqueue[index].held_database = InvalidOid;
-	// The database's worker left for the command: the launcher starts it
-	// again now (if the database is still there and has awa).
-	WakeLauncher();
+	// The database's worker left for the command: the launcher starts one
+	// there now, if the database is still there (and has awa).
+	if (OidIsValid(database))
+		WakeLauncherFor(database);
+}
+
+int
+DatabasesHeldForDdl(Oid *out, int capacity)
+{
+	if (shared == NULL)
+		return 0;
+	int n = 0;
+	pg_memory_barrier();
+	for (int i = 0; i < shared->enqueue_slot_count && n < capacity; i++) {
+		Oid database = shared->enqueue[i].held_database;
+		if (OidIsValid(database))
+			out[n++] = database;
+	}
+	return n;
 }
 
 bool

@@ -38,7 +38,7 @@ void InstallMaintenanceState();
 int64 SharedRingEpoch();
 // A key of this server run, for the claim fence (claim_fence.hpp): it changes
 // at every start, crash restart and promotion; in [1, 2^63). 0 without the
-// preload. Only on a primary (it reads the WAL insertion timeline).
+// preload or during recovery (it reads the WAL insertion timeline).
 uint64 ServerRunKey();
 // This transaction appends to a rotation ledger; the epoch stays odd until it
 // ends. May ereport (PREPARE of such a transaction is refused later).
@@ -84,6 +84,8 @@ int DatabaseWorkerPid();
 // The launcher registers itself; WakeLauncher asks it to (re)start workers now.
 void RegisterLauncher();
 void WakeLauncher();
+// The same for `database`: a worker is started there at once if it has none.
+void WakeLauncherFor(Oid database);
 // The same once this transaction commits (a worker started earlier would not
 // see what this transaction created).
 void WakeLauncherAtCommit();
@@ -96,6 +98,8 @@ void HoldDatabaseForDdl(Oid database);
 void ReleaseDatabaseHold();
 // True while a backend holds `database` for a DDL command.
 bool DatabaseHeldForDdl(Oid database);
+// The databases held now (at most `capacity`, a database may repeat).
+int DatabasesHeldForDdl(Oid *out, int capacity);
 // Databases whose worker stopped since the launcher last looked: the launcher
 // restarts them. Returns the number written into `out` (at most `capacity`).
 int TakeStoppedWorkers(Oid *out, int capacity);

@@ -329,6 +329,11 @@ awa_launcher_main(Datum)
 			// created it, get a worker at once.
 			Oid wanted[kMaxLauncherDatabases];
 			int wanted_count = TakeStoppedWorkers(wanted, kMaxLauncherDatabases);
+			// Held before the list is read: a DROP DATABASE that commits
+			// and releases its hold after the list was read must not get a
+			// worker started into the database it dropped.
+			Oid held[kMaxLauncherDatabases];
+			int held_count = DatabasesHeldForDdl(held, kMaxLauncherDatabases);
 			Oid *databases;
 			int count = ListDatabases(&databases);
 			// Dropped databases leave the launcher's list and the status table.
@@ -379,7 +384,10 @@ awa_launcher_main(Datum)
 					continue;
 				// A DDL command needs the database alone: not now (the
 				// command's end wakes the launcher; `restart` is kept).
-				if (DatabaseHeldForDdl(entry->database))
+				bool held_then = false;
+				for (int j = 0; j < held_count && !held_then; j++)
+					held_then = held[j] == entry->database;
+				if (held_then || DatabaseHeldForDdl(entry->database))
 					continue;
 				entry->restart = false;
 				MemoryContextSwitchTo(TopMemoryContext);

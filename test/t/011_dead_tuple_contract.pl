@@ -70,6 +70,7 @@ sub run_phase
 	my $t0 = time;
 	my $done0 = q1("SELECT count(*) FROM ct_done");
 	my $gen0 = q1("SELECT generation FROM awa.storage_status() WHERE ring = 'queue'");
+	my $phase_start = q1('SELECT clock_timestamp()');
 	my ($pruned, $next_stats) = (0, $t0 + 2);
 	my $wrapped = sub {
 		return 1 unless $wraps;
@@ -78,8 +79,9 @@ sub run_phase
 	};
 	while (time - $t0 < $secs || (!$wrapped->() && time - $t0 < 600))
 	{
-		my $prune = q1("SELECT last_prune FROM awa.storage_status() WHERE ring = 'queue'");
-		$pruned++ if $prune eq 'pruned';
+		# A prune of this phase (not the last outcome of the one before).
+		$pruned++ if q1("SELECT last_prune = 'pruned' AND last_prune_at > '$phase_start'
+		                   FROM awa.storage_status() WHERE ring = 'queue'") eq 't';
 		if (time >= $next_stats)
 		{
 			check_stats($phase);

@@ -7,7 +7,8 @@
 #
 # Node 1 (maintenance on, the worker at its default cadence):
 # (a) DROP DATABASE of a database whose worker is connected succeeds without
-#     WITH (FORCE); the worker logged why it left.
+#     WITH (FORCE); the worker logged why it left. (a2) A role that does not
+#     own the database gets PostgreSQL's refusal and does not move the worker.
 # (b) CREATE DATABASE cp TEMPLATE src while src's worker is connected
 #     succeeds; cp holds src's job; src gets its worker back.
 # (c) ALTER DATABASE src RENAME TO src2 succeeds; the worker comes back.
@@ -59,6 +60,24 @@ is(q1("SELECT count(*) FROM pg_database WHERE datname = 'gone'"), '0', '(a) the 
 ok($node->log_contains('without other connections; maintenance worker leaves', $log_offset),
 	'(a) the worker logged that it left for the command');
 
+# (a2) A role that may not drop the database fails as always, and does not
+# move the worker (else anyone could keep a database's maintenance away).
+q1('CREATE DATABASE kept');
+q1('CREATE EXTENSION awa', 'kept');
+ok(worker_in($node, 'kept'), '(a2) a worker serves database kept');
+my $kept_worker = q1("SELECT pid FROM pg_stat_activity WHERE backend_type = 'awa maintenance worker' AND datname = 'kept'");
+q1('CREATE ROLE not_owner');
+$log_offset = -s $node->logfile;
+($rc, $out, $err) = $node->psql('postgres', 'SET ROLE not_owner; DROP DATABASE kept');
+like($err, qr/must be owner of database kept/, '(a2) DROP DATABASE by a role that does not own it is refused');
+# The worker would leave at its next tick (within a second): give it two.
+sleep 2;
+ok(!$node->log_contains('without other connections; maintenance worker leaves', $log_offset),
+	'(a2) and the worker did not leave');
+is(q1("SELECT pid FROM pg_stat_activity WHERE backend_type = 'awa maintenance worker' AND datname = 'kept'"),
+	$kept_worker, '(a2) the same worker still serves kept');
+q1('DROP DATABASE kept');
+
 # (b)
 q1('CREATE DATABASE src');
 q1('CREATE EXTENSION awa', 'src');
@@ -95,8 +114,8 @@ is($rc, 0, '(d) DROP DATABASE of the copy succeeds') or diag($err);
 my $log = slurp_file($node->logfile);
 my @fatal = grep { /FATAL/ } split /\n/, $log;
 is(scalar(@fatal), 0, '(e) no FATAL line in the log') or diag(join("\n", @fatal));
-my @errors = grep { /ERROR:/ && !/being accessed by other users/ } split /\n/, $log;
-is(scalar(@errors), 0, '(e) no ERROR line but the refused DROP') or diag(join("\n", @errors));
+my @errors = grep { /ERROR:/ && !/being accessed by other users|must be owner of database/ } split /\n/, $log;
+is(scalar(@errors), 0, '(e) no ERROR line but the refused DROPs') or diag(join("\n", @errors));
 $node->stop;
 
 # ---------------------------------------------------------------------------

@@ -2,10 +2,12 @@
 #
 # awa.await_durable() (issue 11 §2): after an asynchronous claim, it waits
 # until the claim is flushed, and confirmed by a synchronous standby when one
-# is configured. Each part fails if the call does not wait: test 001 shows
-# the same claim lost in the same crash without it, test 004 on a promoted
-# standby. The WAL writer is paused (SIGSTOP) and the server otherwise quiet
-# ($QUIET_WAL_CONF), so nothing but the call itself flushes the claim.
+# is configured. The WAL writer is paused (SIGSTOP) and the server otherwise
+# quiet ($QUIET_WAL_CONF), so nothing but the call itself flushes the claim:
+# part 1 fails if the call does not flush (test 001 shows the same claim lost
+# in the same crash without it); part 2 shows the claim on the standby at the
+# return and after a promotion (a walsender sends only flushed WAL, test
+# 004); part 3 shows that the call waits for the synchronous standby.
 #
 # 1. One server: claim, await_durable, crash (immediate stop). After
 #    recovery the claim is there: nothing to claim again, and the original
