@@ -56,7 +56,6 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 
 RUNDB=bq_run              # the database every measured run gets, copied from a template
-AWA_DB_LIMIT=60           # see restart_if_awa_slots_used_up
 SQLD=$PEERS_DIR/pgbench
 PAYLOAD='{"task":"send_email","user_id":12345,"template":"welcome","attempt_limit":25}'
 
@@ -189,7 +188,6 @@ start_cluster() {
 	EOF
 	as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$WORKDIR/startup.log" -w start >/dev/null
 	SERVER_STARTED=1
-	AWA_DBS=0
 }
 
 stop_cluster() {
@@ -200,19 +198,7 @@ stop_cluster() {
 	SERVER_STARTED=0
 }
 
-# awa keeps shared-memory job counters for at most 64 databases per server start and frees a
-# database's slot only at a restart; each measured awa run is a new database. Past the limit,
-# queue_counts would quietly count from the tables (O(jobs)) and the monitor would load the run.
-# So the cluster is restarted before the slots run out (nothing is connected between runs).
-restart_if_awa_slots_used_up() {
-	[ "$AWA_DBS" -ge "$AWA_DB_LIMIT" ] || return 0
-	log "restarting the cluster: $AWA_DBS awa databases since the last start (awa's counter slots)"
-	as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w -l "$WORKDIR/startup.log" restart >/dev/null
-	AWA_DBS=0
-}
-
 # ERROR/PANIC lines in the server log so far; a run's note gets the ones written during it.
-# (FATALs are expected: DROP DATABASE ... WITH (FORCE) ends a run database's awa worker.)
 log_errors_total() {
 	local n
 	n=$(cat "$PGDATA_DIR"/log/*.log 2>/dev/null | grep -cE ' (ERROR|PANIC): ' || true)
@@ -231,7 +217,6 @@ make_template() {
 	q postgres -c "CREATE DATABASE $1 TEMPLATE $2 IS_TEMPLATE true"
 	q "$1" -f "$PEERS_DIR/sql/common_helpers.sql"
 	[ -z "${3:-}" ] || q "$1" -f "$PEERS_DIR/sql/$3"
-	case $1 in bq_t_awa_*) AWA_DBS=$((AWA_DBS + 1)) ;; esac
 }
 wants() { # wants WORKLOAD...: true if one of them was chosen
 	local w
@@ -301,7 +286,6 @@ prepare_pgq() {
 prepare_awa() {
 	q postgres -c "CREATE DATABASE bq_awa IS_TEMPLATE true"
 	q bq_awa -c "CREATE EXTENSION awa"
-	AWA_DBS=$((AWA_DBS + 1))
 	make_template bq_t_awa_empty bq_awa awa_helpers.sql
 	q bq_t_awa_empty -c "VACUUM ANALYZE"
 	if wants W2 W4; then
@@ -379,10 +363,8 @@ fresh_db() {
 	local w="" c="" bad=""
 	drop_run_db
 	AWA_PREP=""
-	[ "$2" = awa ] && restart_if_awa_slots_used_up
 	q postgres -c "CREATE DATABASE $RUNDB TEMPLATE $1"
 	if [ "$2" = awa ]; then
-		AWA_DBS=$((AWA_DBS + 1))
 		# As in production, the database's maintenance worker runs during the measurement: wait
 		# until the launcher has started it, and until the job counters are trusted (one exact
 		# pass over the copied jobs, made here rather than inside the first monitor sample).
@@ -404,7 +386,12 @@ fresh_db() {
 	q postgres -c "CHECKPOINT"
 }
 # The awa maintenance worker may be connected: FORCE ends it (a FATAL line in the server log).
-drop_run_db() { q postgres -c "DROP DATABASE IF EXISTS $RUNDB WITH (FORCE)"; }
+# awa's maintenance worker leaves a database that DROP DATABASE needs; WITH (FORCE) only if a
+# client of the run is still connected.
+drop_run_db() {
+	q postgres -c "DROP DATABASE IF EXISTS $RUNDB" 2>/dev/null ||
+		q postgres -c "DROP DATABASE IF EXISTS $RUNDB WITH (FORCE)"
+}
 
 # awa_check TAG: after an awa run; prints "" when fine, else a note flag. The check itself
 # (sql/awa_helpers.sql, bench_awa_check) goes to runner.log.

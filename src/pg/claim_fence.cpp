@@ -45,7 +45,11 @@ FenceClaimBatchIds()
 		// transaction ends, then finds the marker written.
 		LockRelationOid(marker, ShareRowExclusiveLock);
 		if (static_cast<uint64>(SequenceValue(marker)) != key) {
-			int64 next = SequenceValue(batch_seq) + kClaimFenceStride;
+			// One stride on odd timelines, two on even ones: a standby
+			// promoted before it received the old run's fence (timeline T)
+			// fences to another place than that run did (T + 1).
+			int64 stride = kClaimFenceStride * (1 + (GetWALInsertionTimeLine() % 2 == 0 ? 1 : 0));
+			int64 next = SequenceValue(batch_seq) + stride;
 			if (next > core::kMaxClaimBatchId)
 				ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("awa: claim batch ids are exhausted"),
 				                errhint("Each server start, crash restart and promotion uses 2^28 batch ids.")));

@@ -20,11 +20,11 @@
 // claim of each backend in a run reads awa.claim_fence_seq once.
 //
 // The fence is also waited for on the synchronous standbys (as a synchronous
-// commit would). With only asynchronous standbys, a promotion can still repeat
-// a receipt id of a claim the old primary made after the last WAL the standby
-// received, if the standby had not received the old run's fence either (that
-// is, the failover came within the replication lag of the old run's first
-// claim); docs/operations.md says so.
+// commit would). An asynchronous standby may not have received the old run's
+// fence when it is promoted; the stride is then 2^28 on one timeline parity
+// and 2^29 on the other, so the new run (timeline T + 1) still fences to
+// another place than the old run (T) did. What remains: ids repeat only if
+// the standby lagged by more than 2^28 claims.
 //
 // Without shared_preload_libraries there is no run key and no fence.
 #pragma once
@@ -33,7 +33,8 @@
 
 namespace awa::pg {
 
-// 2^28 batch ids skipped per run: 2^45 batch ids allow 131,072 fences.
+// 2^28 batch ids skipped per run (2^29 on even timelines): 2^45 batch ids
+// allow at least 65,536 fences.
 constexpr int64 kClaimFenceStride = int64{1} << 28;
 
 // Call before drawing a claim batch id. May ereport (54000 when the fence
