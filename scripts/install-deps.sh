@@ -2,8 +2,16 @@
 # install-deps.sh: installs what building and testing awa needs on Debian 12
 # (run as root). Safe to run again.
 set -euo pipefail
+# python3-psycopg and pgbouncer: the Python example worker and its pooler test
+# (test/t/024_example_workers.pl).
 packages=(build-essential clang-14 llvm-14 postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-          libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libdbd-pg-perl libgtest-dev rsync)
+          libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libdbd-pg-perl libgtest-dev rsync
+          python3-psycopg pgbouncer)
+# The Node example needs node and npm; machines that have them (from any
+# source) keep theirs, others get Debian's.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	packages+=(nodejs npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -12,4 +20,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The Node example's dependencies, exactly as its package-lock.json pins them.
+repo=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -d "$repo/examples/node/node_modules/pg" ]; then
+	npm ci --prefix "$repo/examples/node" --no-audit --no-fund --loglevel=error >/dev/null
 fi

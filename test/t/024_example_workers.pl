@@ -1,0 +1,148 @@
+# 024_example_workers.pl
+#
+# The example workers (examples/python, examples/node; issue 12 §1) against a
+# real server with its maintenance worker at the default cadence, directly
+# and through a real pgbouncer (Debian's) in transaction pooling mode.
+#
+# For each language and each way in, on a queue of its own: the example's
+# producer enqueues 200 example.echo, 20 example.flaky (max_attempts 3) and
+# 10 example.fail (max_attempts 1); the worker runs with AWA_EXIT_WHEN_IDLE=1
+# and must exit 0 on its own, leaving every echo job completed at attempt 1,
+# every flaky job completed at attempt 2 (its first attempt raised), and every
+# fail job failed.
+#
+# SIGTERM (each language, direct): two example.sleep jobs of 3 s are running
+# (the server says so) and heartbeated (AWA_HEARTBEAT=1), the worker gets SIGTERM; a job enqueued once it says
+# it stopped claiming is not claimed; the worker exits 0 and both sleeping
+# jobs are completed.
+#
+# The interpreters: /usr/bin/python3 (Debian's, which has python3-psycopg; the
+# python3 first on PATH may be another) and node with the pg package from
+# examples/node/node_modules (scripts/install-deps.sh runs npm ci there).
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep time);
+
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
+
+my $root = "$FindBin::Bin/../..";
+my $python = '/usr/bin/python3';
+plan skip_all => "$python has no psycopg (install python3-psycopg)"
+  unless system($python, '-c', 'import psycopg') == 0;
+plan skip_all => 'node or examples/node/node_modules is missing (npm ci in examples/node)'
+  unless system('node', '-e', "require('$root/examples/node/node_modules/pg')") == 0;
+my $pgbouncer = (grep { -x $_ } ('/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'))[0];
+plan skip_all => 'pgbouncer is not installed' unless $pgbouncer;
+
+my $node = start_awa_node('examples', maintenance => 1);
+my $host = $node->host;
+my $user = $node->safe_psql('postgres', 'SELECT current_user');
+my $direct = "postgresql://$user\@/postgres?host=$host&port=" . $node->port;
+
+# pgbouncer in transaction mode, on a socket next to the server's.
+my $bouncer_port = PostgreSQL::Test::Cluster::get_free_port();
+my $bdir = $node->basedir . '/pgbouncer';
+mkdir $bdir;
+open my $ini, '>', "$bdir/pgbouncer.ini" or die;
+print $ini <<"INI";
+[databases]
+postgres = host=$host port=@{[ $node->port ]} dbname=postgres
+[pgbouncer]
+listen_addr =
+listen_port = $bouncer_port
+unix_socket_dir = $bdir
+auth_type = trust
+auth_file = $bdir/userlist.txt
+pool_mode = transaction
+default_pool_size = 3
+max_client_conn = 100
+logfile = $bdir/pgbouncer.log
+pidfile = $bdir/pgbouncer.pid
+INI
+close $ini;
+open my $ul, '>', "$bdir/userlist.txt" or die;
+print $ul qq{"$user" ""\n};
+close $ul;
+system($pgbouncer, '-d', "$bdir/pgbouncer.ini") == 0 or die 'pgbouncer did not start';
+my $bounced = "postgresql://$user\@/postgres?host=$bdir&port=$bouncer_port";
+is(`psql -X -At -d '$bounced' -c 'SELECT 1' 2>&1`, "1\n", 'pgbouncer (transaction pooling) is up');
+
+my %cmd = (
+	python => { producer => [ $python, "$root/examples/python/producer.py" ],
+		worker => [ $python, "$root/examples/python/worker.py" ] },
+	node => { producer => [ 'node', "$root/examples/node/producer.js" ],
+		worker => [ 'node', "$root/examples/node/worker.js" ] },
+);
+
+sub produce
+{
+	my ($lang, $url, $queue, @args) = @_;
+	my ($out, $err) = ('', '');
+	local %ENV = (%ENV, DATABASE_URL => $url, AWA_QUEUE => $queue);
+	IPC::Run::run([ @{ $cmd{$lang}{producer} }, @args ], '>', \$out, '2>', \$err)
+	  or die "$lang producer failed: $err";
+	return [ grep { /^\d+$/ } split /\n/, $out ];
+}
+
+sub states
+{
+	my ($ids) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(k || ' x' || n, ',' ORDER BY k) FROM ("
+		  . "SELECT (awa.get_job(j) ->> 'state') || '\@' || (awa.get_job(j) ->> 'attempt') AS k, count(*) AS n"
+		  . ' FROM unnest(ARRAY[' . join(',', @$ids) . ']::bigint[]) j GROUP BY 1) t');
+}
+
+for my $lang (qw(python node))
+{
+	for my $way ([ 'direct', $direct ], [ 'pgbouncer', $bounced ])
+	{
+		my ($name, $url) = @$way;
+		my $queue = "ex_${lang}_$name";
+		my $echo = produce($lang, $url, $queue, 'example.echo', 200, 25);
+		my $flaky = produce($lang, $url, $queue, 'example.flaky', 20, 3);
+		my $fail = produce($lang, $url, $queue, 'example.fail', 10, 1);
+		is(scalar(@$echo) + scalar(@$flaky) + scalar(@$fail), 230, "$lang, $name: the producer enqueued 230 jobs");
+		my ($out, $err) = ('', '');
+		local %ENV = (%ENV, DATABASE_URL => $url, AWA_QUEUE => $queue, AWA_EXIT_WHEN_IDLE => '1', AWA_WAIT => '1');
+		my $ok = IPC::Run::run($cmd{$lang}{worker}, '>', \$out, '2>', \$err, IPC::Run::timeout(300));
+		ok($ok, "$lang, $name: the worker exited 0 once the queue was idle") or diag($err);
+		is(states($echo), 'completed@1 x200', "$lang, $name: 200 example.echo completed at attempt 1");
+		is(states($flaky), 'completed@2 x20', "$lang, $name: 20 example.flaky completed at attempt 2");
+		is(states($fail), 'failed@1 x10', "$lang, $name: 10 example.fail failed");
+	}
+
+	# SIGTERM while two jobs run.
+	my $queue = "ex_${lang}_term";
+	my $sleepers = produce($lang, $direct, $queue, 'example.sleep', 2, 1, '{"seconds": 3}');
+	my ($out, $err) = ('', '');
+	local %ENV = (%ENV, DATABASE_URL => $direct, AWA_QUEUE => $queue, AWA_WAIT => '1', AWA_GRACE => '60',
+		AWA_HEARTBEAT => '1');
+	my $h = IPC::Run::start($cmd{$lang}{worker}, '>', \$out, '2>', \$err, IPC::Run::timeout(300));
+	ok($node->poll_query_until('postgres', "SELECT running = 2 FROM awa.queue_counts('$queue')"),
+		"$lang: both example.sleep jobs are running");
+	ok($node->poll_query_until('postgres',
+			'SELECT count(*) = 2 FROM awa.attempt_state WHERE heartbeat_at IS NOT NULL AND job_id = ANY (ARRAY['
+			  . join(',', @$sleepers) . '])'),
+		"$lang: the worker heartbeats both running jobs");
+	$h->signal('TERM');
+	# Once the worker says it stopped claiming (a claim in flight when the
+	# signal came may still return jobs), a job enqueued stays available.
+	$h->pump until $err =~ /stopped claiming/;
+	my $late = produce($lang, $direct, $queue, 'example.echo', 1, 1);
+	$h->finish;
+	is($h->result(0), 0, "$lang: after SIGTERM the worker exited 0") or diag($err);
+	is(states($sleepers), 'completed@1 x2', "$lang: the running jobs finished within the grace period");
+	is(states($late), 'available@0 x1', "$lang: a job enqueued after SIGTERM was not claimed");
+}
+
+kill 'TERM', `cat $bdir/pgbouncer.pid` + 0;
+$node->stop;
+done_testing();
