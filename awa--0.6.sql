@@ -559,11 +559,13 @@ LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 -- deadline NULL: the queue's default_deadline, else 5 minutes.
 -- wait NULL or 0: look once; else sleep until a job is available or wait has
 -- passed (woken by commits, never polling; docs/sql-reference.md).
+-- async_commit NULL: awa.async_claim_commit decides.
 CREATE FUNCTION awa.claim(
-    queue    text,
-    max_jobs int      DEFAULT 1,
-    deadline interval DEFAULT NULL,
-    wait     interval DEFAULT NULL)
+    queue        text,
+    max_jobs     int      DEFAULT 1,
+    deadline     interval DEFAULT NULL,
+    wait         interval DEFAULT NULL,
+    async_commit boolean  DEFAULT NULL)
 RETURNS TABLE (
     job_id       bigint,
     run_lease    bigint,
@@ -2286,7 +2288,7 @@ $grants$;
 GRANT EXECUTE ON FUNCTION awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb),
                           awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])
     TO awa_producer, awa_admin;
-GRANT EXECUTE ON FUNCTION awa.claim(text, int, interval, interval),
+GRANT EXECUTE ON FUNCTION awa.claim(text, int, interval, interval, boolean),
                           awa.complete(bigint, bigint, bigint),
                           awa.complete_many(bigint[], bigint[], bigint[]),
                           awa.heartbeat(bigint, bigint, bigint, jsonb),

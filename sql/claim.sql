@@ -168,6 +168,19 @@ BEGIN;
 SELECT kind, current_setting('synchronous_commit') AS during_claim FROM awa.claim('cl_async');
 COMMIT;
 SHOW synchronous_commit;
+-- The same choice per call, without a session SET (transaction poolers):
+-- async_commit => false is synchronous whatever the setting, true is
+-- asynchronous whatever the setting (not inside a transaction block), NULL
+-- follows the setting.
+SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['s4', 's5', 's6', 's7'], NULL, 'cl_async');
+SELECT kind, current_setting('synchronous_commit') AS during_claim FROM awa.claim('cl_async', async_commit => false);
+SET awa.async_claim_commit = off;
+SELECT kind, current_setting('synchronous_commit') AS during_claim FROM awa.claim('cl_async', async_commit => true);
+SELECT kind, current_setting('synchronous_commit') AS during_claim FROM awa.claim('cl_async', async_commit => NULL);
+RESET awa.async_claim_commit;
+BEGIN;
+SELECT kind, current_setting('synchronous_commit') AS during_claim FROM awa.claim('cl_async', async_commit => true);
+COMMIT;
 
 -- ---------------------------------------------------------------------------
 -- wait: a claim that finds jobs returns them at once; one that finds none

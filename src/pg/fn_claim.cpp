@@ -276,7 +276,7 @@ ClaimOnceReleasingLocks(ClaimRequest *request, TimestampTz now, MemoryContext sc
 
 using namespace awa::pg;
 
-// awa.claim(queue, max_jobs, deadline, wait) -> SETOF jobs
+// awa.claim(queue, max_jobs, deadline, wait, async_commit) -> SETOF jobs
 AWA_FUNCTION(awa_claim)
 {
 	ClaimRequest request;
@@ -297,7 +297,10 @@ AWA_FUNCTION(awa_claim)
 	// A claim that is its own transaction does not wait for its WAL flush
 	// while it holds the lane (docs/architecture.md, "Asynchronous claim
 	// commit"); inside a client's transaction block the client's setting stands.
-	if (awa_async_claim_commit && !IsTransactionBlock())
+	// async_commit NULL: the session's awa.async_claim_commit (a per-call
+	// choice needs no SET, so it works through transaction poolers).
+	bool async_commit = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_BOOL(4) : awa_async_claim_commit;
+	if (async_commit && !IsTransactionBlock())
 		(void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
 		                        false);
 

@@ -37,9 +37,9 @@ INSERT INTO api VALUES
      'c', true, 'volatile', false, 100, 'awa_enqueue_many'),
     -- Worker API (C)
     ('claim',
-     ARRAY['text', 'integer', 'interval', 'interval'],
+     ARRAY['text', 'integer', 'interval', 'interval', 'boolean'],
      'setof record',
-     'queue text, max_jobs integer DEFAULT 1, deadline interval DEFAULT NULL::interval, wait interval DEFAULT NULL::interval',
+     'queue text, max_jobs integer DEFAULT 1, deadline interval DEFAULT NULL::interval, wait interval DEFAULT NULL::interval, async_commit boolean DEFAULT NULL::boolean',
      'TABLE(job_id bigint, run_lease bigint, receipt_id bigint, kind text, args jsonb, queue text, '
      'priority integer, attempt integer, max_attempts integer, deadline_at timestamp with time zone, '
      'created_at timestamp with time zone, metadata jsonb)',

@@ -27,7 +27,7 @@ INSERT INTO grants VALUES
     ('enqueue_many', ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer',
                            'jsonb[]'],
      true, false, true),
-    ('claim', ARRAY['text', 'integer', 'interval', 'interval'], false, true, true),
+    ('claim', ARRAY['text', 'integer', 'interval', 'interval', 'boolean'], false, true, true),
     ('complete', ARRAY['bigint', 'bigint', 'bigint'], false, true, true),
     ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], false, true, true),
     ('heartbeat', ARRAY['bigint', 'bigint', 'bigint', 'jsonb'], false, true, true),
