@@ -71,6 +71,8 @@ open my $ul, '>', "$bdir/userlist.txt" or die;
 print $ul qq{"$user" ""\n};
 close $ul;
 system($pgbouncer, '-d', "$bdir/pgbouncer.ini") == 0 or die 'pgbouncer did not start';
+# Stopped at the end, also when a check dies half-way.
+END { kill 'TERM', `cat $bdir/pgbouncer.pid` + 0 if $bdir && -e "$bdir/pgbouncer.pid"; }
 my $bounced = "postgresql://$user\@/postgres?host=$bdir&port=$bouncer_port";
 is(`psql -X -At -d '$bounced' -c 'SELECT 1' 2>&1`, "1\n", 'pgbouncer (transaction pooling) is up');
 
@@ -143,6 +145,5 @@ for my $lang (qw(python node))
 	is(states($late), 'available@0 x1', "$lang: a job enqueued after SIGTERM was not claimed");
 }
 
-kill 'TERM', `cat $bdir/pgbouncer.pid` + 0;
 $node->stop;
 done_testing();
