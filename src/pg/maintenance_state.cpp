@@ -172,6 +172,29 @@ OnExit(int, Datum)
 		ReleaseDatabaseHold();
 }
 
+// OnExit, registered once per backend by whatever publishes first.
+void
+CleanUpAtExit()
+{
+	static bool registered = false;
+	if (!registered) {
+		before_shmem_exit(OnExit, (Datum)0);
+		registered = true;
+	}
+}
+
+// What this backend publishes (by pgprocno); NULL without shared memory.
+EnqueueSlot *
+MySlot()
+{
+	if (shared == NULL || MyProc == NULL)
+		return NULL;
+	int index = MyProc->pgprocno;
+	if (index < 0 || index >= shared->enqueue_slot_count)
+		return NULL;
+	return &shared->enqueue[index];
+}
+
 // The status entry of `database` (caller holds status_lock, exclusively when
 // `create`). Creating may evict the least recently used entry that has no
 // worker; NULL when every entry has one.
@@ -286,11 +309,7 @@ BeginRotation()
 	rotated_in_transaction = true;
 	if (rotation_in_flight)
 		return;
-	static bool exit_registered = false;
-	if (!exit_registered) {
-		before_shmem_exit(OnExit, (Datum)0);
-		exit_registered = true;
-	}
+	CleanUpAtExit();
 	rotation_in_flight = true;
 	pg_atomic_fetch_add_u64(&shared->epoch_word, kInFlightUnit);
 }
@@ -298,20 +317,13 @@ BeginRotation()
 void
 PublishEnqueueGeneration(int64 generation)
 {
-	if (shared == NULL || MyProc == NULL)
+	EnqueueSlot *slot = MySlot();
+	if (slot == NULL)
 		return;
-	int index = MyProc->pgprocno;
-	if (index < 0 || index >= shared->enqueue_slot_count)
-		return;
-	static bool exit_registered = false;
-	if (!exit_registered) {
-		before_shmem_exit(OnExit, (Datum)0);
-		exit_registered = true;
-	}
-	EnqueueSlot &slot = shared->enqueue[index];
-	slot.database = MyDatabaseId;
+	CleanUpAtExit();
+	slot->database = MyDatabaseId;
 	pg_write_barrier();
-	pg_atomic_write_u64(&slot.generation_plus_one, static_cast<uint64>(generation) + 1);
+	pg_atomic_write_u64(&slot->generation_plus_one, static_cast<uint64>(generation) + 1);
 	// Published before the reservation and the epoch read that follow.
 	pg_memory_barrier();
 	enqueue_published = true;
@@ -321,13 +333,11 @@ void
 ClearEnqueueGeneration()
 {
 	enqueue_published = false;
-	if (shared == NULL || MyProc == NULL)
-		return;
-	int index = MyProc->pgprocno;
-	if (index < 0 || index >= shared->enqueue_slot_count)
+	EnqueueSlot *slot = MySlot();
+	if (slot == NULL)
 		return;
 	pg_memory_barrier();
-	pg_atomic_write_u64(&shared->enqueue[index].generation_plus_one, 0);
+	pg_atomic_write_u64(&slot->generation_plus_one, 0);
 }
 
 bool
@@ -532,17 +542,11 @@ TakeStoppedWorkers(Oid *out, int capacity)
 void
 HoldDatabaseForDdl(Oid database)
 {
-	if (shared == NULL || MyProc == NULL || !OidIsValid(database))
+	EnqueueSlot *slot = MySlot();
+	if (slot == NULL || !OidIsValid(database))
 		return;
-	int index = MyProc->pgprocno;
-	if (index < 0 || index >= shared->enqueue_slot_count)
-		return;
-	static bool exit_registered = false;
-	if (!exit_registered) {
-		before_shmem_exit(OnExit, (Datum)0);
-		exit_registered = true;
-	}
-	shared->enqueue[index].held_database = database;
+	CleanUpAtExit();
+	slot->held_database = database;
 	database_held = true;
 	// Published before the worker is asked to leave, so that it, the
 	// launcher and a worker starting now all see the hold.
@@ -564,14 +568,12 @@ ReleaseDatabaseHold()
 	if (!database_held)
 		return;
 	database_held = false;
-	if (shared == NULL || MyProc == NULL)
+	EnqueueSlot *slot = MySlot();
+	if (slot == NULL)
 		return;
-	int index = MyProc->pgprocno;
-	if (index < 0 || index >= shared->enqueue_slot_count)
-		return;
-	Oid database = shared->enqueue[index].held_database;
+	Oid database = slot->held_database;
 	pg_memory_barrier();
-	shared->enqueue[index].held_database = InvalidOid;
+	slot->held_database = InvalidOid;
 	// The database's worker left for the command: the launcher starts one
 	// there now, if the database is still there (and has awa).
 	if (OidIsValid(database))

@@ -63,16 +63,10 @@ my $claim_sql = "SELECT job_id, run_lease, receipt_id FROM awa.claim('%s')";
 # ---------------------------------------------------------------------------
 my $primary = start_awa_node('primary', init => { allows_streaming => 1 },
 	conf => $QUIET_WAL_CONF . "wal_writer_delay = '10s'\n");
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my $standby = start_streaming_standby($primary, 'standby');
 # Set after the backup, so the standby, once promoted, has no synchronous
 # standby of its own to wait for.
-$primary->safe_psql('postgres', "ALTER SYSTEM SET synchronous_standby_names = '*'");
-$primary->reload;
-$primary->poll_query_until('postgres', "SELECT sync_state = 'sync' FROM pg_stat_replication")
-  or die 'the standby did not become synchronous';
+make_standby_synchronous($primary);
 my $job = $primary->safe_psql('postgres', "SELECT awa.enqueue('k', '{}', 'q')");
 $primary->wait_for_catchup($standby, 'replay', $primary->lsn('flush'));
 is($primary->safe_psql('postgres', "SELECT sync_state FROM pg_stat_replication"),

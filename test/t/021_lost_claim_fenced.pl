@@ -88,10 +88,7 @@ sub check_fence
 {
 	my $primary = start_awa_node('primary', init => { allows_streaming => 1 },
 		conf => $QUIET_WAL_CONF . "wal_writer_delay = '10s'\n");
-	$primary->backup('base');
-	my $standby = PostgreSQL::Test::Cluster->new('standby');
-	$standby->init_from_backup($primary, 'base', has_streaming => 1);
-	$standby->start;
+	my $standby = start_streaming_standby($primary, 'standby');
 	warm_up($primary);
 	my $job = $primary->safe_psql('postgres', "SELECT awa.enqueue('k', '{}', 'q')");
 	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('flush'));

@@ -212,14 +212,8 @@ sub check
 # ---------------------------------------------------------------------------
 {
 	my $primary = start_awa_node('primary', maintenance => 1, init => { allows_streaming => 1 }, conf => $conf);
-	$primary->backup('base');
-	my $standby = PostgreSQL::Test::Cluster->new('standby');
-	$standby->init_from_backup($primary, 'base', has_streaming => 1);
-	$standby->start;
-	$primary->safe_psql('postgres', "ALTER SYSTEM SET synchronous_standby_names = '*'");
-	$primary->reload;
-	$primary->poll_query_until('postgres', "SELECT sync_state = 'sync' FROM pg_stat_replication")
-	  or die 'the standby did not become synchronous';
+	my $standby = start_streaming_standby($primary, 'standby');
+	make_standby_synchronous($primary);
 	my $dir = load_then($primary, 'failover', sub { $primary->stop('immediate'); $standby->promote; });
 	$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()') or die 'not promoted';
 	ok($standby->poll_query_until('postgres',

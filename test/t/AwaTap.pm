@@ -8,7 +8,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw($QUIET_WAL_CONF start_awa_node pause_wal_writer claim_cursor);
+our @EXPORT = qw($QUIET_WAL_CONF start_awa_node start_streaming_standby make_standby_synchronous pause_wal_writer
+  claim_cursor);
 
 # Settings under which, once the WAL writer is paused, only a backend's own
 # XLogFlush (a synchronous commit) writes WAL to the files: no autovacuum, no
@@ -37,6 +38,29 @@ sub start_awa_node
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION awa');
 	return $node;
+}
+
+# A streaming standby of $primary (started with init => { allows_streaming => 1 }),
+# from a new base backup, started.
+sub start_streaming_standby
+{
+	my ($primary, $name) = @_;
+	$primary->backup("base_$name");
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+	$standby->init_from_backup($primary, "base_$name", has_streaming => 1);
+	$standby->start;
+	return $standby;
+}
+
+# Makes $primary's standbys synchronous (ALTER SYSTEM, so a standby made from
+# an earlier backup does not inherit it) and waits until one is.
+sub make_standby_synchronous
+{
+	my ($primary) = @_;
+	$primary->safe_psql('postgres', "ALTER SYSTEM SET synchronous_standby_names = '*'");
+	$primary->reload;
+	$primary->poll_query_until('postgres', "SELECT sync_state = 'sync' FROM pg_stat_replication")
+	  or die 'the standby did not become synchronous';
 }
 
 # Pauses the node's WAL writer (SIGSTOP); returns its pid. Two assertions,
