@@ -511,9 +511,13 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'awa_admin') THEN
         CREATE ROLE awa_admin NOLOGIN;
     END IF;
+    -- Reads the metrics surface (docs/monitoring.md) and nothing else.
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'awa_monitor') THEN
+        CREATE ROLE awa_monitor NOLOGIN;
+    END IF;
 END
 $roles$;
-GRANT USAGE ON SCHEMA awa TO awa_producer, awa_worker, awa_admin;
+GRANT USAGE ON SCHEMA awa TO awa_producer, awa_worker, awa_admin, awa_monitor;
 GRANT SELECT ON ALL TABLES IN SCHEMA awa TO awa_admin;
 
 
@@ -2268,6 +2272,78 @@ BEGIN
 END
 $$;
 
+-- ---------------------------------------------------------------------------
+-- Metrics surface (docs/monitoring.md): readable by awa_monitor, which may
+-- do nothing else. Every function here answers in time that grows with the
+-- number of queues, lanes and waiting claims, never with the backlog (the
+-- oldest available job is found from each lane's claim cursor).
+-- ---------------------------------------------------------------------------
+-- Per queue, the jobs each event moved since the server started (shared
+-- memory; a restart or a new CREATE EXTENSION starts them at 0, as
+-- Prometheus counters expect). A rescued attempt counts as rescued, not as
+-- retried; claimed counts the jobs handed out, a job claimed again counting again.
+CREATE FUNCTION awa.job_event_totals()
+RETURNS TABLE (queue text, enqueued bigint, claimed bigint, completed bigint, retried bigint, snoozed bigint,
+               failed bigint, rescued bigint)
+AS 'MODULE_PATHNAME', 'awa_job_event_totals'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+-- The claims of this database that are waiting for work now.
+CREATE FUNCTION awa.waiting_claims()
+RETURNS TABLE (pid int, queue text, waiting_since timestamptz)
+AS 'MODULE_PATHNAME', 'awa_waiting_claims'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+-- The run_at of the queue's oldest available job: per lane, the first ready
+-- row above the claim cursor that no claim evidence covers and no tombstone
+-- hides (a row claimed by a transaction still open counts as available).
+CREATE FUNCTION awa._oldest_available_at(p_queue text)
+RETURNS timestamptz
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT min(h.run_at)
+  FROM awa.queue_lanes l
+ CROSS JOIN LATERAL (
+        SELECT e.run_at
+          FROM awa.ready_entries e
+         WHERE e.queue = l.queue AND e.priority = l.priority
+           AND e.lane_seq > awa.cursor_value(l.claim_seq)
+           AND NOT EXISTS (SELECT 1 FROM awa.ready_claim_attempt_batches b
+                            WHERE b.queue = e.queue AND b.priority = e.priority
+                              AND b.next_lane_seq > e.lane_seq AND b.first_lane_seq <= e.lane_seq
+                              AND b.lane_ranges @> e.lane_seq)
+           AND NOT EXISTS (SELECT 1 FROM awa.ready_tombstones t
+                            WHERE t.queue = e.queue AND t.priority = e.priority AND t.lane_seq = e.lane_seq)
+         ORDER BY e.lane_seq
+         LIMIT 1) h
+ WHERE l.queue = p_queue
+$$;
+
+-- One row per queue: its jobs per state (the O(1) counters of
+-- awa.queue_counts), its oldest available job, the claims waiting on it, and
+-- whether it is paused.
+CREATE FUNCTION awa.queue_metrics()
+RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint,
+               oldest_available_at timestamptz, oldest_available_age_seconds double precision,
+               waiting_claims bigint, paused boolean)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT c.queue, c.available, c.scheduled, c.retryable, c.running, c.completed, c.failed, c.cancelled, c.dlq,
+       o.at,
+       CASE WHEN o.at IS NULL THEN 0
+            ELSE greatest(extract(epoch FROM clock_timestamp() - o.at), 0)::double precision END,
+       (SELECT count(*) FROM awa.waiting_claims() w WHERE w.queue = c.queue),
+       coalesce((SELECT m.paused FROM awa.queue_meta m WHERE m.queue = c.queue), false)
+  FROM awa.queue_counts() c
+ CROSS JOIN LATERAL (SELECT CASE WHEN c.available > 0 THEN awa._oldest_available_at(c.queue) END AS at) o
+ ORDER BY c.queue
+$$;
+
 -- A new database with awa is served by the maintenance worker at once.
 SELECT awa._wake_launcher();
 
@@ -2315,3 +2391,9 @@ GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
                           awa.maintenance_status()
     TO awa_admin;
 GRANT SELECT ON awa.lanes, awa.dlq TO awa_admin;
+GRANT EXECUTE ON FUNCTION awa.queue_metrics(),
+                          awa.job_event_totals(),
+                          awa.waiting_claims(),
+                          awa.storage_status(),
+                          awa.maintenance_status()
+    TO awa_monitor, awa_admin;

@@ -32,6 +32,44 @@ ParseJobState(const char *name, size_t length, JobState *out) noexcept
 	return false;
 }
 
+namespace {
+constexpr const char *kEventNames[kJobEventCount] = {"enqueued", "claimed", "completed", "retried",
+                                                     "snoozed",  "failed",  "rescued"};
+}  // namespace
+
+const char *
+JobEventName(JobEvent event) noexcept
+{
+	int index = static_cast<int>(event);
+	return index >= 0 && index < kJobEventCount ? kEventNames[index] : "none";
+}
+
+JobEvent
+EventOfMove(int from, int to) noexcept
+{
+	constexpr int kRunning = static_cast<int>(JobState::kRunning);
+	if (from == kNoJobState && (to == static_cast<int>(JobState::kAvailable) || to == static_cast<int>(JobState::kScheduled)))
+		return JobEvent::kEnqueued;
+	if (to == kRunning && from != kRunning)
+		return JobEvent::kClaimed;
+	if (from != kRunning)
+		return JobEvent::kNone;
+	switch (static_cast<JobState>(to)) {
+	case JobState::kCompleted:
+		return JobEvent::kCompleted;
+	case JobState::kRetryable:
+	case JobState::kAvailable:
+		return JobEvent::kRetried;
+	case JobState::kScheduled:
+		return JobEvent::kSnoozed;
+	case JobState::kFailed:
+	case JobState::kDlq:
+		return JobEvent::kFailed;
+	default:
+		return JobEvent::kNone;
+	}
+}
+
 int64_t
 BackoffMicros(int64_t attempt, double jitter) noexcept
 {

@@ -28,6 +28,28 @@ const char *JobStateName(JobState state) noexcept;
 // The state named `name` (length `length`); false if it names none.
 bool ParseJobState(const char *name, size_t length, JobState *out) noexcept;
 
+// What happened to jobs, counted per queue since the server started (the
+// totals of awa.job_event_totals): derived from a state move, except a rescue,
+// which its caller names (its move, running -> retryable, is also a retry's).
+enum class JobEvent : int {
+	kEnqueued = 0,  // a new job: -> available or scheduled
+	kClaimed,       // -> running
+	kCompleted,     // running -> completed
+	kRetried,       // running -> retryable or available (the worker's retry)
+	kSnoozed,       // running -> scheduled
+	kFailed,        // running -> failed or dlq (fail, or retry of the last attempt)
+	kRescued,       // a dead worker's or an expired attempt, closed by maintenance
+	kNone,          // a move that is none of these (promotion, cancel, DLQ retry, ...)
+};
+constexpr int kJobEventCount = static_cast<int>(JobEvent::kNone);
+// kNoJobState: a move's missing end (a new job, a forgotten one).
+constexpr int kNoJobState = -1;
+
+// "enqueued", "claimed", ... (the column names of awa.job_event_totals).
+const char *JobEventName(JobEvent event) noexcept;
+// The event a move of jobs from state `from` to `to` is (either may be kNoJobState).
+JobEvent EventOfMove(int from, int to) noexcept;
+
 using StateMask = uint8_t;
 constexpr StateMask MaskOf(JobState state) noexcept { return static_cast<StateMask>(1u << static_cast<int>(state)); }
 // A unique job blocks duplicates while it is in any state of its mask. The

@@ -61,12 +61,19 @@ Elements(Datum array, Oid type, int length, bool byval, char align, int *count)
 	return out;
 }
 
+// The closures maintenance makes: a dead worker's attempt, an expired one.
+bool
+IsRescueOutcome(const char *outcome)
+{
+	return strcmp(outcome, "rescued") == 0 || strcmp(outcome, "deadline_expired") == 0;
+}
+
 JobState
 StateOfOutcome(const char *outcome)
 {
 	core::JobState state = JobState::kCompleted;
 	// A rescued attempt (dead worker, expired deadline) leaves its job retryable.
-	if (strcmp(outcome, "rescued") == 0 || strcmp(outcome, "deadline_expired") == 0)
+	if (IsRescueOutcome(outcome))
 		return JobState::kRetryable;
 	if (!core::ParseJobState(outcome, strlen(outcome), &state))
 		elog(ERROR, "awa: unknown closure outcome \"%s\"", outcome);
@@ -324,7 +331,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 12);
 	}
 	CountMove(DatumGetTextPP(queue), static_cast<int>(JobState::kRunning), static_cast<int>(StateOfOutcome(close_as)),
-	          accepted);
+	          accepted, IsRescueOutcome(close_as) ? core::JobEvent::kRescued : core::JobEvent::kNone);
 	for (int i = 0; i < accepted; i++) {
 		closed_out->job_ids[closed_out->count] = closed_jobs[i];
 		closed_out->run_leases[closed_out->count] = closed_leases[i];

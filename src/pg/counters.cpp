@@ -49,6 +49,9 @@ struct QueueCounters {
 	int db_index;
 	pg_atomic_uint64 main[kStates];   // the counts, while the database is trusted
 	pg_atomic_uint64 since[kStates];  // moves committed during a rebuild's pass
+	// Event totals since the server started (or the extension was created
+	// again), whatever the counts' trust: events are added, never recounted.
+	pg_atomic_uint64 events[core::kJobEventCount];
 };
 
 struct DbCounters {
@@ -193,6 +196,7 @@ struct Pending {
 	QueueCounters *entry;
 	int level;  // subtransaction nesting level that made the moves
 	int64 delta[kStates];
+	int64 events[core::kJobEventCount];
 };
 Pending pending[kMaxPending];
 int pending_count = 0;
@@ -281,6 +285,9 @@ ZeroDatabase(Oid database, bool main_too)
 				pg_atomic_write_u64(&entry->main[s], 0);
 			pg_atomic_write_u64(&entry->since[s], 0);
 		}
+		if (main_too)
+			for (int e = 0; e < core::kJobEventCount; e++)
+				pg_atomic_write_u64(&entry->events[e], 0);
 	});
 }
 
@@ -388,6 +395,8 @@ EnterQueue(const char *chars, int length, int db_index, bool *full)
 			pg_atomic_init_u64(&entry->main[s], 0);
 			pg_atomic_init_u64(&entry->since[s], 0);
 		}
+		for (int e = 0; e < core::kJobEventCount; e++)
+			pg_atomic_init_u64(&entry->events[e], 0);
 		shared->entry_count++;
 	}
 	dshash_release_lock(Table(), entry);
@@ -476,6 +485,9 @@ ApplyPending()
 	} else {
 		for (int i = 0; i < pending_count; i++) {
 			QueueCounters *entry = pending[i].entry;
+			for (int e = 0; e < core::kJobEventCount; e++)
+				if (pending[i].events[e] != 0)
+					pg_atomic_fetch_add_u64(&entry->events[e], pending[i].events[e]);
 			const DbCounters &db = shared->dbs[entry->db_index];
 			pg_atomic_uint64 *target = NULL;
 			if (db.state == kTrusted)
@@ -576,7 +588,7 @@ InstallCounters()
 }
 
 void
-CountMove(text *queue, int from, int to, int64 n)
+CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)
 {
 	if (shared == NULL || n == 0)
 		return;
@@ -605,6 +617,39 @@ CountMove(text *queue, int from, int to, int64 n)
 		slot->delta[from] -= n;
 	if (to != kNoState)
 		slot->delta[to] += n;
+	if (event == core::JobEvent::kNone)
+		event = core::EventOfMove(from, to);
+	if (event != core::JobEvent::kNone)
+		slot->events[static_cast<int>(event)] += n;
+}
+
+int
+ReadEventTotals(QueueEventTotals **out)
+{
+	*out = NULL;
+	if (shared == NULL)
+		return 0;
+	int db_index = CurrentDbIndex();
+	if (db_index < 0)
+		return 0;
+	int capacity = 16;
+	int count = 0;
+	QueueEventTotals *list = static_cast<QueueEventTotals *>(palloc(sizeof(QueueEventTotals) * capacity));
+	LWLockAcquire(counters_lock, LW_SHARED);
+	// palloc under the LWLock: an out-of-memory error releases it at abort.
+	ForEachEntry(MyDatabaseId, [&](QueueCounters *entry) {
+		if (count == capacity) {
+			capacity *= 2;
+			list = static_cast<QueueEventTotals *>(repalloc(list, sizeof(QueueEventTotals) * capacity));
+		}
+		QueueEventTotals &row = list[count++];
+		row.queue = pstrdup(NameOf(entry));
+		for (int e = 0; e < core::kJobEventCount; e++)
+			row.totals[e] = static_cast<int64>(pg_atomic_read_u64(&entry->events[e]));
+	});
+	LWLockRelease(counters_lock);
+	*out = list;
+	return count;
 }
 
 bool

@@ -31,8 +31,20 @@ void InstallCounters();
 
 // Records that `n` jobs of `queue` left `from` and entered `to` (either may be
 // kNoState). Call in the transaction that makes the change. May ereport.
-constexpr int kNoState = -1;
-void CountMove(text *queue, int from, int to, int64 n);
+// The move also counts as the event core::EventOfMove names, or as `event`
+// when given (a rescue): the totals since the server started, which
+// awa.job_event_totals reads. Like the counts, they change at commit only.
+constexpr int kNoState = core::kNoJobState;
+void CountMove(text *queue, int from, int to, int64 n, core::JobEvent event = core::JobEvent::kNone);
+
+// Every queue of this database with event totals: `visit(name, totals)` with
+// totals[core::kJobEventCount], the queues in no particular order. Without
+// shared memory, visits none. May ereport (out of memory).
+struct QueueEventTotals {
+	char *queue;  // palloc'd
+	int64 totals[core::kJobEventCount];
+};
+int ReadEventTotals(QueueEventTotals **out);
 
 // Makes the counters of this database trustworthy, rebuilding them if needed.
 // False when they cannot be (see above): the caller counts exactly. Requires

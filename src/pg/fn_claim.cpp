@@ -33,6 +33,7 @@
 #include "pg/sequences.hpp"
 #include "pg/wakeups.hpp"
 #include "pg/claim_sleep.hpp"
+#include "pg/claim_waiters.hpp"
 
 extern "C" {
 #include "storage/proc.h"
@@ -329,6 +330,7 @@ AWA_FUNCTION(awa_claim)
 		int64 nap = until - now;
 		if (request.unsure)
 			nap = Min(nap, int64{Max(awa_gap_proof_lock_timeout_ms, 1)} * 1000);
+		BeginClaimWait(request.queue);
 		SleepWithoutSnapshot(fcinfo->flinfo->fn_oid, request.wake_bucket, seen, nap);
 		now = GetCurrentTimestamp();
 		// Settings (a paused queue resumed) and lanes (a new one) may have
@@ -339,6 +341,7 @@ AWA_FUNCTION(awa_claim)
 		ForgetCachedLanes();
 		ForgetCachedSettings();
 	}
+	EndClaimWait();
 	SPI_finish();
 	return (Datum)0;
 }

@@ -5,6 +5,7 @@
 #include "pg/inflight.hpp"
 #include "pg/maintenance_state.hpp"
 #include "pg/wakeups.hpp"
+#include "pg/claim_waiters.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/queue_settings.hpp"
 #include "pg/postgres_headers.hpp"
@@ -175,6 +176,7 @@ _PG_init(void)
 	if (process_shared_preload_libraries_in_progress) {
 		awa::pg::InstallInflightRegistry();
 		awa::pg::InstallWakeups();
+		awa::pg::InstallClaimWaiters();
 		awa::pg::InstallLaneWaits();
 		awa::pg::InstallCounters();
 		awa::pg::InstallMaintenanceState();

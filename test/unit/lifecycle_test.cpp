@@ -92,3 +92,40 @@ TEST(Aging, OneLevelPerInterval)
 
 }  // namespace
 }  // namespace awa::core
+
+namespace awa::core {
+namespace {
+
+// The events of awa.job_event_totals, from the state moves that make them.
+TEST(JobEvents, EveryMoveNamesItsEvent)
+{
+	auto s = [](JobState state) { return static_cast<int>(state); };
+	EXPECT_EQ(EventOfMove(kNoJobState, s(JobState::kAvailable)), JobEvent::kEnqueued);
+	EXPECT_EQ(EventOfMove(kNoJobState, s(JobState::kScheduled)), JobEvent::kEnqueued);
+	EXPECT_EQ(EventOfMove(s(JobState::kAvailable), s(JobState::kRunning)), JobEvent::kClaimed);
+	EXPECT_EQ(EventOfMove(s(JobState::kRunning), s(JobState::kCompleted)), JobEvent::kCompleted);
+	EXPECT_EQ(EventOfMove(s(JobState::kRunning), s(JobState::kRetryable)), JobEvent::kRetried);
+	EXPECT_EQ(EventOfMove(s(JobState::kRunning), s(JobState::kAvailable)), JobEvent::kRetried);
+	EXPECT_EQ(EventOfMove(s(JobState::kRunning), s(JobState::kScheduled)), JobEvent::kSnoozed);
+	EXPECT_EQ(EventOfMove(s(JobState::kRunning), s(JobState::kFailed)), JobEvent::kFailed);
+	EXPECT_EQ(EventOfMove(s(JobState::kRunning), s(JobState::kDlq)), JobEvent::kFailed);
+	// Moves that are no event of a job's run.
+	EXPECT_EQ(EventOfMove(s(JobState::kScheduled), s(JobState::kAvailable)), JobEvent::kNone);  // promotion
+	EXPECT_EQ(EventOfMove(s(JobState::kAvailable), s(JobState::kCancelled)), JobEvent::kNone);
+	EXPECT_EQ(EventOfMove(s(JobState::kRunning), s(JobState::kCancelled)), JobEvent::kNone);
+	EXPECT_EQ(EventOfMove(s(JobState::kDlq), s(JobState::kScheduled)), JobEvent::kNone);  // DLQ retry
+	EXPECT_EQ(EventOfMove(s(JobState::kCompleted), kNoJobState), JobEvent::kNone);        // history forgotten
+	EXPECT_EQ(EventOfMove(kNoJobState, s(JobState::kDlq)), JobEvent::kNone);
+}
+
+TEST(JobEvents, NamesAreTheColumns)
+{
+	const char *expected[] = {"enqueued", "claimed", "completed", "retried", "snoozed", "failed", "rescued"};
+	ASSERT_EQ(kJobEventCount, 7);
+	for (int e = 0; e < kJobEventCount; e++)
+		EXPECT_STREQ(JobEventName(static_cast<JobEvent>(e)), expected[e]);
+	EXPECT_STREQ(JobEventName(JobEvent::kNone), "none");
+}
+
+}  // namespace
+}  // namespace awa::core
