@@ -11,7 +11,7 @@ namespace awa::core {
 namespace {
 
 constexpr const char *kTaskNames[kMaintenanceTaskCount] = {
-    "counters",    "promote",      "rescue",     "prune_queue", "rotate_queue",
+    "counters",    "promote",      "periodic",     "rescue",     "prune_queue", "rotate_queue",
     "prune_claim", "rotate_claim", "prune_lease", "rotate_lease", "dlq_retention", "history"};
 
 }  // namespace

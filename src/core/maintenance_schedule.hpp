@@ -12,6 +12,8 @@ namespace awa::core {
 enum class MaintenanceTask : int {
 	kCounters = 0,   // rebuild the shared-memory counters when untrusted
 	kPromote,        // due scheduled and retryable jobs -> available
+	kPeriodic,       // enqueue the due ticks of periodic jobs (docs/periodic.md); before
+	                 // any rotation, since a transaction that rotated cannot enqueue
 	kRescue,         // expired deadlines and stale heartbeats -> retryable / failed / dlq
 	kPruneQueue,     // TRUNCATE the oldest sealed queue-ring slot on proof
 	kRotateQueue,    // append the next queue-ring generation

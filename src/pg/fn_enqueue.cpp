@@ -36,22 +36,62 @@ JobIdSequence()
 
 using namespace awa::pg;
 
+namespace {
+
+// The arguments of awa.enqueue, checked (each bad one raises 22004 or 22023
+// with a hint before anything is written).
+struct EnqueueArguments {
+	text *kind;
+	Jsonb *args;
+	text *queue;
+	int16 priority;
+	TimestampTz run_at;
+	int16 max_attempts;
+	TimestampTz now;
+	JobOptions options;
+};
+
+void
+ReadEnqueueArguments(FunctionCallInfo fcinfo, EnqueueArguments *out)
+{
+	out->kind = KindArgument(fcinfo, 0);
+	RequireArgument(fcinfo, 1, "args", true);
+	out->args = PG_GETARG_JSONB_P(1);
+	RequireJsonObject(out->args, "args");
+	out->queue = QueueArgument(fcinfo, 2);
+	out->priority = PriorityArgument(fcinfo, 3);
+	out->max_attempts = MaxAttemptsArgument(fcinfo, 5);
+	out->now = GetCurrentTimestamp();
+	out->run_at = PG_ARGISNULL(4) ? out->now : PG_GETARG_TIMESTAMPTZ(4);
+	out->options = ParseJobOptions(PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6), "opts", out->kind, out->queue,
+	                               out->args, out->now);
+}
+
+}  // namespace
+
+// awa._check_job(kind, args, queue, priority, run_at, max_attempts, opts):
+// raises what awa.enqueue would raise for these arguments, and writes
+// nothing (awa.schedule_periodic checks the jobs it will enqueue).
+AWA_FUNCTION(awa_internal_check_job)
+{
+	EnqueueArguments arguments;
+	ReadEnqueueArguments(fcinfo, &arguments);
+	PG_RETURN_VOID();
+}
+
 // awa.enqueue(kind, args, queue, priority, run_at, max_attempts, opts) -> job_id
 AWA_FUNCTION(awa_enqueue)
 {
-	text *kind = KindArgument(fcinfo, 0);
-	RequireArgument(fcinfo, 1, "args", true);
-	Jsonb *args = PG_GETARG_JSONB_P(1);
-	RequireJsonObject(args, "args");
-	text *queue = QueueArgument(fcinfo, 2);
-	int16 priority = PriorityArgument(fcinfo, 3);
-	bool scheduled = !PG_ARGISNULL(4);
-	TimestampTz run_at = scheduled ? PG_GETARG_TIMESTAMPTZ(4) : 0;
-	int16 max_attempts = MaxAttemptsArgument(fcinfo, 5);
-	TimestampTz now = GetCurrentTimestamp();
-	JobOptions options = ParseJobOptions(PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6), "opts", kind, queue, args, now);
-	if (!scheduled)
-		run_at = now;
+	EnqueueArguments arguments;
+	ReadEnqueueArguments(fcinfo, &arguments);
+	text *kind = arguments.kind;
+	Jsonb *args = arguments.args;
+	text *queue = arguments.queue;
+	int16 priority = arguments.priority;
+	TimestampTz run_at = arguments.run_at;
+	int16 max_attempts = arguments.max_attempts;
+	TimestampTz now = arguments.now;
+	JobOptions options = arguments.options;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");

@@ -17,6 +17,7 @@ extern int awa_claim_rotate_interval_ms;
 extern int awa_lease_rotate_interval_ms;
 extern int awa_prune_max_backoff_level;
 extern int awa_promote_interval_ms;
+extern int awa_periodic_interval_ms;
 extern int awa_rescue_interval_ms;
 extern int awa_cleanup_interval_s;
 extern int awa_launcher_naptime_s;

@@ -149,6 +149,8 @@ IntervalMs(MaintenanceTask task)
 		// Cheap when nothing is due (a ledger read); as often as the queue
 		// ring moves, so history slots are reclaimed on time for any retention.
 		return awa_queue_rotate_interval_ms;
+	case MaintenanceTask::kPeriodic:
+		return awa_periodic_interval_ms;
 	case MaintenanceTask::kCount:
 		break;
 	}
@@ -204,11 +206,38 @@ EarliestDeferredAfter(TimestampTz after)
 	return isnull ? 0 : DatumGetTimestampTz(value);
 }
 
+// The earliest next tick of the periodic jobs, or 0 when none. Inside a
+// step's SPI connection.
+TimestampTz
+EarliestPeriodicTick()
+{
+	int rc = SPI_execute("SELECT min(next_run_at) FROM awa.periodic_schedules", true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		return 0;
+	bool isnull;
+	Datum value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? 0 : DatumGetTimestampTz(value);
+}
+
+// The periodic step runs again at the earliest next tick when that comes
+// before its cadence (awa.periodic_interval bounds how late a schedule
+// created or changed meanwhile is seen).
+void
+SchedulePeriodic(core::TaskClock *clock, TimestampTz next_tick)
+{
+	TimestampTz current = GetCurrentTimestamp();
+	int64 delay = IntervalMs(MaintenanceTask::kPeriodic) * 1000;
+	if (next_tick != 0)
+		delay = Max(int64{0}, Min(delay, next_tick - current));
+	clock->Ran(MaintenanceTask::kPeriodic, current, delay);
+}
+
 // Runs one step in its own transaction; its outcome is copied into `outcome`
 // ("" after an error). Errors are reported and the transaction is aborted.
 // After a promotion, *next_deferred is the run_at of the earliest deferred
 // job still to come (0: none); any commit of a deferred job from before the
-// step began until it is published wakes the worker (wakeups.hpp).
+// step began until it is published wakes the worker (wakeups.hpp). After the
+// periodic step, it is the earliest next tick (0: none).
 void
 RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *next_deferred)
 {
@@ -256,6 +285,8 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *n
 				// From the step's start: a job that came due while the
 				// promotion ran is found too (rows it promoted are gone).
 				*next_deferred = EarliestDeferredAfter(GetCurrentTransactionStartTimestamp());
+			if (task == MaintenanceTask::kPeriodic)
+				*next_deferred = EarliestPeriodicTick();
 			SPI_finish();
 		}
 		PopActiveSnapshot();
@@ -482,6 +513,8 @@ awa_maintenance_main(Datum argument)
 				LeaveIfDatabaseHeld(database);
 				if (task == MaintenanceTask::kPromote && outcome[0] != '\0')
 					SchedulePromotion(&clock, next_deferred);
+				if (task == MaintenanceTask::kPeriodic && outcome[0] != '\0')
+					SchedulePeriodic(&clock, next_deferred);
 				if (outcome[0] == '\0') {
 					error_streak[i] = Min(error_streak[i] + 1, 6);
 					int64 retry_ms = Min(int64{1000} << error_streak[i], int64{60000});

@@ -32,6 +32,7 @@ int awa_lease_rotate_interval_ms = 1000;
 static int awa_prune_lock_timeout_ms = 10;
 int awa_prune_max_backoff_level = 2;
 int awa_promote_interval_ms = 250;
+int awa_periodic_interval_ms = 1000;
 static int awa_promote_batch_size = 4096;
 static int awa_promote_max_batches = 32;
 static int awa_heartbeat_staleness_s = 90;
@@ -79,6 +80,11 @@ DefineMaintenanceVariables()
 	                        &awa_prune_max_backoff_level, 2, 0, 10, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.promote_interval", "How often due scheduled and retryable jobs are promoted.", NULL,
 	                        &awa_promote_interval_ms, 250, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.periodic_interval", "How often, at most, the worker looks for due periodic jobs.",
+	                        "It also wakes at the earliest next tick; this bounds how late it sees a schedule "
+	                        "created or changed since it last looked.",
+	                        &awa_periodic_interval_ms, 1000, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+	                        NULL);
 	DefineCustomIntVariable("awa.promote_batch_size", "Jobs promoted per batch.", NULL, &awa_promote_batch_size,
 	                        4096, 1, 100000, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.promote_max_batches", "Promotion batches per tick.", NULL, &awa_promote_max_batches,
