@@ -15,7 +15,7 @@
 \i sql/include/try.sql
 
 SET client_min_messages = warning;
-DROP ROLE IF EXISTS regress_awa_lr_none, regress_awa_lr_usage, regress_awa_lr_producer, regress_awa_lr_worker, regress_awa_lr_admin;
+DROP ROLE IF EXISTS regress_awa_lr_none, regress_awa_lr_usage, regress_awa_lr_producer, regress_awa_lr_worker, regress_awa_lr_admin, regress_awa_lr_monitor;
 RESET client_min_messages;
 
 -- No grant at all; USAGE on the schema only; and one member of each awa role
@@ -26,6 +26,7 @@ GRANT USAGE ON SCHEMA awa TO regress_awa_lr_usage;
 CREATE ROLE regress_awa_lr_producer IN ROLE awa_producer;
 CREATE ROLE regress_awa_lr_worker IN ROLE awa_worker;
 CREATE ROLE regress_awa_lr_admin IN ROLE awa_admin;
+CREATE ROLE regress_awa_lr_monitor IN ROLE awa_monitor;
 SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname LIKE 'regress\_awa\_lr\_%' ORDER BY rolname;
 
 -- ---------------------------------------------------------------------------
@@ -36,7 +37,8 @@ SELECT p.oid::regprocedure AS function,
        has_function_privilege('regress_awa_lr_usage', p.oid, 'EXECUTE') AS usage,
        has_function_privilege('regress_awa_lr_producer', p.oid, 'EXECUTE') AS producer,
        has_function_privilege('regress_awa_lr_worker', p.oid, 'EXECUTE') AS worker,
-       has_function_privilege('regress_awa_lr_admin', p.oid, 'EXECUTE') AS admin
+       has_function_privilege('regress_awa_lr_admin', p.oid, 'EXECUTE') AS admin,
+       has_function_privilege('regress_awa_lr_monitor', p.oid, 'EXECUTE') AS monitor
   FROM pg_proc p
  WHERE p.pronamespace = 'awa'::regnamespace
  ORDER BY p.proname, p.oid::regprocedure::text;
@@ -179,6 +181,6 @@ RESET ROLE;
 -- ---------------------------------------------------------------------------
 -- Clean up the cluster-wide roles.
 -- ---------------------------------------------------------------------------
-DROP OWNED BY regress_awa_lr_none, regress_awa_lr_usage, regress_awa_lr_producer, regress_awa_lr_worker, regress_awa_lr_admin;
-DROP ROLE regress_awa_lr_none, regress_awa_lr_usage, regress_awa_lr_producer, regress_awa_lr_worker, regress_awa_lr_admin;
+DROP OWNED BY regress_awa_lr_none, regress_awa_lr_usage, regress_awa_lr_producer, regress_awa_lr_worker, regress_awa_lr_admin, regress_awa_lr_monitor;
+DROP ROLE regress_awa_lr_none, regress_awa_lr_usage, regress_awa_lr_producer, regress_awa_lr_worker, regress_awa_lr_admin, regress_awa_lr_monitor;
 SELECT count(*) AS leftover_roles FROM pg_roles WHERE rolname LIKE 'regress\_awa\_lr\_%';

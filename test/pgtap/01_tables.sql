@@ -3,7 +3,7 @@
 -- storage parameters and primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(392);
+SELECT plan(429);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -19,7 +19,7 @@ SELECT tables_are('awa',
           'leases',
           'job_history',
           'attempt_state', 'deferred_jobs', 'dlq_entries',
-          'queue_meta', 'job_unique_claims']::name[]
+          'queue_meta', 'job_unique_claims', 'periodic_schedules']::name[]
     || ARRAY(SELECT (f || '_' || s)::name
                FROM unnest(ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
                                  'ready_claim_attempt_batches', 'done_entries',
@@ -31,9 +31,9 @@ SELECT tables_are('awa',
                     generate_series(0, 7) s)
     || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s)
     || ARRAY(SELECT ('job_history_' || s)::name FROM generate_series(0, 7) s),
-    'schema awa has exactly the 30 tables and their 144 ring partitions');
+    'schema awa has exactly the 31 tables and their 144 ring partitions');
 
--- has_table: 30
+-- has_table: 31
 SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -45,9 +45,9 @@ SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases', 'job_history',
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
-                    'queue_meta', 'job_unique_claims']) t;
+                    'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
 
--- has_pk, every table but the insert-only history ring job_history: 29
+-- has_pk, every table but the insert-only history ring job_history: 30
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -59,13 +59,13 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases',
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
-                    'queue_meta', 'job_unique_claims']) t;
+                    'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
 
 -- awa.job_history has no primary key (a job has one history row; lookups use
 -- job_history_job_id_idx): 1
 SELECT hasnt_pk('awa', 'job_history', 'table awa.job_history has no primary key');
 
--- col_is_pk, exact key columns in key order: 29
+-- col_is_pk, exact key columns in key order: 30
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['singleton']),
@@ -96,10 +96,11 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('deferred_jobs',               ARRAY['job_id']),
     ('dlq_entries',                 ARRAY['job_id']),
     ('queue_meta',                  ARRAY['queue']),
-    ('job_unique_claims',           ARRAY['unique_key'])
+    ('job_unique_claims',           ARRAY['unique_key']),
+    ('periodic_schedules',          ARRAY['name'])
   ) AS pk(t, cols);
 
--- columns_are, exact column sets: 30
+-- columns_are, exact column sets: 31
 SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
   FROM (VALUES
     ('queue_ring_state', ARRAY['singleton', 'slot_count']),
@@ -156,10 +157,12 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                           'payload', 'dlq_reason', 'dlq_at']),
     ('queue_meta', ARRAY['queue', 'paused', 'paused_at', 'dlq_enabled', 'aging_interval', 'default_deadline',
                          'updated_at']),
-    ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at'])
+    ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at']),
+    ('periodic_schedules', ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
+                                 'next_run_at', 'last_run_at', 'last_job_id', 'created_at', 'updated_at'])
   ) AS c(t, cols);
 
--- col_type_is, every column of every table (partitions inherit them): 229
+-- col_type_is, every column of every table (partitions inherit them): 243
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -391,10 +394,23 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('job_unique_claims', 'unique_key', 'bytea'),
     ('job_unique_claims', 'job_id', 'bigint'),
     ('job_unique_claims', 'unique_states', 'smallint'),
-    ('job_unique_claims', 'claimed_at', 'timestamp with time zone')
+    ('job_unique_claims', 'claimed_at', 'timestamp with time zone'),
+    ('periodic_schedules', 'name', 'text'),
+    ('periodic_schedules', 'schedule', 'text'),
+    ('periodic_schedules', 'timezone', 'text'),
+    ('periodic_schedules', 'kind', 'text'),
+    ('periodic_schedules', 'args', 'jsonb'),
+    ('periodic_schedules', 'queue', 'text'),
+    ('periodic_schedules', 'priority', 'smallint'),
+    ('periodic_schedules', 'opts', 'jsonb'),
+    ('periodic_schedules', 'next_run_at', 'timestamp with time zone'),
+    ('periodic_schedules', 'last_run_at', 'timestamp with time zone'),
+    ('periodic_schedules', 'last_job_id', 'bigint'),
+    ('periodic_schedules', 'created_at', 'timestamp with time zone'),
+    ('periodic_schedules', 'updated_at', 'timestamp with time zone')
   ) AS ct(t, c, ty);
 
--- Nullability: exactly these columns of the 30 tables may be NULL (all others NOT NULL): 1
+-- Nullability: exactly these columns of the 31 tables may be NULL (all others NOT NULL): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default"
         FROM pg_catalog.pg_attribute a
@@ -413,12 +429,13 @@ SELECT results_eq(
              ('lease_claims', 'closed_at'), ('lease_claims', 'deadline_at'), ('lease_claims', 'materialized_at'),
              ('leases', 'callback_id'), ('leases', 'callback_timeout_at'), ('leases', 'deadline_at'),
              ('leases', 'heartbeat_at'),
+             ('periodic_schedules', 'last_job_id'), ('periodic_schedules', 'last_run_at'),
              ('queue_meta', 'default_deadline'), ('queue_meta', 'paused_at'),
              ('ready_entries', 'attempted_at'), ('ready_entries', 'payload'), ('ready_entries', 'unique_key'),
              ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
--- Defaults: exactly these columns of the 30 tables have a default, and these
+-- Defaults: exactly these columns of the 31 tables have a default, and these
 -- are the defaults (configure_queue's fallbacks match queue_meta's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default",
@@ -435,6 +452,7 @@ SELECT results_eq(
              ('history_ring_state', 'singleton', 'true'),
              ('lease_ring_rotations', 'rotated_at', 'now()'),
              ('lease_ring_state', 'singleton', 'true'),
+             ('periodic_schedules', 'created_at', 'now()'), ('periodic_schedules', 'updated_at', 'now()'),
              ('queue_lanes', 'created_at', 'now()'),
              ('queue_meta', 'aging_interval', '''00:01:00''::interval'),
              ('queue_meta', 'dlq_enabled', 'false'), ('queue_meta', 'paused', 'false'),
@@ -444,7 +462,7 @@ SELECT results_eq(
              ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0')$$,
     'exactly these columns have defaults, and these are the defaults');
 
--- CHECK and UNIQUE constraints of the 30 tables, exactly (no foreign keys, no
+-- CHECK and UNIQUE constraints of the 31 tables, exactly (no foreign keys, no
 -- exclusion constraints; partitions inherit their parent's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", k.contype::text COLLATE "default",
@@ -475,6 +493,7 @@ SELECT results_eq(
              ('lease_ring_state', 'c', 'CHECK (((slot_count >= 2) AND (slot_count <= 64)))'),
              ('lease_ring_state', 'c', 'CHECK (singleton)'),
              ('leases', 'c', 'CHECK ((state = ANY (ARRAY[''running''::text, ''waiting_external''::text])))'),
+             ('periodic_schedules', 'c', 'CHECK (((length(name) >= 1) AND (length(name) <= 200)))'),
              ('queue_lanes', 'c', 'CHECK (((length(queue) >= 1) AND (length(queue) <= 200)))'),
              ('queue_lanes', 'c', 'CHECK (((priority >= 1) AND (priority <= 4)))'),
              ('queue_lanes', 'u', 'UNIQUE (lane_id)'),
@@ -515,19 +534,49 @@ SELECT results_eq(
     $$VALUES (false, true, false, true, true, true)$$,
     'a new queue_meta row is not paused, has no DLQ, ages by 60 s and has no default deadline');
 
+-- periodic_schedules bounds a schedule's name, keeps one row per name, and
+-- a new schedule has no tick enqueued yet: 5
+SELECT throws_ok($$INSERT INTO awa.periodic_schedules (name, schedule, timezone, kind, args, queue, priority, opts,
+                                                      next_run_at)
+                   VALUES ('', '@hourly', 'UTC', 'k', '{}', 'default', 2, '{}', now())$$,
+                 '23514', NULL, 'periodic_schedules refuses an empty name');
+SELECT throws_ok($$INSERT INTO awa.periodic_schedules (name, schedule, timezone, kind, args, queue, priority, opts,
+                                                      next_run_at)
+                   VALUES (repeat('n', 201), '@hourly', 'UTC', 'k', '{}', 'default', 2, '{}', now())$$,
+                 '23514', NULL, 'periodic_schedules refuses a name longer than 200 characters');
+SELECT lives_ok($$INSERT INTO awa.periodic_schedules (name, schedule, timezone, kind, args, queue, priority, opts,
+                                                     next_run_at)
+                  VALUES (repeat('n', 200), '@hourly', 'UTC', 'k', '{}', 'default', 2, '{}', now())$$,
+                'periodic_schedules takes a 200-character name and the required columns alone');
+SELECT throws_ok($$INSERT INTO awa.periodic_schedules (name, schedule, timezone, kind, args, queue, priority, opts,
+                                                      next_run_at)
+                   VALUES (repeat('n', 200), '@daily', 'UTC', 'k', '{}', 'default', 2, '{}', now())$$,
+                 '23505', NULL, 'periodic_schedules admits one schedule per name');
+SELECT results_eq(
+    $$SELECT last_run_at IS NULL, last_job_id IS NULL, created_at = now(), updated_at = now()
+        FROM awa.periodic_schedules WHERE name = repeat('n', 200)$$,
+    $$VALUES (true, true, true, true)$$,
+    'a new periodic_schedules row has no last tick or job and is created and updated now');
+
 -- queue_lanes.lane_id is unique (lane sequences are named after it): 1
 SELECT col_is_unique('awa', 'queue_lanes', ARRAY['lane_id']::name[], 'awa.queue_lanes.lane_id is unique');
 
--- The views lanes and dlq, their columns and column types: 1 + 2 + 2 + 17
-SELECT views_are('awa', ARRAY['lanes', 'dlq']::name[], 'schema awa has exactly the views lanes and dlq');
+-- The views lanes, dlq and periodic_jobs, their columns and column types:
+-- 1 + 3 + 3 + (5 + 12 + 13 = 30)
+SELECT views_are('awa', ARRAY['lanes', 'dlq', 'periodic_jobs']::name[],
+                 'schema awa has exactly the views lanes, dlq and periodic_jobs');
 SELECT has_view('awa', v::name, 'view awa.' || v || ' exists')
-  FROM unnest(ARRAY['lanes', 'dlq']) v;
+  FROM unnest(ARRAY['lanes', 'dlq', 'periodic_jobs']) v;
 SELECT columns_are('awa', 'lanes', ARRAY['queue', 'priority', 'lane_id', 'enqueue_cursor', 'claim_cursor']::name[],
                    'awa.lanes has exactly its columns');
 SELECT columns_are('awa', 'dlq',
                    ARRAY['job_id', 'queue', 'kind', 'args', 'attempt', 'errors', 'dlq_at', 'dlq_reason',
                          'priority', 'max_attempts', 'run_lease', 'created_at']::name[],
                    'awa.dlq has exactly its columns');
+SELECT columns_are('awa', 'periodic_jobs',
+                   ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
+                         'next_run_at', 'last_run_at', 'last_job_id', 'created_at', 'updated_at']::name[],
+                   'awa.periodic_jobs has exactly its columns');
 SELECT col_type_is('awa', v::name, c::name, ty, 'awa.' || v || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('lanes', 'queue', 'text'),
@@ -546,7 +595,20 @@ SELECT col_type_is('awa', v::name, c::name, ty, 'awa.' || v || '.' || c || ' is 
     ('dlq', 'priority', 'smallint'),
     ('dlq', 'max_attempts', 'smallint'),
     ('dlq', 'run_lease', 'bigint'),
-    ('dlq', 'created_at', 'timestamp with time zone')
+    ('dlq', 'created_at', 'timestamp with time zone'),
+    ('periodic_jobs', 'name', 'text'),
+    ('periodic_jobs', 'schedule', 'text'),
+    ('periodic_jobs', 'timezone', 'text'),
+    ('periodic_jobs', 'kind', 'text'),
+    ('periodic_jobs', 'args', 'jsonb'),
+    ('periodic_jobs', 'queue', 'text'),
+    ('periodic_jobs', 'priority', 'smallint'),
+    ('periodic_jobs', 'opts', 'jsonb'),
+    ('periodic_jobs', 'next_run_at', 'timestamp with time zone'),
+    ('periodic_jobs', 'last_run_at', 'timestamp with time zone'),
+    ('periodic_jobs', 'last_job_id', 'bigint'),
+    ('periodic_jobs', 'created_at', 'timestamp with time zone'),
+    ('periodic_jobs', 'updated_at', 'timestamp with time zone')
   ) AS vc(v, c, ty);
 
 -- Sequences: the four global identities, the ring epoch and the claim fence;

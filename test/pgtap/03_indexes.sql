@@ -3,9 +3,9 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(108);
+SELECT plan(113);
 
--- Hot-path indexes with their exact key columns: 11
+-- Hot-path indexes with their exact key columns: 12
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
                  ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']::name[],
                  'ready_entries PK is (queue, priority, lane_seq, ready_slot)');
@@ -35,10 +35,14 @@ SELECT has_index('awa', 'job_unique_claims', 'job_unique_claims_job_id_idx', ARR
                  'job_unique_claims has its job_id index (keys are released by job)');
 SELECT has_index('awa', 'job_history', 'job_history_job_id_idx', ARRAY['job_id']::name[],
                  'job_history has its job_id index (get_job and cancel look a finished job up by id)');
+SELECT has_index('awa', 'periodic_schedules', 'periodic_schedules_due_idx', ARRAY['next_run_at']::name[],
+                 'periodic_schedules has its due index (next_run_at) (the periodic step walks it in order)');
 
 -- The probed primary keys are the primary-key indexes (configure_queue,
 -- pause_queue and resume_queue name queue_meta_pkey in ON CONFLICT ON
--- CONSTRAINT; unique keys are taken by inserting into job_unique_claims): 5
+-- CONSTRAINT; unique keys are taken by inserting into job_unique_claims;
+-- schedule_periodic, unschedule_periodic and the periodic step find a
+-- schedule by name): 6
 SELECT index_is_primary('awa', 'ready_entries', 'ready_entries_pkey',
                         'ready_entries_pkey is the primary key of ready_entries');
 SELECT index_is_primary('awa', 'ready_segments', 'ready_segments_pkey',
@@ -49,9 +53,11 @@ SELECT index_is_primary('awa', 'queue_meta', 'queue_meta_pkey',
                         'queue_meta_pkey is the primary key of queue_meta');
 SELECT index_is_primary('awa', 'job_unique_claims', 'job_unique_claims_pkey',
                         'job_unique_claims_pkey is the primary key of job_unique_claims');
+SELECT index_is_primary('awa', 'periodic_schedules', 'periodic_schedules_pkey',
+                        'periodic_schedules_pkey is the primary key of periodic_schedules');
 
--- Exact definitions of every index of the 30 tables (uniqueness, method,
--- columns, order, predicate; ON ONLY = the partitioned parent's index): 42
+-- Exact definitions of every index of the 31 tables (uniqueness, method,
+-- columns, order, predicate; ON ONLY = the partitioned parent's index): 45
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -139,10 +145,14 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
     ('job_unique_claims_pkey',
      'CREATE UNIQUE INDEX job_unique_claims_pkey ON awa.job_unique_claims USING btree (unique_key)'),
     ('job_unique_claims_job_id_idx',
-     'CREATE INDEX job_unique_claims_job_id_idx ON awa.job_unique_claims USING btree (job_id)')
+     'CREATE INDEX job_unique_claims_job_id_idx ON awa.job_unique_claims USING btree (job_id)'),
+    ('periodic_schedules_pkey',
+     'CREATE UNIQUE INDEX periodic_schedules_pkey ON awa.periodic_schedules USING btree (name)'),
+    ('periodic_schedules_due_idx',
+     'CREATE INDEX periodic_schedules_due_idx ON awa.periodic_schedules USING btree (next_run_at)')
   ) AS d(i, def);
 
--- Exact index set of every table: 30
+-- Exact index set of every table: 31
 SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its indexes')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['queue_ring_state_pkey']),
@@ -177,7 +187,8 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('deferred_jobs',               ARRAY['deferred_jobs_pkey', 'deferred_jobs_due_idx', 'deferred_jobs_unique_key_idx']),
     ('dlq_entries',                 ARRAY['dlq_entries_pkey', 'dlq_entries_queue_idx']),
     ('queue_meta',                  ARRAY['queue_meta_pkey']),
-    ('job_unique_claims',           ARRAY['job_unique_claims_pkey', 'job_unique_claims_job_id_idx'])
+    ('job_unique_claims',           ARRAY['job_unique_claims_pkey', 'job_unique_claims_job_id_idx']),
+    ('periodic_schedules',          ARRAY['periodic_schedules_pkey', 'periodic_schedules_due_idx'])
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its

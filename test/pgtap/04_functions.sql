@@ -1,8 +1,9 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (the 24
--- public API functions; never cursor_value or an awa._* building block),
--- volatility, strictness (only cursor_value and the internal ring arithmetic
--- _slot_of, _oldest_live_generation, _prune_target are STRICT: NULL arguments
+-- types, names, defaults), return types, language, SECURITY DEFINER (30 of the
+-- 33 public API functions; never await_durable, cursor_value, periodic_next or
+-- an awa._* building block), volatility, strictness (only cursor_value, the
+-- internal ring arithmetic _slot_of, _oldest_live_generation, _prune_target
+-- and the internal tick arithmetic _periodic_latest are STRICT: NULL arguments
 -- of the API must reach the code that raises 22004), row estimates, the pinned search path
 -- (every SQL and PL/pgSQL function has SET search_path = pg_catalog, pg_temp;
 -- the C functions pin theirs internally and have no SET clause), no JIT
@@ -11,7 +12,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(759);
+SELECT plan(884);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -185,6 +186,57 @@ INSERT INTO api VALUES
      'TABLE(task text, last_outcome text, last_run_at timestamp with time zone, runs bigint, errors bigint, '
      'prune_backoff_level integer, prune_ticks_skipped integer, worker_pid integer)',
      'c', true, 'volatile', false, 1000, 'awa_maintenance_status'),
+    -- Metrics surface (awa_monitor, awa_admin)
+    ('queue_metrics',
+     ARRAY[]::name[],
+     'setof record',
+     '',
+     'TABLE(queue text, available bigint, scheduled bigint, retryable bigint, running bigint, '
+     'completed bigint, failed bigint, cancelled bigint, dlq bigint, '
+     'oldest_available_at timestamp with time zone, oldest_available_age_seconds double precision, '
+     'waiting_claims bigint, paused boolean)',
+     'sql', true, 'volatile', false, 1000, NULL),
+    ('job_event_totals',
+     ARRAY[]::name[],
+     'setof record',
+     '',
+     'TABLE(queue text, enqueued bigint, claimed bigint, completed bigint, retried bigint, snoozed bigint, '
+     'failed bigint, rescued bigint)',
+     'c', true, 'volatile', false, 10, 'awa_job_event_totals'),
+    ('waiting_claims',
+     ARRAY[]::name[],
+     'setof record',
+     '',
+     'TABLE(pid integer, queue text, waiting_since timestamp with time zone)',
+     'c', true, 'volatile', false, 10, 'awa_waiting_claims'),
+    ('periodic_status',
+     ARRAY[]::name[],
+     'setof record',
+     '',
+     'TABLE(name text, schedule text, timezone text, kind text, queue text, '
+     'next_run_at timestamp with time zone, last_run_at timestamp with time zone, last_job_id bigint)',
+     'sql', true, 'stable', false, 1000, NULL),
+    -- Periodic jobs API (awa_admin). periodic_next computes only, as its
+    -- caller.
+    ('schedule_periodic',
+     ARRAY['text', 'text', 'text', 'jsonb', 'text', 'integer', 'text', 'jsonb'],
+     'timestamp with time zone',
+     'name text, schedule text, kind text, args jsonb DEFAULT ''{}''::jsonb, queue text DEFAULT ''default''::text, '
+     'priority integer DEFAULT 2, timezone text DEFAULT ''UTC''::text, opts jsonb DEFAULT ''{}''::jsonb',
+     'timestamp with time zone',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('unschedule_periodic',
+     ARRAY['text'],
+     'boolean',
+     'name text',
+     'boolean',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('periodic_next',
+     ARRAY['text', 'text', 'timestamp with time zone'],
+     'timestamp with time zone',
+     'schedule text, timezone text DEFAULT ''UTC''::text, after timestamp with time zone DEFAULT now()',
+     'timestamp with time zone',
+     'c', false, 'stable', false, 0, 'awa_periodic_next'),
     -- The lane cursor reader behind awa.lanes: runs as the caller, who needs
     -- SELECT on the sequence.
     ('cursor_value',
@@ -232,6 +284,13 @@ INSERT INTO api VALUES
      'queue text',
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_queue_meta_changed'),
+    ('_check_job',
+     ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
+     'void',
+     'kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, '
+     'max_attempts integer, opts jsonb',
+     'void',
+     'c', false, 'stable', false, 0, 'awa_internal_check_job'),
     -- Internal building blocks of maintenance (C)
     ('_receipt',
      ARRAY['bigint', 'integer', 'integer'],
@@ -305,6 +364,12 @@ INSERT INTO api VALUES
      'job_id bigint, run_lease bigint, receipt_id bigint, stale_before timestamp with time zone',
      'text',
      'c', false, 'volatile', false, 0, 'awa_internal_rescue_attempt'),
+    ('_periodic_latest',
+     ARRAY['text', 'text', 'timestamp with time zone', 'timestamp with time zone'],
+     'timestamp with time zone',
+     'schedule text, timezone text, from_tick timestamp with time zone, until timestamp with time zone',
+     'timestamp with time zone',
+     'c', false, 'stable', true, 0, 'awa_internal_periodic_latest'),
     -- Internal building blocks (SQL, PL/pgSQL)
     ('_queue_counts_scan',
      ARRAY['text'],
@@ -330,6 +395,18 @@ INSERT INTO api VALUES
      'finalized_at timestamp with time zone, progress jsonb, extra jsonb DEFAULT ''{}''::jsonb',
      'jsonb',
      'sql', false, 'stable', false, 0, NULL),
+    ('_oldest_available_at',
+     ARRAY['text'],
+     'timestamp with time zone',
+     'p_queue text',
+     'timestamp with time zone',
+     'sql', false, 'stable', false, 0, NULL),
+    ('_periodic_job_opts',
+     ARRAY['text', 'jsonb', 'timestamp with time zone'],
+     'jsonb',
+     'name text, opts jsonb, tick timestamp with time zone',
+     'jsonb',
+     'sql', false, 'immutable', false, 0, NULL),
     -- Internal building blocks of maintenance (SQL, PL/pgSQL)
     ('_slot_children',
      ARRAY['text', 'integer'],
@@ -475,6 +552,12 @@ INSERT INTO api VALUES
      '',
      'bigint[]',
      'sql', false, 'stable', false, 0, NULL),
+    ('_periodic',
+     ARRAY[]::name[],
+     'record',
+     'OUT outcome text, OUT detail jsonb',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
     ('_run_maintenance',
      ARRAY['text'],
      'setof record',
@@ -484,12 +567,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 26 public functions and the 46 awa._* building blocks');
+                     'schema awa has exactly the 33 public functions and the 51 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 72,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 84,
           'no function is overloaded');
 
--- Per function, 10 checks: 720
+-- Per function, 10 checks: 84 x 10 = 840
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -532,7 +615,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 31
+-- Per C function, its symbol in $libdir/awa: 39
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

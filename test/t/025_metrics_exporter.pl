@@ -17,6 +17,7 @@
 #    and after the scrape (the worker rotates meanwhile);
 #  - every maintenance task has awa_maintenance_errors_total, and the worker
 #    is reported running;
+#  - awa_periodic_next_run_in_seconds counts down to a schedule's next tick;
 #  - the monitoring role can read nothing else (awa.queue_counts is refused).
 use strict;
 use warnings;
@@ -53,6 +54,7 @@ $node->safe_psql('postgres', q{
 	SELECT awa.enqueue('m', '{}', 'm2') FROM generate_series(1, 3);
 	SELECT awa.cancel(max(job_id)) FROM awa.enqueue_many(ARRAY['m'], ARRAY['{}'::jsonb], 'm2') AS e(job_id);
 	SELECT awa.configure_queue('empty', dlq_enabled => false);
+	SELECT awa.schedule_periodic('yearly', '@yearly', 'p.yearly', queue => 'periodic');
 	CREATE TABLE claimed AS SELECT * FROM awa.claim('m1', 5, deadline => '1 hour');
 	SELECT awa.complete(job_id, run_lease, receipt_id) FROM claimed ORDER BY job_id LIMIT 2;
 	SELECT awa.retry(job_id, run_lease, receipt_id, 'boom', '1 hour') FROM claimed ORDER BY job_id OFFSET 2 LIMIT 1;
@@ -171,6 +173,14 @@ for my $ring (qw(queue claim lease)) {
 	ok((grep { /^outcome=[a-z_]+,ring=$ring,step=rotate$/ } keys %{ $m->{awa_ring_last_outcome_info} }) == 1,
 		"one last rotate outcome of ring $ring");
 }
+
+# A periodic job that has not ticked yet.
+my $until = $node->safe_psql('postgres', q{SELECT extract(epoch FROM next_run_at - now()) FROM awa.periodic_jobs});
+my $next_in = $m->{awa_periodic_next_run_in_seconds}{'name=yearly'};
+# Scraped before $until was read: at least as far, and no further than the test has run.
+ok(defined $next_in && $next_in >= $until && $next_in <= $until + (time - $started) + 1,
+	"awa_periodic_next_run_in_seconds{name=yearly} = $next_in, just above $until");
+is($m->{awa_periodic_seconds_since_last_run}{'name=yearly'}, -1, 'the yearly job has not run yet');
 
 # Maintenance: a series for every task, no error, the worker running.
 my @tasks = split /\n/, $node->safe_psql('postgres', 'SELECT unnest(awa._task_names())');
