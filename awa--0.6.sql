@@ -2287,12 +2287,18 @@ BEGIN
     END IF;
     -- The schedule and the time zone (22023 with a hint), then the job as
     -- awa.enqueue would check it: a bad schedule writes nothing.
-    -- From the current second: an `every` schedule's ticks fall on whole seconds.
-    next_at := awa.periodic_next(p_schedule, p_timezone, date_trunc('second', now()));
+    PERFORM awa.periodic_next(p_schedule, p_timezone, now());
     PERFORM awa._check_job(kind, args, queue, priority, NULL, coalesce((opts ->> 'max_attempts')::int, 25),
                            awa._periodic_job_opts(p_name, opts, now()));
 
+    -- Under the row's lock (the worker holds it while it enqueues a tick),
+    -- the next run comes after the clock's current second (an `every`
+    -- schedule starts on a whole second) and after the last tick enqueued, so
+    -- a changed schedule never enqueues a tick again, however long this
+    -- transaction has been open.
     SELECT * INTO existing FROM awa.periodic_schedules s WHERE s.name = p_name FOR UPDATE;
+    next_at := awa.periodic_next(p_schedule, p_timezone,
+                                 greatest(date_trunc('second', clock_timestamp()), existing.last_run_at));
     IF FOUND THEN
         IF existing.schedule = p_schedule AND existing.timezone = p_timezone THEN
             next_at := existing.next_run_at;
@@ -2348,10 +2354,13 @@ SELECT s.name, s.schedule, s.timezone, s.kind, s.args, s.queue, s.priority, s.op
 
 -- The periodic step: for every schedule due now (rows another session holds
 -- are skipped: it is enqueueing them), enqueue the latest due tick (missed
--- ones are skipped) or, with opts.backfill, every due tick (up to
--- 100 per schedule and step; the next step goes on),
--- and move next_run_at past it, in this transaction. The commit is
--- synchronous, so a tick reported enqueued survives a crash.
+-- ones are skipped) or, with opts.backfill, every due tick (up to 100 per
+-- schedule and step; the next step goes on), and move next_run_at past it,
+-- in this transaction. Each schedule runs in a subtransaction: one that
+-- fails (its queue's lock held too long, a time zone gone from the system)
+-- is reported in a WARNING and in the detail, and the others go on. The
+-- commit is at least synchronous_commit = on, so a tick reported enqueued
+-- survives a crash.
 CREATE FUNCTION awa._periodic(OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -2365,35 +2374,50 @@ DECLARE
     n int;
     enqueued int := 0;
     schedules int := 0;
+    failed jsonb := '{}';
     batch int := 100;
+    message text;
+    state text;
 BEGIN
     FOR s IN SELECT * FROM awa.periodic_schedules p WHERE p.next_run_at <= now_at
               ORDER BY p.next_run_at FOR UPDATE SKIP LOCKED LOOP
         schedules := schedules + 1;
-        tick := s.next_run_at;
-        IF NOT coalesce((s.opts ->> 'backfill')::boolean, false) THEN
-            tick := awa._periodic_latest(s.schedule, s.timezone, tick, now_at);
-        END IF;
-        n := 0;
-        LOOP
-            job := awa.enqueue(s.kind, s.args, s.queue, s.priority, NULL,
-                               coalesce((s.opts ->> 'max_attempts')::int, 25),
-                               awa._periodic_job_opts(s.name, s.opts, tick));
-            n := n + 1;
-            UPDATE awa.periodic_schedules p
-               SET last_run_at = tick, last_job_id = job,
-                   next_run_at = awa.periodic_next(s.schedule, s.timezone, tick)
-             WHERE p.name = s.name
-            RETURNING p.next_run_at INTO tick;
-            EXIT WHEN tick > now_at OR n >= batch;
-        END LOOP;
-        enqueued := enqueued + n;
+        BEGIN
+            tick := s.next_run_at;
+            IF NOT coalesce((s.opts ->> 'backfill')::boolean, false) THEN
+                tick := awa._periodic_latest(s.schedule, s.timezone, tick, now_at);
+            END IF;
+            n := 0;
+            LOOP
+                job := awa.enqueue(s.kind, s.args, s.queue, s.priority, NULL,
+                                   coalesce((s.opts ->> 'max_attempts')::int, 25),
+                                   awa._periodic_job_opts(s.name, s.opts, tick));
+                n := n + 1;
+                UPDATE awa.periodic_schedules p
+                   SET last_run_at = tick, last_job_id = job,
+                       next_run_at = awa.periodic_next(s.schedule, s.timezone, tick)
+                 WHERE p.name = s.name
+                RETURNING p.next_run_at INTO tick;
+                EXIT WHEN tick > now_at OR n >= batch;
+            END LOOP;
+            enqueued := enqueued + n;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS message = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+            failed := failed || jsonb_build_object(s.name, state || ': ' || message);
+            RAISE WARNING 'awa: periodic job "%" was not enqueued: %', s.name, message
+                USING HINT = 'The periodic step tries again at its next run; see awa.periodic_jobs.';
+        END;
     END LOOP;
-    IF enqueued > 0 THEN
+    -- As a synchronous commit would be: at least on (a session at
+    -- remote_apply keeps it).
+    IF enqueued > 0 AND current_setting('synchronous_commit') IN ('off', 'local', 'remote_write') THEN
         PERFORM set_config('synchronous_commit', 'on', true);
     END IF;
-    outcome := CASE WHEN enqueued > 0 THEN 'enqueued' ELSE 'nothing_due' END;
+    outcome := CASE WHEN enqueued > 0 THEN 'enqueued' WHEN failed <> '{}' THEN 'failed' ELSE 'nothing_due' END;
     detail := jsonb_build_object('schedules', schedules, 'jobs', enqueued);
+    IF failed <> '{}' THEN
+        detail := detail || jsonb_build_object('failed', failed);
+    END IF;
 END
 $$;
 

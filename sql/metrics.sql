@@ -1,7 +1,7 @@
 --
 -- metrics: the monitoring surface (docs/monitoring.md): awa.queue_metrics,
 -- awa.job_event_totals, awa.waiting_claims, read by awa_monitor.
--- Queues used here: mt_a, mt_b, mt_old, mt_empty.
+-- Queues used here: mt_a, mt_b, mt_old, mt_empty, mt_sp, mt_r.
 --
 \set VERBOSITY default
 
@@ -39,6 +39,31 @@ SELECT awa.enqueue('mt', '{}', 'mt_b') \g /dev/null
 ROLLBACK;
 SELECT queue, enqueued, claimed, completed, retried, snoozed, failed, rescued
   FROM awa.job_event_totals() WHERE queue LIKE 'mt\_%' ORDER BY queue;
+
+-- A transaction that enqueues under 70 savepoints (a driver that wraps each
+-- statement in one) counts every event: released savepoints fold into their
+-- parent, one pending entry per queue.
+CREATE FUNCTION pg_temp.savepoint_enqueues() RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+    FOR i IN 1 .. 70 LOOP
+        BEGIN
+            PERFORM awa.enqueue('mt', '{}', 'mt_sp');
+        EXCEPTION WHEN OTHERS THEN RAISE;
+        END;
+    END LOOP;
+END
+$f$;
+SELECT pg_temp.savepoint_enqueues();
+SELECT enqueued FROM awa.job_event_totals() WHERE queue = 'mt_sp';
+SELECT available FROM awa.queue_counts('mt_sp');
+
+-- A rescued attempt: rescued; when it was the job's last attempt, failed too.
+SELECT awa.enqueue('mt', '{}', 'mt_r', max_attempts => 1) \g /dev/null
+SELECT awa.enqueue('mt', '{}', 'mt_r', max_attempts => 2) \g /dev/null
+SELECT count(*) AS claimed FROM awa.claim('mt_r', 2, deadline => '1 millisecond');
+SELECT pg_sleep(0.01);
+SELECT outcome, detail FROM awa.run_maintenance('rescue');
+SELECT rescued, failed, retried FROM awa.job_event_totals() WHERE queue = 'mt_r';
 
 -- A paused queue.
 SELECT awa.pause_queue('mt_b');

@@ -58,6 +58,11 @@ SELECT pg_temp.try($$SELECT awa.periodic_next(NULL)$$);
 SELECT pg_temp.try($$SELECT awa.periodic_next('@daily', NULL)$$);
 SELECT pg_temp.try($$SELECT awa.periodic_next('@daily', 'UTC', NULL)$$);
 SELECT pg_temp.try($$SELECT awa.periodic_next('@daily', 'UTC', 'infinity')$$);
+-- Ticks past the end of timestamptz's range: 22023 with a hint, never an overflow.
+SELECT pg_temp.try($$SELECT awa.periodic_next('@daily', 'UTC', '294276-12-31 12:00+00')$$);
+SELECT pg_temp.try($$SELECT awa.periodic_next('every 2000000000 days')$$, false);
+SELECT pg_temp.try($$SELECT awa.periodic_next('every 2562047000 hours')$$, false);
+SELECT pg_temp.try($$SELECT awa.periodic_next('every 1 hour', 'UTC', '294276-12-31 23:30+00')$$, false);
 
 -- ---------------------------------------------------------------------------
 -- schedule_periodic: creates, replaces, returns the next run.
@@ -74,6 +79,13 @@ SELECT awa.schedule_periodic('pj-hourly', '0 * * * *', 'pj.report', '{"r": 2}', 
 SELECT args, priority FROM awa.periodic_jobs WHERE name = 'pj-hourly';
 SELECT awa.schedule_periodic('pj-hourly', '30 * * * *', 'pj.report', '{"r": 2}', 'pj_q', 3)
        = awa.periodic_next('30 * * * *', 'UTC', date_trunc('second', now())) AS recomputed;
+-- A changed schedule never runs again at or before the last tick enqueued
+-- (as if the worker had just enqueued one ten minutes ahead of the clock).
+UPDATE awa.periodic_schedules SET last_run_at = date_trunc('second', now()) + interval '10 minutes'
+ WHERE name = 'pj-hourly' RETURNING last_run_at AS last_tick \gset
+SELECT awa.schedule_periodic('pj-hourly', 'every 30 minutes', 'pj.report', '{"r": 2}', 'pj_q', 3)
+       = :'last_tick'::timestamptz + interval '30 minutes' AS after_the_last_tick;
+UPDATE awa.periodic_schedules SET last_run_at = NULL WHERE name = 'pj-hourly';
 
 -- Bad input: a clear error, and nothing written.
 SELECT count(*) AS schedules_before FROM awa.periodic_schedules;

@@ -12,7 +12,7 @@
 //   AWA_HEARTBEAT       seconds between heartbeats of running jobs (default: 10)
 //   AWA_GRACE           seconds running jobs get to finish after SIGTERM (default: 30)
 //   AWA_EXIT_WHEN_IDLE  1: exit 0 once the queue has no available, scheduled,
-//                       retryable or running job (needs awa_admin, for queue_counts)
+//                       retryable or running job (needs awa_monitor, for queue_metrics)
 //
 // node-postgres notes: bigint columns (job_id, run_lease, receipt_id) arrive
 // as strings and are passed back as strings, which keeps all 64 bits; jsonb
@@ -68,7 +68,8 @@ async function claim(n) {
 
 async function queueIsIdle() {
   const { rows } = await pool.query(
-    'SELECT available + scheduled + retryable + running AS left FROM awa.queue_counts($1)', [config.queue]);
+    'SELECT available + scheduled + retryable + running AS left FROM awa.queue_metrics() WHERE queue = $1',
+    [config.queue]);
   return rows.length === 0 || Number(rows[0].left) === 0;
 }
 

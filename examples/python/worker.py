@@ -12,7 +12,7 @@ Environment:
   AWA_HEARTBEAT       seconds between heartbeats of running jobs (default: 10)
   AWA_GRACE           seconds running jobs get to finish after SIGTERM (default: 30)
   AWA_EXIT_WHEN_IDLE  1: exit 0 once the queue has no available, scheduled,
-                      retryable or running job (needs awa_admin, for queue_counts)
+                      retryable or running job (needs awa_monitor, for queue_metrics)
 
 Behind pgbouncer in transaction pooling mode (< 1.21) nothing changes but the
 URL: every call is one statement in its own transaction, and prepared
@@ -127,7 +127,8 @@ class Worker:
 
     def queue_is_idle(self):
         row = self.conn().execute(
-            "SELECT available + scheduled + retryable + running FROM awa.queue_counts(%s)", (self.queue,)
+            "SELECT available + scheduled + retryable + running FROM awa.queue_metrics() WHERE queue = %s",
+            (self.queue,),
         ).fetchone()
         return row is None or row[0] == 0
 

@@ -21,6 +21,7 @@ constexpr int kQueueBytes = static_cast<int>(core::kMaxNameLength) * 4 + 1;
 struct WaiterSlot {
 	slock_t mutex;
 	int pid;  // 0: not waiting
+	int queue_length;
 	Oid database;
 	TimestampTz since;
 	char queue[kQueueBytes];
@@ -34,6 +35,10 @@ struct WaitersShared {
 WaitersShared *shared = NULL;
 int slot_count = 0;
 bool waiting = false;  // this backend's slot is set
+// The (sub)transaction nesting level of the waiting claim: the abort of a
+// subtransaction inside it (each look for work runs in one) does not end the
+// wait; the abort of its own level or an outer one does.
+int waiting_level = 0;
 shmem_request_hook_type previous_request_hook = NULL;
 shmem_startup_hook_type previous_startup_hook = NULL;
 
@@ -107,7 +112,7 @@ OnTransactionEvent(XactEvent event, void *)
 void
 OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
+	if (event == SUBXACT_EVENT_ABORT_SUB && GetCurrentTransactionNestLevel() <= waiting_level)
 		Clear();
 }
 
@@ -144,10 +149,12 @@ BeginClaimWait(text *queue)
 		registered = true;
 	}
 	int length = Min(static_cast<int>(VARSIZE_ANY_EXHDR(queue)), kQueueBytes - 1);
+	waiting_level = GetCurrentTransactionNestLevel();
 	TimestampTz now = GetCurrentTimestamp();
 	SpinLockAcquire(&slot->mutex);
 	memcpy(slot->queue, VARDATA_ANY(queue), length);
 	slot->queue[length] = '\0';
+	slot->queue_length = length;
 	slot->database = MyDatabaseId;
 	slot->since = now;
 	slot->pid = MyProcPid;
@@ -172,13 +179,13 @@ ListClaimWaiters(ClaimWaiter **out)
 	char *queue = static_cast<char *>(palloc(kQueueBytes));
 	for (int i = 0; i < shared->slot_count; i++) {
 		WaiterSlot *slot = &shared->slots[i];
-		// A copy under the spinlock (a few hundred bytes, no call that can fail).
+		// A copy under the spinlock (the name's bytes, no call that can fail).
 		SpinLockAcquire(&slot->mutex);
 		int pid = slot->pid;
 		bool mine = pid != 0 && slot->database == MyDatabaseId;
 		TimestampTz since = slot->since;
 		if (mine)
-			memcpy(queue, slot->queue, kQueueBytes);
+			memcpy(queue, slot->queue, slot->queue_length + 1);
 		SpinLockRelease(&slot->mutex);
 		if (!mine)
 			continue;

@@ -550,10 +550,27 @@ OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, vo
 				pending[kept++] = pending[i];
 		pending_count = kept;
 	} else if (event == SUBXACT_EVENT_COMMIT_SUB) {
-		// Fold the level's moves into its parent's.
-		for (int i = 0; i < pending_count; i++)
+		// Fold the level's moves into its parent's, one slot per queue and
+		// level (a driver that wraps every statement in a savepoint would
+		// otherwise use a slot per statement and overflow the table).
+		int kept = 0;
+		for (int i = 0; i < pending_count; i++) {
 			if (pending[i].level >= level)
 				pending[i].level = level - 1;
+			Pending *same = NULL;
+			for (int j = 0; j < kept && same == NULL; j++)
+				if (pending[j].entry == pending[i].entry && pending[j].level == pending[i].level)
+					same = &pending[j];
+			if (same == NULL) {
+				pending[kept++] = pending[i];
+				continue;
+			}
+			for (int s = 0; s < kStates; s++)
+				same->delta[s] += pending[i].delta[s];
+			for (int e = 0; e < core::kJobEventCount; e++)
+				same->events[e] += pending[i].events[e];
+		}
+		pending_count = kept;
 	}
 }
 

@@ -16,6 +16,7 @@
 #include "core/lifecycle.hpp"
 #include "pg/arguments.hpp"
 #include "pg/attempts.hpp"
+#include "pg/counters.hpp"
 #include "core/receipt.hpp"
 #include "pg/guard.hpp"
 #include "pg/lane_locks.hpp"
@@ -159,6 +160,11 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay, Tim
 	ProcessAttempts(attempt, 1, AttemptAction::kClose, close_as, caller);
 	if (!attempt->closed_now)
 		elog(ERROR, "awa: attempt of job " INT64_FORMAT " closed under its lock", attempt->job_id);
+	// A rescue of the last attempt closes as failed (or dlq), counted as a
+	// failure; it is a rescue too (a rescue that leaves the job retryable
+	// closes as rescued or deadline_expired, counted as rescued only).
+	if (rescue_outcome != NULL && close_as != rescue_outcome)
+		CountMove(DatumGetTextPP(attempt->queue), kNoState, kNoState, 1, core::JobEvent::kRescued);
 
 	Datum payload_args[4] = {payload, PointerGetDatum(error), Int32GetDatum(attempt->attempt), progress};
 	char payload_nulls[5] = {payload_null ? 'n' : ' ', action == EndAction::kSnooze ? 'n' : ' ', ' ',

@@ -221,13 +221,15 @@ EarliestPeriodicTick()
 
 // The periodic step runs again at the earliest next tick when that comes
 // before its cadence (awa.periodic_interval bounds how late a schedule
-// created or changed meanwhile is seen).
+// created or changed meanwhile is seen). A tick still due after a step that
+// enqueued nothing belongs to a schedule another transaction holds (or one
+// that failed): it waits for the cadence, not a busy loop.
 void
-SchedulePeriodic(core::TaskClock *clock, TimestampTz next_tick)
+SchedulePeriodic(core::TaskClock *clock, TimestampTz next_tick, bool enqueued)
 {
 	TimestampTz current = GetCurrentTimestamp();
 	int64 delay = IntervalMs(MaintenanceTask::kPeriodic) * 1000;
-	if (next_tick != 0)
+	if (next_tick != 0 && (next_tick > current || enqueued))
 		delay = Max(int64{0}, Min(delay, next_tick - current));
 	clock->Ran(MaintenanceTask::kPeriodic, current, delay);
 }
@@ -514,7 +516,7 @@ awa_maintenance_main(Datum argument)
 				if (task == MaintenanceTask::kPromote && outcome[0] != '\0')
 					SchedulePromotion(&clock, next_deferred);
 				if (task == MaintenanceTask::kPeriodic && outcome[0] != '\0')
-					SchedulePeriodic(&clock, next_deferred);
+					SchedulePeriodic(&clock, next_deferred, strcmp(outcome, "enqueued") == 0);
 				if (outcome[0] == '\0') {
 					error_streak[i] = Min(error_streak[i] + 1, 6);
 					int64 retry_ms = Min(int64{1000} << error_streak[i], int64{60000});

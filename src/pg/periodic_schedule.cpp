@@ -2,6 +2,7 @@
 #include "pg/periodic_schedule.hpp"
 
 extern "C" {
+#include "common/int.h"
 #include "datatype/timestamp.h"
 #include "utils/datetime.h"
 }
@@ -14,6 +15,15 @@ constexpr const char *kScheduleHint =
     "A schedule is a cron expression of 5 fields (minute hour day-of-month month day-of-week), one of @hourly, "
     "@daily, @weekly, @monthly, @yearly, or 'every <interval>' of at least 1 second, e.g. '*/15 * * * *' or "
     "'every 2 hours'.";
+
+// A tick beyond the range of timestamptz (a huge interval, a time near the
+// end of the range).
+[[noreturn]] void
+OutOfRange()
+{
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("the schedule's next tick is out of range"),
+	                errhint("Ticks must fall between 4713 BC and 294276 AD; use a shorter interval or an earlier time.")));
+}
 
 [[noreturn]] void
 BadSchedule(const char *schedule, const char *why)
@@ -68,7 +78,7 @@ ToLocal(TimestampTz instant, pg_tz *zone, struct pg_tm *tm, fsec_t *fsec)
 {
 	int offset;
 	if (timestamp2tm(instant, &offset, tm, fsec, NULL, zone) != 0)
-		ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE), errmsg("timestamp out of range")));
+		OutOfRange();
 }
 
 // The instant of wall-clock fields in `zone`, by PostgreSQL's rules for
@@ -79,7 +89,7 @@ FromLocal(struct pg_tm *tm, fsec_t fsec, pg_tz *zone)
 	int offset = DetermineTimeZoneOffset(tm, zone);
 	TimestampTz result;
 	if (tm2timestamp(tm, fsec, &offset, &result) != 0)
-		ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE), errmsg("timestamp out of range")));
+		OutOfRange();
 	return result;
 }
 
@@ -114,26 +124,38 @@ NextCronTick(const PeriodicSchedule &schedule, TimestampTz after)
 			return instant;
 		local = next;
 	}
-	ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE), errmsg("the schedule has no tick after this time")));
+	OutOfRange();
 }
 
 TimestampTz
 NextIntervalTick(const PeriodicSchedule &schedule, TimestampTz after)
 {
 	const Interval &step = schedule.interval;
-	if (step.month == 0 && step.day == 0)
-		return after + step.time;
+	if (step.month == 0 && step.day == 0) {
+		TimestampTz next;
+		if (pg_add_s64_overflow(after, step.time, &next) || !IS_VALID_TIMESTAMP(next))
+			OutOfRange();
+		return next;
+	}
 	// Days and months move the wall clock, as timestamp + interval does.
 	struct pg_tm tm;
 	fsec_t fsec;
 	ToLocal(after, schedule.zone, &tm, &fsec);
 	Timestamp local;
 	if (tm2timestamp(&tm, fsec, NULL, &local) != 0)
-		ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE), errmsg("timestamp out of range")));
+		OutOfRange();
+	// timestamp_pl_interval raises 22008 past the range: check first, with
+	// room for the interval's largest possible length (months of 31 days).
+	// (In floating point: the fields of a huge interval overflow int64 together.)
+	double span = static_cast<double>(schedule.interval.time) +
+	              (static_cast<double>(schedule.interval.day) + static_cast<double>(schedule.interval.month) * 31.0 + 2.0) *
+	                  static_cast<double>(USECS_PER_DAY);
+	if (static_cast<double>(after) + span >= static_cast<double>(END_TIMESTAMP))
+		OutOfRange();
 	Timestamp moved = DatumGetTimestamp(
 	    DirectFunctionCall2(timestamp_pl_interval, TimestampGetDatum(local), IntervalPGetDatum(&schedule.interval)));
 	if (timestamp2tm(moved, NULL, &tm, &fsec, NULL, NULL) != 0)
-		ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE), errmsg("timestamp out of range")));
+		OutOfRange();
 	TimestampTz instant = FromLocal(&tm, fsec, schedule.zone);
 	// A day that ends in a skipped hour could land at or before `after`.
 	return instant > after ? instant : after + USECS_PER_SEC;
@@ -165,7 +187,8 @@ TimestampTz
 NextTick(const PeriodicSchedule &schedule, TimestampTz after)
 {
 	if (TIMESTAMP_NOT_FINITE(after))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("the time must be finite")));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("the time must be finite"),
+		                errhint("Pass a time such as now(), not infinity.")));
 	return schedule.every ? NextIntervalTick(schedule, after) : NextCronTick(schedule, after);
 }
 

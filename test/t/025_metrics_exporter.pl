@@ -89,6 +89,19 @@ my $waiter = IPC::Run::start(
 $node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM awa.waiting_claims() WHERE queue = 'idle'})
   or die 'the waiting claim was not listed';
 
+# A wake that finds nothing (a rolled-back enqueue wakes the waiters of its
+# queue) leaves the claim listed, since it started waiting.
+my $since = $node->safe_psql('postgres', q{SELECT waiting_since FROM awa.waiting_claims() WHERE queue = 'idle'});
+$node->safe_psql('postgres', q{BEGIN; SELECT awa.enqueue('x', '{}', 'idle'); ROLLBACK;});
+# (The claim wakes at each rollback, looks, and sleeps again; a second is
+# ample for that. A slower machine can only make this check pass without
+# the wake having happened, never fail.)
+sleep 1;
+$node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM awa.waiting_claims() WHERE queue = 'idle'})
+  or die 'the waiting claim is gone';
+is($node->safe_psql('postgres', q{SELECT waiting_since FROM awa.waiting_claims() WHERE queue = 'idle'}), $since,
+	'the waiting claim keeps its waiting_since across wakes that find nothing');
+
 # The exporter, on a free port, with awa's queries only.
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $dsn = sprintf('host=%s port=%d user=exporter dbname=postgres sslmode=disable', $node->host, $node->port);

@@ -158,6 +158,26 @@ for my $queue (qw(pf pq)) {
 		't', "$queue: next_run_at is the tick after it");
 }
 
+# A due schedule that another transaction holds is skipped without a busy
+# loop: the worker waits for awa.periodic_interval (1 s) between steps, so
+# over 3 s it runs a handful of steps, not thousands (a slower machine runs
+# fewer).
+$primary->safe_psql('postgres', q{SELECT awa.schedule_periodic('held', 'every 1 second', 'p.held', queue => 'held')});
+my $holder = $primary->background_psql('postgres');
+$holder->query_safe(q{BEGIN; SELECT 1 FROM awa.periodic_schedules WHERE name = 'held' FOR UPDATE});
+$primary->poll_query_until('postgres', q{SELECT next_run_at < now() - interval '1 second' FROM awa.periodic_jobs WHERE name = 'held'})
+  or die 'the held schedule did not fall due';
+my $runs = q{SELECT runs FROM awa.maintenance_status() WHERE task = 'periodic'};
+my $runs_before = $primary->safe_psql('postgres', $runs);
+sleep 3;
+my $runs_after = $primary->safe_psql('postgres', $runs);
+ok($runs_after - $runs_before <= 30, 'while a due schedule is held, the periodic step runs ' . ($runs_after - $runs_before) . ' times in 3 s');
+$holder->query_safe('ROLLBACK');
+$holder->quit;
+$primary->poll_query_until('postgres', q{SELECT count(*) > 0 FROM awa.claim('held', 10)})
+  or die 'the held schedule did not tick once released';
+pass('once released, the held schedule ticks');
+
 # The periodic task ran without an error on the final primary.
 is($primary->safe_psql('postgres', q{SELECT errors FROM awa.maintenance_status() WHERE task = 'periodic'}), '0',
 	'the periodic step had no error');
