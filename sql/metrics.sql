@@ -1,7 +1,7 @@
 --
 -- metrics: the monitoring surface (docs/monitoring.md): awa.queue_metrics,
 -- awa.job_event_totals, awa.waiting_claims, read by awa_monitor.
--- Queues used here: mt_a, mt_b, mt_old, mt_empty, mt_sp, mt_r.
+-- Queues used here: mt_a, mt_b, mt_old, mt_empty, mt_sp, mt_r, mt_o.
 --
 \set VERBOSITY default
 
@@ -64,6 +64,27 @@ SELECT count(*) AS claimed FROM awa.claim('mt_r', 2, deadline => '1 millisecond'
 SELECT pg_sleep(0.01);
 SELECT outcome, detail FROM awa.run_maintenance('rescue');
 SELECT rescued, failed, retried FROM awa.job_event_totals() WHERE queue = 'mt_r';
+
+-- The oldest available job, exactly: lanes claimed above the cursor are
+-- skipped, and so is a cancelled (tombstoned) job. Three jobs available since
+-- 3 h, 2 h and 1 h ago (one lane, in that order) and one since 4 h ago in
+-- another lane (priority 4); the claim takes the 3 h one (priority 2 first).
+SELECT date_trunc('second', now()) AS o0 \gset
+SELECT awa.enqueue('mt', '{}', 'mt_o', 2, :'o0'::timestamptz - interval '3 hours') AS o3 \gset
+SELECT awa.enqueue('mt', '{}', 'mt_o', 2, :'o0'::timestamptz - interval '2 hours') AS o2 \gset
+SELECT awa.enqueue('mt', '{}', 'mt_o', 2, :'o0'::timestamptz - interval '1 hour') AS o1 \gset
+SELECT :'o0'::timestamptz - oldest_available_at AS oldest FROM awa.queue_metrics() WHERE queue = 'mt_o';
+SELECT count(*) AS claimed FROM awa.claim('mt_o', 1);
+SELECT :'o0'::timestamptz - oldest_available_at AS oldest FROM awa.queue_metrics() WHERE queue = 'mt_o';
+SELECT awa.cancel(:o2) AS cancelled;
+SELECT :'o0'::timestamptz - oldest_available_at AS oldest FROM awa.queue_metrics() WHERE queue = 'mt_o';
+SELECT awa.enqueue('mt', '{}', 'mt_o', 4, :'o0'::timestamptz - interval '4 hours') \g /dev/null
+SELECT :'o0'::timestamptz - oldest_available_at AS oldest FROM awa.queue_metrics() WHERE queue = 'mt_o';
+-- (Aged four hours, the priority-4 job is claimed first.)
+SELECT count(*) AS claimed FROM awa.claim('mt_o', 5);
+SELECT :'o0'::timestamptz - oldest_available_at AS oldest FROM awa.queue_metrics() WHERE queue = 'mt_o';
+SELECT count(*) AS claimed FROM awa.claim('mt_o', 5);
+SELECT available, oldest_available_at, oldest_available_age_seconds FROM awa.queue_metrics() WHERE queue = 'mt_o';
 
 -- A paused queue.
 SELECT awa.pause_queue('mt_b');

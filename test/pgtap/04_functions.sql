@@ -400,7 +400,7 @@ INSERT INTO api VALUES
      'timestamp with time zone',
      'p_queue text',
      'timestamp with time zone',
-     'sql', false, 'stable', false, 0, NULL),
+     'plpgsql', false, 'stable', false, 0, NULL),
     ('_periodic_job_opts',
      ARRAY['text', 'jsonb', 'timestamp with time zone'],
      'jsonb',
