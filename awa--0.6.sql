@@ -448,6 +448,7 @@ CREATE TABLE awa.periodic_schedules (
     next_run_at timestamptz NOT NULL,  -- the next tick to enqueue
     last_run_at timestamptz,           -- the last tick enqueued
     last_job_id bigint,                -- the job of that tick
+    last_error  text,                  -- why the last step could not enqueue; NULL once one did
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
@@ -2338,18 +2339,18 @@ $$;
 -- args and options.
 CREATE FUNCTION awa.periodic_status()
 RETURNS TABLE (name text, schedule text, timezone text, kind text, queue text, next_run_at timestamptz,
-               last_run_at timestamptz, last_job_id bigint)
+               last_run_at timestamptz, last_job_id bigint, last_error text)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-SELECT s.name, s.schedule, s.timezone, s.kind, s.queue, s.next_run_at, s.last_run_at, s.last_job_id
+SELECT s.name, s.schedule, s.timezone, s.kind, s.queue, s.next_run_at, s.last_run_at, s.last_job_id, s.last_error
   FROM awa.periodic_schedules s ORDER BY s.name
 $$;
 
 CREATE VIEW awa.periodic_jobs AS
 SELECT s.name, s.schedule, s.timezone, s.kind, s.args, s.queue, s.priority, s.opts,
-       s.next_run_at, s.last_run_at, s.last_job_id, s.created_at, s.updated_at
+       s.next_run_at, s.last_run_at, s.last_job_id, s.last_error, s.created_at, s.updated_at
   FROM awa.periodic_schedules s;
 
 -- The periodic step: for every schedule due now (rows another session holds
@@ -2358,7 +2359,8 @@ SELECT s.name, s.schedule, s.timezone, s.kind, s.args, s.queue, s.priority, s.op
 -- schedule and step; the next step goes on), and move next_run_at past it,
 -- in this transaction. Each schedule runs in a subtransaction: one that
 -- fails (its queue's lock held too long, a time zone gone from the system)
--- is reported in a WARNING and in the detail, and the others go on. The
+-- keeps its next_run_at, records the error in last_error (cleared by its
+-- next tick) and in a WARNING and the detail, and the others go on. The
 -- commit is at least synchronous_commit = on, so a tick reported enqueued
 -- survives a crash.
 CREATE FUNCTION awa._periodic(OUT outcome text, OUT detail jsonb)
@@ -2394,7 +2396,7 @@ BEGIN
                                    awa._periodic_job_opts(s.name, s.opts, tick));
                 n := n + 1;
                 UPDATE awa.periodic_schedules p
-                   SET last_run_at = tick, last_job_id = job,
+                   SET last_run_at = tick, last_job_id = job, last_error = NULL,
                        next_run_at = awa.periodic_next(s.schedule, s.timezone, tick)
                  WHERE p.name = s.name
                 RETURNING p.next_run_at INTO tick;
@@ -2404,6 +2406,7 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS message = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
             failed := failed || jsonb_build_object(s.name, state || ': ' || message);
+            UPDATE awa.periodic_schedules p SET last_error = state || ': ' || message WHERE p.name = s.name;
             RAISE WARNING 'awa: periodic job "%" was not enqueued: %', s.name, message
                 USING HINT = 'The periodic step tries again at its next run; see awa.periodic_jobs.';
         END;

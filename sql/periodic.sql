@@ -30,6 +30,8 @@ SELECT c.note, c.schedule, c.tz, c.after, awa.periodic_next(c.schedule, c.tz, c.
     ('hourly after 01:00 EST',                    '0 * * * *',  'America/New_York', timestamptz '2026-11-01 06:00+00'),
     ('every 1 day keeps the wall clock',          'every 1 day', 'America/New_York', timestamptz '2026-03-07 14:00+00'),
     ('every 24 hours keeps the length',           'every 24 hours', 'America/New_York', timestamptz '2026-03-07 14:00+00'),
+    ('every 1 day from 02:30 EST: 03:30 EDT',     'every 1 day', 'America/New_York', timestamptz '2026-03-07 07:30+00'),
+    ('... and it stays at 03:30',                 'every 1 day', 'America/New_York', timestamptz '2026-03-08 07:30+00'),
     ('weekdays 09:00 Berlin, from a Friday',      '0 9 * * MON-FRI', 'Europe/Berlin', timestamptz '2026-12-04 08:00+00'),
     ('@daily in a half-hour zone',                '@daily', 'Asia/Kolkata', timestamptz '2026-12-02 00:00+00'),
     ('@hourly',                                   '@hourly', 'UTC', timestamptz '2026-12-02 10:00+00'),
@@ -37,6 +39,7 @@ SELECT c.note, c.schedule, c.tz, c.after, awa.periodic_next(c.schedule, c.tz, c.
     ('@monthly',                                  '@monthly', 'UTC', timestamptz '2026-12-02 10:00+00'),
     ('@yearly',                                   '@yearly', 'UTC', timestamptz '2026-12-02 10:00+00'),
     ('every 1 month from the 31st',               'every 1 month', 'UTC', timestamptz '2026-01-31 10:00+00'),
+    ('... then the 28th',                         'every 1 month', 'UTC', timestamptz '2026-02-28 10:00+00'),
     ('leap day',                                  '0 0 29 2 *', 'UTC', timestamptz '2026-12-02 00:00+00'),
     ('strictly after: a tick just before',        '*/15 * * * *', 'UTC', timestamptz '2026-12-02 10:14:59.9+00'),
     ('strictly after: on a tick',                 '*/15 * * * *', 'UTC', timestamptz '2026-12-02 10:15:00+00'),
@@ -45,6 +48,17 @@ SELECT c.note, c.schedule, c.tz, c.after, awa.periodic_next(c.schedule, c.tz, c.
     ('every ISO interval',                        'every PT90M', 'UTC', timestamptz '2026-12-02 10:00:00+00'),
     ('case and spaces',                           '  EVERY   5 minutes ', 'UTC', timestamptz '2026-12-02 10:00:00+00')
   ) AS c(note, schedule, tz, after);
+
+-- Hourly on the fall-back day (25 hours from 00:00 EDT to the next 00:00
+-- EST): once per wall-clock hour, 24 ticks, 01:00 at its second occurrence.
+WITH RECURSIVE t(tick) AS (
+    SELECT awa.periodic_next('0 * * * *', 'America/New_York', timestamptz '2026-11-01 03:59+00')
+    UNION ALL
+    SELECT awa.periodic_next('0 * * * *', 'America/New_York', tick) FROM t
+     WHERE tick < timestamptz '2026-11-02 04:00+00')
+SELECT count(*) AS ticks, min(tick) AS first, max(tick) AS last,
+       string_agg(to_char(tick AT TIME ZONE 'America/New_York', 'HH24'), ' ' ORDER BY tick) AS local_hours
+  FROM t WHERE tick < timestamptz '2026-11-02 05:00+00';
 
 -- Bad schedules and time zones: 22023 with a hint; NULL: 22004.
 SELECT s AS schedule, pg_temp.try(format('SELECT awa.periodic_next(%L)', s), false) AS result
@@ -142,6 +156,23 @@ SELECT name, next_run_at - :'t0'::timestamptz AS next_in, last_run_at - :'t0'::t
   FROM awa.periodic_jobs WHERE name IN ('pj-skip', 'pj-fill') ORDER BY name;
 -- Nothing is due any more: a second step enqueues nothing.
 SELECT task, outcome, detail FROM awa.run_maintenance('periodic');
+
+-- A schedule that cannot enqueue (its time zone is gone, as if removed from
+-- the system) is rolled back alone: it keeps its next run, records its
+-- error, and a WARNING says so; another due schedule is enqueued. Its next
+-- successful tick clears the error.
+SELECT awa.schedule_periodic('pj-broken', 'every 1 hour', 'pj.broken', queue => 'pj_q') IS NOT NULL AS scheduled;
+UPDATE awa.periodic_schedules SET timezone = 'Nowhere/Land' WHERE name = 'pj-broken';
+UPDATE awa.periodic_schedules SET next_run_at = now() - interval '1 minute' WHERE name IN ('pj-broken', 'pj-skip');
+SELECT task, outcome, detail FROM awa.run_maintenance('periodic');
+SELECT name, last_error, next_run_at < now() AS still_due FROM awa.periodic_jobs
+ WHERE name IN ('pj-broken', 'pj-skip') ORDER BY name;
+SELECT kind FROM awa.claim('pj_q', 10);
+UPDATE awa.periodic_schedules SET timezone = 'UTC' WHERE name = 'pj-broken';
+SELECT task, outcome, detail FROM awa.run_maintenance('periodic');
+SELECT name, last_error, next_run_at > now() AS done FROM awa.periodic_jobs WHERE name = 'pj-broken';
+SELECT kind FROM awa.claim('pj_q', 10);
+SELECT awa.unschedule_periodic('pj-broken');
 
 -- A rotation in the same transaction: run_maintenance('all') runs the
 -- periodic step before any rotation, so it can enqueue.

@@ -19,6 +19,13 @@ AWA_FUNCTION(awa_job_event_totals)
 	QueueEventTotals *rows;
 	int count = ReadEventTotals(&rows);
 	for (int i = 0; i < count; i++) {
+		// A queue has a counter entry once anything counted it (a counter
+		// rebuild makes one for every queue); only events list it here.
+		bool any = false;
+		for (int e = 0; e < awa::core::kJobEventCount; e++)
+			any = any || rows[i].totals[e] != 0;
+		if (!any)
+			continue;
 		Datum values[1 + awa::core::kJobEventCount];
 		bool nulls[1 + awa::core::kJobEventCount] = {false};
 		values[0] = CStringGetTextDatum(rows[i].queue);

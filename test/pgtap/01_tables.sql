@@ -3,7 +3,7 @@
 -- storage parameters and primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(429);
+SELECT plan(431);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -159,10 +159,10 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                          'updated_at']),
     ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at']),
     ('periodic_schedules', ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
-                                 'next_run_at', 'last_run_at', 'last_job_id', 'created_at', 'updated_at'])
+                                 'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at'])
   ) AS c(t, cols);
 
--- col_type_is, every column of every table (partitions inherit them): 243
+-- col_type_is, every column of every table (partitions inherit them): 244
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -406,6 +406,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('periodic_schedules', 'next_run_at', 'timestamp with time zone'),
     ('periodic_schedules', 'last_run_at', 'timestamp with time zone'),
     ('periodic_schedules', 'last_job_id', 'bigint'),
+    ('periodic_schedules', 'last_error', 'text'),
     ('periodic_schedules', 'created_at', 'timestamp with time zone'),
     ('periodic_schedules', 'updated_at', 'timestamp with time zone')
   ) AS ct(t, c, ty);
@@ -429,7 +430,8 @@ SELECT results_eq(
              ('lease_claims', 'closed_at'), ('lease_claims', 'deadline_at'), ('lease_claims', 'materialized_at'),
              ('leases', 'callback_id'), ('leases', 'callback_timeout_at'), ('leases', 'deadline_at'),
              ('leases', 'heartbeat_at'),
-             ('periodic_schedules', 'last_job_id'), ('periodic_schedules', 'last_run_at'),
+             ('periodic_schedules', 'last_error'), ('periodic_schedules', 'last_job_id'),
+             ('periodic_schedules', 'last_run_at'),
              ('queue_meta', 'default_deadline'), ('queue_meta', 'paused_at'),
              ('ready_entries', 'attempted_at'), ('ready_entries', 'payload'), ('ready_entries', 'unique_key'),
              ('ready_entries', 'unique_states')$$,
@@ -562,7 +564,7 @@ SELECT results_eq(
 SELECT col_is_unique('awa', 'queue_lanes', ARRAY['lane_id']::name[], 'awa.queue_lanes.lane_id is unique');
 
 -- The views lanes, dlq and periodic_jobs, their columns and column types:
--- 1 + 3 + 3 + (5 + 12 + 13 = 30)
+-- 1 + 3 + 3 + (5 + 12 + 14 = 31)
 SELECT views_are('awa', ARRAY['lanes', 'dlq', 'periodic_jobs']::name[],
                  'schema awa has exactly the views lanes, dlq and periodic_jobs');
 SELECT has_view('awa', v::name, 'view awa.' || v || ' exists')
@@ -575,7 +577,7 @@ SELECT columns_are('awa', 'dlq',
                    'awa.dlq has exactly its columns');
 SELECT columns_are('awa', 'periodic_jobs',
                    ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
-                         'next_run_at', 'last_run_at', 'last_job_id', 'created_at', 'updated_at']::name[],
+                         'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at']::name[],
                    'awa.periodic_jobs has exactly its columns');
 SELECT col_type_is('awa', v::name, c::name, ty, 'awa.' || v || '.' || c || ' is ' || ty)
   FROM (VALUES
@@ -607,6 +609,7 @@ SELECT col_type_is('awa', v::name, c::name, ty, 'awa.' || v || '.' || c || ' is 
     ('periodic_jobs', 'next_run_at', 'timestamp with time zone'),
     ('periodic_jobs', 'last_run_at', 'timestamp with time zone'),
     ('periodic_jobs', 'last_job_id', 'bigint'),
+    ('periodic_jobs', 'last_error', 'text'),
     ('periodic_jobs', 'created_at', 'timestamp with time zone'),
     ('periodic_jobs', 'updated_at', 'timestamp with time zone')
   ) AS vc(v, c, ty);

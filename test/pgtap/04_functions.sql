@@ -214,7 +214,8 @@ INSERT INTO api VALUES
      'setof record',
      '',
      'TABLE(name text, schedule text, timezone text, kind text, queue text, '
-     'next_run_at timestamp with time zone, last_run_at timestamp with time zone, last_job_id bigint)',
+     'next_run_at timestamp with time zone, last_run_at timestamp with time zone, last_job_id bigint, '
+     'last_error text)',
      'sql', true, 'stable', false, 1000, NULL),
     -- Periodic jobs API (awa_admin). periodic_next computes only, as its
     -- caller.

@@ -194,6 +194,7 @@ my $next_in = $m->{awa_periodic_next_run_in_seconds}{'name=yearly'};
 ok(defined $next_in && $next_in >= $until && $next_in <= $until + (time - $started) + 1,
 	"awa_periodic_next_run_in_seconds{name=yearly} = $next_in, just above $until");
 is($m->{awa_periodic_seconds_since_last_run}{'name=yearly'}, -1, 'the yearly job has not run yet');
+is($m->{awa_periodic_failing}{'name=yearly'}, 0, 'the yearly job is not failing');
 
 # Maintenance: a series for every task, no error, the worker running.
 my @tasks = split /\n/, $node->safe_psql('postgres', 'SELECT unnest(awa._task_names())');
