@@ -18,11 +18,13 @@
 #  - every maintenance task has awa_maintenance_errors_total, and the worker
 #    is reported running;
 #  - awa_periodic_next_run_in_seconds counts down to a schedule's next tick;
+#  - every metric monitoring/grafana-dashboard.json uses is in the scrape;
 #  - the monitoring role can read nothing else (awa.queue_counts is refused).
 use strict;
 use warnings;
 
 use HTTP::Tiny;
+use JSON::PP;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -203,6 +205,17 @@ for my $task (@tasks) {
 }
 is((grep { $_ != 0 } values %{ $m->{awa_maintenance_errors_total} }), 0, 'no maintenance task has an error');
 is($m->{awa_maintenance_worker_running}{''}, 1, 'the maintenance worker is reported running');
+
+# The dashboard uses only metrics the exporter exports (each seen in this scrape).
+my $dashboard = JSON::PP::decode_json(slurp_file("$root/monitoring/grafana-dashboard.json"));
+my %used;
+my @panels = @{ $dashboard->{panels} };
+for my $panel (@panels) {
+	$used{$_} = 1 for map { ($_->{expr} // '') =~ /\b(awa_[a-z_]+)/g } @{ $panel->{targets} // [] };
+}
+$used{$_} = 1 for map { ($_->{query} // '') =~ /\b(awa_[a-z_]+)/g } @{ $dashboard->{templating}{list} // [] };
+ok(keys(%used) >= 10, 'the dashboard uses ' . scalar(keys %used) . ' awa metrics');
+is(join(' ', grep { !exists $m->{$_} } sort keys %used), '', 'every metric the dashboard uses is in the scrape');
 
 # The monitoring role reads the surface and nothing else; a plain role not even that.
 my ($rc, $stdout, $stderr) = $node->psql('postgres', 'SELECT count(*) FROM awa.queue_metrics()',
