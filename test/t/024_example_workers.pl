@@ -74,6 +74,12 @@ system($pgbouncer, '-d', "$bdir/pgbouncer.ini") == 0 or die 'pgbouncer did not s
 # Stopped at the end, also when a check dies half-way.
 END { kill 'TERM', `cat $bdir/pgbouncer.pid` + 0 if $bdir && -e "$bdir/pgbouncer.pid"; }
 my $bounced = "postgresql://$user\@/postgres?host=$bdir&port=$bouncer_port";
+# pgbouncer -d returns once it has forked, before its socket may exist (seen
+# on a busy machine): wait for the socket, however long that takes.
+for (1 .. 600) {
+	last if -S "$bdir/.s.PGSQL.$bouncer_port";
+	usleep(100_000);
+}
 is(`psql -X -At -d '$bounced' -c 'SELECT 1' 2>&1`, "1\n", 'pgbouncer (transaction pooling) is up');
 
 my %cmd = (
