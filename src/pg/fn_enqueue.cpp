@@ -9,6 +9,8 @@
 // transaction and commits with the session's synchronous_commit.
 #include "core/lifecycle.hpp"
 #include "core/validate.hpp"
+#include <type_traits>
+
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/errors.hpp"
@@ -50,6 +52,8 @@ struct EnqueueArguments {
 	TimestampTz now;
 	JobOptions options;
 };
+// It lives in frames that an ERROR longjmps through.
+static_assert(std::is_trivially_destructible_v<EnqueueArguments>, "EnqueueArguments must be trivially destructible");
 
 void
 ReadEnqueueArguments(FunctionCallInfo fcinfo, EnqueueArguments *out)

@@ -2,6 +2,7 @@
 #include "pg/job_options.hpp"
 
 #include "core/lifecycle.hpp"
+#include "pg/interval_literal.hpp"
 #include "pg/queue_settings.hpp"
 
 #include <initializer_list>
@@ -9,7 +10,6 @@
 extern "C" {
 #include "common/cryptohash.h"
 #include "common/sha2.h"
-#include "utils/datetime.h"
 }
 
 namespace awa::pg {
@@ -58,28 +58,12 @@ Append(pg_cryptohash_ctx *ctx, const char *data, size_t length)
 		elog(ERROR, "awa: could not compute a unique key");
 }
 
-// Parses an interval literal; false if it is not one. Uses the parser
-// interval_in uses, which reports bad input by return code, so nothing
-// raises (and no error has to be caught and dropped).
+// Parses an interval literal; false if it is not one (nothing raises).
 bool
 ParseIntervalMicros(char *literal, int64 *micros)
 {
-	char workbuf[256];
-	char *field[MAXDATEFIELDS];
-	int ftype[MAXDATEFIELDS];
-	int fields = 0;
-	int dtype = 0;
-	struct pg_itm_in itm;
-	memset(&itm, 0, sizeof(itm));
-	int error = ParseDateTime(literal, workbuf, sizeof(workbuf), field, ftype, MAXDATEFIELDS, &fields);
-	if (error == 0)
-		error = DecodeInterval(field, ftype, fields, INTERVAL_FULL_RANGE, &dtype, &itm);
-	if (error == DTERR_BAD_FORMAT) {  // ISO 8601 ("PT1H"), as interval_in accepts it
-		memset(&itm, 0, sizeof(itm));
-		error = DecodeISO8601Interval(literal, &dtype, &itm);
-	}
 	Interval interval;
-	if (error != 0 || dtype != DTK_DELTA || itmin2interval(&itm, &interval) != 0)
+	if (!ParseIntervalLiteral(literal, &interval))
 		return false;
 	*micros = IntervalMicros(&interval);
 	return true;

@@ -172,6 +172,15 @@ PruneIndex(MaintenanceTask task)
 	}
 }
 
+// Microseconds from `current` until `next_due` (0: nothing due), at most the
+// task's cadence and at least 0.
+int64
+DelayUntil(MaintenanceTask task, TimestampTz current, TimestampTz next_due)
+{
+	int64 delay = IntervalMs(task) * 1000;
+	return next_due == 0 ? delay : Max(int64{0}, Min(delay, next_due - current));
+}
+
 // The next promotion runs at the earliest deferred job's run_at when that
 // comes before the cadence, and it is published for the committers of new
 // deferred jobs (they set the latch when theirs is due earlier).
@@ -179,44 +188,9 @@ void
 SchedulePromotion(core::TaskClock *clock, TimestampTz next_deferred)
 {
 	TimestampTz current = GetCurrentTimestamp();
-	int64 delay = IntervalMs(MaintenanceTask::kPromote) * 1000;
-	if (next_deferred != 0)
-		delay = Max(int64{0}, Min(delay, next_deferred - current));
+	int64 delay = DelayUntil(MaintenanceTask::kPromote, current, next_deferred);
 	clock->Ran(MaintenanceTask::kPromote, current, delay);
 	PublishNextPromote(current + delay);
-}
-
-MemoryContext step_context = NULL;
-bool extension_gone = false;
-
-// The run_at of the earliest deferred job due after `after`, or 0 when none
-// (an index-only probe of deferred_jobs_due_idx). Inside a step's SPI
-// connection.
-TimestampTz
-EarliestDeferredAfter(TimestampTz after)
-{
-	Oid types[1] = {TIMESTAMPTZOID};
-	Datum values[1] = {TimestampTzGetDatum(after)};
-	int rc = SPI_execute_with_args("SELECT min(run_at) FROM awa.deferred_jobs WHERE run_at > $1", 1, types, values,
-	                               NULL, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		return 0;
-	bool isnull;
-	Datum value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? 0 : DatumGetTimestampTz(value);
-}
-
-// The earliest next tick of the periodic jobs, or 0 when none. Inside a
-// step's SPI connection.
-TimestampTz
-EarliestPeriodicTick()
-{
-	int rc = SPI_execute("SELECT min(next_run_at) FROM awa.periodic_schedules", true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		return 0;
-	bool isnull;
-	Datum value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? 0 : DatumGetTimestampTz(value);
 }
 
 // The periodic step runs again at the earliest next tick when that comes
@@ -228,10 +202,44 @@ void
 SchedulePeriodic(core::TaskClock *clock, TimestampTz next_tick, bool enqueued)
 {
 	TimestampTz current = GetCurrentTimestamp();
-	int64 delay = IntervalMs(MaintenanceTask::kPeriodic) * 1000;
-	if (next_tick != 0 && (next_tick > current || enqueued))
-		delay = Max(int64{0}, Min(delay, next_tick - current));
-	clock->Ran(MaintenanceTask::kPeriodic, current, delay);
+	if (next_tick != 0 && next_tick <= current && !enqueued)
+		next_tick = 0;
+	clock->Ran(MaintenanceTask::kPeriodic, current, DelayUntil(MaintenanceTask::kPeriodic, current, next_tick));
+}
+
+MemoryContext step_context = NULL;
+bool extension_gone = false;
+
+// The one timestamptz a `SELECT min(...)` just run through SPI returned, or 0
+// when it returned NULL or failed (rc).
+TimestampTz
+SingleTimestamp(int rc)
+{
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		return 0;
+	bool isnull;
+	Datum value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? 0 : DatumGetTimestampTz(value);
+}
+
+// The run_at of the earliest deferred job due after `after`, or 0 when none
+// (an index-only probe of deferred_jobs_due_idx). Inside a step's SPI
+// connection.
+TimestampTz
+EarliestDeferredAfter(TimestampTz after)
+{
+	Oid types[1] = {TIMESTAMPTZOID};
+	Datum values[1] = {TimestampTzGetDatum(after)};
+	return SingleTimestamp(SPI_execute_with_args("SELECT min(run_at) FROM awa.deferred_jobs WHERE run_at > $1", 1,
+	                                             types, values, NULL, true, 1));
+}
+
+// The earliest next tick of the periodic jobs, or 0 when none (an index
+// probe of periodic_schedules_due_idx). Inside a step's SPI connection.
+TimestampTz
+EarliestPeriodicTick()
+{
+	return SingleTimestamp(SPI_execute("SELECT min(next_run_at) FROM awa.periodic_schedules", true, 1));
 }
 
 // Runs one step in its own transaction; its outcome is copied into `outcome`

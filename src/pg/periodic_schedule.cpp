@@ -1,6 +1,8 @@
 // periodic_schedule.cpp: see periodic_schedule.hpp.
 #include "pg/periodic_schedule.hpp"
 
+#include "pg/interval_literal.hpp"
+
 extern "C" {
 #include "common/int.h"
 #include "datatype/timestamp.h"
@@ -52,20 +54,7 @@ EveryInterval(const char *schedule)
 void
 ParseInterval(const char *schedule, const char *text, Interval *out)
 {
-	// The input function's own soft errors are not available in PG 15:
-	// parse with the datetime primitives it uses, which return codes.
-	char workbuf[256];
-	char *fields[MAXDATEFIELDS];
-	int field_types[MAXDATEFIELDS];
-	int nfields;
-	int dtype;
-	struct pg_itm_in itm_in;
-	int rc = ParseDateTime(text, workbuf, sizeof(workbuf), fields, field_types, MAXDATEFIELDS, &nfields);
-	if (rc == 0)
-		rc = DecodeInterval(fields, field_types, nfields, INTERVAL_FULL_RANGE, &dtype, &itm_in);
-	if (rc == DTERR_BAD_FORMAT)
-		rc = DecodeISO8601Interval(const_cast<char *>(text), &dtype, &itm_in);
-	if (rc != 0 || dtype != DTK_DELTA || itmin2interval(&itm_in, out) != 0)
+	if (!ParseIntervalLiteral(text, out))
 		BadSchedule(schedule, "the text after \"every\" is not an interval");
 	if (out->month < 0 || out->day < 0 || out->time < 0 ||
 	    (out->month == 0 && out->day == 0 && out->time < USECS_PER_SEC))

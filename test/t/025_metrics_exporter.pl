@@ -185,8 +185,10 @@ for my $ring (qw(queue claim lease)) {
 	ok(defined $g && $g >= $generation_before{$ring} && $g <= $generation_after{$ring},
 		"awa_ring_generation{ring=$ring} = $g, between $generation_before{$ring} and $generation_after{$ring}");
 	ok(exists $m->{awa_ring_seconds_since_rotation}{"ring=$ring"}, "awa_ring_seconds_since_rotation{ring=$ring}");
-	ok((grep { /^outcome=[a-z_]+,ring=$ring,step=rotate$/ } keys %{ $m->{awa_ring_last_outcome_info} }) == 1,
-		"one last rotate outcome of ring $ring");
+	for my $step (qw(rotate prune)) {
+		ok((grep { /^outcome=[a-z_]+,ring=$ring,step=$step$/ } keys %{ $m->{awa_ring_last_outcome_info} }) == 1,
+			"one last $step outcome of ring $ring");
+	}
 }
 
 # A periodic job that has not ticked yet.

@@ -70,24 +70,23 @@ sub wait_for_ticks
 	}
 }
 
+# Stops the node ('fast': a clean restart, 'immediate': a crash), keeps it
+# down for three seconds, starts it and the racers again, and waits for ticks.
+sub restart_after_downtime
+{
+	my ($mode, $label) = @_;
+	stop_racers();
+	$node->stop($mode);
+	sleep 3;
+	$node->start;
+	start_racers($node);
+	wait_for_ticks($node, 3, $label);
+}
+
 start_racers($node);
 wait_for_ticks($node, 3, 'at the start');
-
-# A clean restart, kept down for three seconds.
-stop_racers();
-$node->stop('fast');
-sleep 3;
-$node->start;
-start_racers($node);
-wait_for_ticks($node, 3, 'after the restart');
-
-# A crash restart, kept down for three seconds.
-stop_racers();
-$node->stop('immediate');
-sleep 3;
-$node->start;
-start_racers($node);
-wait_for_ticks($node, 3, 'after the crash restart');
+restart_after_downtime('fast', 'after the restart');
+restart_after_downtime('immediate', 'after the crash restart');
 
 # A synchronous standby is promoted after the primary crashed.
 my $standby = start_streaming_standby($node, 'periodic_standby');
