@@ -3,8 +3,16 @@
 # targets as an ordinary user (initdb refuses root).
 
 EXTENSION = awa
+EXTVERSION = 0.6
 MODULE_big = awa
-DATA = awa--0.6.sql
+
+# The install script is built from one-concern sources (sql/install/NN_name.sql,
+# concatenated in file-name order, as pg_partman does). Upgrade scripts
+# (awa--OLD--NEW.sql) are written by hand in sql/updates/ (sql/updates/README.md).
+AWA_SCRIPT = $(EXTENSION)--$(EXTVERSION).sql
+AWA_SCRIPT_SOURCES = $(sort $(wildcard sql/install/*.sql))
+DATA_built = $(AWA_SCRIPT)
+DATA = $(wildcard sql/updates/$(EXTENSION)--*--*.sql)
 
 CORE_SRCS = $(wildcard src/core/*.cpp)
 PG_SRCS = $(wildcard src/pg/*.cpp)
@@ -35,6 +43,16 @@ PROVE_TESTS = test/t/*.pl
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+$(AWA_SCRIPT): $(AWA_SCRIPT_SOURCES)
+	cat $^ > $@
+
+# CI: the installed script is what the sources make (a stale install or a
+# hand edit of the generated file fails here).
+installscriptcheck: $(AWA_SCRIPT)
+	cat $(AWA_SCRIPT_SOURCES) | cmp - $(AWA_SCRIPT)
+	cmp $(AWA_SCRIPT) '$(DESTDIR)$(datadir)/extension/$(AWA_SCRIPT)'
+	@echo "install script: ok"
 
 # Header changes rebuild their users: the object compile writes x.d (target x.o).
 override CPPFLAGS += -MMD -MP
@@ -72,4 +90,4 @@ pgtapcheck:
 
 EXTRA_CLEAN = test/unit/awa_unit_tests src/core/*.d src/pg/*.d src/core/*.bc src/pg/*.bc output_iso tmp_check_iso tmp_pgtap
 
-.PHONY: unit regresscheck isolationcheck tapcheck pgtapcheck
+.PHONY: installscriptcheck unit regresscheck isolationcheck tapcheck pgtapcheck

@@ -2,7 +2,7 @@
 # test.sh: the whole awa test suite on a fresh Debian 12 machine, run as root.
 # Installs what it needs, builds and installs awa, then runs, as the postgres
 # user (initdb refuses root), in a private copy of the tree:
-#   unit (GoogleTest), pg_regress, isolation, pgTAP, TAP.
+#   the install-script check, unit (GoogleTest), pg_regress, isolation, pgTAP, TAP.
 # Ends with the line "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,6 +69,15 @@ unit_suite() {
 	report unit "$log" "$status" "${p:-0}" "${f:-0}"
 }
 
+# The installed install script is what sql/install/ makes (one check).
+script_suite() {
+	local log="$work/install-script.log" status
+	make -C "$repo" -s installscriptcheck >"$log" 2>&1
+	status=$?
+	if [ "$status" -eq 0 ]; then report install-script "$log" 0 1 0; else report install-script "$log" "$status" 0 1; fi
+}
+
+script_suite
 unit_suite
 regress_suite regress regresscheck
 regress_suite isolation isolationcheck

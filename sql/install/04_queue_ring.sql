@@ -1,0 +1,126 @@
+-- ---------------------------------------------------------------------------
+-- Queue ring family (PARTITION BY LIST (ready_slot)); truncated together.
+-- ---------------------------------------------------------------------------
+CREATE TABLE awa.ready_entries (
+    ready_slot       smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    queue            text        NOT NULL,
+    priority         smallint    NOT NULL,
+    lane_seq         bigint      NOT NULL,
+    job_id           bigint      NOT NULL,
+    run_lease        bigint      NOT NULL DEFAULT 0,
+    attempt          smallint    NOT NULL DEFAULT 0,
+    max_attempts     smallint    NOT NULL,
+    kind             text        NOT NULL,
+    args             jsonb       NOT NULL,
+    run_at           timestamptz NOT NULL,
+    created_at       timestamptz NOT NULL,
+    attempted_at     timestamptz,
+    unique_key       bytea,
+    unique_states    smallint,
+    payload          jsonb,
+    PRIMARY KEY (queue, priority, lane_seq, ready_slot)
+) PARTITION BY LIST (ready_slot);
+CREATE INDEX ready_entries_job_id_idx ON awa.ready_entries (job_id);
+
+-- One row per enqueue call and lane: the committed contiguous range
+-- [first_lane_seq, next_lane_seq). Claim routes through it: the first segment
+-- with next_lane_seq > cursor says where the lane's head is and how many
+-- committed rows follow it.
+CREATE TABLE awa.ready_segments (
+    ready_slot       smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    queue            text        NOT NULL,
+    priority         smallint    NOT NULL,
+    first_lane_seq   bigint      NOT NULL,
+    next_lane_seq    bigint      NOT NULL,
+    first_run_at     timestamptz NOT NULL,
+    created_at       timestamptz NOT NULL,
+    -- The generation its lanes were enqueued into: ready_generation, unless a
+    -- prune carried them forward (then the oldest origin among them). Lanes
+    -- take origins in lane order, so the claim walk learns where a lane's
+    -- head can be from the origins of lanes at or below its cursor.
+    origin_generation bigint     NOT NULL,
+    -- Segments of a lane never overlap, so next_lane_seq is unique per lane;
+    -- keyed on it, the claim's routing probe is the primary key.
+    PRIMARY KEY (queue, priority, next_lane_seq, ready_slot)
+) PARTITION BY LIST (ready_slot);
+
+-- Hides an unclaimed ready row without touching it (cancel, reprioritise).
+CREATE TABLE awa.ready_tombstones (
+    ready_slot       smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    queue            text        NOT NULL,
+    priority         smallint    NOT NULL,
+    lane_seq         bigint      NOT NULL,
+    job_id           bigint      NOT NULL,
+    tombstoned_at    timestamptz NOT NULL,
+    PRIMARY KEY (queue, priority, lane_seq, ready_generation, ready_slot)
+) PARTITION BY LIST (ready_slot);
+
+-- The claim evidence ledger: one row per claim call, in the ready row's slot.
+-- lane_ranges lists exactly the lanes that were handed out. A claim cursor moves
+-- past a lane only while such a row covering it is visible.
+CREATE TABLE awa.ready_claim_attempt_batches (
+    ready_slot       smallint       NOT NULL,
+    ready_generation bigint         NOT NULL,
+    batch_id         bigint         NOT NULL,
+    queue            text           NOT NULL,
+    priority         smallint       NOT NULL,
+    claim_slot       smallint       NOT NULL,
+    claim_generation bigint         NOT NULL,
+    first_lane_seq   bigint         NOT NULL,
+    next_lane_seq    bigint         NOT NULL,
+    claimed_count    integer        NOT NULL,
+    lane_ranges      int8multirange NOT NULL,
+    claimed_at       timestamptz    NOT NULL,
+    PRIMARY KEY (batch_id, ready_slot)
+) PARTITION BY LIST (ready_slot);
+CREATE INDEX ready_claim_attempt_batches_lane_next_idx
+    ON awa.ready_claim_attempt_batches (queue, priority, next_lane_seq);
+
+-- Terminal facts for failed, cancelled and wide completions. Body columns are
+-- NULL when the ready row is retained (narrow rows).
+CREATE TABLE awa.done_entries (
+    ready_slot       smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    queue            text        NOT NULL,
+    priority         smallint    NOT NULL,
+    lane_seq         bigint      NOT NULL,
+    job_id           bigint      NOT NULL,
+    run_lease        bigint      NOT NULL,
+    attempt          smallint    NOT NULL,
+    kind             text        NOT NULL,
+    state            text        NOT NULL CHECK (state IN ('completed', 'failed', 'cancelled')),
+    finalized_at     timestamptz NOT NULL,
+    args             jsonb,
+    max_attempts     smallint,
+    run_at           timestamptz,
+    created_at       timestamptz,
+    unique_key       bytea,
+    payload          jsonb,
+    PRIMARY KEY (queue, priority, lane_seq, ready_slot)
+) PARTITION BY LIST (ready_slot);
+CREATE INDEX done_entries_job_id_idx ON awa.done_entries (job_id);
+CREATE INDEX done_entries_failed_idx ON awa.done_entries (queue) WHERE state = 'failed';
+
+-- Compact terminal history of successful completions: one row per completion
+-- group (one claim batch), arrays per job.
+CREATE TABLE awa.receipt_completion_batches (
+    ready_slot       smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    batch_id         bigint      NOT NULL,
+    claim_slot       smallint    NOT NULL,
+    claim_batch_id   bigint      NOT NULL,
+    queue            text        NOT NULL,
+    priority         smallint    NOT NULL,
+    completed_count  integer     NOT NULL,
+    job_ids          bigint[]    NOT NULL,
+    run_leases       bigint[]    NOT NULL,
+    lane_seqs        bigint[]    NOT NULL,
+    completed_at     timestamptz NOT NULL,
+    PRIMARY KEY (batch_id, ready_slot)
+) PARTITION BY LIST (ready_slot);
+CREATE INDEX receipt_completion_batches_claim_batch_idx
+    ON awa.receipt_completion_batches (claim_batch_id);
+

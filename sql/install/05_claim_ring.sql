@@ -1,0 +1,77 @@
+-- ---------------------------------------------------------------------------
+-- Claim ring family (PARTITION BY LIST (claim_slot)); truncated together.
+-- ---------------------------------------------------------------------------
+-- Row-local receipts (awa 0.6 shape). This extension writes compact batches
+-- (lease_claim_batches) for every claim; the table is part of the ring so that
+-- prune proofs and operators see the same family as awa.
+CREATE TABLE awa.lease_claims (
+    claim_slot       smallint    NOT NULL,
+    job_id           bigint      NOT NULL,
+    run_lease        bigint      NOT NULL,
+    receipt_id       bigint      NOT NULL,
+    ready_slot       smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    queue            text        NOT NULL,
+    priority         smallint    NOT NULL,
+    attempt          smallint    NOT NULL,
+    max_attempts     smallint    NOT NULL,
+    lane_seq         bigint      NOT NULL,
+    claimed_at       timestamptz NOT NULL,
+    materialized_at  timestamptz,
+    closed_at        timestamptz,
+    deadline_at      timestamptz,
+    PRIMARY KEY (job_id, run_lease, claim_slot)
+) PARTITION BY LIST (claim_slot);
+
+-- Compact receipts: one row per claim call. Receipt ids are not stored: each is
+-- (batch_id << 18) | (index << 4) | claim_slot, so a completion finds its claim
+-- by one primary-key probe (docs/architecture.md, "Receipts").
+CREATE TABLE awa.lease_claim_batches (
+    claim_slot       smallint    NOT NULL,
+    claim_generation bigint      NOT NULL,
+    batch_id         bigint      NOT NULL,
+    ready_slot       smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    queue            text        NOT NULL,
+    priority         smallint    NOT NULL,
+    claimed_count    integer     NOT NULL,
+    job_ids          bigint[]    NOT NULL,
+    run_leases       bigint[]    NOT NULL,
+    lane_seqs        bigint[]    NOT NULL,
+    attempts         smallint[]  NOT NULL,
+    max_attempts     smallint[]  NOT NULL,
+    deadline_at      timestamptz NOT NULL,
+    claimed_at       timestamptz NOT NULL,
+    PRIMARY KEY (batch_id, claim_slot)
+) PARTITION BY LIST (claim_slot);
+
+CREATE TABLE awa.lease_claim_closures (
+    claim_slot smallint    NOT NULL,
+    job_id     bigint      NOT NULL,
+    run_lease  bigint      NOT NULL,
+    outcome    text        NOT NULL,
+    closed_at  timestamptz NOT NULL,
+    CHECK (outcome IN ('completed', 'retryable', 'scheduled', 'failed', 'dlq',
+                       'cancelled', 'rescued', 'deadline_expired')),
+    PRIMARY KEY (job_id, run_lease, claim_slot)
+) PARTITION BY LIST (claim_slot);
+
+-- Closure evidence for compact receipts: one row per closing call and claim
+-- batch; claim_indexes are the 0-based positions closed in that claim batch.
+CREATE TABLE awa.lease_claim_closure_batches (
+    claim_slot       smallint    NOT NULL,
+    batch_id         bigint      NOT NULL,
+    claim_batch_id   bigint      NOT NULL,
+    ready_slot       smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    outcome          text        NOT NULL,
+    closed_count     integer     NOT NULL,
+    claim_indexes    integer[]   NOT NULL,
+    job_ids          bigint[]    NOT NULL,
+    run_leases       bigint[]    NOT NULL,
+    closed_at        timestamptz NOT NULL,
+    PRIMARY KEY (batch_id, claim_slot)
+) PARTITION BY LIST (claim_slot);
+CREATE INDEX lease_claim_closure_batches_claim_batch_idx
+    ON awa.lease_claim_closure_batches (claim_batch_id);
+

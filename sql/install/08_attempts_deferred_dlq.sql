@@ -1,0 +1,56 @@
+-- ---------------------------------------------------------------------------
+-- Plain tables
+-- ---------------------------------------------------------------------------
+-- Heartbeat and progress of long attempts; created lazily, deleted when the
+-- attempt ends. Short jobs never touch it.
+CREATE TABLE awa.attempt_state (
+    job_id       bigint NOT NULL,
+    run_lease    bigint NOT NULL,
+    heartbeat_at timestamptz,
+    progress     jsonb,
+    updated_at   timestamptz NOT NULL,
+    PRIMARY KEY (job_id, run_lease)
+) WITH (fillfactor = 80);
+
+-- Jobs that are not yet available: future run_at (scheduled), backoff (retryable).
+CREATE TABLE awa.deferred_jobs (
+    job_id        bigint PRIMARY KEY,
+    queue         text        NOT NULL,
+    priority      smallint    NOT NULL CHECK (priority BETWEEN 1 AND 4),
+    kind          text        NOT NULL,
+    args          jsonb       NOT NULL,
+    state         text        NOT NULL CHECK (state IN ('scheduled', 'retryable')),
+    run_at        timestamptz NOT NULL,
+    run_lease     bigint      NOT NULL DEFAULT 0,
+    attempt       smallint    NOT NULL DEFAULT 0,
+    max_attempts  smallint    NOT NULL,
+    created_at    timestamptz NOT NULL,
+    finalized_at  timestamptz,
+    unique_key    bytea,
+    unique_states smallint,
+    payload       jsonb
+);
+-- Promotion walks due jobs in (run_at, priority, job_id) order and stops at its batch size.
+CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs (run_at, priority, job_id);
+CREATE INDEX deferred_jobs_unique_key_idx ON awa.deferred_jobs (unique_key) WHERE unique_key IS NOT NULL;
+
+CREATE TABLE awa.dlq_entries (
+    job_id             bigint PRIMARY KEY,
+    queue              text        NOT NULL,
+    priority           smallint    NOT NULL,
+    kind               text        NOT NULL,
+    args               jsonb       NOT NULL,
+    run_lease          bigint      NOT NULL,
+    original_run_lease bigint      NOT NULL,
+    attempt            smallint    NOT NULL,
+    max_attempts       smallint    NOT NULL,
+    run_at             timestamptz NOT NULL,
+    created_at         timestamptz NOT NULL,
+    unique_key         bytea,
+    unique_states      smallint,
+    payload            jsonb,
+    dlq_reason         text        NOT NULL,
+    dlq_at             timestamptz NOT NULL
+);
+CREATE INDEX dlq_entries_queue_idx ON awa.dlq_entries (queue, dlq_at DESC);
+

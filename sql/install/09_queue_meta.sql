@@ -1,0 +1,16 @@
+-- ---------------------------------------------------------------------------
+-- Control plane
+-- ---------------------------------------------------------------------------
+-- Per-queue settings (awa.configure_queue, pause_queue, resume_queue). A queue
+-- without a row has the defaults. Claims read it through a per-backend cache
+-- that every change invalidates at commit (src/pg/queue_settings.hpp).
+CREATE TABLE awa.queue_meta (
+    queue            text        PRIMARY KEY CHECK (length(queue) BETWEEN 1 AND 200),
+    paused           boolean     NOT NULL DEFAULT false,
+    paused_at        timestamptz,
+    dlq_enabled      boolean     NOT NULL DEFAULT false,
+    aging_interval   interval    NOT NULL DEFAULT '60 seconds' CHECK (aging_interval >= interval '0'),
+    default_deadline interval    CHECK (default_deadline > interval '0'),
+    updated_at       timestamptz NOT NULL DEFAULT now()
+) WITH (fillfactor = 70);
+

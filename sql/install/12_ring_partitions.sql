@@ -1,0 +1,54 @@
+-- ---------------------------------------------------------------------------
+-- Ring partitions. Slot counts come from awa.queue_slot_count,
+-- awa.claim_slot_count, awa.lease_slot_count and awa.history_slot_count when
+-- set at CREATE EXTENSION time, else 16 / 8 / 8 / 8, and are fixed afterwards.
+-- Which families belong to a ring is said once, by awa._slot_children: the
+-- partitions are made from it, and rotation, prune and storage_status read it.
+-- ---------------------------------------------------------------------------
+-- The children of one ring slot, in lock order.
+CREATE FUNCTION awa._slot_children(ring text, slot int)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT array_agg(format('awa.%I', f || '_' || slot) ORDER BY o)
+  FROM unnest(CASE ring
+                 WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
+                                         'ready_claim_attempt_batches', 'done_entries',
+                                         'receipt_completion_batches']
+                 WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
+                                         'lease_claim_closure_batches']
+                 WHEN 'lease' THEN ARRAY['leases']
+                 WHEN 'history' THEN ARRAY['job_history']
+               END) WITH ORDINALITY AS t(f, o)
+$$;
+
+DO $ring$
+DECLARE
+    slot_counts jsonb := jsonb_build_object(
+        'queue', coalesce(nullif(current_setting('awa.queue_slot_count', true), '')::int, 16),
+        'claim', coalesce(nullif(current_setting('awa.claim_slot_count', true), '')::int, 8),
+        'lease', coalesce(nullif(current_setting('awa.lease_slot_count', true), '')::int, 8),
+        'history', coalesce(nullif(current_setting('awa.history_slot_count', true), '')::int, 8));
+    ring text;
+    n int;
+    child text;
+BEGIN
+    -- Each ring: its state, its first ledger entry, and per slot its slot row and
+    -- one partition of each of its families (awa._slot_children, the one list).
+    FOREACH ring IN ARRAY ARRAY['queue', 'claim', 'lease', 'history'] LOOP
+        n := (slot_counts ->> ring)::int;
+        EXECUTE format('INSERT INTO awa.%I (slot_count) VALUES ($1)', ring || '_ring_state') USING n;
+        EXECUTE format('INSERT INTO awa.%I (generation, slot) VALUES (0, 0)', ring || '_ring_rotations');
+        FOR s IN 0 .. n - 1 LOOP
+            EXECUTE format('INSERT INTO awa.%I VALUES ($1)', ring || '_ring_slots') USING s;
+            FOREACH child IN ARRAY awa._slot_children(ring, s) LOOP
+                EXECUTE format('CREATE TABLE %s PARTITION OF %s FOR VALUES IN (%s)',
+                               child, regexp_replace(child, '_[0-9]+$', ''), s);
+            END LOOP;
+        END LOOP;
+    END LOOP;
+END
+$ring$;
+

@@ -1,0 +1,133 @@
+-- ---------------------------------------------------------------------------
+-- SQL API. The hot path (enqueue, claim, complete, heartbeat, promotion,
+-- counts) is C++. SECURITY DEFINER: callers need only EXECUTE. The C code runs
+-- every statement under a pinned search path (pg_catalog only), so no name in
+-- what it runs can resolve to a caller's object (src/pg/spi_plans.hpp); the
+-- SQL and PL/pgSQL functions pin theirs with a SET clause.
+--
+-- No statement awa runs is JIT-compiled (docs/architecture.md §9): the C
+-- code's statements are planned with JIT off by awa's planner hook (no SET
+-- clause on the hot C functions: a GUC save and restore per call); every SQL
+-- and PL/pgSQL function has SET jit = off. None of those is on a hot path, and
+-- their queries are small: compiling one (planner estimates over unanalysed
+-- ring children can ask for it) costs 100-250 ms for a query of a millisecond,
+-- and a prune would hold its slot lock meanwhile.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION awa.enqueue(
+    kind         text,
+    args         jsonb       DEFAULT '{}',
+    queue        text        DEFAULT 'default',
+    priority     int         DEFAULT 2,
+    run_at       timestamptz DEFAULT NULL,
+    max_attempts int         DEFAULT 25,
+    opts         jsonb       DEFAULT '{}')
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'awa_enqueue'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+CREATE FUNCTION awa.enqueue_many(
+    kinds        text[],
+    args         jsonb[],
+    queue        text          DEFAULT 'default',
+    priorities   int[]         DEFAULT NULL,
+    run_at       timestamptz[] DEFAULT NULL,
+    max_attempts int           DEFAULT 25,
+    opts         jsonb[]       DEFAULT NULL)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'awa_enqueue_many'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
+
+-- deadline NULL: the queue's default_deadline, else 5 minutes.
+-- wait NULL or 0: look once; else sleep until a job is available or wait has
+-- passed (woken by commits, never polling; docs/sql-reference.md).
+-- async_commit NULL: awa.async_claim_commit decides.
+CREATE FUNCTION awa.claim(
+    queue        text,
+    max_jobs     int      DEFAULT 1,
+    deadline     interval DEFAULT NULL,
+    wait         interval DEFAULT NULL,
+    async_commit boolean  DEFAULT NULL)
+RETURNS TABLE (
+    job_id       bigint,
+    run_lease    bigint,
+    receipt_id   bigint,
+    kind         text,
+    args         jsonb,
+    queue        text,
+    priority     int,
+    attempt      int,
+    max_attempts int,
+    deadline_at  timestamptz,
+    created_at   timestamptz,
+    metadata     jsonb)
+AS 'MODULE_PATHNAME', 'awa_claim'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+CREATE FUNCTION awa.complete(job_id bigint, run_lease bigint, receipt_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'awa_complete'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+CREATE FUNCTION awa.complete_many(job_ids bigint[], run_leases bigint[], receipt_ids bigint[])
+RETURNS TABLE (job_id bigint, accepted boolean)
+AS 'MODULE_PATHNAME', 'awa_complete_many'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+CREATE FUNCTION awa.heartbeat(job_id bigint, run_lease bigint, receipt_id bigint, progress jsonb DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'awa_heartbeat'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+CREATE FUNCTION awa.heartbeat_many(job_ids bigint[], run_leases bigint[], receipt_ids bigint[],
+                                   progress jsonb[] DEFAULT NULL)
+RETURNS TABLE (job_id bigint, run_lease bigint, status text)
+AS 'MODULE_PATHNAME', 'awa_heartbeat_many'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+-- Waits until every commit that returned before the call is flushed to disk
+-- (and confirmed by the synchronous standbys, if any); returns that LSN.
+-- For a worker after an asynchronous claim, before a side effect it cannot
+-- undo (docs/sql-reference.md).
+CREATE FUNCTION awa.await_durable()
+RETURNS pg_lsn
+AS 'MODULE_PATHNAME', 'awa_await_durable'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa.promote_due(max_jobs int DEFAULT 4096)
+RETURNS int
+AS 'MODULE_PATHNAME', 'awa_promote_due'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+CREATE FUNCTION awa.queue_counts(queue text DEFAULT NULL)
+RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+AS 'MODULE_PATHNAME', 'awa_queue_counts'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+-- Recounts every queue of this database with one exact pass (the counters
+-- are rebuilt like this after a restart on first use); true when they are
+-- trusted afterwards.
+CREATE FUNCTION awa.rebuild_counters()
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'awa_rebuild_counters'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+-- A lane cursor's value, read under AccessShareLock (pg_sequence_last_value
+-- would hold RowExclusiveLock until the reader's transaction ends, and that
+-- would hold up the lock a claim takes to prove a lane gap dead). Checks that
+-- the caller may SELECT the sequence.
+CREATE FUNCTION awa.cursor_value(seq regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'awa_cursor_value'
+LANGUAGE C STABLE STRICT;
+
+-- Read-only view of every lane and its two cursors.
+CREATE VIEW awa.lanes AS
+SELECT l.queue,
+       l.priority,
+       l.lane_id,
+       awa.cursor_value(l.enqueue_seq) AS enqueue_cursor,
+       awa.cursor_value(l.claim_seq)   AS claim_cursor
+FROM awa.queue_lanes l;
+
+-- ---------------------------------------------------------------------------

@@ -1,0 +1,120 @@
+-- Internal building blocks (granted to no role; awa's SECURITY DEFINER
+-- functions call them as the extension owner).
+-- ---------------------------------------------------------------------------
+-- Locks the attempt's claim batch for the transaction and reports it; with an
+-- outcome, closes it when it is open (status 'closed_now').
+CREATE FUNCTION awa._attempt(job_id bigint, run_lease bigint, receipt_id bigint, outcome text)
+RETURNS TABLE (status text, closed_outcome text, queue text, priority int, ready_slot int,
+               ready_generation bigint, lane_seq bigint, attempt int, max_attempts int,
+               claimed_at timestamptz)
+AS 'MODULE_PATHNAME', 'awa_internal_attempt'
+LANGUAGE C VOLATILE;
+
+-- Hides an unclaimed ready row (cancel); 'tombstoned', 'claimed' or 'already_tombstoned'.
+CREATE FUNCTION awa._tombstone(queue text, priority int, lane_seq bigint, ready_slot int,
+                               ready_generation bigint, job_id bigint)
+RETURNS text
+AS 'MODULE_PATHNAME', 'awa_internal_tombstone'
+LANGUAGE C VOLATILE;
+
+-- Moves the given deferred jobs into the ready ring now.
+CREATE FUNCTION awa._promote_jobs(job_ids bigint[])
+RETURNS int
+AS 'MODULE_PATHNAME', 'awa_internal_promote_jobs'
+LANGUAGE C VOLATILE;
+
+-- Records a move of n jobs between states in this transaction (counters).
+CREATE FUNCTION awa._count_move(queue text, from_state text, to_state text, n bigint DEFAULT 1)
+RETURNS void
+AS 'MODULE_PATHNAME', 'awa_internal_count_move'
+LANGUAGE C VOLATILE;
+
+-- Retry delay after failed attempt n: 2^n s + up to 25 % jitter, at most 24 h.
+CREATE FUNCTION awa._backoff(attempt int)
+RETURNS interval
+AS 'MODULE_PATHNAME', 'awa_internal_backoff'
+LANGUAGE C VOLATILE;
+
+-- Sends the relcache invalidation that empties every backend's settings cache,
+-- and wakes the queue's waiting claims and the maintenance worker at commit
+-- (a resumed queue can be claimed and promoted again).
+CREATE FUNCTION awa._queue_meta_changed(queue text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'awa_internal_queue_meta_changed'
+LANGUAGE C VOLATILE;
+
+-- The exact pass: every job of the queue (NULL: of every queue with a lane or
+-- settings) counted from the tables. STABLE, so it runs under one snapshot
+-- (the counter rebuild publishes that snapshot; src/pg/counters.hpp).
+--   available = ready rows - lanes handed out by claims - tombstoned lanes
+--   running   = claimed attempts - closed attempts
+CREATE FUNCTION awa._queue_counts_scan(p_queue text)
+RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+WITH queues AS (
+    SELECT l.queue FROM awa.queue_lanes l WHERE p_queue IS NULL OR l.queue = p_queue
+    UNION
+    SELECT m.queue FROM awa.queue_meta m WHERE p_queue IS NULL OR m.queue = p_queue
+), ready AS (
+    SELECT e.queue, count(*) AS n FROM awa.ready_entries e
+     WHERE p_queue IS NULL OR e.queue = p_queue GROUP BY e.queue
+), handed_out AS (
+    SELECT b.queue, sum(b.claimed_count) AS n FROM awa.ready_claim_attempt_batches b
+     WHERE p_queue IS NULL OR b.queue = p_queue GROUP BY b.queue
+), tombstoned AS (
+    SELECT t.queue, count(*) AS n FROM awa.ready_tombstones t
+     WHERE p_queue IS NULL OR t.queue = p_queue GROUP BY t.queue
+), claimed AS (
+    SELECT c.queue, sum(c.claimed_count) AS n FROM awa.lease_claim_batches c
+     WHERE p_queue IS NULL OR c.queue = p_queue GROUP BY c.queue
+), closed AS (
+    SELECT c.queue, sum(x.closed_count) AS n
+      FROM awa.lease_claim_closure_batches x
+      JOIN awa.lease_claim_batches c ON c.batch_id = x.claim_batch_id AND c.claim_slot = x.claim_slot
+     WHERE p_queue IS NULL OR c.queue = p_queue GROUP BY c.queue
+), completed AS (
+    SELECT r.queue, sum(r.completed_count) AS n FROM awa.receipt_completion_batches r
+     WHERE p_queue IS NULL OR r.queue = p_queue GROUP BY r.queue
+), done AS (
+    SELECT d.queue, count(*) FILTER (WHERE d.state = 'failed') AS failed,
+           count(*) FILTER (WHERE d.state = 'cancelled') AS cancelled
+      FROM awa.done_entries d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
+), deferred AS (
+    SELECT d.queue, count(*) FILTER (WHERE d.state = 'scheduled') AS scheduled,
+           count(*) FILTER (WHERE d.state = 'retryable') AS retryable
+      FROM awa.deferred_jobs d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
+), dead AS (
+    SELECT d.queue, count(*) AS n FROM awa.dlq_entries d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
+), history AS (
+    SELECT h.queue, count(*) FILTER (WHERE h.state = 'completed') AS completed,
+           count(*) FILTER (WHERE h.state = 'failed') AS failed,
+           count(*) FILTER (WHERE h.state = 'cancelled') AS cancelled
+      FROM awa.job_history h WHERE p_queue IS NULL OR h.queue = p_queue GROUP BY h.queue
+)
+SELECT q.queue,
+       (coalesce(ready.n, 0) - coalesce(handed_out.n, 0) - coalesce(tombstoned.n, 0))::bigint,
+       coalesce(deferred.scheduled, 0)::bigint,
+       coalesce(deferred.retryable, 0)::bigint,
+       (coalesce(claimed.n, 0) - coalesce(closed.n, 0))::bigint,
+       (coalesce(completed.n, 0) + coalesce(history.completed, 0))::bigint,
+       (coalesce(done.failed, 0) + coalesce(history.failed, 0))::bigint,
+       (coalesce(done.cancelled, 0) + coalesce(history.cancelled, 0))::bigint,
+       coalesce(dead.n, 0)::bigint
+  FROM queues q
+  LEFT JOIN ready USING (queue)
+  LEFT JOIN handed_out USING (queue)
+  LEFT JOIN tombstoned USING (queue)
+  LEFT JOIN claimed USING (queue)
+  LEFT JOIN closed USING (queue)
+  LEFT JOIN completed USING (queue)
+  LEFT JOIN done USING (queue)
+  LEFT JOIN deferred USING (queue)
+  LEFT JOIN dead USING (queue)
+  LEFT JOIN history USING (queue)
+ ORDER BY q.queue
+$$;
+

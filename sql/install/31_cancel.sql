@@ -1,0 +1,132 @@
+-- Cancels a job: 'cancelled' (it was available, scheduled or retryable),
+-- 'cancel_requested' (it was running: the attempt is closed, so the worker's
+-- completion is refused and its next heartbeat answers cancel_requested),
+-- 'already_finished' or 'not_found'. An available job is hidden by a ready
+-- tombstone (src/pg/fn_tombstone.cpp), never by changing its ready row.
+CREATE FUNCTION awa.cancel(job_id bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    p_job_id bigint := $1;
+    d        record;     -- the job's body: a deferred row or a ready row
+    r        record;
+    b        record;
+    a        record;
+    ring     record;
+    outcome  text;
+    idx      int;
+    -- where the cancelled terminal row goes
+    slot     smallint;
+    gen      bigint;
+    lane     bigint;
+    lease    bigint;
+    tries    smallint;
+    batch_slot int;  -- the claim slot holding the claim batch
+BEGIN
+    IF p_job_id IS NULL THEN
+        RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass the job_id awa.enqueue returned.';
+    END IF;
+    -- A job can move while we look (promotion, retry); each round looks again.
+    FOR round IN 1 .. 100 LOOP
+        DELETE FROM awa.deferred_jobs j WHERE j.job_id = p_job_id RETURNING j.* INTO d;
+        IF FOUND THEN
+            -- Scheduled or retryable: a synthetic terminal row in the current queue slot.
+            SELECT q.slot, q.generation INTO ring FROM awa.queue_ring_rotations q ORDER BY q.generation DESC LIMIT 1;
+            slot := ring.slot; gen := ring.generation; lane := -d.job_id; lease := d.run_lease; tries := d.attempt;
+            PERFORM awa._count_move(d.queue, d.state, 'cancelled');
+            outcome := 'cancelled';
+            EXIT;
+        END IF;
+        IF EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = p_job_id)
+           OR EXISTS (SELECT FROM awa.job_history h WHERE h.job_id = p_job_id)
+           OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id) THEN
+            RETURN 'already_finished';  -- dead-lettered, in the history ring, or cancelled while deferred
+        END IF;
+        SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
+         ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;
+        IF NOT FOUND THEN
+            IF EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id) THEN
+                RETURN 'already_finished';
+            END IF;
+            RETURN 'not_found';
+        END IF;
+        IF EXISTS (SELECT FROM awa.done_entries e WHERE e.queue = r.queue AND e.priority = r.priority
+                      AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot) THEN
+            RETURN 'already_finished';
+        END IF;
+        d := r;
+        slot := r.ready_slot; gen := r.ready_generation; lane := r.lane_seq;
+
+        -- Available: a tombstone (src/pg/fn_tombstone.cpp closes the race with claims).
+        outcome := awa._tombstone(r.queue, r.priority, r.lane_seq, r.ready_slot, r.ready_generation, r.job_id);
+        IF outcome = 'tombstoned' THEN
+            lease := r.run_lease; tries := r.attempt;
+            outcome := 'cancelled';
+            EXIT;
+        ELSIF outcome = 'already_tombstoned' THEN
+            RETURN 'already_finished';
+        END IF;
+
+        -- Claimed: close the attempt that took this ready row.
+        SELECT x.batch_id, x.claim_slot INTO b FROM awa.ready_claim_attempt_batches x
+         WHERE x.queue = r.queue AND x.priority = r.priority AND x.ready_slot = r.ready_slot
+           AND x.ready_generation = r.ready_generation AND x.next_lane_seq > r.lane_seq
+           AND x.first_lane_seq <= r.lane_seq AND x.lane_ranges @> r.lane_seq;
+        IF NOT FOUND AND current_setting('transaction_isolation') <> 'read committed' THEN
+            -- The claim committed after this transaction's snapshot was taken.
+            RAISE EXCEPTION 'could not cancel the job: it was claimed by a transaction this snapshot cannot see'
+                USING ERRCODE = 'serialization_failure', DETAIL = format('Job %s.', p_job_id),
+                      HINT = 'Retry the transaction.';
+        END IF;
+        IF NOT FOUND THEN
+            RETURN 'already_finished';
+        END IF;
+        -- The claim batch, where it was written or where a prune carried it
+        -- while it was open (docs/maintenance.md §3.5).
+        SELECT array_position(k.job_ids, p_job_id), k.claim_slot INTO idx, batch_slot FROM awa.lease_claim_batches k
+         WHERE k.batch_id = b.batch_id;
+        IF idx IS NULL THEN
+            RETURN 'already_finished';
+        END IF;
+        -- Already ended for good (completed, failed, cancelled, dead-lettered):
+        -- answer without the claim batch's lock, which a transaction working
+        -- on another job of the batch may hold for long. An attempt closed as
+        -- retryable or scheduled moved on (a deferred row, found next round);
+        -- an open one is closed under the lock below.
+        IF EXISTS (SELECT FROM awa.lease_claim_closure_batches x
+                    WHERE x.claim_batch_id = b.batch_id AND x.claim_slot = batch_slot
+                      AND (idx - 1) = ANY (x.claim_indexes)
+                      AND x.outcome IN ('completed', 'failed', 'cancelled', 'dlq')) THEN
+            RETURN 'already_finished';
+        END IF;
+        SELECT * INTO a FROM awa._attempt(p_job_id, r.run_lease + 1, awa._receipt(b.batch_id, idx - 1, b.claim_slot),
+                                          'cancelled');
+        IF a.status = 'closed_now' THEN
+            lease := r.run_lease + 1; tries := a.attempt;
+            outcome := 'cancel_requested';
+            EXIT;
+        END IF;
+        IF a.status = 'closed' AND a.closed_outcome IN ('retryable', 'scheduled') THEN
+            CONTINUE;  -- retried or snoozed meanwhile: cancel it where it went
+        END IF;
+        RETURN 'already_finished';
+    END LOOP;
+    IF outcome IS NULL OR outcome NOT IN ('cancelled', 'cancel_requested') THEN
+        RAISE EXCEPTION 'job % kept changing state while it was being cancelled', p_job_id
+            USING ERRCODE = 'lock_not_available', HINT = 'Try again.';
+    END IF;
+    INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease, attempt,
+                                  kind, state, finalized_at, args, max_attempts, run_at, created_at, unique_key,
+                                  payload)
+    VALUES (slot, gen, d.queue, d.priority, lane, p_job_id, lease, tries, d.kind, 'cancelled', clock_timestamp(),
+            d.args, d.max_attempts, d.run_at, d.created_at, d.unique_key, d.payload);
+    -- A running job's key was freed when its attempt closed; the others' here.
+    DELETE FROM awa.job_unique_claims u WHERE u.job_id = p_job_id AND (u.unique_states & 64) = 0;
+    RETURN outcome;
+END
+$$;
+

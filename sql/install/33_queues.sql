@@ -1,0 +1,103 @@
+CREATE FUNCTION awa._require_queue(queue text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE  -- raises: never evaluated ahead of time
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+    -- The same rules and messages as the C functions (src/core/validate.cpp).
+    IF queue IS NULL THEN
+        RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'Pass a non-empty name.';
+    END IF;
+    IF length(queue) = 0 THEN
+        RAISE EXCEPTION 'queue must not be empty' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass a non-empty name.';
+    END IF;
+    IF length(queue) > 200 THEN
+        RAISE EXCEPTION 'queue is % characters long; at most 200 are allowed', length(queue)
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use a shorter name.';
+    END IF;
+END
+$$;
+
+-- Creates or changes a queue's settings; NULL leaves a setting as it is.
+CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL,
+                                    aging_interval interval DEFAULT NULL,
+                                    default_deadline interval DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+    PERFORM awa._require_queue(queue);
+    IF aging_interval < interval '0' THEN
+        RAISE EXCEPTION 'aging_interval must not be negative' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass 0 for strict priorities, or how long a waiting job takes to gain one priority level.';
+    END IF;
+    IF default_deadline <= interval '0' THEN
+        RAISE EXCEPTION 'default_deadline must be positive' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass how long an attempt may run, such as interval ''5 minutes''.';
+    END IF;
+    INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline)
+    VALUES ($1, coalesce($2, false), coalesce($3, interval '60 seconds'), $4)
+    ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
+       SET dlq_enabled = coalesce($2, m.dlq_enabled),
+           aging_interval = coalesce($3, m.aging_interval),
+           default_deadline = coalesce($4, m.default_deadline),
+           updated_at = now();
+    PERFORM awa._queue_meta_changed(queue);
+END
+$$;
+
+-- A paused queue is neither claimed nor promoted; enqueue goes on.
+CREATE FUNCTION awa.pause_queue(queue text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+    PERFORM awa._require_queue(queue);
+    INSERT INTO awa.queue_meta AS m (queue, paused, paused_at) VALUES ($1, true, now())
+    ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
+       SET paused = true, paused_at = coalesce(m.paused_at, now()), updated_at = now();
+    PERFORM awa._queue_meta_changed(queue);
+END
+$$;
+
+CREATE FUNCTION awa.resume_queue(queue text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+    PERFORM awa._require_queue(queue);
+    INSERT INTO awa.queue_meta AS m (queue, paused) VALUES ($1, false)
+    ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
+       SET paused = false, paused_at = NULL, updated_at = now();
+    PERFORM awa._queue_meta_changed(queue);
+END
+$$;
+
+-- queue_counts' columns counted from the tables (cost grows with the backlog).
+CREATE FUNCTION awa.queue_counts_exact(queue text DEFAULT NULL)
+RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT awa._require_queue($1) WHERE $1 IS NOT NULL;
+-- VOLATILE: the count below takes its snapshot after the ring tables are held
+-- (awa._hold_rings), so counting during a prune misses nothing it carries or
+-- copies to the history ring.
+SELECT awa._hold_rings();
+SELECT * FROM awa._queue_counts_scan($1)
+UNION ALL
+SELECT $1, 0, 0, 0, 0, 0, 0, 0, 0
+ WHERE $1 IS NOT NULL AND NOT EXISTS (SELECT FROM awa._queue_counts_scan($1))
+$$;
+

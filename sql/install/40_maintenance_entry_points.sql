@@ -1,0 +1,51 @@
+-- ---------------------------------------------------------------------------
+-- Maintenance (docs/maintenance.md). The background worker runs each step in
+-- its own transaction; awa.run_maintenance runs them by hand in the caller's.
+-- Ring steps never wait for a lock: one transaction-level try-lock serializes
+-- them per database, and ACCESS EXCLUSIVE on a slot is bounded by
+-- awa.prune_lock_timeout.
+-- ---------------------------------------------------------------------------
+-- The receipt id of a claim batch's index in a claim slot (the layout of
+-- src/core/receipt.hpp: one source for C and SQL).
+CREATE FUNCTION awa._receipt(batch_id bigint, index int, slot int)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_receipt' LANGUAGE C IMMUTABLE;
+-- Ring arithmetic, from src/core (one source for C and SQL): the slot of a
+-- generation, the oldest generation a ring at `current` still holds, and the
+-- generation its next prune targets (-1 while the ring has not filled).
+CREATE FUNCTION awa._slot_of(generation bigint, slot_count int)
+RETURNS int AS 'MODULE_PATHNAME', 'awa_internal_slot_of' LANGUAGE C IMMUTABLE STRICT;
+CREATE FUNCTION awa._oldest_live_generation(current bigint, slot_count int)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_oldest_live_generation' LANGUAGE C IMMUTABLE STRICT;
+CREATE FUNCTION awa._prune_target(current bigint, slot_count int)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_prune_target' LANGUAGE C IMMUTABLE STRICT;
+CREATE FUNCTION awa._task_names()
+RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_task_names' LANGUAGE C IMMUTABLE;
+CREATE FUNCTION awa._rotation_begin()
+RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_rotation_begin' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._enqueue_generation_in_use(generation bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'awa_internal_enqueue_generation_in_use' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._note_outcome(task text, outcome text)
+RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_note_outcome' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._ensure_counters()
+RETURNS text AS 'MODULE_PATHNAME', 'awa_internal_ensure_counters' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._wake_launcher()
+RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_wake_launcher' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._advance_cursors()
+RETURNS int AS 'MODULE_PATHNAME', 'awa_internal_advance_cursors' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION awa._rescue_attempt(job_id bigint, run_lease bigint, receipt_id bigint, stale_before timestamptz)
+RETURNS text AS 'MODULE_PATHNAME', 'awa_internal_rescue_attempt' LANGUAGE C VOLATILE;
+
+-- The last outcome of every maintenance task in this database.
+CREATE FUNCTION awa.maintenance_status()
+RETURNS TABLE (task text, last_outcome text, last_run_at timestamptz, runs bigint, errors bigint,
+               prune_backoff_level int, prune_ticks_skipped int, worker_pid int)
+AS 'MODULE_PATHNAME', 'awa_maintenance_status'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+
+

@@ -1,0 +1,92 @@
+-- Prune: TRUNCATE the ring's oldest sealed slot, whole, on proof that nothing
+-- in it is live; the proof is made again once the slot is locked.
+CREATE FUNCTION awa._prune(ring text, OUT outcome text, OUT detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    pos record;
+    target bigint;
+    target_slot int;
+    kept int[] := '{}';
+    blocker text;
+BEGIN
+    IF NOT awa._try_ring_lock() THEN
+        outcome := 'skipped_busy';
+        detail := jsonb_build_object('reason', 'another maintenance step holds the ring lock');
+        RETURN;
+    END IF;
+    pos := awa._ring_position(ring);
+    -- The target is the generation whose slot the next rotation enters, so
+    -- every slot keeps its rows for slot_count - 1 rotations, from the
+    -- ring's first use on; in the queue ring, past the slots kept out of the
+    -- rotation for their many live rows (docs/maintenance.md §3.6).
+    IF ring = 'queue' THEN
+        SELECT t.generation, t.slot, t.kept INTO target, target_slot, kept FROM awa._queue_prune_target() t;
+    ELSE
+        target := awa._prune_target(pos.generation, pos.slot_count);
+        target_slot := CASE WHEN target >= 0 THEN awa._slot_of(target, pos.slot_count) END;
+    END IF;
+    IF target IS NULL OR target < 0 THEN
+        outcome := 'skipped_idle';
+        detail := jsonb_build_object('reason', 'the ring has not filled yet', 'generation', pos.generation);
+        RETURN;
+    END IF;
+    detail := jsonb_build_object('slot', target_slot, 'generation', target);
+    IF cardinality(kept) > 0 THEN
+        detail := detail || jsonb_build_object('kept_slots', to_jsonb(kept));
+    END IF;
+    IF awa._slot_has_no_blocks(ring, target_slot) THEN
+        outcome := 'already_pruned';
+        RETURN;
+    END IF;
+    IF ring = 'queue' THEN
+        -- Idle lanes' cursors lag behind their last claims until moved.
+        PERFORM awa._advance_cursors();
+    END IF;
+    FOR pass IN 1 .. 2 LOOP
+        blocker := CASE ring
+                     WHEN 'queue' THEN awa._queue_slot_blocker(target_slot, target)
+                     WHEN 'claim' THEN awa._claim_slot_blocker(target_slot)
+                     ELSE (SELECT CASE WHEN count(*) > 0 THEN format('%s leases are live', count(*)) END
+                             FROM awa.leases l WHERE l.lease_slot = target_slot)
+                   END;
+        IF blocker IS NOT NULL THEN
+            outcome := 'skipped_active';
+            detail := detail || jsonb_build_object('reason', blocker);
+            RETURN;
+        END IF;
+        EXIT WHEN pass = 2;
+        IF NOT awa._lock_slot(ring, target_slot) THEN
+            outcome := 'blocked';
+            detail := detail || jsonb_build_object('reason', 'a session held a child of the slot past awa.prune_lock_timeout');
+            RETURN;
+        END IF;
+    END LOOP;
+    IF ring = 'queue' THEN
+        IF awa._history_retention() > interval '0' THEN
+            -- The slot's finished jobs move to the history ring, where they
+            -- stay counted and keep their unique keys until it reclaims them.
+            detail := detail || jsonb_build_object('history_jobs', awa._keep_history(target_slot));
+        ELSE
+            -- No history kept: the slot's finished jobs leave the counts, and
+            -- the unique keys they hold (states that include a final one) are
+            -- released.
+            detail := detail || jsonb_build_object('terminal_jobs', awa._forget_finished(format(
+                'SELECT r.queue, ''completed'' AS state, u.job_id
+                   FROM awa.%I r, unnest(r.job_ids) u(job_id)
+                 UNION ALL
+                 SELECT d.queue, d.state, d.job_id FROM awa.%I d WHERE d.state IN (''failed'', ''cancelled'')',
+                'receipt_completion_batches_' || target_slot, 'done_entries_' || target_slot)));
+        END IF;
+        detail := detail || jsonb_build_object('carried', awa._carry_queue_slot(target_slot, target));
+    ELSIF ring = 'claim' THEN
+        detail := detail || jsonb_build_object('carried', awa._carry_claim_slot(target_slot));
+    END IF;
+    EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
+    outcome := 'pruned';
+END
+$$;
+
+-- awa.history_retention as an interval.

@@ -1,0 +1,43 @@
+-- Each ring: where it is, its oldest live slot, the last rotate and prune
+-- outcomes, and the dead tuples of each of its table families (children
+-- summed; from the statistics collector, so up to a few hundred ms old).
+CREATE FUNCTION awa.storage_status()
+RETURNS TABLE (ring text, slot_count int, current_slot int, generation bigint, oldest_live_slot int,
+               oldest_live_generation bigint, last_rotated_at timestamptz, last_rotate text,
+               last_rotate_at timestamptz, last_prune text, last_prune_at timestamptz, prune_backoff_level int,
+               dead_tuples jsonb)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    pos record;
+    families text[];
+BEGIN
+    FOREACH ring IN ARRAY ARRAY['queue', 'claim', 'lease'] LOOP
+        pos := awa._ring_position(ring);
+        slot_count := pos.slot_count;
+        current_slot := pos.slot;
+        generation := pos.generation;
+        oldest_live_generation := CASE WHEN ring = 'queue' THEN (awa._queue_live_generations())[1]
+                                       ELSE awa._oldest_live_generation(pos.generation, pos.slot_count) END;
+        oldest_live_slot := awa._slot_of(oldest_live_generation, pos.slot_count);
+        EXECUTE format('SELECT max(rotated_at) FROM awa.%I', ring || '_ring_rotations') INTO last_rotated_at;
+        SELECT m.last_outcome, m.last_run_at INTO last_rotate, last_rotate_at
+          FROM awa.maintenance_status() m WHERE m.task = 'rotate_' || ring;
+        SELECT m.last_outcome, m.last_run_at, m.prune_backoff_level INTO last_prune, last_prune_at, prune_backoff_level
+          FROM awa.maintenance_status() m WHERE m.task = 'prune_' || ring;
+        families := (SELECT array_agg(regexp_replace(c, '^awa\.(.*)_0$', '\1'))
+                       FROM unnest(awa._slot_children(ring, 0)) c)
+                    || ARRAY[ring || '_ring_rotations', ring || '_ring_slots', ring || '_ring_state'];
+        SELECT jsonb_object_agg(f, coalesce((SELECT sum(s.n_dead_tup)
+                                               FROM pg_stat_all_tables s
+                                              WHERE s.schemaname = 'awa'
+                                                AND (s.relname = f OR s.relname ~ ('^' || f || '_[0-9]+$'))), 0))
+          INTO dead_tuples
+          FROM unnest(families) f;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+

@@ -1,0 +1,93 @@
+-- ---------------------------------------------------------------------------
+-- Metrics surface (docs/monitoring.md): readable by awa_monitor, which may
+-- do nothing else. Every function here answers in time that grows with the
+-- number of queues, lanes and waiting claims, never with the backlog (the
+-- oldest available job is found from each lane's claim cursor).
+-- ---------------------------------------------------------------------------
+-- Per queue, the jobs each event moved since the server started (shared
+-- memory; a restart or a new CREATE EXTENSION starts them at 0, as
+-- Prometheus counters expect). A rescued attempt counts as rescued, not as
+-- retried; claimed counts the jobs handed out, a job claimed again counting again.
+CREATE FUNCTION awa.job_event_totals()
+RETURNS TABLE (queue text, enqueued bigint, claimed bigint, completed bigint, retried bigint, snoozed bigint,
+               failed bigint, rescued bigint)
+AS 'MODULE_PATHNAME', 'awa_job_event_totals'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+-- The claims of this database that are waiting for work now.
+CREATE FUNCTION awa.waiting_claims()
+RETURNS TABLE (pid int, queue text, waiting_since timestamptz)
+AS 'MODULE_PATHNAME', 'awa_waiting_claims'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
+
+-- The run_at of the queue's oldest available job. Per lane: the lanes that
+-- claims handed out above the claim cursor (their evidence's lane_ranges,
+-- merged), the first lane above the cursor outside them, and from there the
+-- first ready row that no claim covers and no tombstone hides. Its cost
+-- follows the claims since the cursor last moved, not the rows they took (a
+-- row claimed by a transaction still open counts as available).
+CREATE FUNCTION awa._oldest_available_at(p_queue text)
+RETURNS timestamptz
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    l record;
+    cursor_at bigint;
+    claimed int8multirange;
+    r int8range;
+    free bigint;
+    lane_oldest timestamptz;
+    oldest timestamptz;
+BEGIN
+    FOR l IN SELECT q.priority, q.claim_seq FROM awa.queue_lanes q WHERE q.queue = p_queue LOOP
+        cursor_at := awa.cursor_value(l.claim_seq);
+        SELECT coalesce(range_agg(x.lanes), '{}'::int8multirange) INTO claimed
+          FROM awa.ready_claim_attempt_batches b, unnest(b.lane_ranges) AS x(lanes)
+         WHERE b.queue = p_queue AND b.priority = l.priority AND b.next_lane_seq > cursor_at;
+        free := cursor_at + 1;
+        FOR r IN SELECT unnest(claimed) LOOP
+            EXIT WHEN lower(r) > free;
+            free := greatest(free, upper(r));
+        END LOOP;
+        SELECT e.run_at INTO lane_oldest
+          FROM awa.ready_entries e
+         WHERE e.queue = p_queue AND e.priority = l.priority AND e.lane_seq >= free
+           AND NOT claimed @> e.lane_seq
+           AND NOT EXISTS (SELECT 1 FROM awa.ready_tombstones t
+                            WHERE t.queue = e.queue AND t.priority = e.priority AND t.lane_seq = e.lane_seq)
+         ORDER BY e.lane_seq
+         LIMIT 1;
+        IF lane_oldest IS NOT NULL AND (oldest IS NULL OR lane_oldest < oldest) THEN
+            oldest := lane_oldest;
+        END IF;
+    END LOOP;
+    RETURN oldest;
+END
+$$;
+
+-- One row per queue: its jobs per state (the O(1) counters of
+-- awa.queue_counts), its oldest available job, the claims waiting on it, and
+-- whether it is paused.
+CREATE FUNCTION awa.queue_metrics()
+RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint,
+               oldest_available_at timestamptz, oldest_available_age_seconds double precision,
+               waiting_claims bigint, paused boolean)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT c.queue, c.available, c.scheduled, c.retryable, c.running, c.completed, c.failed, c.cancelled, c.dlq,
+       o.at,
+       CASE WHEN o.at IS NULL THEN 0
+            ELSE greatest(extract(epoch FROM clock_timestamp() - o.at), 0)::double precision END,
+       coalesce(w.n, 0),
+       coalesce((SELECT m.paused FROM awa.queue_meta m WHERE m.queue = c.queue), false)
+  FROM awa.queue_counts() c
+ CROSS JOIN LATERAL (SELECT CASE WHEN c.available > 0 THEN awa._oldest_available_at(c.queue) END AS at) o
+  LEFT JOIN (SELECT x.queue, count(*) AS n FROM awa.waiting_claims() x GROUP BY x.queue) w ON w.queue = c.queue
+ ORDER BY c.queue
+$$;
+

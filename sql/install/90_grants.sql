@@ -1,0 +1,55 @@
+-- ---------------------------------------------------------------------------
+-- Privileges: awa_producer enqueues; awa_worker claims and ends attempts;
+-- awa_admin may do everything. Nothing is executable by PUBLIC.
+-- ---------------------------------------------------------------------------
+DO $grants$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p WHERE p.pronamespace = 'awa'::regnamespace LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+END
+$grants$;
+
+GRANT EXECUTE ON FUNCTION awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb),
+                          awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])
+    TO awa_producer, awa_admin;
+GRANT EXECUTE ON FUNCTION awa.claim(text, int, interval, interval, boolean),
+                          awa.complete(bigint, bigint, bigint),
+                          awa.complete_many(bigint[], bigint[], bigint[]),
+                          awa.heartbeat(bigint, bigint, bigint, jsonb),
+                          awa.heartbeat_many(bigint[], bigint[], bigint[], jsonb[]),
+                          awa.retry(bigint, bigint, bigint, text, interval),
+                          awa.snooze(bigint, bigint, bigint, interval),
+                          awa.fail(bigint, bigint, bigint, text)
+    TO awa_worker, awa_admin;
+GRANT EXECUTE ON FUNCTION awa.await_durable() TO awa_producer, awa_worker, awa_admin;
+GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
+                          awa.get_job(bigint),
+                          awa.promote_due(int),
+                          awa.queue_counts(text),
+                          awa.queue_counts_exact(text),
+                          awa.rebuild_counters(),
+                          awa.configure_queue(text, boolean, interval, interval),
+                          awa.pause_queue(text),
+                          awa.resume_queue(text),
+                          awa.dlq_retry(bigint[]),
+                          awa.dlq_purge(bigint[]),
+                          awa.cursor_value(regclass),
+                          awa.run_maintenance(text),
+                          awa.storage_status(),
+                          awa.maintenance_status()
+    TO awa_admin;
+GRANT EXECUTE ON FUNCTION awa.schedule_periodic(text, text, text, jsonb, text, int, text, jsonb),
+                          awa.unschedule_periodic(text),
+                          awa.periodic_next(text, text, timestamptz)
+    TO awa_admin;
+GRANT SELECT ON awa.lanes, awa.dlq, awa.periodic_jobs TO awa_admin;
+GRANT EXECUTE ON FUNCTION awa.queue_metrics(),
+                          awa.job_event_totals(),
+                          awa.waiting_claims(),
+                          awa.periodic_status(),
+                          awa.storage_status(),
+                          awa.maintenance_status()
+    TO awa_monitor, awa_admin;
