@@ -22,18 +22,18 @@ PG_CPPFLAGS = -Isrc
 PG_CXXFLAGS = -std=c++17 -Wno-register -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK += -lstdc++
 
-# pg_regress: one file per SQL function family (sql/, expected/).
+# pg_regress: one file per SQL function family (test/sql/, test/expected/).
 REGRESS = setup enqueue enqueue_many claim complete cursor security heartbeat attempt_end cancel \
           dlq unique queue_admin get_job counts lifecycle_roles maintenance history carry durable periodic metrics
-REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
+REGRESS_OPTS = --inputdir=test --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
-# isolationtester specs (specs/, expected/).
+# isolationtester specs (test/specs/, test/expected/).
 ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release \
             late_completion dlq_retry_vs_purge cancel_vs_claim two_workers_drain cancel_vs_promote counter_rebuild \
             prune_vs_claim prune_rechecks_after_lock_wait prune_vs_completion completion_vs_rescue prune_vs_rescue prune_vs_inflight_enqueue \
             claim_rollback_across_generations cancel_finished_no_wait carried_attempt_repeatable_read \
             carried_claim_under_prune carried_row_under_prune reader_during_prune periodic_vs_run_maintenance
-ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
+ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 
 # TAP tests (PostgreSQL::Test::Cluster).

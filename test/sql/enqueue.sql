@@ -1,0 +1,206 @@
+--
+-- enqueue: awa.enqueue(kind, args, queue, priority, run_at, max_attempts, opts)
+-- Queues used here: default, enq_explicit, enq_named, enq_time, enq_future_only,
+-- enq_rollback, enq_rollback_new, enq_mb.
+--
+\set VERBOSITY default
+
+\i test/sql/include/try.sql
+
+\i test/sql/include/footprint.sql
+
+SELECT clock_timestamp() AS t0 \gset
+
+-- ---------------------------------------------------------------------------
+-- Defaults: queue 'default', priority 2, args '{}', max_attempts 25, due now.
+-- ---------------------------------------------------------------------------
+SELECT awa.enqueue('enq.default') AS id1 \gset
+SELECT job_id = :id1 AS same_id, queue, priority, kind, args, max_attempts, run_lease, attempt,
+       lane_seq, ready_generation, ready_slot, payload, unique_key, attempted_at,
+       run_at = created_at AS run_at_is_created_at,
+       created_at BETWEEN :'t0' AND now() AS created_in_window
+  FROM awa.ready_entries WHERE job_id = :id1;
+-- One segment [1, 2) for the one row, in the current queue slot.
+SELECT queue, priority, first_lane_seq, next_lane_seq, ready_generation, ready_slot
+  FROM awa.ready_segments WHERE queue = 'default';
+SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'default';
+SELECT count(*) AS deferred FROM awa.deferred_jobs WHERE job_id = :id1;
+
+-- A second call gets the next id and the next lane_seq of the same lane.
+SELECT awa.enqueue('enq.default', '{"n": 2}') = :id1 + 1 AS next_id;
+SELECT lane_seq, kind, args FROM awa.ready_entries WHERE queue = 'default' ORDER BY lane_seq;
+SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'default';
+
+-- ---------------------------------------------------------------------------
+-- Explicit arguments, positional and named; metadata and tags in opts.
+-- ---------------------------------------------------------------------------
+SELECT awa.enqueue('enq.explicit', '{"order": 42, "nested": {"a": [1, 2]}}', 'enq_explicit', 1, NULL, 3,
+                   '{"metadata": {"tenant": "acme"}, "tags": ["billing", "eu"]}') AS id2 \gset
+SELECT job_id = :id2 AS same_id, queue, priority, kind, args, max_attempts, lane_seq, payload
+  FROM awa.ready_entries WHERE job_id = :id2;
+
+SELECT awa.enqueue(kind => 'enq.named', queue => 'enq_named', priority => 4, max_attempts => 1000,
+                   args => '{"x": true}', opts => '{"tags": []}') AS id3 \gset
+SELECT job_id = :id3 AS same_id, queue, priority, kind, args, max_attempts, payload
+  FROM awa.ready_entries WHERE job_id = :id3;
+
+-- opts NULL and opts '{}' both mean "no options": nothing is stored.
+SELECT awa.enqueue('enq.named', queue => 'enq_named', priority => 4, opts => NULL) AS id4 \gset
+SELECT awa.enqueue('enq.named', queue => 'enq_named', priority => 4, opts => '{}') AS id5 \gset
+-- metadata alone, and exactly 20 tags, are accepted.
+SELECT awa.enqueue('enq.named', queue => 'enq_named', priority => 4,
+                   opts => '{"metadata": {}}') AS id6 \gset
+SELECT awa.enqueue('enq.named', queue => 'enq_named', priority => 4,
+                   opts => (SELECT jsonb_build_object('tags', jsonb_agg('t' || i ORDER BY i))
+                              FROM generate_series(1, 20) i)) AS id7 \gset
+SELECT job_id - :id3 AS job, lane_seq, payload IS NULL AS no_payload,
+       jsonb_array_length(payload -> 'tags') AS tags, payload -> 'metadata' AS metadata
+  FROM awa.ready_entries WHERE queue = 'enq_named' ORDER BY lane_seq;
+SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes
+ WHERE queue IN ('enq_explicit', 'enq_named') ORDER BY queue, priority;
+
+-- Boundaries: priority 1 and 4, max_attempts 1 and 1000, 200-character names
+-- (characters, not bytes: 200 two-byte characters are accepted).
+SELECT awa.enqueue(repeat('k', 200), queue => repeat('q', 200), priority => 1, max_attempts => 1) IS NOT NULL AS ok;
+SELECT awa.enqueue(repeat('é', 200), queue => 'enq_mb') IS NOT NULL AS ok;
+SELECT length(kind), octet_length(kind), length(queue), priority, max_attempts
+  FROM awa.ready_entries WHERE queue IN (repeat('q', 200), 'enq_mb') ORDER BY queue;
+
+-- The claim hands out the metadata stored with the job, '{}' without it.
+SELECT job_id = :id2 AS same_id, kind, args, priority, max_attempts, metadata
+  FROM awa.claim('enq_explicit');
+SELECT job_id - :id3 AS job, metadata FROM awa.claim('enq_named', 10);
+
+-- ---------------------------------------------------------------------------
+-- run_at: in the future -> deferred_jobs (state 'scheduled'), not claimable;
+-- in the past (or now) -> ready at once.
+-- ---------------------------------------------------------------------------
+SELECT now() + interval '1 hour' AS future_at, now() - interval '1 day' AS past_at \gset
+SELECT awa.enqueue('enq.future', '{"f": 1}', 'enq_time', 3, :'future_at', 7,
+                   '{"metadata": {"when": "later"}}') AS fut \gset
+SELECT job_id = :fut AS same_id, queue, priority, kind, args, state, run_at = :'future_at' AS run_at_kept,
+       run_lease, attempt, max_attempts, created_at BETWEEN :'t0' AND now() AS created_in_window,
+       finalized_at, payload
+  FROM awa.deferred_jobs WHERE job_id = :fut;
+SELECT count(*) AS ready_rows FROM awa.ready_entries WHERE job_id = :fut;
+-- A deferred job creates its lane (empty: its cursors do not move until promotion).
+SELECT count(*) AS lanes FROM awa.queue_lanes WHERE queue = 'enq_time';
+SELECT count(*) AS claimed FROM awa.claim('enq_time', 10);
+
+SELECT awa.enqueue('enq.past', '{"p": 1}', 'enq_time', 3, :'past_at') AS past \gset
+SELECT awa.enqueue('enq.minus_infinity', '{}', 'enq_time', 3, '-infinity') AS minf \gset
+SELECT awa.enqueue('enq.infinity', '{}', 'enq_time', 3, 'infinity') AS inf \gset
+SELECT job_id = :past AS is_past, kind, lane_seq,
+       CASE WHEN job_id = :past THEN run_at = :'past_at' ELSE run_at = '-infinity' END AS run_at_kept,
+       run_at < created_at AS run_at_before_created
+  FROM awa.ready_entries WHERE queue = 'enq_time' ORDER BY lane_seq;
+SELECT job_id = :fut AS is_future, job_id = :inf AS is_infinity, state,
+       run_at = CASE WHEN job_id = :inf THEN 'infinity' ELSE :'future_at'::timestamptz END AS run_at_kept
+  FROM awa.deferred_jobs WHERE queue = 'enq_time' ORDER BY job_id;
+-- Only the due jobs are claimed, in enqueue order; the future ones stay put.
+SELECT job_id = :past AS is_past, job_id = :minf AS is_minus_infinity, kind, priority, run_lease, attempt
+  FROM awa.claim('enq_time', 10);
+SELECT count(*) AS claimed FROM awa.claim('enq_time', 10);
+SELECT count(*) AS still_deferred FROM awa.deferred_jobs WHERE queue = 'enq_time';
+
+-- A queue that only has future jobs has a lane but nothing to claim.
+SELECT awa.enqueue('enq.future', queue => 'enq_future_only', run_at => now() + interval '1 minute') IS NOT NULL AS ok;
+SELECT count(*) AS claimed FROM awa.claim('enq_future_only');
+SELECT count(*) AS lanes FROM awa.queue_lanes WHERE queue = 'enq_future_only';
+
+-- ---------------------------------------------------------------------------
+-- A rolled-back enqueue leaves nothing behind.
+-- ---------------------------------------------------------------------------
+-- On a new queue: not even its lane.
+BEGIN;
+SELECT awa.enqueue('enq.rollback', queue => 'enq_rollback_new') AS rb1 \gset
+SELECT count(*) AS visible_inside FROM awa.ready_entries WHERE job_id = :rb1;
+ROLLBACK;
+SELECT (SELECT count(*) FROM awa.ready_entries WHERE job_id = :rb1) AS ready,
+       (SELECT count(*) FROM awa.ready_segments WHERE queue = 'enq_rollback_new') AS segments,
+       (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_rollback_new') AS lanes,
+       (SELECT count(*) FROM awa.claim('enq_rollback_new')) AS claimed;
+
+-- On an existing lane: no row, no segment; the reserved lane_seq is burnt
+-- (the enqueue cursor is a sequence) and the next job gets the next one.
+SELECT awa.enqueue('enq.kept', queue => 'enq_rollback') AS kept1 \gset
+BEGIN;
+SELECT awa.enqueue('enq.rollback', queue => 'enq_rollback') AS rb2 \gset
+ROLLBACK;
+BEGIN;
+SELECT awa.enqueue('enq.rollback', queue => 'enq_rollback', run_at => now() + interval '1 day') AS rb3 \gset
+ROLLBACK;
+SELECT awa.enqueue('enq.kept', queue => 'enq_rollback') AS kept2 \gset
+SELECT (SELECT count(*) FROM awa.ready_entries WHERE job_id IN (:rb2, :rb3)) AS ready,
+       (SELECT count(*) FROM awa.deferred_jobs WHERE job_id IN (:rb2, :rb3)) AS deferred;
+SELECT job_id = :kept1 AS first, job_id = :kept2 AS second, lane_seq
+  FROM awa.ready_entries WHERE queue = 'enq_rollback' ORDER BY lane_seq;
+SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments WHERE queue = 'enq_rollback' ORDER BY 1;
+SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'enq_rollback';
+SELECT job_id = :kept1 AS first, job_id = :kept2 AS second FROM awa.claim('enq_rollback');
+SELECT job_id = :kept1 AS first, job_id = :kept2 AS second FROM awa.claim('enq_rollback');
+SELECT count(*) AS claimed FROM awa.claim('enq_rollback');
+
+-- ---------------------------------------------------------------------------
+-- Invalid input: the SQLSTATE, message and hint, and nothing written.
+-- ---------------------------------------------------------------------------
+-- Shown once as a plain error (message and HINT with VERBOSITY default).
+SELECT awa.enqueue(NULL);
+SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"unique": true}');
+
+SELECT pg_temp.footprint() AS before \gset
+SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
+    ($$SELECT awa.enqueue(NULL, queue => 'enq_bad')$$),
+    ($$SELECT awa.enqueue(NULL::text, NULL, NULL, NULL, NULL, NULL, NULL)$$),
+    ($$SELECT awa.enqueue('', queue => 'enq_bad')$$),
+    ($$SELECT awa.enqueue(repeat('k', 201), queue => 'enq_bad')$$),
+    ($$SELECT awa.enqueue(repeat('é', 201), queue => 'enq_bad')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => NULL)$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => '')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => repeat('q', 201))$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', priority => 0)$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', priority => 5)$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', priority => -1)$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', priority => NULL)$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', max_attempts => 0)$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', max_attempts => 1001)$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', max_attempts => NULL)$$),
+    ($$SELECT awa.enqueue('enq.bad', '[]', 'enq_bad')$$),
+    ($$SELECT awa.enqueue('enq.bad', '1', 'enq_bad')$$),
+    ($$SELECT awa.enqueue('enq.bad', '"text"', 'enq_bad')$$),
+    ($$SELECT awa.enqueue('enq.bad', 'null'::jsonb, 'enq_bad')$$),
+    ($$SELECT awa.enqueue('enq.bad', NULL, 'enq_bad')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '[]')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '"metadata"')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => 'null'::jsonb)$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"priority": 1}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"metadata": {}, "extra": 1}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"unique": true}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"metadata": []}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"metadata": "m"}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"metadata": null}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"tags": "billing"}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"tags": {"a": "b"}}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"tags": [1]}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"tags": ["ok", null]}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"tags": [""]}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"tags": [["nested"]]}')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad',
+                          opts => (SELECT jsonb_build_object('tags', jsonb_agg('t' || i))
+                                     FROM generate_series(1, 21) i))$$),
+    -- future run_at does not bypass validation
+    ($$SELECT awa.enqueue('enq.bad', '[]', 'enq_bad', run_at => now() + interval '1 day')$$),
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', priority => 9, run_at => now() + interval '1 day')$$)
+) AS t(call);
+SELECT pg_temp.footprint() = :'before'::jsonb AS nothing_written,
+       (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_bad') AS enq_bad_lanes;
+
+-- Lane sequences are members of the extension (DROP EXTENSION removes them,
+-- pg_dump leaves them out together with the lane rows).
+SELECT count(*) >= 2 AS has_lane_sequences,
+       count(*) = count(*) FILTER (WHERE EXISTS (
+           SELECT FROM pg_depend d
+            WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+              AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'awa'))) AS all_extension_members
+  FROM pg_class c
+ WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'S' AND c.relname LIKE 'lane\_%';

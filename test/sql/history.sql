@@ -1,0 +1,143 @@
+--
+-- history: finished jobs outlive their queue-ring slot (issue 9, finding 3).
+-- Proves: awa.history_retention (default 1 h, 0 .. 30 days, bad values refused
+-- with 22023); a queue prune moves every finished job of its slot (completed,
+-- failed with its errors, cancelled while available, cancelled while
+-- scheduled) into the history ring in the same transaction as its TRUNCATE,
+-- so awa.get_job returns the same document before and after it; the jobs stay
+-- counted (queue_counts = queue_counts_exact), keep their unique keys and
+-- answer already_finished to cancel; the history step rotates the history
+-- ring once its slot has been open retention / (slots - 2) and reclaims a
+-- sealed slot by TRUNCATE only once the retention has passed since it was
+-- sealed, taking its jobs out of the counts and releasing their keys. Waits
+-- are lower bounds only (pg_sleep), so a slow machine cannot fail it.
+-- Runs in its own database (regress_awa_history) so the rings start fresh.
+--
+\set VERBOSITY default
+SELECT current_database() AS home_db \gset
+SET client_min_messages = warning;
+DROP DATABASE IF EXISTS regress_awa_history;
+RESET client_min_messages;
+CREATE DATABASE regress_awa_history;
+\c regress_awa_history
+SET client_min_messages = warning;
+CREATE EXTENSION awa;
+RESET client_min_messages;
+
+\i test/sql/include/try.sql
+
+CREATE FUNCTION pg_temp.counts(q text) RETURNS text LANGUAGE sql AS $f$
+    SELECT format('avail=%s sched=%s run=%s done=%s failed=%s cancelled=%s | exact=%s',
+                  c.available, c.scheduled, c.running, c.completed, c.failed, c.cancelled,
+                  (SELECT row(c.*) = row(e.*) FROM awa.queue_counts_exact(q) e))
+      FROM awa.queue_counts(q) c
+$f$;
+CREATE FUNCTION pg_temp.job(id bigint) RETURNS text LANGUAGE sql AS $f$
+    SELECT (format('state=%s attempt=%s run_lease=%s errors=%s attempted=%s finalized=%s',
+                           j ->> 'state', j ->> 'attempt', j ->> 'run_lease',
+                           jsonb_path_query_array(j -> 'errors', '$[*].error'),
+                           j ? 'attempted_at' AND j ->> 'attempted_at' IS NOT NULL,
+                           j ->> 'finalized_at' IS NOT NULL))
+      FROM awa.get_job(id) j WHERE j IS NOT NULL
+    UNION ALL
+    SELECT 'NULL' WHERE awa.get_job(id) IS NULL
+$f$;
+-- Rotates the queue ring n times (the prune target is then generation 0).
+CREATE FUNCTION pg_temp.rotate_queue(n int) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+    r record;
+    outcomes text[] := '{}';
+BEGIN
+    FOR i IN 1 .. n LOOP
+        SELECT * INTO r FROM awa.run_maintenance('rotate_queue');
+        outcomes := outcomes || r.outcome;
+    END LOOP;
+    RETURN array_to_string(ARRAY(SELECT DISTINCT unnest(outcomes)), ',');
+END
+$f$;
+
+-- ---------------------------------------------------------------------------
+-- The setting.
+-- ---------------------------------------------------------------------------
+SHOW awa.history_retention;
+SELECT * FROM pg_temp.try($$SET awa.history_retention = -1$$);
+SELECT * FROM pg_temp.try($$SET awa.history_retention = '31d'$$);
+SHOW awa.history_retention;
+
+-- ---------------------------------------------------------------------------
+-- Finished jobs in queue slot 0 (generation 0).
+-- ---------------------------------------------------------------------------
+SELECT awa.enqueue('h.done', '{"n": 1}', 'h_q') AS done1 \gset
+SELECT awa.enqueue('h.done', '{"n": 2}', 'h_q') AS done2 \gset
+SELECT awa.enqueue('h.fail', '{"n": 3}', 'h_q', max_attempts => 1) AS failed \gset
+SELECT awa.enqueue('h.cancel', '{"n": 4}', 'h_q') AS cancelled \gset
+SELECT awa.enqueue('h.later', '{"n": 5}', 'h_q', run_at => now() + interval '1 day') AS scheduled \gset
+SELECT awa.enqueue('h.unique', '{"n": 6}', 'h_u',
+                   opts => '{"unique": {"states": ["available", "scheduled", "retryable", "running", "completed"]}}')
+       AS uniq \gset
+SELECT awa.cancel(:cancelled) AS cancel_available, awa.cancel(:scheduled) AS cancel_scheduled;
+SELECT string_agg(c.kind || ':' || awa.complete(c.job_id, c.run_lease, c.receipt_id), ' ' ORDER BY c.job_id) AS completed
+  FROM awa.claim('h_q', 2) c;
+SELECT awa.fail(c.job_id, c.run_lease, c.receipt_id, 'no such user') AS failed FROM awa.claim('h_q', 1) c;
+SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) AS unique_completed FROM awa.claim('h_u', 1) c;
+
+SELECT n, pg_temp.job(id) AS before_prune
+  FROM (VALUES ('done1', :done1), ('done2', :done2), ('failed', :failed), ('cancelled', :cancelled),
+               ('scheduled', :scheduled), ('uniq', :uniq)) AS t(n, id);
+CREATE TEMP TABLE docs_before AS
+    SELECT id, awa.get_job(id) AS doc FROM unnest(ARRAY[:done1, :done2, :failed, :cancelled, :scheduled, :uniq]::bigint[]) id;
+SELECT q, pg_temp.counts(q) AS before_prune FROM unnest(ARRAY['h_q', 'h_u']) q;
+
+-- The prune of slot 0 moves them into the current history slot (0).
+SELECT pg_temp.rotate_queue(15) AS rotations;
+SELECT task, outcome, detail FROM awa.run_maintenance('prune_queue');
+SELECT history_slot, state, count(*) FROM awa.job_history GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT (SELECT count(*) FROM awa.ready_entries_0) + (SELECT count(*) FROM awa.done_entries_0)
+     + (SELECT count(*) FROM awa.receipt_completion_batches_0) AS rows_left_in_queue_slot_0;
+
+-- Same documents, same counts, keys still held, cancel says already_finished.
+SELECT count(*) AS documents, count(*) FILTER (WHERE b.doc = awa.get_job(b.id)) AS unchanged FROM docs_before b;
+SELECT q, pg_temp.counts(q) AS after_prune FROM unnest(ARRAY['h_q', 'h_u']) q;
+SELECT awa.cancel(:done1) AS cancel_completed, awa.cancel(:failed) AS cancel_failed;
+SELECT * FROM pg_temp.try($$SELECT awa.enqueue('h.unique', '{"n": 6}', 'h_u',
+    opts => '{"unique": {"states": ["available", "scheduled", "retryable", "running", "completed"]}}')$$);
+
+-- ---------------------------------------------------------------------------
+-- The history step.
+-- ---------------------------------------------------------------------------
+-- Within the retention: nothing to do (the slot is young, nothing is sealed).
+SELECT task, outcome, detail FROM awa.run_maintenance('history');
+
+-- A short retention: the slot's width is 1 s / 6, so after a wait the ring
+-- rotates (slot 0 is sealed, its rows are not yet 1 s past their sealing).
+SET awa.history_retention = '1s';
+SELECT pg_sleep(0.3);
+SELECT task, outcome, detail FROM awa.run_maintenance('history');
+SELECT generation, slot FROM awa.history_ring_rotations ORDER BY generation;
+SELECT count(*) AS still_kept FROM awa.job_history;
+SELECT pg_temp.job(:done1) AS still_visible;
+
+-- Once the retention has passed since slot 0 was sealed: TRUNCATE, counts
+-- and keys follow.
+SELECT pg_sleep(1.1);
+SELECT task, outcome, detail FROM awa.run_maintenance('history');
+SELECT count(*) AS kept FROM awa.job_history;
+SELECT n, pg_temp.job(id) AS after_retention
+  FROM (VALUES ('done1', :done1), ('failed', :failed), ('cancelled', :cancelled), ('uniq', :uniq)) AS t(n, id);
+SELECT q, pg_temp.counts(q) AS after_retention FROM unnest(ARRAY['h_q', 'h_u']) q;
+SELECT awa.enqueue('h.unique', '{"n": 6}', 'h_u',
+                   opts => '{"unique": {"states": ["available", "scheduled", "retryable", "running", "completed"]}}')
+       IS NOT NULL AS key_released;
+-- An empty current slot does not rotate.
+SELECT pg_sleep(0.3);
+SELECT task, outcome FROM awa.run_maintenance('history');
+
+-- Only awa_admin (through run_maintenance) runs it; the internals are not
+-- executable by PUBLIC.
+SELECT has_function_privilege('public', 'awa._history()', 'EXECUTE') AS public_history,
+       has_function_privilege('public', 'awa._keep_history(int)', 'EXECUTE') AS public_keep;
+
+\c :home_db
+SET client_min_messages = warning;
+DROP DATABASE regress_awa_history;
+RESET client_min_messages;
