@@ -1,25 +1,8 @@
+-- Raises what a queue argument of the C functions raises (src/core/validate.cpp).
 CREATE FUNCTION awa._require_queue(queue text)
 RETURNS void
-LANGUAGE plpgsql VOLATILE  -- raises: never evaluated ahead of time
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-BEGIN
-    -- The same rules and messages as the C functions (src/core/validate.cpp).
-    IF queue IS NULL THEN
-        RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed',
-            HINT = 'Pass a non-empty name.';
-    END IF;
-    IF length(queue) = 0 THEN
-        RAISE EXCEPTION 'queue must not be empty' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Pass a non-empty name.';
-    END IF;
-    IF length(queue) > 200 THEN
-        RAISE EXCEPTION 'queue is % characters long; at most 200 are allowed', length(queue)
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use a shorter name.';
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'awa_internal_require_queue'
+LANGUAGE C VOLATILE;  -- raises: never evaluated ahead of time; not STRICT: NULL raises
 
 -- Creates or changes a queue's settings; NULL leaves a setting as it is.
 CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL,

@@ -25,6 +25,9 @@ constexpr size_t kMaxNameLength = 200;  // queue and kind, in characters
 constexpr int64_t kMinPriority = 1;
 constexpr int64_t kMaxPriority = 4;
 constexpr int64_t kMaxAttemptsLimit = 1000;
+// A job that does not set max_attempts gets this many (awa._default_max_attempts()
+// gives it to SQL: enqueue's parameter defaults and periodic schedules).
+constexpr int64_t kDefaultMaxAttempts = 25;
 constexpr int64_t kMaxJobsPerClaim = 10000;
 
 // `chars` is the length in characters (not bytes); `value` may be null.

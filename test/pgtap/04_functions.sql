@@ -12,7 +12,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(884);
+SELECT plan(896);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -292,6 +292,12 @@ INSERT INTO api VALUES
      'max_attempts integer, opts jsonb',
      'void',
      'c', false, 'stable', false, 0, 'awa_internal_check_job'),
+    ('_default_max_attempts',
+     ARRAY[]::name[],
+     'integer',
+     '',
+     'integer',
+     'c', false, 'immutable', false, 0, 'awa_internal_default_max_attempts'),
     -- Internal building blocks of maintenance (C)
     ('_receipt',
      ARRAY['bigint', 'integer', 'integer'],
@@ -384,7 +390,7 @@ INSERT INTO api VALUES
      'void',
      'queue text',
      'void',
-     'plpgsql', false, 'volatile', false, 0, NULL),
+     'c', false, 'volatile', false, 0, 'awa_internal_require_queue'),
     ('_job_document',
      ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
            'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'timestamp with time zone',
@@ -568,12 +574,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 33 public functions and the 51 awa._* building blocks');
+                     'schema awa has exactly the 33 public functions and the 52 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 84,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 85,
           'no function is overloaded');
 
--- Per function, 10 checks: 84 x 10 = 840
+-- Per function, 10 checks: 85 x 10 = 850
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -616,7 +622,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 39
+-- Per C function, its symbol in $libdir/awa: 41
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

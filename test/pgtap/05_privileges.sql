@@ -8,7 +8,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(548);
+SELECT plan(553);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -71,6 +71,7 @@ INSERT INTO grants VALUES
     ('_queue_meta_changed', ARRAY['text'], false, false, false, false),
     ('_check_job', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
      false, false, false, false),
+    ('_default_max_attempts', ARRAY[]::name[], false, false, false, false),
     ('_oldest_available_at', ARRAY['text'], false, false, false, false),
     ('_periodic_job_opts', ARRAY['text', 'jsonb', 'timestamp with time zone'], false, false, false, false),
     ('_periodic_latest', ARRAY['text', 'text', 'timestamp with time zone', 'timestamp with time zone'],
@@ -127,7 +128,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 84 x 5 = 420
+-- EXECUTE per function and role (PUBLIC included): 85 x 5 = 425
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END

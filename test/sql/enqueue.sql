@@ -26,6 +26,15 @@ SELECT queue, priority, first_lane_seq, next_lane_seq, ready_generation, ready_s
 SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'default';
 SELECT count(*) AS deferred FROM awa.deferred_jobs WHERE job_id = :id1;
 
+-- The default is written once, in src/core (awa._default_max_attempts()); the
+-- parameter defaults of enqueue and enqueue_many state it and must agree.
+SELECT awa._default_max_attempts() AS default_max_attempts,
+       (SELECT max_attempts FROM awa.ready_entries WHERE job_id = :id1) = awa._default_max_attempts() AS job_got_it,
+       pg_get_function_arg_default('awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb)'::regprocedure, 6)
+           = awa._default_max_attempts()::text AS enqueue_states_it,
+       pg_get_function_arg_default('awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])'::regprocedure, 6)
+           = awa._default_max_attempts()::text AS enqueue_many_states_it;
+
 -- A second call gets the next id and the next lane_seq of the same lane.
 SELECT awa.enqueue('enq.default', '{"n": 2}') = :id1 + 1 AS next_id;
 SELECT lane_seq, kind, args FROM awa.ready_entries WHERE queue = 'default' ORDER BY lane_seq;
