@@ -153,6 +153,7 @@ AWA_FUNCTION(awa_enqueue_many)
 	Jsonb *empty_object = NULL;
 	int16 *job_priority = static_cast<int16 *>(palloc(sizeof(int16) * (count + 1)));
 	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();  // every loop over a call's jobs can be cancelled
 		text *kind = kind_nulls[i] ? NULL : DatumGetTextPP(kinds[i]);
 		if (!awa::core::CheckKind(kind, kind ? TextChars(kind) : 0, &violation))
 			ereport(ERROR, (errcode(violation.code == awa::core::ViolationCode::kNullValue
@@ -207,12 +208,15 @@ AWA_FUNCTION(awa_enqueue_many)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
 	Oid job_seq = JobIdSequence();
-	for (int i = 0; i < count; i++)
+	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();
 		rows[i].job_id = SequenceNext(job_seq);
+	}
 	InsertJobs(rows, count, now);
 	SPI_finish();
 
 	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();
 		bool isnull = false;
 		Datum job_id = Int64GetDatum(rows[i].job_id);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &job_id, &isnull);

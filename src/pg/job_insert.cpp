@@ -182,6 +182,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
 	TimestampTz first_run_at = DT_NOEND;
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
 		const JobRow &row = rows[order[i]];
 		first_run_at = Min(first_run_at, row.run_at);
 		Datum *v = ready + i * kReadyColumns;
@@ -239,6 +240,7 @@ InsertDeferred(JobRow *rows, const int *order, int n)
 	Columns c = AllocColumns(n);
 	Datum *queues = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
 		FillColumns(&c, i, rows[order[i]]);
 		queues[i] = PointerGetDatum(rows[order[i]].queue);
 	}
@@ -293,8 +295,10 @@ InsertJobs(JobRow *rows, int n, TimestampTz now)
 	if (deferred > 0) {
 		// A deferred job's lane exists from the start: its queue is known
 		// (queue_counts lists it) and promotion finds the lane ready.
-		for (int i = 0; i < deferred; i++)
+		for (int i = 0; i < deferred; i++) {
+			CHECK_FOR_INTERRUPTS();
 			(void)EnsureLane(rows[deferred_order[i]].queue, rows[deferred_order[i]].priority);
+		}
 		InsertDeferred(rows, deferred_order, deferred);
 	}
 	// Counter moves, one call per run of rows with the same queue and states.
