@@ -10,6 +10,7 @@
 extern "C" {
 #include "common/cryptohash.h"
 #include "common/sha2.h"
+#include "mb/pg_wchar.h"
 }
 
 namespace awa::pg {
@@ -31,6 +32,30 @@ Invalid(const char *where, const char *message, const char *hint)
 {
 	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s%s", where, message), errhint("%s", hint)));
 	pg_unreachable();
+}
+
+// The first key of object `container` that is not one of `known`, quoted and
+// cut to 64 bytes for a message; NULL when every key is known.
+char *
+UnknownKey(JsonbContainer *container, const char *const *known, int known_count)
+{
+	JsonbIterator *it = JsonbIteratorInit(container);
+	JsonbValue value;
+	JsonbIteratorToken token;
+	while ((token = JsonbIteratorNext(&it, &value, true)) != WJB_DONE) {
+		if (token != WJB_KEY)
+			continue;
+		bool is_known = false;
+		for (int i = 0; i < known_count && !is_known; i++)
+			is_known = strlen(known[i]) == static_cast<size_t>(value.val.string.len) &&
+			           memcmp(known[i], value.val.string.val, value.val.string.len) == 0;
+		if (!is_known) {
+			int length = value.val.string.len;
+			int cut = pg_mbcliplen(value.val.string.val, length, 64);
+			return psprintf(" has an unknown key \"%.*s\"%s", cut, value.val.string.val, cut < length ? "..." : "");
+		}
+	}
+	return NULL;
 }
 
 const char kUniqueHint[] =
@@ -111,10 +136,13 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 		known++;
 	if (raw_key != NULL)
 		known++;
-	if (known != pairs)
-		Invalid(where, " has an unknown key",
+	static const char *const kOptsKeys[] = {"metadata", "tags", "unique", "unique_key"};
+	if (known != pairs) {
+		char *unknown = UnknownKey(&opts->root, kOptsKeys, lengthof(kOptsKeys));
+		Invalid(where, unknown != NULL ? unknown : " has an unknown key",
 		        "opts accepts \"metadata\" (object), \"tags\" (array of strings), \"unique\" (object) and "
 		        "\"unique_key\" (string).");
+	}
 
 	if (unique != NULL || raw_key != NULL) {
 		JsonbContainer *spec = NULL;
@@ -122,12 +150,9 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 			if (unique->type != jbvBinary || !JsonContainerIsObject(unique->val.binary.data))
 				Invalid(where, ".unique must be a JSON object", kUniqueHint);
 			spec = unique->val.binary.data;
-			int spec_known = 0;
-			for (const char *name : {"by_args", "by_queue", "period", "states"})
-				if (Field(spec, name) != NULL)
-					spec_known++;
-			if (spec_known != static_cast<int>(JsonContainerSize(spec)))
-				Invalid(where, ".unique has an unknown key",
+			static const char *const kUniqueKeys[] = {"by_args", "by_queue", "period", "states"};
+			if (char *unknown = UnknownKey(spec, kUniqueKeys, lengthof(kUniqueKeys)))
+				Invalid(where, psprintf(".unique%s", unknown),
 				        "unique accepts \"by_args\", \"by_queue\", \"period\" and \"states\".");
 		}
 		if (raw_key != NULL) {

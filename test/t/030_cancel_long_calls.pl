@@ -2,12 +2,13 @@
 #
 # A cancel or a terminate ends a long awa call, and nothing of it stays
 # (issue 20 §1). An enqueue_many of 2,000,000 jobs is cancelled, then
-# terminated, while it runs: the call ends with 57014 (or the session ends),
-# no row, lane position, counter or event of it remains, and the server takes
-# the next call. Before the fix the call made one slot per row, whose release
-# was quadratic in a call's rows and checked no interrupt: a million rows ran
-# for more than 12 minutes through both signals, so the 120 s wait below
-# failed.
+# terminated, while it runs: the call ends with 57014 (or the session ends)
+# within the 120 s the test waits, no row, segment or count of it remains, and
+# the server takes the next call. What it does not pin down: where in the call
+# the signal lands. Before the fix, one that landed while the rows were being
+# inserted waited for the end of the call (a million rows: more than 12
+# minutes); one that lands earlier is seen by both versions. The linear cost
+# is measured, not asserted: bench/enqueue_many_scaling.sh.
 #
 # Stock settings, the maintenance worker on at its default cadence.
 use strict;
