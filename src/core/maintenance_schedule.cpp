@@ -93,11 +93,4 @@ TaskClock::UntilNextDue(int64_t now, int64_t cap) const noexcept
 	return best;
 }
 
-void
-TaskClock::MakeAllDue() noexcept
-{
-	for (int64_t &due : next_due_)
-		due = 0;
-}
-
 }  // namespace awa::core

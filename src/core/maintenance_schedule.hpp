@@ -66,8 +66,6 @@ public:
 	void Ran(MaintenanceTask task, int64_t now, int64_t interval) noexcept;
 	// Microseconds from `now` until the earliest due task, at most `cap`.
 	int64_t UntilNextDue(int64_t now, int64_t cap) const noexcept;
-	// Makes every task due at once (after a reload or a promotion).
-	void MakeAllDue() noexcept;
 
 private:
 	int64_t next_due_[kMaintenanceTaskCount] = {};
