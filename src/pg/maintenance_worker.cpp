@@ -11,10 +11,14 @@
 // awa.promote_interval, rescue every awa.rescue_interval, prune then rotation
 // of each ring every awa.<ring>_rotate_interval (prune backing off 2^k ticks
 // while its slot cannot be reclaimed), DLQ retention every
-// awa.cleanup_interval, and the counter rebuild whenever the counters are
-// untrusted. An ERROR in a step is logged, its transaction aborted, and the
-// loop goes on; SIGTERM ends the worker (FATAL via die()), SIGHUP reloads the
-// configuration. Per-step memory lives in a context reset after every step.
+// awa.cleanup_interval, the periodic step at the earliest tick, and the
+// counter rebuild whenever the counters are untrusted. An ERROR in a step is
+// logged, its transaction aborted, and the loop goes on; SIGTERM ends the
+// worker (FATAL via die()), SIGHUP reloads the configuration. Per-step memory
+// lives in a context reset after every step. Cadences are kept on the
+// monotonic clock; the wall clock is read once per step, for the deadlines the
+// data holds (run_at, next ticks), so setting the system clock neither stops
+// maintenance nor makes every task due at once ("Clocks" below).
 #include "core/maintenance_schedule.hpp"
 #include "pg/gucs.hpp"
 #include "pg/maintenance_state.hpp"
@@ -31,6 +35,7 @@ extern "C" {
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -54,13 +59,53 @@ using core::MaintenanceTask;
 constexpr int kMaxLauncherDatabases = 256;
 
 // ---------------------------------------------------------------------------
+// Clocks (docs/maintenance.md §1, "Clocks")
+// ---------------------------------------------------------------------------
+
+// Microseconds of the monotonic clock (CLOCK_MONOTONIC, through instr_time):
+// what the task clock and the launcher's naptime read. Setting the system
+// clock does not move it, so a clock set back stops no task and a clock set
+// forward makes none due early.
+int64
+MonotonicNow()
+{
+	instr_time now;
+	INSTR_TIME_SET_CURRENT(now);
+	return static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
+}
+
+// awa.debug_clock_offset in microseconds: for tests, it stands in for
+// setting the system clock by that much in the worker's wall-clock readings.
+int64
+ClockOffset()
+{
+	return int64{awa_debug_clock_offset_s} * USECS_PER_SEC;
+}
+
+// The worker's one wall-clock reading per step, paired with the monotonic
+// clock: the statement start of the step about to begin, which becomes its
+// transaction's now() (plus the test offset). Deadlines the step finds are
+// chosen against this reading and turned into delays against it, so the
+// system clock's jumps cannot postpone them beyond a cadence nor make them
+// due early (core::DelayUntilDeadline).
+core::ClockPair
+ReadStepClock()
+{
+	SetCurrentStatementStartTimestamp();
+	core::ClockPair pair;
+	pair.wall = GetCurrentStatementStartTimestamp() + ClockOffset();
+	pair.monotonic = MonotonicNow();
+	return pair;
+}
+
+// ---------------------------------------------------------------------------
 // Launcher
 // ---------------------------------------------------------------------------
 struct Served {
 	Oid database;
 	BackgroundWorkerHandle *handle;
-	TimestampTz next_probe;  // when to start a worker again after it exited
-	bool restart;            // start one at once (it stopped while serving awa)
+	int64 next_probe;  // when to start a worker again after it exited (MonotonicNow)
+	bool restart;      // start one at once (it stopped while serving awa)
 };
 
 // Every connectable non-template database; palloc'd in the caller's context.
@@ -157,7 +202,7 @@ ServeDatabases(Served *served, int *served_count_io, MemoryContext pass_context)
 			pfree(served[j].handle);
 	}
 	served_count = kept;
-	TimestampTz now = GetCurrentTimestamp();
+	int64 now = MonotonicNow();
 	for (int i = 0; i < count; i++) {
 		Served *entry = NULL;
 		for (int j = 0; j < served_count; j++)
@@ -229,6 +274,7 @@ struct WorkerState {
 	// (a lock held for long, an extension script older than the library)
 	// does not flood the log.
 	int error_streak[core::kMaintenanceTaskCount];
+	int clock_offset_s;  // awa.debug_clock_offset as last logged
 };
 static_assert(std::is_trivially_destructible_v<WorkerState>, "lives across PostgreSQL errors");
 
@@ -238,6 +284,7 @@ struct StepResult {
 	// promote: the run_at of the earliest deferred job still to come;
 	// periodic: the earliest next tick; 0 when none (or another task).
 	TimestampTz deadline;
+	core::ClockPair clock;  // the wall clock at the step's start (ReadStepClock)
 };
 
 MemoryContext step_context = NULL;  // reset after every step
@@ -294,13 +341,14 @@ PruneIndex(MaintenanceTask task)
 	}
 }
 
-// Microseconds from `current` until `next_due` (0: nothing due), at most the
-// task's cadence and at least 0.
+// Microseconds from `wall_now` until the wall-clock `deadline` (0: none), at
+// most the task's cadence and at least 0. `wall_now` is estimated from the
+// step's clock pair, the reading the deadline was chosen against.
 int64
-DelayUntil(MaintenanceTask task, TimestampTz current, TimestampTz next_due)
+DelayUntil(MaintenanceTask task, TimestampTz wall_now, TimestampTz deadline)
 {
-	int64 delay = IntervalMs(task) * 1000;
-	return next_due == 0 ? delay : Max(int64{0}, Min(delay, next_due - current));
+	int64 cadence = IntervalMs(task) * 1000;
+	return deadline == 0 ? cadence : core::DelayUntilDeadline(deadline, wall_now, cadence);
 }
 
 // ---------------------------------------------------------------------------
@@ -341,7 +389,8 @@ EarliestPeriodicTick()
 
 // Runs one step in its own transaction: awa.run_maintenance('<task>'), its
 // outcome copied into step->outcome ("" after an error: it is reported, the
-// transaction aborted, and the error counted). After a promotion,
+// transaction aborted, and the error counted); step->clock is the wall clock
+// at its start (ReadStepClock), which is the step's now(). After a promotion,
 // step->deadline is the run_at of the earliest deferred job still to come
 // (0: none); any commit of a deferred job from before the step began until it
 // is published wakes the worker (wakeups.hpp). After the periodic step, it is
@@ -353,11 +402,11 @@ RunStep(MaintenanceTask task, StepResult *step)
 	step->deadline = 0;
 	if (task == MaintenanceTask::kPromote)
 		BeginNextPromoteLookup();
+	step->clock = ReadStepClock();
 	MemoryContext loop_context = CurrentMemoryContext;
 	MemoryContextSwitchTo(step_context);
 	PG_TRY();
 	{
-		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, core::TaskName(task));
@@ -392,7 +441,10 @@ RunStep(MaintenanceTask task, StepResult *step)
 			if (task == MaintenanceTask::kPromote)
 				// From the step's start: a job that came due while the
 				// promotion ran is found too (rows it promoted are gone).
-				step->deadline = EarliestDeferredAfter(GetCurrentTransactionStartTimestamp());
+				// Chosen against the step's own wall reading, the one its
+				// delay is measured from: a job the step's now() saw as not
+				// yet due is never "due at once" when that reading is off.
+				step->deadline = EarliestDeferredAfter(step->clock.wall);
 			if (task == MaintenanceTask::kPeriodic)
 				step->deadline = EarliestPeriodicTick();
 			SPI_finish();
@@ -430,12 +482,13 @@ RunStep(MaintenanceTask task, StepResult *step)
 // comes before the cadence, and it is published for the committers of new
 // deferred jobs (they set the latch when theirs is due earlier).
 void
-SchedulePromotion(WorkerState *worker, TimestampTz next_deferred)
+SchedulePromotion(WorkerState *worker, const StepResult &step)
 {
-	TimestampTz current = GetCurrentTimestamp();
-	int64 delay = DelayUntil(MaintenanceTask::kPromote, current, next_deferred);
-	worker->clock.Ran(MaintenanceTask::kPromote, current, delay);
-	PublishNextPromote(current + delay);
+	int64 now = MonotonicNow();
+	TimestampTz wall_now = step.clock.WallAt(now);
+	int64 delay = DelayUntil(MaintenanceTask::kPromote, wall_now, step.deadline);
+	worker->clock.Ran(MaintenanceTask::kPromote, now, delay);
+	PublishNextPromote(wall_now + delay);
 }
 
 // The periodic step runs again at the earliest next tick when that comes
@@ -444,12 +497,14 @@ SchedulePromotion(WorkerState *worker, TimestampTz next_deferred)
 // enqueued nothing belongs to a schedule another transaction holds (or one
 // that failed): it waits for the cadence, not a busy loop.
 void
-SchedulePeriodic(WorkerState *worker, TimestampTz next_tick, bool enqueued)
+SchedulePeriodic(WorkerState *worker, const StepResult &step)
 {
-	TimestampTz current = GetCurrentTimestamp();
-	if (next_tick != 0 && next_tick <= current && !enqueued)
+	int64 now = MonotonicNow();
+	TimestampTz wall_now = step.clock.WallAt(now);
+	TimestampTz next_tick = step.deadline;
+	if (next_tick != 0 && next_tick <= wall_now && strcmp(step.outcome, "enqueued") != 0)
 		next_tick = 0;
-	worker->clock.Ran(MaintenanceTask::kPeriodic, current, DelayUntil(MaintenanceTask::kPeriodic, current, next_tick));
+	worker->clock.Ran(MaintenanceTask::kPeriodic, now, DelayUntil(MaintenanceTask::kPeriodic, wall_now, next_tick));
 }
 
 // After a step that succeeded: its error streak ends, and promote and
@@ -459,17 +514,18 @@ ScheduleAfterSuccess(WorkerState *worker, MaintenanceTask task, const StepResult
 {
 	worker->error_streak[static_cast<int>(task)] = 0;
 	if (task == MaintenanceTask::kPromote)
-		SchedulePromotion(worker, step.deadline);
+		SchedulePromotion(worker, step);
 	else if (task == MaintenanceTask::kPeriodic)
-		SchedulePeriodic(worker, step.deadline, strcmp(step.outcome, "enqueued") == 0);
+		SchedulePeriodic(worker, step);
 }
 
 // After a step that failed: it is retried after min(2^errors s, 60 s), or its
 // cadence when that is longer, so a persistent error does not flood the log.
 // A failed promotion publishes its retry time, so commits of deferred jobs do
-// not wake the worker into retrying at their rate.
+// not wake the worker into retrying at their rate. `now` is the tick's
+// MonotonicNow.
 void
-ScheduleRetry(WorkerState *worker, MaintenanceTask task, int64 now)
+ScheduleRetry(WorkerState *worker, MaintenanceTask task, int64 now, const StepResult &step)
 {
 	int &streak = worker->error_streak[static_cast<int>(task)];
 	streak = Min(streak + 1, 6);
@@ -477,7 +533,7 @@ ScheduleRetry(WorkerState *worker, MaintenanceTask task, int64 now)
 	int64 retry_us = Max(retry_ms, IntervalMs(task)) * 1000;
 	worker->clock.Ran(task, now, retry_us);
 	if (task == MaintenanceTask::kPromote)
-		PublishNextPromote(now + retry_us);
+		PublishNextPromote(step.clock.WallAt(now) + retry_us);
 }
 
 // A ring's prune that is backing off skips this tick ("Prune back-off" in
@@ -522,6 +578,19 @@ LeaveIfDatabaseHeld(Oid database)
 	proc_exit(0);
 }
 
+// Logs a new awa.debug_clock_offset once the worker reads its wall clock
+// with it: a test waits for this line to know the reload was taken.
+void
+LogClockOffset(WorkerState *worker)
+{
+	if (awa_debug_clock_offset_s == worker->clock_offset_s)
+		return;
+	worker->clock_offset_s = awa_debug_clock_offset_s;
+	ereport(LOG, (errmsg("awa: maintenance worker of database %u reads the wall clock %d s off "
+	                     "(awa.debug_clock_offset)",
+	                     worker->database, worker->clock_offset_s)));
+}
+
 // Handles what arrived while the worker ran or slept: SIGTERM ends it (FATAL
 // through die(), at this interrupt check), a DDL command that needs the
 // database alone makes it leave, and SIGHUP reloads the configuration (a new
@@ -534,6 +603,7 @@ HandleSignals(WorkerState *worker)
 	if (ConfigReloadPending) {
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
+		LogClockOffset(worker);
 	}
 }
 
@@ -560,7 +630,7 @@ RunTask(WorkerState *worker, MaintenanceTask task, int64 now)
 	RunStep(task, &step);
 	LeaveIfDatabaseHeld(worker->database);
 	if (step.outcome[0] == '\0')
-		ScheduleRetry(worker, task, now);
+		ScheduleRetry(worker, task, now, step);
 	else
 		ScheduleAfterSuccess(worker, task, step);
 	RecordPruneOutcome(worker, task, step.outcome);
@@ -573,7 +643,7 @@ RunTask(WorkerState *worker, MaintenanceTask task, int64 now)
 void
 RunDueTasks(WorkerState *worker)
 {
-	int64 now = GetCurrentTimestamp();
+	int64 now = MonotonicNow();
 	for (int i = 0; i < core::kMaintenanceTaskCount && !extension_gone; i++) {
 		MaintenanceTask task = static_cast<MaintenanceTask>(i);
 		if (worker->clock.Due(task, now))
@@ -602,14 +672,14 @@ ExitIfExtensionDropped(const WorkerState *worker)
 void
 SleepUntilNextDue(WorkerState *worker)
 {
-	int64 wait_us = awa_maintenance_enabled ? worker->clock.UntilNextDue(GetCurrentTimestamp(), USECS_PER_SEC)
+	int64 wait_us = awa_maintenance_enabled ? worker->clock.UntilNextDue(MonotonicNow(), USECS_PER_SEC)
 	                                        : USECS_PER_SEC;
 	// Rounded up: a promotion planned for a job's run_at must not run before it.
 	long wait_ms = static_cast<long>((wait_us + 999) / 1000);
 	int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	if ((events & WL_LATCH_SET) && worker->error_streak[static_cast<int>(MaintenanceTask::kPromote)] == 0)
-		worker->clock.Ran(MaintenanceTask::kPromote, GetCurrentTimestamp(), 0);
+		worker->clock.Ran(MaintenanceTask::kPromote, MonotonicNow(), 0);
 }
 
 // ---------------------------------------------------------------------------
@@ -708,6 +778,7 @@ awa_maintenance_main(Datum argument)
 	ConnectOrExit(worker.database);
 	ConfigureSession();
 	ereport(LOG, (errmsg("awa: maintenance worker started for database %u", worker.database)));
+	LogClockOffset(&worker);
 	for (;;) {
 		HandleSignals(&worker);
 		if (MaintenanceActive())
