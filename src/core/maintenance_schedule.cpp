@@ -93,11 +93,22 @@ TaskClock::UntilNextDue(int64_t now, int64_t cap) const noexcept
 	return best;
 }
 
-void
-TaskClock::MakeAllDue() noexcept
+int64_t
+ClockPair::WallAt(int64_t monotonic_now) const noexcept
 {
-	for (int64_t &due : next_due_)
-		due = 0;
+	return wall + (monotonic_now - monotonic);
+}
+
+int64_t
+DelayUntilDeadline(int64_t deadline, int64_t now, int64_t cap) noexcept
+{
+	if (cap < 0)
+		cap = 0;
+	if (deadline <= now)
+		return 0;
+	// Unsigned: deadline - now may exceed INT64_MAX (an 'infinity' run_at).
+	uint64_t ahead = static_cast<uint64_t>(deadline) - static_cast<uint64_t>(now);
+	return ahead < static_cast<uint64_t>(cap) ? static_cast<int64_t>(ahead) : cap;
 }
 
 }  // namespace awa::core

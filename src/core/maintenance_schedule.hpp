@@ -57,7 +57,9 @@ private:
 	int64_t skip_remaining_ = 0;
 };
 
-// Due times of the periodic tasks, in microseconds of a monotonic clock.
+// Due times of the periodic tasks, in microseconds of a monotonic clock (the
+// worker feeds it CLOCK_MONOTONIC, which setting the system clock does not
+// move; docs/maintenance.md §1).
 class TaskClock {
 public:
 	// True when `task` is due at `now`.
@@ -66,11 +68,27 @@ public:
 	void Ran(MaintenanceTask task, int64_t now, int64_t interval) noexcept;
 	// Microseconds from `now` until the earliest due task, at most `cap`.
 	int64_t UntilNextDue(int64_t now, int64_t cap) const noexcept;
-	// Makes every task due at once (after a reload or a promotion).
-	void MakeAllDue() noexcept;
 
 private:
 	int64_t next_due_[kMaintenanceTaskCount] = {};
 };
+
+// A reading of the wall clock paired with a reading of the monotonic clock
+// taken just after it (microseconds both). Wall times later on are estimated
+// from the monotonic clock, so a jump of the system clock after the pair was
+// read moves no estimate.
+struct ClockPair {
+	int64_t wall = 0;
+	int64_t monotonic = 0;
+	// The wall time at `monotonic_now`.
+	int64_t WallAt(int64_t monotonic_now) const noexcept;
+};
+
+// Microseconds from `now` until the wall-clock `deadline` (a job's run_at, a
+// schedule's next tick), at least 0 and at most `cap` (a task's cadence).
+// `now` must be a reading of the clock the deadline was chosen against: then
+// a deadline can never be postponed beyond `cap`, however far back that clock
+// was set, and a deadline not yet reached is never made due at once.
+int64_t DelayUntilDeadline(int64_t deadline, int64_t now, int64_t cap) noexcept;
 
 }  // namespace awa::core

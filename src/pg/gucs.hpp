@@ -11,6 +11,7 @@ extern int awa_max_lanes;
 extern int awa_max_queues;
 extern int awa_max_counted_databases;
 extern int awa_debug_counter_rebuild_lock;
+extern int awa_debug_clock_offset_s;
 extern bool awa_maintenance_enabled;
 extern int awa_queue_rotate_interval_ms;
 extern int awa_claim_rotate_interval_ms;

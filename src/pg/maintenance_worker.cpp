@@ -11,14 +11,20 @@
 // awa.promote_interval, rescue every awa.rescue_interval, prune then rotation
 // of each ring every awa.<ring>_rotate_interval (prune backing off 2^k ticks
 // while its slot cannot be reclaimed), DLQ retention every
-// awa.cleanup_interval, and the counter rebuild whenever the counters are
-// untrusted. An ERROR in a step is logged, its transaction aborted, and the
-// loop goes on; SIGTERM ends the worker (FATAL via die()), SIGHUP reloads the
-// configuration. Per-step memory lives in a context reset after every step.
+// awa.cleanup_interval, the periodic step at the earliest tick, and the
+// counter rebuild whenever the counters are untrusted. An ERROR in a step is
+// logged, its transaction aborted, and the loop goes on; SIGTERM ends the
+// worker (FATAL via die()), SIGHUP reloads the configuration. Per-step memory
+// lives in a context reset after every step. Cadences are kept on the
+// monotonic clock; the wall clock is read once per step, for the deadlines the
+// data holds (run_at, next ticks), so setting the system clock neither stops
+// maintenance nor makes every task due at once ("Clocks" below).
 #include "core/maintenance_schedule.hpp"
 #include "pg/gucs.hpp"
 #include "pg/maintenance_state.hpp"
 #include "pg/wakeups.hpp"
+
+#include <type_traits>
 
 extern "C" {
 #include "access/heapam.h"
@@ -29,6 +35,7 @@ extern "C" {
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -52,13 +59,53 @@ using core::MaintenanceTask;
 constexpr int kMaxLauncherDatabases = 256;
 
 // ---------------------------------------------------------------------------
+// Clocks (docs/maintenance.md §1, "Clocks")
+// ---------------------------------------------------------------------------
+
+// Microseconds of the monotonic clock (CLOCK_MONOTONIC, through instr_time):
+// what the task clock and the launcher's naptime read. Setting the system
+// clock does not move it, so a clock set back stops no task and a clock set
+// forward makes none due early.
+int64
+MonotonicNow()
+{
+	instr_time now;
+	INSTR_TIME_SET_CURRENT(now);
+	return static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
+}
+
+// awa.debug_clock_offset in microseconds: for tests, it stands in for
+// setting the system clock by that much in the worker's wall-clock readings.
+int64
+ClockOffset()
+{
+	return int64{awa_debug_clock_offset_s} * USECS_PER_SEC;
+}
+
+// The worker's one wall-clock reading per step, paired with the monotonic
+// clock: the statement start of the step about to begin, which becomes its
+// transaction's now() (plus the test offset). Deadlines the step finds are
+// chosen against this reading and turned into delays against it, so the
+// system clock's jumps cannot postpone them beyond a cadence nor make them
+// due early (core::DelayUntilDeadline).
+core::ClockPair
+ReadStepClock()
+{
+	SetCurrentStatementStartTimestamp();
+	core::ClockPair pair;
+	pair.wall = GetCurrentStatementStartTimestamp() + ClockOffset();
+	pair.monotonic = MonotonicNow();
+	return pair;
+}
+
+// ---------------------------------------------------------------------------
 // Launcher
 // ---------------------------------------------------------------------------
 struct Served {
 	Oid database;
 	BackgroundWorkerHandle *handle;
-	TimestampTz next_probe;  // when to start a worker again after it exited
-	bool restart;            // start one at once (it stopped while serving awa)
+	int64 next_probe;  // when to start a worker again after it exited (MonotonicNow)
+	bool restart;      // start one at once (it stopped while serving awa)
 };
 
 // Every connectable non-template database; palloc'd in the caller's context.
@@ -121,8 +168,130 @@ Running(BackgroundWorkerHandle *handle)
 	return status == BGWH_STARTED || status == BGWH_NOT_YET_STARTED;
 }
 
+// One pass of the launcher: every connectable non-template database gets a
+// worker unless one runs there, one exited there less than
+// awa.launcher_naptime ago without a reason to restart (it found no awa), or
+// a DDL command holds the database. Dropped databases leave `served` and the
+// status table. Its memory lives in `pass_context`, reset at the end.
+void
+ServeDatabases(Served *served, int *served_count_io, MemoryContext pass_context)
+{
+	int served_count = *served_count_io;
+	MemoryContext previous = MemoryContextSwitchTo(pass_context);
+	// Databases whose worker stopped while serving awa, or that just
+	// created it, get a worker at once.
+	Oid wanted[kMaxLauncherDatabases];
+	int wanted_count = TakeStoppedWorkers(wanted, kMaxLauncherDatabases);
+	// Held before the list is read: a DROP DATABASE that commits
+	// and releases its hold after the list was read must not get a
+	// worker started into the database it dropped.
+	Oid held[kMaxLauncherDatabases];
+	int held_count = DatabasesHeldForDdl(held, kMaxLauncherDatabases);
+	Oid *databases;
+	int count = ListDatabases(&databases);
+	// Dropped databases leave the launcher's list and the status table.
+	ForgetDatabasesExcept(databases, count);
+	int kept = 0;
+	for (int j = 0; j < served_count; j++) {
+		bool exists = false;
+		for (int i = 0; i < count && !exists; i++)
+			exists = databases[i] == served[j].database;
+		if (exists || Running(served[j].handle))
+			served[kept++] = served[j];
+		else if (served[j].handle != NULL)
+			pfree(served[j].handle);
+	}
+	served_count = kept;
+	int64 now = MonotonicNow();
+	for (int i = 0; i < count; i++) {
+		Served *entry = NULL;
+		for (int j = 0; j < served_count; j++)
+			if (served[j].database == databases[i])
+				entry = &served[j];
+		if (entry == NULL) {
+			if (served_count == kMaxLauncherDatabases) {
+				ereport(WARNING, (errmsg("awa: more than %d databases; database %u gets no maintenance worker "
+				                         "for now",
+				                         kMaxLauncherDatabases, databases[i])));
+				continue;
+			}
+			entry = &served[served_count++];
+			entry->database = databases[i];
+			entry->handle = NULL;
+			entry->next_probe = 0;
+			entry->restart = false;
+		}
+		for (int j = 0; j < wanted_count; j++)
+			if (wanted[j] == entry->database)
+				entry->restart = true;
+		if (Running(entry->handle))
+			continue;
+		if (entry->handle != NULL) {
+			// It exited. Without a reason to restart it (it found no
+			// awa), look again after the naptime.
+			pfree(entry->handle);
+			entry->handle = NULL;
+			entry->next_probe = now + int64{awa_launcher_naptime_s} * USECS_PER_SEC;
+		}
+		if (!entry->restart && now < entry->next_probe)
+			continue;
+		// A DDL command needs the database alone: not now (the
+		// command's end wakes the launcher; `restart` is kept).
+		bool held_then = false;
+		for (int j = 0; j < held_count && !held_then; j++)
+			held_then = held[j] == entry->database;
+		if (held_then || DatabaseHeldForDdl(entry->database))
+			continue;
+		entry->restart = false;
+		MemoryContextSwitchTo(TopMemoryContext);
+		if (!StartMaintenanceWorker(entry->database, &entry->handle)) {
+			entry->handle = NULL;
+			entry->next_probe = now + int64{awa_launcher_naptime_s} * USECS_PER_SEC;
+			ereport(WARNING,
+			        (errmsg("awa: could not start the maintenance worker of database %u", entry->database),
+			         errhint("Raise max_worker_processes: awa needs one per database that has it, plus "
+			                 "its launcher.")));
+		}
+		MemoryContextSwitchTo(pass_context);
+	}
+	MemoryContextSwitchTo(previous);
+	MemoryContextReset(pass_context);
+	*served_count_io = served_count;
+}
+
 // ---------------------------------------------------------------------------
-// Maintenance worker
+// Maintenance worker: the state it keeps between ticks
+// ---------------------------------------------------------------------------
+
+// What one maintenance worker keeps from one tick to the next. PODs only: an
+// ERROR caught around a step skips no destructor (cpp-boundary.md, rule 2).
+struct WorkerState {
+	Oid database;
+	core::TaskClock clock;          // when each task is next due
+	core::PruneBackoff backoff[3];  // each ring's prune: queue, claim, lease
+	// Consecutive errors per task: a failing step is retried after
+	// min(2^errors s, 60 s) instead of its cadence, so a persistent error
+	// (a lock held for long, an extension script older than the library)
+	// does not flood the log.
+	int error_streak[core::kMaintenanceTaskCount];
+	int clock_offset_s;  // awa.debug_clock_offset as last logged
+};
+static_assert(std::is_trivially_destructible_v<WorkerState>, "lives across PostgreSQL errors");
+
+// What one step reports back to the loop.
+struct StepResult {
+	char outcome[64];  // awa.run_maintenance's outcome; "" after an error
+	// promote: the run_at of the earliest deferred job still to come;
+	// periodic: the earliest next tick; 0 when none (or another task).
+	TimestampTz deadline;
+	core::ClockPair clock;  // the wall clock at the step's start (ReadStepClock)
+};
+
+MemoryContext step_context = NULL;  // reset after every step
+bool extension_gone = false;        // a step found awa dropped
+
+// ---------------------------------------------------------------------------
+// Maintenance worker: cadences
 // ---------------------------------------------------------------------------
 int64
 IntervalMs(MaintenanceTask task)
@@ -172,43 +341,19 @@ PruneIndex(MaintenanceTask task)
 	}
 }
 
-// Microseconds from `current` until `next_due` (0: nothing due), at most the
-// task's cadence and at least 0.
+// Microseconds from `wall_now` until the wall-clock `deadline` (0: none), at
+// most the task's cadence and at least 0. `wall_now` is estimated from the
+// step's clock pair, the reading the deadline was chosen against.
 int64
-DelayUntil(MaintenanceTask task, TimestampTz current, TimestampTz next_due)
+DelayUntil(MaintenanceTask task, TimestampTz wall_now, TimestampTz deadline)
 {
-	int64 delay = IntervalMs(task) * 1000;
-	return next_due == 0 ? delay : Max(int64{0}, Min(delay, next_due - current));
+	int64 cadence = IntervalMs(task) * 1000;
+	return deadline == 0 ? cadence : core::DelayUntilDeadline(deadline, wall_now, cadence);
 }
 
-// The next promotion runs at the earliest deferred job's run_at when that
-// comes before the cadence, and it is published for the committers of new
-// deferred jobs (they set the latch when theirs is due earlier).
-void
-SchedulePromotion(core::TaskClock *clock, TimestampTz next_deferred)
-{
-	TimestampTz current = GetCurrentTimestamp();
-	int64 delay = DelayUntil(MaintenanceTask::kPromote, current, next_deferred);
-	clock->Ran(MaintenanceTask::kPromote, current, delay);
-	PublishNextPromote(current + delay);
-}
-
-// The periodic step runs again at the earliest next tick when that comes
-// before its cadence (awa.periodic_interval bounds how late a schedule
-// created or changed meanwhile is seen). A tick still due after a step that
-// enqueued nothing belongs to a schedule another transaction holds (or one
-// that failed): it waits for the cadence, not a busy loop.
-void
-SchedulePeriodic(core::TaskClock *clock, TimestampTz next_tick, bool enqueued)
-{
-	TimestampTz current = GetCurrentTimestamp();
-	if (next_tick != 0 && next_tick <= current && !enqueued)
-		next_tick = 0;
-	clock->Ran(MaintenanceTask::kPeriodic, current, DelayUntil(MaintenanceTask::kPeriodic, current, next_tick));
-}
-
-MemoryContext step_context = NULL;
-bool extension_gone = false;
+// ---------------------------------------------------------------------------
+// Maintenance worker: one step
+// ---------------------------------------------------------------------------
 
 // The one timestamptz a `SELECT min(...)` just run through SPI returned, or 0
 // when it returned NULL or failed (rc).
@@ -242,24 +387,26 @@ EarliestPeriodicTick()
 	return SingleTimestamp(SPI_execute("SELECT min(next_run_at) FROM awa.periodic_schedules", true, 1));
 }
 
-// Runs one step in its own transaction; its outcome is copied into `outcome`
-// ("" after an error). Errors are reported and the transaction is aborted.
-// After a promotion, *next_deferred is the run_at of the earliest deferred
-// job still to come (0: none); any commit of a deferred job from before the
-// step began until it is published wakes the worker (wakeups.hpp). After the
-// periodic step, it is the earliest next tick (0: none).
+// Runs one step in its own transaction: awa.run_maintenance('<task>'), its
+// outcome copied into step->outcome ("" after an error: it is reported, the
+// transaction aborted, and the error counted); step->clock is the wall clock
+// at its start (ReadStepClock), which is the step's now(). After a promotion,
+// step->deadline is the run_at of the earliest deferred job still to come
+// (0: none); any commit of a deferred job from before the step began until it
+// is published wakes the worker (wakeups.hpp). After the periodic step, it is
+// the earliest next tick (0: none).
 void
-RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *next_deferred)
+RunStep(MaintenanceTask task, StepResult *step)
 {
-	outcome[0] = '\0';
-	*next_deferred = 0;
+	step->outcome[0] = '\0';
+	step->deadline = 0;
 	if (task == MaintenanceTask::kPromote)
 		BeginNextPromoteLookup();
+	step->clock = ReadStepClock();
 	MemoryContext loop_context = CurrentMemoryContext;
 	MemoryContextSwitchTo(step_context);
 	PG_TRY();
 	{
-		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, core::TaskName(task));
@@ -275,7 +422,7 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *n
 				extension = InvalidOid;
 		}
 		if (dropping) {
-			strlcpy(outcome, "skipped_busy", outcome_size);
+			strlcpy(step->outcome, "skipped_busy", sizeof(step->outcome));
 		} else if (!OidIsValid(extension)) {
 			extension_gone = true;
 		} else {
@@ -289,14 +436,17 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *n
 			if (SPI_processed == 1) {
 				char *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 				if (value != NULL)
-					strlcpy(outcome, value, outcome_size);
+					strlcpy(step->outcome, value, sizeof(step->outcome));
 			}
 			if (task == MaintenanceTask::kPromote)
 				// From the step's start: a job that came due while the
 				// promotion ran is found too (rows it promoted are gone).
-				*next_deferred = EarliestDeferredAfter(GetCurrentTransactionStartTimestamp());
+				// Chosen against the step's own wall reading, the one its
+				// delay is measured from: a job the step's now() saw as not
+				// yet due is never "due at once" when that reading is off.
+				step->deadline = EarliestDeferredAfter(step->clock.wall);
 			if (task == MaintenanceTask::kPeriodic)
-				*next_deferred = EarliestPeriodicTick();
+				step->deadline = EarliestPeriodicTick();
 			SPI_finish();
 		}
 		PopActiveSnapshot();
@@ -317,14 +467,103 @@ RunStep(MaintenanceTask task, char *outcome, size_t outcome_size, TimestampTz *n
 		RESUME_INTERRUPTS();
 		pgstat_report_activity(STATE_IDLE, NULL);
 		NoteTaskError(task);
-		outcome[0] = '\0';
+		step->outcome[0] = '\0';
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(loop_context);
 	MemoryContextReset(step_context);
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------
+// Maintenance worker: planning the next run of a task
+// ---------------------------------------------------------------------------
+
+// The next promotion runs at the earliest deferred job's run_at when that
+// comes before the cadence, and it is published for the committers of new
+// deferred jobs (they set the latch when theirs is due earlier).
+void
+SchedulePromotion(WorkerState *worker, const StepResult &step)
+{
+	int64 now = MonotonicNow();
+	TimestampTz wall_now = step.clock.WallAt(now);
+	int64 delay = DelayUntil(MaintenanceTask::kPromote, wall_now, step.deadline);
+	worker->clock.Ran(MaintenanceTask::kPromote, now, delay);
+	PublishNextPromote(wall_now + delay);
+}
+
+// The periodic step runs again at the earliest next tick when that comes
+// before its cadence (awa.periodic_interval bounds how late a schedule
+// created or changed meanwhile is seen). A tick still due after a step that
+// enqueued nothing belongs to a schedule another transaction holds (or one
+// that failed): it waits for the cadence, not a busy loop.
+void
+SchedulePeriodic(WorkerState *worker, const StepResult &step)
+{
+	int64 now = MonotonicNow();
+	TimestampTz wall_now = step.clock.WallAt(now);
+	TimestampTz next_tick = step.deadline;
+	if (next_tick != 0 && next_tick <= wall_now && strcmp(step.outcome, "enqueued") != 0)
+		next_tick = 0;
+	worker->clock.Ran(MaintenanceTask::kPeriodic, now, DelayUntil(MaintenanceTask::kPeriodic, wall_now, next_tick));
+}
+
+// After a step that succeeded: its error streak ends, and promote and
+// periodic are planned again from the deadline the step found.
+void
+ScheduleAfterSuccess(WorkerState *worker, MaintenanceTask task, const StepResult &step)
+{
+	worker->error_streak[static_cast<int>(task)] = 0;
+	if (task == MaintenanceTask::kPromote)
+		SchedulePromotion(worker, step);
+	else if (task == MaintenanceTask::kPeriodic)
+		SchedulePeriodic(worker, step);
+}
+
+// After a step that failed: it is retried after min(2^errors s, 60 s), or its
+// cadence when that is longer, so a persistent error does not flood the log.
+// A failed promotion publishes its retry time, so commits of deferred jobs do
+// not wake the worker into retrying at their rate. `now` is the tick's
+// MonotonicNow.
+void
+ScheduleRetry(WorkerState *worker, MaintenanceTask task, int64 now, const StepResult &step)
+{
+	int &streak = worker->error_streak[static_cast<int>(task)];
+	streak = Min(streak + 1, 6);
+	int64 retry_ms = Min(int64{1000} << streak, int64{60000});
+	int64 retry_us = Max(retry_ms, IntervalMs(task)) * 1000;
+	worker->clock.Ran(task, now, retry_us);
+	if (task == MaintenanceTask::kPromote)
+		PublishNextPromote(step.clock.WallAt(now) + retry_us);
+}
+
+// A ring's prune that is backing off skips this tick ("Prune back-off" in
+// docs/maintenance.md §1); the skip is published for maintenance_status.
+bool
+PruneSkipsTick(WorkerState *worker, MaintenanceTask task)
+{
+	int prune = PruneIndex(task);
+	if (prune < 0 || worker->backoff[prune].TakeTick())
+		return false;
+	NoteTaskBackoff(task, worker->backoff[prune].level(), worker->backoff[prune].skip_remaining());
+	return true;
+}
+
+// A prune that could not reclaim its slot (skipped_active, blocked) backs off
+// further; one that reclaimed or found nothing to do resets the back-off.
+void
+RecordPruneOutcome(WorkerState *worker, MaintenanceTask task, const char *outcome)
+{
+	int prune = PruneIndex(task);
+	if (prune < 0)
+		return;
+	bool later = strcmp(outcome, "skipped_active") == 0 || strcmp(outcome, "blocked") == 0;
+	worker->backoff[prune].Record(later, awa_prune_max_backoff_level);
+	NoteTaskBackoff(task, worker->backoff[prune].level(), worker->backoff[prune].skip_remaining());
+}
+
+// ---------------------------------------------------------------------------
+// Maintenance worker: the steps of the loop
+// ---------------------------------------------------------------------------
 
 // DROP DATABASE and the other commands that need the database without
 // other connections (database_ddl.hpp): the worker leaves between steps, and
@@ -339,121 +578,120 @@ LeaveIfDatabaseHeld(Oid database)
 	proc_exit(0);
 }
 
-}  // namespace awa::pg
-
-using namespace awa::pg;
-
+// Logs a new awa.debug_clock_offset once the worker reads its wall clock
+// with it: a test waits for this line to know the reload was taken.
 void
-awa_launcher_main(Datum)
+LogClockOffset(WorkerState *worker)
 {
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	pgstat_report_appname("awa launcher");
-	RegisterLauncher();
+	if (awa_debug_clock_offset_s == worker->clock_offset_s)
+		return;
+	worker->clock_offset_s = awa_debug_clock_offset_s;
+	ereport(LOG, (errmsg("awa: maintenance worker of database %u reads the wall clock %d s off "
+	                     "(awa.debug_clock_offset)",
+	                     worker->database, worker->clock_offset_s)));
+}
 
-	static Served served[kMaxLauncherDatabases];
-	int served_count = 0;
-	MemoryContext loop_context =
-	    AllocSetContextCreate(TopMemoryContext, "awa launcher loop", ALLOCSET_DEFAULT_SIZES);
-	for (;;) {
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending) {
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-		if (awa_maintenance_enabled) {
-			MemoryContext previous = MemoryContextSwitchTo(loop_context);
-			// Workers that stopped while serving awa are restarted at once.
-			// Databases whose worker stopped while serving awa, or that just
-			// created it, get a worker at once.
-			Oid wanted[kMaxLauncherDatabases];
-			int wanted_count = TakeStoppedWorkers(wanted, kMaxLauncherDatabases);
-			// Held before the list is read: a DROP DATABASE that commits
-			// and releases its hold after the list was read must not get a
-			// worker started into the database it dropped.
-			Oid held[kMaxLauncherDatabases];
-			int held_count = DatabasesHeldForDdl(held, kMaxLauncherDatabases);
-			Oid *databases;
-			int count = ListDatabases(&databases);
-			// Dropped databases leave the launcher's list and the status table.
-			ForgetDatabasesExcept(databases, count);
-			int kept = 0;
-			for (int j = 0; j < served_count; j++) {
-				bool exists = false;
-				for (int i = 0; i < count && !exists; i++)
-					exists = databases[i] == served[j].database;
-				if (exists || Running(served[j].handle))
-					served[kept++] = served[j];
-				else if (served[j].handle != NULL)
-					pfree(served[j].handle);
-			}
-			served_count = kept;
-			TimestampTz now = GetCurrentTimestamp();
-			for (int i = 0; i < count; i++) {
-				Served *entry = NULL;
-				for (int j = 0; j < served_count; j++)
-					if (served[j].database == databases[i])
-						entry = &served[j];
-				if (entry == NULL) {
-					if (served_count == kMaxLauncherDatabases) {
-						ereport(WARNING, (errmsg("awa: more than %d databases; database %u gets no maintenance worker "
-						                         "for now",
-						                         kMaxLauncherDatabases, databases[i])));
-						continue;
-					}
-					entry = &served[served_count++];
-					entry->database = databases[i];
-					entry->handle = NULL;
-					entry->next_probe = 0;
-					entry->restart = false;
-				}
-				for (int j = 0; j < wanted_count; j++)
-					if (wanted[j] == entry->database)
-						entry->restart = true;
-				if (Running(entry->handle))
-					continue;
-				if (entry->handle != NULL) {
-					// It exited. Without a reason to restart it (it found no
-					// awa), look again after the naptime.
-					pfree(entry->handle);
-					entry->handle = NULL;
-					entry->next_probe = now + int64{awa_launcher_naptime_s} * USECS_PER_SEC;
-				}
-				if (!entry->restart && now < entry->next_probe)
-					continue;
-				// A DDL command needs the database alone: not now (the
-				// command's end wakes the launcher; `restart` is kept).
-				bool held_then = false;
-				for (int j = 0; j < held_count && !held_then; j++)
-					held_then = held[j] == entry->database;
-				if (held_then || DatabaseHeldForDdl(entry->database))
-					continue;
-				entry->restart = false;
-				MemoryContextSwitchTo(TopMemoryContext);
-				if (!StartMaintenanceWorker(entry->database, &entry->handle)) {
-					entry->handle = NULL;
-					entry->next_probe = now + int64{awa_launcher_naptime_s} * USECS_PER_SEC;
-					ereport(WARNING,
-					        (errmsg("awa: could not start the maintenance worker of database %u", entry->database),
-					         errhint("Raise max_worker_processes: awa needs one per database that has it, plus "
-					                 "its launcher.")));
-				}
-				MemoryContextSwitchTo(loop_context);
-			}
-			MemoryContextSwitchTo(previous);
-			MemoryContextReset(loop_context);
-		}
-		(void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+// Handles what arrived while the worker ran or slept: SIGTERM ends it (FATAL
+// through die(), at this interrupt check), a DDL command that needs the
+// database alone makes it leave, and SIGHUP reloads the configuration (a new
+// cadence applies from each task's next run).
+void
+HandleSignals(WorkerState *worker)
+{
+	CHECK_FOR_INTERRUPTS();
+	LeaveIfDatabaseHeld(worker->database);
+	if (ConfigReloadPending) {
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+		LogClockOffset(worker);
 	}
 }
 
-void
-awa_maintenance_main(Datum argument)
+// Whether the worker maintains now: awa.maintenance_enabled is on and the
+// server accepts writes. Off, it only sleeps and handles signals.
+bool
+MaintenanceActive()
 {
-	Oid database = DatumGetObjectId(argument);
+	return awa_maintenance_enabled && !RecoveryInProgress();
+}
+
+// Runs one due task: plans its next run one cadence ahead, lets a prune that
+// is backing off skip this tick, runs the step in its own transaction, then
+// plans again from what the step found (a deadline) or how it failed (the
+// error back-off). Between steps the worker leaves for a DDL hold and answers
+// SIGTERM.
+void
+RunTask(WorkerState *worker, MaintenanceTask task, int64 now)
+{
+	worker->clock.Ran(task, now, IntervalMs(task) * 1000);
+	if (PruneSkipsTick(worker, task))
+		return;
+	StepResult step;
+	RunStep(task, &step);
+	LeaveIfDatabaseHeld(worker->database);
+	if (step.outcome[0] == '\0')
+		ScheduleRetry(worker, task, now, step);
+	else
+		ScheduleAfterSuccess(worker, task, step);
+	RecordPruneOutcome(worker, task, step.outcome);
+	CHECK_FOR_INTERRUPTS();
+}
+
+// Runs every task due now, once each, in MaintenanceTask order (periodic
+// before the rotations: a transaction that rotated cannot enqueue). Stops
+// when a step found the extension dropped.
+void
+RunDueTasks(WorkerState *worker)
+{
+	int64 now = MonotonicNow();
+	for (int i = 0; i < core::kMaintenanceTaskCount && !extension_gone; i++) {
+		MaintenanceTask task = static_cast<MaintenanceTask>(i);
+		if (worker->clock.Due(task, now))
+			RunTask(worker, task, now);
+	}
+}
+
+// A step found awa dropped from the database: the worker forgets the
+// database's status and exits (the launcher starts one again only when
+// CREATE EXTENSION asks, or after awa.launcher_naptime).
+void
+ExitIfExtensionDropped(const WorkerState *worker)
+{
+	if (!extension_gone)
+		return;
+	ereport(LOG, (errmsg("awa: extension dropped from database %u; maintenance worker exits", worker->database)));
+	ForgetDatabase();
+	proc_exit(0);
+}
+
+// Sleeps on the latch until the next task is due, 1 s at most (so a reload
+// or maintenance turned on is seen within a second); the postmaster's death
+// ends the worker. A latch set by the commit of a deferred job due before the
+// planned promotion (wakeups.hpp) makes promote due now, so the job is
+// promoted at its run_at; not while promote is on its error back-off.
+void
+SleepUntilNextDue(WorkerState *worker)
+{
+	int64 wait_us = awa_maintenance_enabled ? worker->clock.UntilNextDue(MonotonicNow(), USECS_PER_SEC)
+	                                        : USECS_PER_SEC;
+	// Rounded up: a promotion planned for a job's run_at must not run before it.
+	long wait_ms = static_cast<long>((wait_us + 999) / 1000);
+	int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	if ((events & WL_LATCH_SET) && worker->error_streak[static_cast<int>(MaintenanceTask::kPromote)] == 0)
+		worker->clock.Ran(MaintenanceTask::kPromote, MonotonicNow(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Maintenance worker: start
+// ---------------------------------------------------------------------------
+
+// Connects to `database` and claims it, or exits: when a DDL command holds
+// the database, when it has no awa (quietly: the launcher looks again after
+// the naptime), or when another worker serves it.
+void
+ConnectOrExit(Oid database)
+{
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -476,6 +714,12 @@ awa_maintenance_main(Datum argument)
 			                  errhint("Every status entry belongs to a database whose worker is running.")));
 		proc_exit(0);
 	}
+}
+
+// The session settings every step runs under, and the steps' memory context.
+void
+ConfigureSession()
+{
 	// A safety net: no statement of a step waits longer than this for a lock
 	// (the steps take try-locks, and prune bounds its own wait).
 	(void)set_config_option("lock_timeout", "1s", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
@@ -488,82 +732,59 @@ awa_maintenance_main(Datum argument)
 	// No JIT (as awa.run_maintenance sets too): loading LLVM would grow the
 	// worker by tens of MiB for queries that gain nothing from it.
 	(void)set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
-	ereport(LOG, (errmsg("awa: maintenance worker started for database %u", database)));
-
 	step_context = AllocSetContextCreate(TopMemoryContext, "awa maintenance step", ALLOCSET_DEFAULT_SIZES);
-	awa::core::TaskClock clock;
-	awa::core::PruneBackoff backoff[3];
-	// Consecutive errors per task: a failing step is retried after
-	// min(2^errors s, 60 s) instead of its cadence, so a persistent error
-	// (a lock held for long, an extension script older than the library)
-	// does not flood the log.
-	int error_streak[awa::core::kMaintenanceTaskCount] = {0};
-	char outcome[64];
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+void
+awa_launcher_main(Datum)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("awa launcher");
+	RegisterLauncher();
+
+	static Served served[kMaxLauncherDatabases];
+	int served_count = 0;
+	MemoryContext pass_context =
+	    AllocSetContextCreate(TopMemoryContext, "awa launcher loop", ALLOCSET_DEFAULT_SIZES);
 	for (;;) {
 		CHECK_FOR_INTERRUPTS();
-		LeaveIfDatabaseHeld(database);
 		if (ConfigReloadPending) {
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		int64 now = GetCurrentTimestamp();
-		if (awa_maintenance_enabled && !RecoveryInProgress()) {
-			for (int i = 0; i < awa::core::kMaintenanceTaskCount && !extension_gone; i++) {
-				MaintenanceTask task = static_cast<MaintenanceTask>(i);
-				if (!clock.Due(task, now))
-					continue;
-				clock.Ran(task, now, IntervalMs(task) * 1000);
-				int prune = PruneIndex(task);
-				if (prune >= 0 && !backoff[prune].TakeTick()) {
-					NoteTaskBackoff(task, backoff[prune].level(), backoff[prune].skip_remaining());
-					continue;
-				}
-				TimestampTz next_deferred;
-				RunStep(task, outcome, sizeof(outcome), &next_deferred);
-				LeaveIfDatabaseHeld(database);
-				if (task == MaintenanceTask::kPromote && outcome[0] != '\0')
-					SchedulePromotion(&clock, next_deferred);
-				if (task == MaintenanceTask::kPeriodic && outcome[0] != '\0')
-					SchedulePeriodic(&clock, next_deferred, strcmp(outcome, "enqueued") == 0);
-				if (outcome[0] == '\0') {
-					error_streak[i] = Min(error_streak[i] + 1, 6);
-					int64 retry_ms = Min(int64{1000} << error_streak[i], int64{60000});
-					clock.Ran(task, now, Max(retry_ms, IntervalMs(task)) * 1000);
-					// A failed promotion publishes its retry time, so commits
-					// of deferred jobs do not wake the worker into retrying
-					// at their rate.
-					if (task == MaintenanceTask::kPromote)
-						PublishNextPromote(now + Max(retry_ms, IntervalMs(task)) * 1000);
-				} else {
-					error_streak[i] = 0;
-				}
-				if (prune >= 0) {
-					bool later = strcmp(outcome, "skipped_active") == 0 || strcmp(outcome, "blocked") == 0;
-					backoff[prune].Record(later, awa_prune_max_backoff_level);
-					NoteTaskBackoff(task, backoff[prune].level(), backoff[prune].skip_remaining());
-				}
-				CHECK_FOR_INTERRUPTS();
-			}
-			if (extension_gone) {
-				ereport(LOG, (errmsg("awa: extension dropped from database %u; maintenance worker exits", database)));
-				ForgetDatabase();
-				proc_exit(0);
-			}
-		}
-		int64 wait_us = clock.UntilNextDue(GetCurrentTimestamp(), 1000 * 1000);
-		if (!awa_maintenance_enabled)
-			wait_us = 1000 * 1000;
-		// Rounded up: a promotion planned for a job's run_at must not run
-		// before it.
-		long wait_ms = static_cast<long>((wait_us + 999) / 1000);
-		int events =
-		    WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
+		if (awa_maintenance_enabled)
+			ServeDatabases(served, &served_count, pass_context);
+		// Once a second; sooner when CREATE EXTENSION, a worker's exit or the
+		// end of a DDL hold sets the latch.
+		(void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		// A commit of a deferred job due before the planned promotion set
-		// the latch (wakeups.hpp): promote now, and look again for the
-		// earliest one.
-		if ((events & WL_LATCH_SET) && error_streak[static_cast<int>(MaintenanceTask::kPromote)] == 0)
-			clock.Ran(MaintenanceTask::kPromote, GetCurrentTimestamp(), 0);
+	}
+}
+
+void
+awa_maintenance_main(Datum argument)
+{
+	WorkerState worker = {};
+	worker.database = DatumGetObjectId(argument);
+	ConnectOrExit(worker.database);
+	ConfigureSession();
+	ereport(LOG, (errmsg("awa: maintenance worker started for database %u", worker.database)));
+	LogClockOffset(&worker);
+	for (;;) {
+		HandleSignals(&worker);
+		if (MaintenanceActive())
+			RunDueTasks(&worker);
+		ExitIfExtensionDropped(&worker);
+		SleepUntilNextDue(&worker);
 	}
 }
 

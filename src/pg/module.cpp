@@ -25,6 +25,7 @@ int awa_max_lanes = 1024;
 int awa_max_queues = 1000000;
 int awa_max_counted_databases = 256;
 int awa_debug_counter_rebuild_lock = 0;
+int awa_debug_clock_offset_s = 0;
 bool awa_maintenance_enabled = true;
 int awa_queue_rotate_interval_ms = 1000;
 int awa_claim_rotate_interval_ms = 1000;
@@ -176,6 +177,12 @@ _PG_init(void)
 	    "When not 0, a counter rebuild takes pg_advisory_xact_lock(value) after it has published its "
 	    "snapshot and before its exact pass, so a test can commit transactions during the pass.",
 	    &awa_debug_counter_rebuild_lock, 0, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+	    "awa.debug_clock_offset", "Test hook: added to the maintenance worker's readings of the wall clock.",
+	    "For tests only (test/t/027_clock_jumps.pl): stands in for setting the system clock by this much, as the "
+	    "worker sees it; SQL run by its steps still reads the real clock. Leave at 0.",
+	    &awa_debug_clock_offset_s, 0, -10 * 366 * 24 * 3600, 10 * 366 * 24 * 3600, PGC_SIGHUP,
+	    GUC_UNIT_S | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineMaintenanceVariables();
 	MarkGUCPrefixReserved("awa");
 	awa::pg::InstallQueueSettingsCache();
