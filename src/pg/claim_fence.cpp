@@ -1,7 +1,7 @@
 // claim_fence.cpp: see claim_fence.hpp.
 #include "pg/claim_fence.hpp"
 
-#include "core/receipt.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/durability.hpp"
 #include "pg/maintenance_state.hpp"
 #include "pg/rings.hpp"

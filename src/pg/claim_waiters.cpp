@@ -1,7 +1,7 @@
 // claim_waiters.cpp: the claims waiting for work (see claim_waiters.hpp).
 #include "pg/claim_waiters.hpp"
 
-#include "core/validate.hpp"
+#include "pg/core_calls.hpp"
 
 extern "C" {
 #include "access/twophase.h"

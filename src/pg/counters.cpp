@@ -1,5 +1,6 @@
 // counters.cpp: per-queue job counters in shared memory (see counters.hpp).
 #include "pg/counters.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/maintenance_state.hpp"
 
 #include "pg/gucs.hpp"

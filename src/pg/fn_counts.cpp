@@ -5,7 +5,7 @@
 // cost depends on the number of queues, never on the backlog. When the
 // counters cannot be trusted it answers from the exact pass, like
 // awa.queue_counts_exact.
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"

@@ -13,11 +13,10 @@
 // Written in C with per-slot prepared statements: as PL/pgSQL over the
 // partitioned parents, planning and executor start-up made a retry cost three
 // completions (docs/lifecycle.md §2).
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/attempts.hpp"
 #include "pg/counters.hpp"
-#include "core/receipt.hpp"
 #include "pg/guard.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/rings.hpp"

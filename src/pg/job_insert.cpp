@@ -1,7 +1,7 @@
 // job_insert.cpp: see job_insert.hpp.
 #include "pg/job_insert.hpp"
 
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/lanes.hpp"

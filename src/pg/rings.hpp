@@ -8,11 +8,12 @@
 // that whole epoch, so it can be reused until the epoch moves.
 #pragma once
 
+#include "core/ring.hpp"
 #include "pg/postgres_headers.hpp"
 
 namespace awa::pg {
 
-constexpr int kMaxRingSlots = 64;
+constexpr int kMaxRingSlots = core::kMaxRingSlots;
 
 struct RingPositions {
 	int64 queue_generation;
