@@ -3,9 +3,9 @@
 
 #include "pg/core_calls.hpp"
 #include "pg/durability.hpp"
-#include "pg/maintenance_state.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
+#include "pg/server_run_key.hpp"
 
 extern "C" {
 #include "access/xlog.h"

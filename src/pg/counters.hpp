@@ -28,15 +28,24 @@
 
 #include "core/lifecycle.hpp"
 #include "pg/postgres_headers.hpp"
+#include <type_traits>
 
 namespace awa::pg {
 
 struct QueueCounts {
 	int64 count[core::kJobStateCount];
 };
+static_assert(std::is_trivially_destructible_v<QueueCounts>, "lives across PostgreSQL errors");
 
-// From _PG_init while preloading.
-void InstallCounters();
+// The startup hooks and the (sub)transaction callbacks, called by
+// callbacks.cpp while preloaded: PRE_COMMIT notes the transaction's xid,
+// COMMIT applies the pending moves, an abort (of the transaction or of a
+// subtransaction) drops its own, a subtransaction's commit folds its moves
+// into its parent's, PRE_PREPARE refuses a transaction with pending moves.
+void RequestCountersShmem();
+void StartupCountersShmem();
+void OnCountersTransactionEvent(XactEvent event);
+void OnCountersSubTransactionEvent(SubXactEvent event);
 
 // Records that `n` jobs of `queue` left `from` and entered `to` (either may be
 // kNoState). Call in the transaction that makes the change. May ereport.

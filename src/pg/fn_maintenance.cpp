@@ -6,7 +6,10 @@
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"
-#include "pg/maintenance_state.hpp"
+#include "pg/enqueue_generations.hpp"
+#include "pg/ring_epoch.hpp"
+#include "pg/task_status.hpp"
+#include "pg/worker_registry.hpp"
 
 using namespace awa::pg;
 using awa::core::MaintenanceTask;
@@ -39,7 +42,7 @@ AWA_FUNCTION(awa_internal_task_names)
 }
 
 // awa._rotation_begin(): this transaction appends to a rotation ledger; the
-// ring epoch is odd until it ends (maintenance_state.hpp).
+// ring epoch is odd until it ends (ring_epoch.hpp).
 AWA_FUNCTION(awa_internal_rotation_begin)
 {
 	BeginRotation();

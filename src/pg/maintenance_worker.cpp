@@ -17,7 +17,9 @@
 // configuration. Per-step memory lives in a context reset after every step.
 #include "core/maintenance_schedule.hpp"
 #include "pg/gucs.hpp"
-#include "pg/maintenance_state.hpp"
+#include "pg/ddl_holds.hpp"
+#include "pg/task_status.hpp"
+#include "pg/worker_registry.hpp"
 #include "pg/wakeups.hpp"
 
 extern "C" {

@@ -1,12 +1,9 @@
 // module.cpp: the loadable module: magic block, _PG_init and GUCs.
+// _PG_init defines the settings, then installs the hooks and callbacks
+// (callbacks.cpp owns the shared-memory and transaction ones).
 #include "pg/gucs.hpp"
-#include "pg/counters.hpp"
+#include "pg/callbacks.hpp"
 #include "pg/database_ddl.hpp"
-#include "pg/inflight.hpp"
-#include "pg/maintenance_state.hpp"
-#include "pg/wakeups.hpp"
-#include "pg/claim_waiters.hpp"
-#include "pg/lane_locks.hpp"
 #include "pg/queue_settings.hpp"
 #include "pg/postgres_headers.hpp"
 
@@ -225,13 +222,9 @@ _PG_init(void)
 	DefineMaintenanceVariables();
 	MarkGUCPrefixReserved("awa");
 	awa::pg::InstallQueueSettingsCache();
+	// Shared memory and (sub)transaction callbacks, in one order (callbacks.cpp).
+	awa::pg::InstallCallbacks(process_shared_preload_libraries_in_progress);
 	if (process_shared_preload_libraries_in_progress) {
-		awa::pg::InstallInflightRegistry();
-		awa::pg::InstallWakeups();
-		awa::pg::InstallClaimWaiters();
-		awa::pg::InstallLaneWaits();
-		awa::pg::InstallCounters();
-		awa::pg::InstallMaintenanceState();
 		awa::pg::InstallDatabaseDdlHook();
 		if (!IsBinaryUpgrade)
 			awa::pg::RegisterMaintenanceLauncher();
