@@ -40,6 +40,7 @@ struct WakeShared {
 
 WakeShared *shared = NULL;
 LWLock *workers_lock = NULL;
+
 // This transaction's pending wakes: a bit per bucket.
 constexpr int kWords = kWakeBuckets / 64;
 uint64 wake_at_end[kWords];
