@@ -3,7 +3,6 @@
 
 #include <cstring>
 
-#include "core/ring.hpp"
 #include "core/core_only.hpp"  // last: proves no PostgreSQL header came in
 
 namespace awa::core {
@@ -32,14 +31,6 @@ ParseTaskName(const char *name, MaintenanceTask *task) noexcept
 			return true;
 		}
 	return false;
-}
-
-int64_t
-PruneTargetGeneration(int64_t current, int32_t slot_count) noexcept
-{
-	if (slot_count < 2 || current < slot_count - 1)
-		return -1;
-	return OldestLiveGeneration(current, slot_count);
 }
 
 bool

@@ -33,12 +33,6 @@ const char *TaskName(MaintenanceTask task) noexcept;
 // Parses a task name; false when unknown.
 bool ParseTaskName(const char *name, MaintenanceTask *task) noexcept;
 
-// The generation a prune of a ring at `current` targets: the generation whose
-// slot the next rotation enters (current - (slot_count - 1)), so every slot
-// keeps its rows for slot_count - 1 rotations. -1 while the ring has not
-// filled yet (awa._prune in awa--0.6.sql computes the same).
-int64_t PruneTargetGeneration(int64_t current, int32_t slot_count) noexcept;
-
 // Exponential back-off of one ring's prune: after a prune that could not
 // reclaim its slot (skipped_active, blocked), the next 2^level - 1 ticks are
 // skipped, level growing by one per failure up to max_level; a prune that

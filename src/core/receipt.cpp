@@ -6,14 +6,14 @@
 namespace awa::core {
 
 int64_t
-EncodeReceipt(const Receipt &receipt)
+EncodeReceipt(const Receipt &receipt) noexcept
 {
 	return (receipt.claim_batch_id << (kReceiptIndexBits + kReceiptSlotBits)) |
 	       (static_cast<int64_t>(receipt.index) << kReceiptSlotBits) | receipt.claim_slot;
 }
 
 std::optional<Receipt>
-DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count)
+DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count) noexcept
 {
 	if (receipt_id < 0)
 		return std::nullopt;

@@ -10,6 +10,9 @@
 // A crash that loses an asynchronous claim can also lose its batch-id advance;
 // the claim fence (src/pg/claim_fence.hpp) moves the sequence past every id
 // such a claim can have had, so a receipt id is never handed out twice.
+//
+// Encoding and decoding allocate nothing and never throw (noexcept), so src/pg
+// calls them directly, without a bridge (src/pg/core_calls.hpp checks it).
 #pragma once
 
 #include <cstdint>
@@ -30,10 +33,10 @@ struct Receipt {
 };
 
 // Encodes a receipt; the caller guarantees the fields are in range.
-int64_t EncodeReceipt(const Receipt &receipt);
+int64_t EncodeReceipt(const Receipt &receipt) noexcept;
 
 // Decodes a receipt id; nothing for ids no claim can have produced
 // (negative, or a slot outside a ring of `claim_slot_count` slots).
-std::optional<Receipt> DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count);
+std::optional<Receipt> DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count) noexcept;
 
 }  // namespace awa::core

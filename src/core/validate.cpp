@@ -12,11 +12,11 @@ namespace awa::core {
 namespace {
 
 bool
-Fail(Violation *out, ViolationCode code, const char *hint, const char *format, ...)
+Fail(Violation *out, ViolationCode code, const char *hint, const char *format, ...) noexcept
     __attribute__((format(printf, 4, 5)));
 
 bool
-Fail(Violation *out, ViolationCode code, const char *hint, const char *format, ...)
+Fail(Violation *out, ViolationCode code, const char *hint, const char *format, ...) noexcept
 {
 	out->code = code;
 	va_list args;
@@ -28,7 +28,7 @@ Fail(Violation *out, ViolationCode code, const char *hint, const char *format, .
 }
 
 bool
-CheckName(const char *what, const void *value, size_t chars, Violation *out)
+CheckName(const char *what, const void *value, size_t chars, Violation *out) noexcept
 {
 	if (value == nullptr)
 		return Fail(out, ViolationCode::kNullValue, "Pass a non-empty name.", "%s must not be NULL", what);
@@ -43,13 +43,13 @@ CheckName(const char *what, const void *value, size_t chars, Violation *out)
 }  // namespace
 
 bool
-CheckKind(const void *value, size_t chars, Violation *out)
+CheckKind(const void *value, size_t chars, Violation *out) noexcept
 {
 	return CheckName("kind", value, chars, out);
 }
 
 bool
-CheckQueue(const void *value, size_t chars, Violation *out)
+CheckQueue(const void *value, size_t chars, Violation *out) noexcept
 {
 	return CheckName("queue", value, chars, out);
 }
@@ -58,7 +58,7 @@ namespace {
 
 // One integer rule: `value` must lie in [low, high].
 bool
-CheckRange(const char *what, int64_t value, int64_t low, int64_t high, const char *hint, Violation *out)
+CheckRange(const char *what, int64_t value, int64_t low, int64_t high, const char *hint, Violation *out) noexcept
 {
 	if (value < low || value > high)
 		return Fail(out, ViolationCode::kInvalidParameter, hint,
@@ -69,27 +69,27 @@ CheckRange(const char *what, int64_t value, int64_t low, int64_t high, const cha
 }  // namespace
 
 bool
-CheckPriority(int64_t priority, Violation *out)
+CheckPriority(int64_t priority, Violation *out) noexcept
 {
 	return CheckRange("priority", priority, kMinPriority, kMaxPriority, "Priority 1 is the most urgent, 4 the least.",
 	                  out);
 }
 
 bool
-CheckMaxAttempts(int64_t max_attempts, Violation *out)
+CheckMaxAttempts(int64_t max_attempts, Violation *out) noexcept
 {
 	return CheckRange("max_attempts", max_attempts, 1, kMaxAttemptsLimit, "Pass a number of attempts from 1 to 1000.",
 	                  out);
 }
 
 bool
-CheckMaxJobs(int64_t max_jobs, Violation *out)
+CheckMaxJobs(int64_t max_jobs, Violation *out) noexcept
 {
 	return CheckRange("max_jobs", max_jobs, 1, kMaxJobsPerClaim, "A claim takes from 1 to 10000 jobs.", out);
 }
 
 bool
-CheckDeadline(int64_t deadline_micros, Violation *out)
+CheckDeadline(int64_t deadline_micros, Violation *out) noexcept
 {
 	if (deadline_micros <= 0)
 		return Fail(out, ViolationCode::kInvalidParameter,
@@ -99,7 +99,7 @@ CheckDeadline(int64_t deadline_micros, Violation *out)
 }
 
 bool
-CheckClaimWait(int64_t wait_micros, Violation *out)
+CheckClaimWait(int64_t wait_micros, Violation *out) noexcept
 {
 	if (wait_micros < 0 || wait_micros > kMaxClaimWaitMicros)
 		return Fail(out, ViolationCode::kInvalidParameter,
@@ -110,7 +110,7 @@ CheckClaimWait(int64_t wait_micros, Violation *out)
 }
 
 bool
-CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out)
+CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out) noexcept
 {
 	if (is_null)
 		return Fail(out, ViolationCode::kNullValue,
@@ -120,7 +120,7 @@ CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out)
 }
 
 bool
-CheckSameLength(const char *what, size_t length, const char *reference, size_t expected, Violation *out)
+CheckSameLength(const char *what, size_t length, const char *reference, size_t expected, Violation *out) noexcept
 {
 	if (length != expected)
 		return Fail(out, ViolationCode::kInvalidParameter, "Pass one element per job in every array.",

@@ -2,7 +2,10 @@
 //
 // Each check returns true when the value is acceptable, else fills a
 // Violation. Violation is trivially destructible (fixed buffers), so the
-// PostgreSQL layer may keep it live while it reports the error.
+// PostgreSQL layer may keep it live while it reports the error. The checks
+// allocate nothing and never throw (noexcept: messages are formatted with
+// snprintf into the Violation's buffers), so src/pg calls them directly,
+// without a bridge (src/pg/core_calls.hpp checks it).
 #pragma once
 
 #include <cstddef>
@@ -31,19 +34,19 @@ constexpr int64_t kDefaultMaxAttempts = 25;
 constexpr int64_t kMaxJobsPerClaim = 10000;
 
 // `chars` is the length in characters (not bytes); `value` may be null.
-bool CheckKind(const void *value, size_t chars, Violation *out);
-bool CheckQueue(const void *value, size_t chars, Violation *out);
-bool CheckPriority(int64_t priority, Violation *out);
-bool CheckMaxAttempts(int64_t max_attempts, Violation *out);
-bool CheckMaxJobs(int64_t max_jobs, Violation *out);
-bool CheckDeadline(int64_t deadline_micros, Violation *out);
+bool CheckKind(const void *value, size_t chars, Violation *out) noexcept;
+bool CheckQueue(const void *value, size_t chars, Violation *out) noexcept;
+bool CheckPriority(int64_t priority, Violation *out) noexcept;
+bool CheckMaxAttempts(int64_t max_attempts, Violation *out) noexcept;
+bool CheckMaxJobs(int64_t max_jobs, Violation *out) noexcept;
+bool CheckDeadline(int64_t deadline_micros, Violation *out) noexcept;
 // How long a claim may sleep for work: 0 (look once) up to kMaxClaimWaitMicros.
 constexpr int64_t kMaxClaimWaitMicros = int64_t{24} * 3600 * 1000000;
-bool CheckClaimWait(int64_t wait_micros, Violation *out);
+bool CheckClaimWait(int64_t wait_micros, Violation *out) noexcept;
 // `what` names the argument that must not be NULL; `has_default` says whether
 // omitting it is an option (it shapes the hint).
-bool CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out);
+bool CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out) noexcept;
 // Arrays passed together must have the same number of elements.
-bool CheckSameLength(const char *what, size_t length, const char *reference, size_t expected, Violation *out);
+bool CheckSameLength(const char *what, size_t length, const char *reference, size_t expected, Violation *out) noexcept;
 
 }  // namespace awa::core

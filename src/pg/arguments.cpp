@@ -1,7 +1,7 @@
 // arguments.cpp: argument checks (see arguments.hpp).
 #include "pg/arguments.hpp"
 
-#include "core/validate.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/errors.hpp"
 
 extern "C" {

@@ -1,10 +1,7 @@
 // attempts.cpp: finding, checking and closing running attempts (see attempts.hpp).
 #include "pg/attempts.hpp"
 
-#include "core/lifecycle.hpp"
-#include "core/receipt.hpp"
-#include "core/ring.hpp"
-#include "core/validate.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
@@ -119,7 +116,7 @@ ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot
 	// claim child, when no prune can move anything: it is the answer.
 	for (int pass = 0; pass < 2; pass++) {
 		for (int probe = 0; probe < slot_count; probe++) {
-			int candidate = (receipt_slot + probe) % slot_count;
+			int candidate = core::SlotOf(receipt_slot + probe, slot_count);
 			LockRelationOid(RingChildOid(RingTable::kClaimBatches, candidate), AccessShareLock);
 			ExecuteLatest(Stmt::kClaimBatch, candidate, key, NULL, 1);
 			if (SPI_processed != 1)

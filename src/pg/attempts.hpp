@@ -11,6 +11,7 @@
 #pragma once
 
 #include "pg/postgres_headers.hpp"
+#include <type_traits>
 
 namespace awa::pg {
 
@@ -42,6 +43,7 @@ struct Attempt {
 	TimestampTz claimed_at;
 	TimestampTz deadline_at;
 };
+static_assert(std::is_trivially_destructible_v<Attempt>, "lives across PostgreSQL errors");
 
 enum class AttemptAction {
 	kInspect,   // lock and report only

@@ -1,11 +1,11 @@
 // claim_fence.cpp: see claim_fence.hpp.
 #include "pg/claim_fence.hpp"
 
-#include "core/receipt.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/durability.hpp"
-#include "pg/maintenance_state.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
+#include "pg/server_run_key.hpp"
 
 extern "C" {
 #include "access/xlog.h"
@@ -52,7 +52,8 @@ FenceClaimBatchIds()
 			int64 next = SequenceValue(batch_seq) + stride;
 			if (next > core::kMaxClaimBatchId)
 				ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("awa: claim batch ids are exhausted"),
-				                errhint("Each server start, crash restart and promotion uses 2^28 batch ids.")));
+				                errhint("Each server start, crash restart and promotion uses 2^28 batch ids (2^29 on an even "
+				                        "timeline).")));
 			// Sequence changes are not transactional: once flushed they
 			// hold, whether or not this claim commits.
 			SequenceSet(batch_seq, next);

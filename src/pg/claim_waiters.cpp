@@ -1,7 +1,7 @@
 // claim_waiters.cpp: the claims waiting for work (see claim_waiters.hpp).
 #include "pg/claim_waiters.hpp"
 
-#include "core/validate.hpp"
+#include "pg/core_calls.hpp"
 
 extern "C" {
 #include "access/twophase.h"
@@ -39,8 +39,6 @@ bool waiting = false;  // this backend's slot is set
 // subtransaction inside it (each look for work runs in one) does not end the
 // wait; the abort of its own level or an outer one does.
 int waiting_level = 0;
-shmem_request_hook_type previous_request_hook = NULL;
-shmem_startup_hook_type previous_startup_hook = NULL;
 
 Size
 SharedSize()
@@ -48,20 +46,18 @@ SharedSize()
 	return add_size(offsetof(WaitersShared, slots), mul_size(sizeof(WaiterSlot), slot_count));
 }
 
+}  // namespace
+
 void
-RequestShmem()
+RequestClaimWaitersShmem()
 {
-	if (previous_request_hook)
-		previous_request_hook();
 	slot_count = MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
 	RequestAddinShmemSpace(SharedSize());
 }
 
 void
-StartupShmem()
+StartupClaimWaitersShmem()
 {
-	if (previous_startup_hook)
-		previous_startup_hook();
 	slot_count = MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	bool found;
@@ -75,6 +71,8 @@ StartupShmem()
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
+
+namespace {
 
 WaiterSlot *
 MySlot()
@@ -103,20 +101,6 @@ Clear()
 }
 
 void
-OnTransactionEvent(XactEvent event, void *)
-{
-	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
-		Clear();
-}
-
-void
-OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
-{
-	if (event == SUBXACT_EVENT_ABORT_SUB && GetCurrentTransactionNestLevel() <= waiting_level)
-		Clear();
-}
-
-void
 OnExit(int, Datum)
 {
 	Clear();
@@ -125,14 +109,17 @@ OnExit(int, Datum)
 }  // namespace
 
 void
-InstallClaimWaiters()
+OnClaimWaitersTransactionEvent(XactEvent event)
 {
-	previous_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestShmem;
-	previous_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = StartupShmem;
-	RegisterXactCallback(OnTransactionEvent, NULL);
-	RegisterSubXactCallback(OnSubTransactionEvent, NULL);
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		Clear();
+}
+
+void
+OnClaimWaitersSubTransactionEvent(SubXactEvent event)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB && GetCurrentTransactionNestLevel() <= waiting_level)
+		Clear();
 }
 
 void

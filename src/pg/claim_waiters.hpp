@@ -14,8 +14,13 @@
 
 namespace awa::pg {
 
-// From _PG_init while preloading.
-void InstallClaimWaiters();
+// The startup hooks and the (sub)transaction callbacks, called by
+// callbacks.cpp while preloaded: an abort at or above the waiting claim's
+// level clears this backend's slot.
+void RequestClaimWaitersShmem();
+void StartupClaimWaitersShmem();
+void OnClaimWaitersTransactionEvent(XactEvent event);
+void OnClaimWaitersSubTransactionEvent(SubXactEvent event);
 
 // This backend's waiting claim on `queue` begins (the first sleep of a claim;
 // later calls of the same claim keep the first `since`).

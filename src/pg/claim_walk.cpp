@@ -5,7 +5,7 @@
 
 #include <type_traits>
 
-#include "core/ring.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/claim_head_cache.hpp"
 #include "pg/gucs.hpp"
 #include "pg/inflight.hpp"

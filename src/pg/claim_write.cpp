@@ -1,9 +1,7 @@
 // claim_write.cpp: see claim_write.hpp.
 #include "pg/claim_write.hpp"
 
-#include "core/lifecycle.hpp"
-#include "core/receipt.hpp"
-#include "core/ring.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/claim_fence.hpp"
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"

@@ -1,8 +1,9 @@
 // counters.cpp: per-queue job counters in shared memory (see counters.hpp).
 #include "pg/counters.hpp"
-#include "pg/maintenance_state.hpp"
+#include "pg/core_calls.hpp"
 
 #include "pg/gucs.hpp"
+#include "pg/ring_epoch.hpp"
 #include "pg/rings.hpp"
 #include "pg/spi_plans.hpp"
 
@@ -88,8 +89,6 @@ dsa_area *area = NULL;
 dshash_table *queues = NULL;
 LWLock *counters_lock = NULL;
 int snapshot_capacity = 0;
-shmem_request_hook_type previous_request_hook = NULL;
-shmem_startup_hook_type previous_startup_hook = NULL;
 
 dshash_parameters
 TableParameters()
@@ -146,11 +145,11 @@ SharedSize()
 	return add_size(DbsOffset(), mul_size(sizeof(DbCounters), awa_max_counted_databases));
 }
 
+}  // namespace
+
 void
-RequestShmem()
+RequestCountersShmem()
 {
-	if (previous_request_hook)
-		previous_request_hook();
 	snapshot_capacity = MaxBackends + max_prepared_xacts;
 	RequestAddinShmemSpace(SharedSize());
 	RequestAddinShmemSpace(kAreaInitialBytes);
@@ -158,10 +157,8 @@ RequestShmem()
 }
 
 void
-StartupShmem()
+StartupCountersShmem()
 {
-	if (previous_startup_hook)
-		previous_startup_hook();
 	snapshot_capacity = MaxBackends + max_prepared_xacts;
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	bool found;
@@ -187,6 +184,8 @@ StartupShmem()
 	counters_lock = &(GetNamedLWLockTranche("awa_counters"))->lock;
 	LWLockRelease(AddinShmemInitLock);
 }
+
+namespace {
 
 // ---------------------------------------------------------------------------
 // Transaction-local pending moves.
@@ -512,8 +511,10 @@ ForgetPending()
 	pending_xid = InvalidTransactionId;
 }
 
+}  // namespace
+
 void
-OnTransactionEvent(XactEvent event, void *)
+OnCountersTransactionEvent(XactEvent event)
 {
 	switch (event) {
 	case XACT_EVENT_PRE_COMMIT:
@@ -540,7 +541,7 @@ OnTransactionEvent(XactEvent event, void *)
 }
 
 void
-OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+OnCountersSubTransactionEvent(SubXactEvent event)
 {
 	int level = GetCurrentTransactionNestLevel();
 	if (event == SUBXACT_EVENT_ABORT_SUB) {
@@ -574,6 +575,8 @@ OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, vo
 	}
 }
 
+namespace {
+
 void
 ReleaseBuild(int db_index, bool trusted)
 {
@@ -592,17 +595,6 @@ ReleaseBuild(int db_index, bool trusted)
 }
 
 }  // namespace
-
-void
-InstallCounters()
-{
-	previous_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestShmem;
-	previous_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = StartupShmem;
-	RegisterXactCallback(OnTransactionEvent, NULL);
-	RegisterSubXactCallback(OnSubTransactionEvent, NULL);
-}
 
 void
 CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)

@@ -1,7 +1,7 @@
 // database_ddl.cpp: see database_ddl.hpp.
 #include "pg/database_ddl.hpp"
 
-#include "pg/maintenance_state.hpp"
+#include "pg/ddl_holds.hpp"
 #include "pg/postgres_headers.hpp"
 
 extern "C" {
@@ -66,7 +66,7 @@ RunNext(PlannedStmt *pstmt, const char *query, bool read_only_tree, ProcessUtili
 		standard_ProcessUtility(pstmt, query, read_only_tree, context, params, environment, dest, completion);
 }
 
-// The hold lasts until the command's transaction ends (maintenance_state.cpp
+// The hold lasts until the command's transaction ends (ddl_holds.cpp
 // releases it from its transaction callback): DROP DATABASE commits after
 // this returns, and a worker started before that commit would find the
 // database gone while connecting.

@@ -6,7 +6,7 @@
 // users" while any session is connected to the database, and awa's
 // maintenance worker is one. A ProcessUtility hook (as extensions with
 // per-database workers do) holds the database for the command
-// (maintenance_state.hpp): the worker leaves at once, the launcher starts
+// (ddl_holds.hpp): the worker leaves at once, the launcher starts
 // none there until the command's transaction has ended, and PostgreSQL's own wait for
 // other sessions to go (up to 5 s) sees it gone. The worker is started
 // again when the command ends, if the database is still there.

@@ -1,17 +1,37 @@
-// fn_attempt.cpp: awa._attempt, the building block of retry, snooze, fail and
-// cancel (awa--0.6.sql). Not granted to any role: awa's own SECURITY DEFINER
-// functions call it.
+// fn_attempt.cpp: awa._attempt, the attempt primitive that awa.cancel
+// (PL/pgSQL, awa--0.6.sql) is built on. Retry, snooze and fail are C
+// (fn_end_attempt.cpp) and close attempts through the same code
+// (attempts.hpp) without it. Not granted to any role: awa's own SECURITY
+// DEFINER functions call it.
 //
 // awa._attempt(job_id, run_lease, receipt_id, outcome) locks the attempt's
 // claim batch for the rest of the transaction and reports the attempt; with
-// an outcome, it also closes the attempt when it is open (closure evidence with
-// that outcome; the job leaves `running` in the counters and enters the
-// outcome's state, whose row the caller writes in the same transaction).
+// an outcome (the name of the state the job enters: retryable, scheduled,
+// failed, dlq or cancelled, parsed by core::ParseJobState), it also closes the
+// attempt when it is open: closure evidence with that outcome, the attempt's
+// heartbeat row dropped, a unique key the new state does not hold freed, and
+// the job moved from `running` to that state in the counters. The caller
+// writes the job's new row in the same transaction.
 #include "pg/arguments.hpp"
 #include "pg/attempts.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/guard.hpp"
 
 using namespace awa::pg;
+using awa::core::JobState;
+
+namespace {
+
+namespace core = awa::core;
+
+// The outcomes awa._attempt closes an attempt with, by the state the job
+// enters: retry, snooze, fail (or its DLQ) and cancel. Completion has its own
+// path (awa.complete), and a rescue its own outcomes (awa._rescue_attempt).
+constexpr core::StateMask kClosingOutcomes = core::MaskOf(JobState::kRetryable) | core::MaskOf(JobState::kScheduled) |
+                                             core::MaskOf(JobState::kFailed) | core::MaskOf(JobState::kDlq) |
+                                             core::MaskOf(JobState::kCancelled);
+
+}  // namespace
 
 // -> (status, closed_outcome, queue, priority, ready_slot, ready_generation,
 //     lane_seq, attempt, max_attempts, claimed_at)
@@ -19,8 +39,9 @@ AWA_FUNCTION(awa_internal_attempt)
 {
 	Attempt attempt = AttemptArgument(fcinfo, 0);
 	char *outcome = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
-	if (outcome != NULL && strcmp(outcome, "retryable") != 0 && strcmp(outcome, "scheduled") != 0 &&
-	    strcmp(outcome, "failed") != 0 && strcmp(outcome, "dlq") != 0 && strcmp(outcome, "cancelled") != 0)
+	JobState state;
+	if (outcome != NULL &&
+	    (!core::ParseJobState(outcome, strlen(outcome), &state) || !core::MaskHolds(kClosingOutcomes, state)))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown outcome \"%s\"", outcome),
 		                errhint("Use retryable, scheduled, failed, dlq or cancelled.")));
 

@@ -14,11 +14,10 @@
 // next claim of the lane, from this claim's evidence, once it is committed and
 // visible. A claim lost before its commit reached disk therefore leaves its
 // jobs claimable, and an advance can only apply where its evidence exists.
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 
 #include <type_traits>
 
-#include "core/validate.hpp"
 #include "pg/arguments.hpp"
 #include "pg/claim_walk.hpp"
 #include "pg/claim_write.hpp"

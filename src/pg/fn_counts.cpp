@@ -1,19 +1,15 @@
-// fn_counts.cpp: awa.queue_counts, plus awa._count_move and awa._backoff, the
-// counter and backoff primitives awa's SQL functions use.
+// fn_counts.cpp: awa.queue_counts and awa.rebuild_counters, plus
+// awa._count_move, the counter primitive awa's SQL functions use.
 //
 // awa.queue_counts answers from the shared-memory counters (counters.hpp): its
 // cost depends on the number of queues, never on the backlog. When the
 // counters cannot be trusted it answers from the exact pass, like
 // awa.queue_counts_exact.
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"
 #include "pg/spi_plans.hpp"
-
-extern "C" {
-#include "common/pg_prng.h"
-}
 
 namespace awa::pg {
 
@@ -118,15 +114,4 @@ AWA_FUNCTION(awa_internal_count_move)
 	int64 n = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT64(3);
 	CountMove(queue, from, to, n);
 	PG_RETURN_VOID();
-}
-
-// awa._backoff(attempt) -> the retry delay after failed attempt `attempt`:
-// 2^attempt seconds plus up to 25 % jitter, at most 24 hours.
-AWA_FUNCTION(awa_internal_backoff)
-{
-	int32 attempt = PG_ARGISNULL(0) ? 1 : PG_GETARG_INT32(0);
-	int64 micros = awa::core::BackoffMicros(attempt, pg_prng_double(&pg_global_prng_state));
-	Interval *result = static_cast<Interval *>(palloc0(sizeof(Interval)));
-	result->time = micros;
-	PG_RETURN_INTERVAL_P(result);
 }

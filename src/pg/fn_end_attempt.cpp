@@ -1,4 +1,6 @@
-// fn_end_attempt.cpp: awa.retry, awa.snooze and awa.fail.
+// fn_end_attempt.cpp: awa.retry, awa.snooze and awa.fail (and the
+// maintenance's awa._rescue_attempt), plus awa._backoff, the SQL face of the
+// retry backoff they use (core/lifecycle.hpp is the rule).
 //
 // Each ends a running attempt other than by success, in one transaction:
 //   retry   -> retryable (deferred_jobs, run_at = now + delay or backoff), or
@@ -13,11 +15,10 @@
 // Written in C with per-slot prepared statements: as PL/pgSQL over the
 // partitioned parents, planning and executor start-up made a retry cost three
 // completions (docs/lifecycle.md §2).
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/attempts.hpp"
 #include "pg/counters.hpp"
-#include "core/receipt.hpp"
 #include "pg/guard.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/rings.hpp"
@@ -55,6 +56,15 @@ RequireDelay(Interval *delay, const char *hint)
 	if (then < now)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("delay must not be negative"),
 		                errhint("%s", hint)));
+}
+
+// The retry backoff after failed attempt `attempt`: core::BackoffMicros with
+// a jitter drawn from PostgreSQL's global PRNG. Used by a retry without a
+// delay, a rescue and awa._backoff.
+int64
+RetryBackoffMicros(int64 attempt)
+{
+	return core::BackoffMicros(attempt, pg_prng_double(&pg_global_prng_state));
 }
 
 // An SPI nulls string of `n` not-null columns.
@@ -183,7 +193,7 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay, Tim
 			next = DatumGetTimestampTz(
 			    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(delay)));
 		else
-			next = now + core::BackoffMicros(attempt->attempt, pg_prng_double(&pg_global_prng_state));
+			next = now + RetryBackoffMicros(attempt->attempt);
 		int16 attempts_used = outcome[0] == 's' ? attempt->attempt - 1 : attempt->attempt;
 		Datum values[14] = {Int64GetDatum(attempt->job_id), attempt->queue,         Int16GetDatum(attempt->priority),
 		                    kind,                           args,                   CStringGetTextDatum(outcome),
@@ -290,4 +300,14 @@ AWA_FUNCTION(awa_internal_rescue_attempt)
 		PG_RETURN_TEXT_P(cstring_to_text("busy"));
 	const char *result = EndAttempt(&attempt, EndAction::kRescue, NULL, NULL, stale_before);
 	PG_RETURN_TEXT_P(cstring_to_text(result));
+}
+
+// awa._backoff(attempt) -> the retry delay after failed attempt `attempt`:
+// 2^attempt seconds plus up to 25 % jitter, at most 24 hours.
+AWA_FUNCTION(awa_internal_backoff)
+{
+	int32 attempt = PG_ARGISNULL(0) ? 1 : PG_GETARG_INT32(0);
+	Interval *result = static_cast<Interval *>(palloc0(sizeof(Interval)));
+	result->time = RetryBackoffMicros(attempt);
+	PG_RETURN_INTERVAL_P(result);
 }

@@ -7,8 +7,7 @@
 // is in the future goes to deferred_jobs. Unique jobs claim their key first
 // (23505 on a duplicate: nothing is written). Everything is in the caller's
 // transaction and commits with the session's synchronous_commit.
-#include "core/lifecycle.hpp"
-#include "core/validate.hpp"
+#include "pg/core_calls.hpp"
 #include <type_traits>
 
 #include "pg/arguments.hpp"

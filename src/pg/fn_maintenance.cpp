@@ -2,13 +2,14 @@
 // awa.storage_status (the steps themselves are PL/pgSQL in awa--0.6.sql; they
 // run once a second at most, so their planning cost does not matter, and the
 // proofs read best as SQL).
-#include "core/maintenance_schedule.hpp"
-#include "core/receipt.hpp"
-#include "core/ring.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"
-#include "pg/maintenance_state.hpp"
+#include "pg/enqueue_generations.hpp"
+#include "pg/ring_epoch.hpp"
+#include "pg/task_status.hpp"
+#include "pg/worker_registry.hpp"
 
 using namespace awa::pg;
 using awa::core::MaintenanceTask;
@@ -41,7 +42,7 @@ AWA_FUNCTION(awa_internal_task_names)
 }
 
 // awa._rotation_begin(): this transaction appends to a rotation ledger; the
-// ring epoch is odd until it ends (maintenance_state.hpp).
+// ring epoch is odd until it ends (ring_epoch.hpp).
 AWA_FUNCTION(awa_internal_rotation_begin)
 {
 	BeginRotation();
@@ -139,51 +140,4 @@ AWA_FUNCTION(awa_internal_receipt)
 		                        static_cast<long long>(awa::core::kMaxClaimBatchId), awa::core::kMaxBatchIndex,
 		                        awa::core::kMaxClaimSlots - 1)));
 	PG_RETURN_INT64(awa::core::EncodeReceipt(awa::core::Receipt{batch_id, index, slot}));
-}
-
-// Ring arithmetic for the SQL side (src/core/ring.hpp and
-// maintenance_schedule.hpp are the one source). STRICT: NULL in, NULL out.
-namespace {
-
-int32
-SlotCountArgument(FunctionCallInfo fcinfo, int index)
-{
-	int32 slot_count = PG_GETARG_INT32(index);
-	if (slot_count < 1 || slot_count > 64)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("slot_count must be between 1 and 64"),
-		                errhint("Pass the ring's slot_count from its *_ring_state table.")));
-	return slot_count;
-}
-
-int64
-GenerationArgument(FunctionCallInfo fcinfo, int index)
-{
-	int64 generation = PG_GETARG_INT64(index);
-	if (generation < 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("generation must not be negative"),
-		                errhint("Generations start at 0.")));
-	return generation;
-}
-
-}  // namespace
-
-// awa._slot_of(generation, slot_count) -> the slot that holds the generation.
-AWA_FUNCTION(awa_internal_slot_of)
-{
-	int64 generation = GenerationArgument(fcinfo, 0);
-	PG_RETURN_INT32(awa::core::SlotOf(generation, SlotCountArgument(fcinfo, 1)));
-}
-
-// awa._oldest_live_generation(current, slot_count) -> the oldest generation the ring still holds.
-AWA_FUNCTION(awa_internal_oldest_live_generation)
-{
-	int64 current = GenerationArgument(fcinfo, 0);
-	PG_RETURN_INT64(awa::core::OldestLiveGeneration(current, SlotCountArgument(fcinfo, 1)));
-}
-
-// awa._prune_target(current, slot_count) -> the generation the next prune targets, -1 before the ring filled.
-AWA_FUNCTION(awa_internal_prune_target)
-{
-	int64 current = GenerationArgument(fcinfo, 0);
-	PG_RETURN_INT64(awa::core::PruneTargetGeneration(current, SlotCountArgument(fcinfo, 1)));
 }

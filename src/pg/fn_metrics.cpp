@@ -1,7 +1,7 @@
 // fn_metrics.cpp: the shared-memory readings behind awa's metrics surface
 // (docs/monitoring.md): event totals per queue, and the claims waiting for
 // work. awa.queue_metrics (SQL) joins them with the counts.
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/claim_waiters.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"

@@ -6,8 +6,7 @@
 // and cancels never wait for each other) and appends them to their lanes
 // through the enqueue path (job_insert.hpp), keeping job_id, run_lease,
 // attempt, errors and unique key. Jobs of a paused queue are not promoted.
-#include "core/lifecycle.hpp"
-#include "core/validate.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/errors.hpp"

@@ -11,7 +11,7 @@
 // for this transaction, so no claim plans it, or moves the cursor past it,
 // before the tombstone is committed (or rolled back). Exactly one of the claim
 // and the cancel wins.
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"

@@ -3,7 +3,12 @@
 // Two error regimes meet here (docs/cpp-boundary.md):
 //  * A C++ exception must never unwind through a PostgreSQL frame. Every SQL
 //    entry point is defined with AWA_FUNCTION, whose wrapper catches every
-//    exception, leaves the catch block, and only then reports an ERROR.
+//    exception, leaves the catch block, and only then reports an ERROR. It
+//    also checks PostgreSQL's error stack, as pg_duckdb's guard does: an
+//    exception that left a PG_TRY block skipped its PG_CATCH, which would
+//    have restored PG_exception_stack and error_context_stack; reporting with
+//    them pointing into dead frames would crash the backend, so the wrapper
+//    restores the values it saw on entry and says so (a WARNING) first.
 //  * A PostgreSQL ERROR (a longjmp) must never skip a C++ destructor. Frames in
 //    src/pg that call PostgreSQL therefore own only trivially destructible
 //    objects (PODs, palloc'd memory). Code that needs the C++ library runs in
@@ -33,6 +38,25 @@ DescribeException(std::exception_ptr error, char *buffer, size_t size) noexcept
 	}
 }
 
+// Reports a C++ exception caught by AWA_FUNCTION (outside the catch block):
+// restores PostgreSQL's error stack if the exception left it unbalanced
+// (`exception_stack` and `context_stack` are the values on entry), warns that
+// it did, then raises ERROR (SQLSTATE XX000, "awa: <message>").
+[[noreturn]] inline void
+ReportCppException(const char *message, sigjmp_buf *exception_stack, ErrorContextCallback *context_stack)
+{
+	if (PG_exception_stack != exception_stack || error_context_stack != context_stack) {
+		// Before any ereport: it would call the context callbacks of frames
+		// that are gone and longjmp to a dead PG_TRY.
+		PG_exception_stack = exception_stack;
+		error_context_stack = context_stack;
+		ereport(WARNING, (errmsg("awa: a C++ exception left a PG_TRY block without running its PG_CATCH"),
+		                  errdetail("PostgreSQL's error stack was restored to its state at the function's entry.")));
+	}
+	ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("awa: %s", message)));
+	pg_unreachable();
+}
+
 }  // namespace awa::pg
 
 // Defines the C entry point `name` for a SQL function whose body is
@@ -45,6 +69,8 @@ DescribeException(std::exception_ptr error, char *buffer, size_t size) noexcept
 	}                                                                                              \
 	Datum name(PG_FUNCTION_ARGS)                                                                   \
 	{                                                                                              \
+		sigjmp_buf *awa_exception_stack_ = PG_exception_stack;                                     \
+		ErrorContextCallback *awa_context_stack_ = error_context_stack;                            \
 		char awa_error_[512];                                                                      \
 		bool awa_failed_ = false;                                                                  \
 		Datum awa_result_ = (Datum)0;                                                              \
@@ -55,7 +81,7 @@ DescribeException(std::exception_ptr error, char *buffer, size_t size) noexcept
 			awa_failed_ = true;                                                                    \
 		}                                                                                          \
 		if (awa_failed_)                                                                           \
-			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("awa: %s", awa_error_)));      \
+			awa::pg::ReportCppException(awa_error_, awa_exception_stack_, awa_context_stack_);     \
 		return awa_result_;                                                                        \
 	}                                                                                              \
 	static Datum name##_body(FunctionCallInfo fcinfo)

@@ -56,23 +56,19 @@ int local_count = 0;
 
 HTAB *lanes = NULL;
 LWLock *lanes_lock = NULL;
-shmem_request_hook_type previous_request_hook = NULL;
-shmem_startup_hook_type previous_startup_hook = NULL;
+
+}  // namespace
 
 void
-RequestShmem()
+RequestInflightShmem()
 {
-	if (previous_request_hook)
-		previous_request_hook();
 	RequestAddinShmemSpace(hash_estimate_size(awa_max_lanes, sizeof(LaneInflight)));
 	RequestNamedLWLockTranche("awa_inflight", 1);
 }
 
 void
-StartupShmem()
+StartupInflightShmem()
 {
-	if (previous_startup_hook)
-		previous_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	HASHCTL info;
 	memset(&info, 0, sizeof(info));
@@ -83,6 +79,8 @@ StartupShmem()
 	lanes_lock = &(GetNamedLWLockTranche("awa_inflight"))->lock;
 	LWLockRelease(AddinShmemInitLock);
 }
+
+namespace {
 
 InflightKey
 KeyOf(int64 lane_id)
@@ -160,8 +158,10 @@ ForgetLocal(int nest_level, bool aborted)
 	local_count = kept;
 }
 
+}  // namespace
+
 void
-OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+OnInflightSubTransactionEvent(SubXactEvent event)
 {
 	int level = GetCurrentTransactionNestLevel();
 	switch (event) {
@@ -180,7 +180,7 @@ OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, vo
 }
 
 void
-OnTransactionEvent(XactEvent event, void *)
+OnInflightTransactionEvent(XactEvent event)
 {
 	switch (event) {
 	case XACT_EVENT_COMMIT:
@@ -200,19 +200,6 @@ OnTransactionEvent(XactEvent event, void *)
 	default:
 		break;
 	}
-}
-
-}  // namespace
-
-void
-InstallInflightRegistry()
-{
-	previous_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestShmem;
-	previous_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = StartupShmem;
-	RegisterXactCallback(OnTransactionEvent, NULL);
-	RegisterSubXactCallback(OnSubTransactionEvent, NULL);
 }
 
 int

@@ -32,9 +32,15 @@ namespace awa::pg {
 // the next claim keeps the lane lock until it ends.
 constexpr int kMaxInflightPerLane = 256;
 
-// From _PG_init while preloading: asks for shared memory, installs the hooks
-// and the transaction callback.
-void InstallInflightRegistry();
+// The startup hooks and the (sub)transaction callbacks, called by
+// callbacks.cpp while preloaded. The end of a (sub)transaction forgets the
+// ranges it registered (after an abort, waking its queue's waiting claims
+// once they are gone); a commit of a subtransaction hands them to its parent;
+// PRE_PREPARE refuses a transaction that registered any.
+void RequestInflightShmem();
+void StartupInflightShmem();
+void OnInflightTransactionEvent(XactEvent event);
+void OnInflightSubTransactionEvent(SubXactEvent event);
 
 // Copies the ranges other transactions have registered for the lane; returns
 // how many (at most kMaxInflightPerLane).

@@ -1,11 +1,12 @@
 // job_insert.cpp: see job_insert.hpp.
 #include "pg/job_insert.hpp"
 
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/lanes.hpp"
-#include "pg/maintenance_state.hpp"
+#include "pg/enqueue_generations.hpp"
+#include "pg/ring_epoch.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
@@ -41,7 +42,7 @@ ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
 		int64 epoch;
 		RingPositions ring = CurrentRings(&epoch);
 		// Until the rows are in (and their child locked), prune must not
-		// truncate this generation (maintenance_state.hpp).
+		// truncate this generation (enqueue_generations.hpp).
 		PublishEnqueueGeneration(ring.queue_generation);
 		for (int i = 0; i < count; i++)
 			lane_seqs[i] = SequenceNext(lane.enqueue_seq);

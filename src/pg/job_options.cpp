@@ -1,7 +1,7 @@
 // job_options.cpp: see job_options.hpp.
 #include "pg/job_options.hpp"
 
-#include "core/lifecycle.hpp"
+#include "pg/core_calls.hpp"
 #include "pg/interval_literal.hpp"
 #include "pg/queue_settings.hpp"
 

@@ -36,22 +36,18 @@ Tag(KeySpace space, int64 key)
 // lane): LockLaneClaimWithin.
 constexpr int kLaneWaitBuckets = 1024;
 ConditionVariable *lane_waits = NULL;
-shmem_request_hook_type previous_request_hook = NULL;
-shmem_startup_hook_type previous_startup_hook = NULL;
+
+}  // namespace
 
 void
-RequestShmem()
+RequestLaneWaitsShmem()
 {
-	if (previous_request_hook)
-		previous_request_hook();
 	RequestAddinShmemSpace(sizeof(ConditionVariable) * kLaneWaitBuckets);
 }
 
 void
-StartupShmem()
+StartupLaneWaitsShmem()
 {
-	if (previous_startup_hook)
-		previous_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	bool found;
 	lane_waits = static_cast<ConditionVariable *>(
@@ -61,6 +57,8 @@ StartupShmem()
 			ConditionVariableInit(&lane_waits[i]);
 	LWLockRelease(AddinShmemInitLock);
 }
+
+namespace {
 
 ConditionVariable *
 LaneWaitOf(int64 lane_id)
@@ -113,15 +111,6 @@ AcquireWithin(int timeout_ms, Acquire acquire)
 }
 
 }  // namespace
-
-void
-InstallLaneWaits()
-{
-	previous_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestShmem;
-	previous_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = StartupShmem;
-}
 
 // Lane claim locks belong to the (sub)transaction's resource owner, whichever
 // way they were granted, so a lock granted inside AcquireWithin's

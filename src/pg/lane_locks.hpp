@@ -24,8 +24,10 @@
 
 namespace awa::pg {
 
-// From _PG_init while preloading: the condition variables lane waits sleep on.
-void InstallLaneWaits();
+// The startup hooks (callbacks.cpp, while preloading): the condition
+// variables lane waits sleep on.
+void RequestLaneWaitsShmem();
+void StartupLaneWaitsShmem();
 
 bool TryLockLaneClaim(int64 lane_id);
 // Waits at most `timeout_ms` for it (0: only tries); false if not granted in

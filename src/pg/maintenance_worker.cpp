@@ -21,7 +21,9 @@
 // maintenance nor makes every task due at once ("Clocks" below).
 #include "core/maintenance_schedule.hpp"
 #include "pg/gucs.hpp"
-#include "pg/maintenance_state.hpp"
+#include "pg/ddl_holds.hpp"
+#include "pg/task_status.hpp"
+#include "pg/worker_registry.hpp"
 #include "pg/wakeups.hpp"
 
 #include <type_traits>

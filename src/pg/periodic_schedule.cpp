@@ -1,6 +1,7 @@
 // periodic_schedule.cpp: see periodic_schedule.hpp.
 #include "pg/periodic_schedule.hpp"
 
+#include "pg/core_calls.hpp"
 #include "pg/interval_literal.hpp"
 
 extern "C" {

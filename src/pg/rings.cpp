@@ -1,7 +1,7 @@
 // rings.cpp: ring positions and the ring epoch (see rings.hpp).
 #include "pg/rings.hpp"
 
-#include "pg/maintenance_state.hpp"
+#include "pg/ring_epoch.hpp"
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
 

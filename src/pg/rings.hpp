@@ -1,18 +1,21 @@
 // rings.hpp: where the rings are (highest generation of each rotation ledger)
 // and how many slots each has.
 //
-// Reads go through a per-backend cache keyed by the ring epoch (a seqlock kept
-// in awa.ring_epoch_seq): a rotation bumps the epoch to an odd value before it
-// appends to a ledger and to an even value after that commit. A position read
-// while the epoch stayed at the same even value is the committed position for
-// that whole epoch, so it can be reused until the epoch moves.
+// Reads go through a per-backend cache keyed by the ring epoch (a seqlock in
+// shared memory, ring_epoch.hpp): a rotation makes the epoch odd before it
+// appends to a ledger, and even again once that transaction has ended. A
+// position read while the epoch stayed at the same even value is the
+// committed position for that whole epoch, so it can be reused until the
+// epoch moves.
 #pragma once
 
+#include "core/ring.hpp"
 #include "pg/postgres_headers.hpp"
+#include <type_traits>
 
 namespace awa::pg {
 
-constexpr int kMaxRingSlots = 64;
+constexpr int kMaxRingSlots = core::kMaxRingSlots;
 
 struct RingPositions {
 	int64 queue_generation;
@@ -28,6 +31,7 @@ struct RingPositions {
 	int claim_slot;
 	int claim_slot_count;
 };
+static_assert(std::is_trivially_destructible_v<RingPositions>, "lives across PostgreSQL errors");
 
 // The ring epoch now. May ereport.
 int64 RingEpoch();

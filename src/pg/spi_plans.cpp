@@ -291,11 +291,13 @@ WantsIndexPlan(Stmt stmt)
 	       stmt != Stmt::kAllLanes;
 }
 
+}  // namespace
+
 // The flags are set around every execution of a prepared statement (where
 // the plan cache may re-plan it); an error leaves them set, so they are
 // cleared again at the end of every transaction.
 void
-OnTransactionEnd(XactEvent event, void *)
+OnPlannerTransactionEvent(XactEvent event)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
 	    event == XACT_EVENT_PREPARE) {
@@ -305,13 +307,15 @@ OnTransactionEnd(XactEvent event, void *)
 }
 
 void
-OnSubTransactionEnd(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+OnPlannerSubTransactionEvent(SubXactEvent event)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB) {
 		running_awa_statement = false;
 		planning_awa_statement = false;
 	}
 }
+
+namespace {
 
 void
 InstallPlannerOnce()
@@ -321,8 +325,6 @@ InstallPlannerOnce()
 		return;
 	previous_planner = planner_hook;
 	planner_hook = AwaPlanner;
-	RegisterXactCallback(OnTransactionEnd, NULL);
-	RegisterSubXactCallback(OnSubTransactionEnd, NULL);
 	installed = true;
 }
 

@@ -62,6 +62,13 @@ enum class Stmt {
 // statements). May ereport.
 SPIPlanPtr Plan(Stmt stmt, int slot = 0);
 
+// The (sub)transaction callbacks (callbacks.cpp, with or without the
+// preload): the end of a transaction, or the abort of a subtransaction,
+// clears the flags with which awa's planner hook recognises its own
+// statements (an error may have left them set).
+void OnPlannerTransactionEvent(XactEvent event);
+void OnPlannerSubTransactionEvent(SubXactEvent event);
+
 // Runs a prepared statement with the transaction's snapshot rules; returns the
 // SPI result code after checking it. May ereport.
 int Execute(Stmt stmt, int slot, Datum *values, const char *nulls, long limit = 0);

@@ -40,8 +40,6 @@ struct WakeShared {
 
 WakeShared *shared = NULL;
 LWLock *workers_lock = NULL;
-shmem_request_hook_type previous_request_hook = NULL;
-shmem_startup_hook_type previous_startup_hook = NULL;
 
 // This transaction's pending wakes: a bit per bucket.
 constexpr int kWords = kWakeBuckets / 64;
@@ -54,20 +52,18 @@ TimestampTz deferred_earliest = 0;
 // This process is a maintenance worker registered in `workers`.
 WorkerWake *my_worker = NULL;
 
+}  // namespace
+
 void
-RequestShmem()
+RequestWakeupsShmem()
 {
-	if (previous_request_hook)
-		previous_request_hook();
 	RequestAddinShmemSpace(sizeof(WakeShared));
 	RequestNamedLWLockTranche("awa_wakeups", 1);
 }
 
 void
-StartupShmem()
+StartupWakeupsShmem()
 {
-	if (previous_startup_hook)
-		previous_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	bool found;
 	shared = static_cast<WakeShared *>(ShmemInitStruct("awa wakeups", sizeof(WakeShared), &found));
@@ -85,6 +81,8 @@ StartupShmem()
 	workers_lock = &(GetNamedLWLockTranche("awa_wakeups"))->lock;
 	LWLockRelease(AddinShmemInitLock);
 }
+
+namespace {
 
 void
 Mark(uint64 *bits, uint32 bucket)
@@ -119,8 +117,10 @@ WakeWorkerIfLate()
 	}
 }
 
+}  // namespace
+
 void
-OnTransactionEvent(XactEvent event, void *)
+OnWakeupsTransactionEvent(XactEvent event)
 {
 	switch (event) {
 	case XACT_EVENT_COMMIT:
@@ -151,6 +151,8 @@ OnTransactionEvent(XactEvent event, void *)
 	}
 	deferred_pending = false;
 }
+
+namespace {
 
 void
 ForgetWorker(int, Datum)
@@ -193,16 +195,6 @@ MyWorker()
 }
 
 }  // namespace
-
-void
-InstallWakeups()
-{
-	previous_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestShmem;
-	previous_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = StartupShmem;
-	RegisterXactCallback(OnTransactionEvent, NULL);
-}
 
 uint32
 QueueWakeBucket(text *queue)

@@ -28,9 +28,13 @@ namespace awa::pg {
 
 constexpr int kWakeBuckets = 1024;
 
-// From _PG_init while preloading: asks for shared memory, installs the
-// transaction callbacks.
-void InstallWakeups();
+// The startup hooks and the transaction callback, called by callbacks.cpp
+// while preloaded. The end of a transaction broadcasts the buckets it marked
+// (at commit also those marked for commit only) and sets the latch of a
+// worker that would promote its deferred jobs late.
+void RequestWakeupsShmem();
+void StartupWakeupsShmem();
+void OnWakeupsTransactionEvent(XactEvent event);
 
 // The bucket of a queue of this database.
 uint32 QueueWakeBucket(text *queue);

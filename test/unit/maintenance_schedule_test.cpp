@@ -1,8 +1,7 @@
-// maintenance_schedule_test.cpp: task names, prune targets, prune back-off,
-// task due times and the conversion of wall-clock deadlines into delays
+// maintenance_schedule_test.cpp: task names, prune back-off, task due times
+// and the conversion of wall-clock deadlines into delays
 // (src/core/maintenance_schedule.hpp).
 #include "core/maintenance_schedule.hpp"
-#include "core/ring.hpp"
 
 #include <gtest/gtest.h>
 
@@ -37,36 +36,6 @@ TEST(TaskName, UnknownNamesAreRefused)
 	EXPECT_FALSE(ParseTaskName("prune", &parsed));
 	EXPECT_EQ(parsed, MaintenanceTask::kPromote);
 	EXPECT_STREQ(TaskName(MaintenanceTask::kCount), "unknown");
-}
-
-TEST(PruneTarget, NothingWhileTheRingFills)
-{
-	EXPECT_EQ(PruneTargetGeneration(0, 16), -1);
-	EXPECT_EQ(PruneTargetGeneration(-1, 16), -1);
-	EXPECT_EQ(PruneTargetGeneration(1, 16), -1);
-	EXPECT_EQ(PruneTargetGeneration(14, 16), -1);
-	EXPECT_EQ(PruneTargetGeneration(6, 8), -1);
-	EXPECT_EQ(PruneTargetGeneration(5, 1), -1);
-}
-
-TEST(PruneTarget, GenerationZeroOnceFull)
-{
-	EXPECT_EQ(PruneTargetGeneration(15, 16), 0);
-	EXPECT_EQ(PruneTargetGeneration(7, 8), 0);
-	EXPECT_EQ(PruneTargetGeneration(1, 2), 0);
-	EXPECT_EQ(PruneTargetGeneration(2, 2), 1);
-}
-
-TEST(PruneTarget, IsTheIncomingSlotOnceTheRingIsFull)
-{
-	// The target's slot is the one the next rotation moves into.
-	for (int64_t current = 15; current < 100; current++) {
-		int64_t target = PruneTargetGeneration(current, 16);
-		EXPECT_EQ(target, current - 15);
-		EXPECT_EQ(SlotOf(target, 16), SlotOf(current + 1, 16));
-	}
-	for (int64_t current = 7; current < 40; current++)
-		EXPECT_EQ(SlotOf(PruneTargetGeneration(current, 8), 8), SlotOf(current + 1, 8));
 }
 
 TEST(PruneBackoff, FirstTickRuns)

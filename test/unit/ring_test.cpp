@@ -1,4 +1,5 @@
-// ring_test.cpp: slot arithmetic and live-generation windows (src/core/ring.hpp).
+// ring_test.cpp: slot arithmetic, live-generation windows and prune targets
+// (src/core/ring.hpp).
 #include "core/ring.hpp"
 
 #include <gtest/gtest.h>
@@ -180,6 +181,36 @@ TEST(IsLiveGeneration, WindowProperties)
 			}
 		}
 	}
+}
+
+TEST(PruneTarget, NothingWhileTheRingFills)
+{
+	EXPECT_EQ(PruneTargetGeneration(0, 16), -1);
+	EXPECT_EQ(PruneTargetGeneration(-1, 16), -1);
+	EXPECT_EQ(PruneTargetGeneration(1, 16), -1);
+	EXPECT_EQ(PruneTargetGeneration(14, 16), -1);
+	EXPECT_EQ(PruneTargetGeneration(6, 8), -1);
+	EXPECT_EQ(PruneTargetGeneration(5, 1), -1);
+}
+
+TEST(PruneTarget, GenerationZeroOnceFull)
+{
+	EXPECT_EQ(PruneTargetGeneration(15, 16), 0);
+	EXPECT_EQ(PruneTargetGeneration(7, 8), 0);
+	EXPECT_EQ(PruneTargetGeneration(1, 2), 0);
+	EXPECT_EQ(PruneTargetGeneration(2, 2), 1);
+}
+
+TEST(PruneTarget, IsTheIncomingSlotOnceTheRingIsFull)
+{
+	// The target's slot is the one the next rotation moves into.
+	for (int64_t current = 15; current < 100; current++) {
+		int64_t target = PruneTargetGeneration(current, 16);
+		EXPECT_EQ(target, current - 15);
+		EXPECT_EQ(SlotOf(target, 16), SlotOf(current + 1, 16));
+	}
+	for (int64_t current = 7; current < 40; current++)
+		EXPECT_EQ(SlotOf(PruneTargetGeneration(current, 8), 8), SlotOf(current + 1, 8));
 }
 
 }  // namespace

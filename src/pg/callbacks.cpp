@@ -1,0 +1,140 @@
+// callbacks.cpp: see callbacks.hpp. The order of the calls below is the order
+// in which the effects happen; it is the order awa had when each module
+// registered its own callbacks (the startup hooks chained in registration
+// order, the transaction callbacks called in reverse, as PostgreSQL prepends
+// each new one), kept as it was.
+//
+// Shared memory (request, then startup): the in-flight registry, wakeups,
+// claim waiters, lane waits, counters, maintenance. Each asks for its own
+// space and LWLock tranche and sets up its own structure; none reads
+// another's, so the order only fixes where each lands in the segment.
+//
+// Transaction events, in this order:
+//  1. The planner flags (spi_plans.cpp): cleared at every end; they touch
+//     nothing else.
+//  2. Maintenance, whose four parts ran as one callback, in this order:
+//     the ring epoch ends this transaction's rotation (the epoch leaves its
+//     odd window), the enqueue generation it published is cleared, its DDL
+//     hold is released (which wakes the launcher for the held database),
+//     and at commit the launcher is woken if CREATE EXTENSION asked for it.
+//  3. The counters: PRE_COMMIT notes the xid; COMMIT applies the pending
+//     moves to the shared counters, before 5 and 6, so a session woken by
+//     this commit, or free to plan the lanes this claim held, already reads
+//     counts that include its moves.
+//  4. The claim waiters: an abort clears this backend's waiting slot.
+//  5. The wakeups: the queue buckets this transaction marked are broadcast
+//     (at commit, and at any end for those marked "at end"), and a late
+//     promoting worker's latch is set.
+//  6. The in-flight registry, last: it forgets this transaction's lane
+//     ranges; after an abort it then wakes the queues' waiting claims itself,
+//     once the ranges are gone, so a waiter that 5 woke while they were still
+//     registered is woken again.
+// PRE_PREPARE is refused by 2 (a rotation), 3 (pending moves) and 6 (claimed
+// lanes), in that order: the first refusal is the error the PREPARE reports.
+//
+// Subtransaction events: the planner flags, the counters (an abort drops the
+// subtransaction's moves, a commit folds them into the parent's), the claim
+// waiters (an abort at or above the waiting claim's level clears its slot),
+// the in-flight registry (an abort forgets its ranges and wakes their queues,
+// a commit hands them to the parent).
+//
+// All of these run in transaction callbacks: plain code that cannot throw;
+// the commit-time effects cannot raise either (they only touch shared memory
+// under LWLocks and spinlocks). Only the PRE_PREPARE refusals ereport.
+#include "pg/callbacks.hpp"
+
+#include "pg/claim_waiters.hpp"
+#include "pg/counters.hpp"
+#include "pg/ddl_holds.hpp"
+#include "pg/enqueue_generations.hpp"
+#include "pg/inflight.hpp"
+#include "pg/lane_locks.hpp"
+#include "pg/maintenance_shmem.hpp"
+#include "pg/ring_epoch.hpp"
+#include "pg/spi_plans.hpp"
+#include "pg/wakeups.hpp"
+#include "pg/worker_registry.hpp"
+
+extern "C" {
+#include "storage/ipc.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+// awa is in shared_preload_libraries: the shared memory exists.
+bool preloaded = false;
+shmem_request_hook_type previous_request_hook = NULL;
+shmem_startup_hook_type previous_startup_hook = NULL;
+
+void
+RequestShmem()
+{
+	if (previous_request_hook)
+		previous_request_hook();
+	RequestInflightShmem();
+	RequestWakeupsShmem();
+	RequestClaimWaitersShmem();
+	RequestLaneWaitsShmem();
+	RequestCountersShmem();
+	RequestMaintenanceShmem();
+}
+
+void
+StartupShmem()
+{
+	if (previous_startup_hook)
+		previous_startup_hook();
+	StartupInflightShmem();
+	StartupWakeupsShmem();
+	StartupClaimWaitersShmem();
+	StartupLaneWaitsShmem();
+	StartupCountersShmem();
+	StartupMaintenanceShmem();
+}
+
+void
+OnTransactionEvent(XactEvent event, void *)
+{
+	OnPlannerTransactionEvent(event);
+	OnRingEpochTransactionEvent(event);
+	if (!preloaded)
+		return;
+	OnEnqueueGenerationTransactionEvent(event);
+	OnDdlHoldTransactionEvent(event);
+	OnWorkerRegistryTransactionEvent(event);
+	OnCountersTransactionEvent(event);
+	OnClaimWaitersTransactionEvent(event);
+	OnWakeupsTransactionEvent(event);
+	OnInflightTransactionEvent(event);
+}
+
+void
+OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+{
+	OnPlannerSubTransactionEvent(event);
+	if (!preloaded)
+		return;
+	OnCountersSubTransactionEvent(event);
+	OnClaimWaitersSubTransactionEvent(event);
+	OnInflightSubTransactionEvent(event);
+}
+
+}  // namespace
+
+void
+InstallCallbacks(bool preloading)
+{
+	preloaded = preloading;
+	if (preloading) {
+		previous_request_hook = shmem_request_hook;
+		shmem_request_hook = RequestShmem;
+		previous_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = StartupShmem;
+	}
+	RegisterXactCallback(OnTransactionEvent, NULL);
+	RegisterSubXactCallback(OnSubTransactionEvent, NULL);
+}
+
+}  // namespace awa::pg
