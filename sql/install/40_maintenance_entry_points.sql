@@ -20,6 +20,10 @@ CREATE FUNCTION awa._prune_target(current bigint, slot_count int)
 RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_prune_target' LANGUAGE C IMMUTABLE STRICT;
 CREATE FUNCTION awa._task_names()
 RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_task_names' LANGUAGE C IMMUTABLE;
+-- Every outcome a step may report (src/core/maintenance_outcome.cpp, the one
+-- list); awa._note_outcome refuses any other word.
+CREATE FUNCTION awa._outcome_names()
+RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_outcome_names' LANGUAGE C IMMUTABLE;
 CREATE FUNCTION awa._rotation_begin()
 RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_rotation_begin' LANGUAGE C VOLATILE;
 

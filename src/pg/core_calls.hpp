@@ -19,6 +19,7 @@
 
 #include "core/cron_schedule.hpp"
 #include "core/lifecycle.hpp"
+#include "core/maintenance_outcome.hpp"
 #include "core/maintenance_schedule.hpp"
 #include "core/receipt.hpp"
 #include "core/ring.hpp"
@@ -85,6 +86,11 @@ AWA_CHECK_NOEXCEPT(declval<TaskClock &>().Ran(declval<MaintenanceTask>(), declva
 AWA_CHECK_NOEXCEPT(declval<const TaskClock &>().UntilNextDue(declval<int64_t>(), declval<int64_t>()));
 AWA_CHECK_NOEXCEPT(declval<const ClockPair &>().WallAt(declval<int64_t>()));
 AWA_CHECK_NOEXCEPT(DelayUntilDeadline(declval<int64_t>(), declval<int64_t>(), declval<int64_t>()));
+
+// core/maintenance_outcome.hpp (what a step reports)
+AWA_CHECK_NOEXCEPT(OutcomeName(declval<StepOutcome>()));
+AWA_CHECK_NOEXCEPT(ParseOutcome(declval<const char *>(), declval<StepOutcome *>()));
+AWA_CHECK_NOEXCEPT(PruneReclaimableLater(declval<StepOutcome>()));
 
 // core/cron_schedule.hpp (periodic jobs)
 AWA_CHECK_NOEXCEPT(DayOfWeek(declval<int>(), declval<int>(), declval<int>()));

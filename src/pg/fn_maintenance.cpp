@@ -1,5 +1,5 @@
 // fn_maintenance.cpp: the C building blocks of awa.run_maintenance and
-// awa.storage_status (the steps themselves are PL/pgSQL in awa--0.6.sql; they
+// awa.storage_status (the steps themselves are PL/pgSQL in sql/install/4x-60; they
 // run once a second at most, so their planning cost does not matter, and the
 // proofs read best as SQL).
 #include "pg/core_calls.hpp"
@@ -13,6 +13,7 @@
 
 using namespace awa::pg;
 using awa::core::MaintenanceTask;
+using awa::core::StepOutcome;
 
 namespace {
 
@@ -41,6 +42,19 @@ AWA_FUNCTION(awa_internal_task_names)
 	PG_RETURN_ARRAYTYPE_P(construct_array(names, awa::core::kMaintenanceTaskCount, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
+// awa._outcome_names() -> text[]: every outcome a step may report
+// (src/core/maintenance_outcome.cpp is the one list; test/sql/maintenance.sql
+// checks the steps' sources against it).
+AWA_FUNCTION(awa_internal_outcome_names)
+{
+	Datum names[awa::core::kStepOutcomeCount];
+	int n = 0;
+	for (int i = 0; i < awa::core::kStepOutcomeCount; i++)
+		if (static_cast<StepOutcome>(i) != StepOutcome::kNone)
+			names[n++] = CStringGetTextDatum(awa::core::OutcomeName(static_cast<StepOutcome>(i)));
+	PG_RETURN_ARRAYTYPE_P(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
 // awa._rotation_begin(): this transaction appends to a rotation ledger; the
 // ring epoch is odd until it ends (ring_epoch.hpp).
 AWA_FUNCTION(awa_internal_rotation_begin)
@@ -58,12 +72,20 @@ AWA_FUNCTION(awa_internal_enqueue_generation_in_use)
 	PG_RETURN_BOOL(EnqueueGenerationInUse(PG_GETARG_INT64(0)));
 }
 
-// awa._note_outcome(task, outcome): records a step's outcome for awa.storage_status.
+// awa._note_outcome(task, outcome): records a step's outcome for
+// awa.storage_status. An outcome outside core::StepOutcome is refused, so a
+// misspelt one fails its step rather than being recorded.
 AWA_FUNCTION(awa_internal_note_outcome)
 {
 	MaintenanceTask task = TaskArgument(fcinfo, 0);
 	RequireArgument(fcinfo, 1, "outcome", false);
-	NoteTaskOutcome(task, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	char *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	StepOutcome outcome;
+	if (!awa::core::ParseOutcome(name, &outcome))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		                errmsg("unknown maintenance outcome \"%s\" of task %s", name, awa::core::TaskName(task)),
+		                errhint("See awa._outcome_names() for the outcomes a step may report.")));
+	NoteTaskOutcome(task, outcome);
 	PG_RETURN_VOID();
 }
 
@@ -74,7 +96,7 @@ AWA_FUNCTION(awa_internal_ensure_counters)
 		elog(ERROR, "awa: SPI_connect failed");
 	bool trusted = EnsureCountersTrusted();
 	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text(trusted ? "trusted" : "unavailable"));
+	PG_RETURN_TEXT_P(cstring_to_text(awa::core::OutcomeName(trusted ? StepOutcome::kTrusted : StepOutcome::kUnavailable)));
 }
 
 // awa._wake_launcher(): asks the maintenance launcher to start this
@@ -102,7 +124,7 @@ AWA_FUNCTION(awa_maintenance_status)
 		bool nulls[8] = {false};
 		values[0] = CStringGetTextDatum(awa::core::TaskName(task));
 		if (found) {
-			values[1] = CStringGetTextDatum(status.outcome);
+			values[1] = CStringGetTextDatum(awa::core::OutcomeName(status.outcome));
 			values[2] = TimestampTzGetDatum(status.at);
 			values[3] = Int64GetDatum(status.runs);
 			values[4] = Int64GetDatum(status.errors);

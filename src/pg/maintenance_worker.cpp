@@ -19,6 +19,7 @@
 // monotonic clock; the wall clock is read once per step, for the deadlines the
 // data holds (run_at, next ticks), so setting the system clock neither stops
 // maintenance nor makes every task due at once ("Clocks" below).
+#include "core/maintenance_outcome.hpp"
 #include "core/maintenance_schedule.hpp"
 #include "pg/gucs.hpp"
 #include "pg/ddl_holds.hpp"
@@ -282,7 +283,7 @@ static_assert(std::is_trivially_destructible_v<WorkerState>, "lives across Postg
 
 // What one step reports back to the loop.
 struct StepResult {
-	char outcome[64];  // awa.run_maintenance's outcome; "" after an error
+	core::StepOutcome outcome;  // awa.run_maintenance's outcome; kNone after an error
 	// promote: the run_at of the earliest deferred job still to come;
 	// periodic: the earliest next tick; 0 when none (or another task).
 	TimestampTz deadline;
@@ -390,7 +391,7 @@ EarliestPeriodicTick()
 }
 
 // Runs one step in its own transaction: awa.run_maintenance('<task>'), its
-// outcome copied into step->outcome ("" after an error: it is reported, the
+// outcome in step->outcome (kNone after an error: it is reported, the
 // transaction aborted, and the error counted); step->clock is the wall clock
 // at its start (ReadStepClock), which is the step's now(). After a promotion,
 // step->deadline is the run_at of the earliest deferred job still to come
@@ -400,7 +401,7 @@ EarliestPeriodicTick()
 void
 RunStep(MaintenanceTask task, StepResult *step)
 {
-	step->outcome[0] = '\0';
+	step->outcome = core::StepOutcome::kNone;
 	step->deadline = 0;
 	if (task == MaintenanceTask::kPromote)
 		BeginNextPromoteLookup();
@@ -424,7 +425,7 @@ RunStep(MaintenanceTask task, StepResult *step)
 				extension = InvalidOid;
 		}
 		if (dropping) {
-			strlcpy(step->outcome, "skipped_busy", sizeof(step->outcome));
+			step->outcome = core::StepOutcome::kSkippedBusy;
 		} else if (!OidIsValid(extension)) {
 			extension_gone = true;
 		} else {
@@ -437,8 +438,10 @@ RunStep(MaintenanceTask task, StepResult *step)
 				elog(ERROR, "awa: maintenance step %s failed: SPI code %d", core::TaskName(task), rc);
 			if (SPI_processed == 1) {
 				char *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-				if (value != NULL)
-					strlcpy(step->outcome, value, sizeof(step->outcome));
+				// awa._note_outcome refused any other word before this.
+				if (value != NULL && !core::ParseOutcome(value, &step->outcome))
+					elog(ERROR, "awa: maintenance step %s reported an unknown outcome \"%s\"", core::TaskName(task),
+					     value);
 			}
 			if (task == MaintenanceTask::kPromote)
 				// From the step's start: a job that came due while the
@@ -469,7 +472,7 @@ RunStep(MaintenanceTask task, StepResult *step)
 		RESUME_INTERRUPTS();
 		pgstat_report_activity(STATE_IDLE, NULL);
 		NoteTaskError(task);
-		step->outcome[0] = '\0';
+		step->outcome = core::StepOutcome::kNone;
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(loop_context);
@@ -504,7 +507,7 @@ SchedulePeriodic(WorkerState *worker, const StepResult &step)
 	int64 now = MonotonicNow();
 	TimestampTz wall_now = step.clock.WallAt(now);
 	TimestampTz next_tick = step.deadline;
-	if (next_tick != 0 && next_tick <= wall_now && strcmp(step.outcome, "enqueued") != 0)
+	if (next_tick != 0 && next_tick <= wall_now && step.outcome != core::StepOutcome::kEnqueued)
 		next_tick = 0;
 	worker->clock.Ran(MaintenanceTask::kPeriodic, now, DelayUntil(MaintenanceTask::kPeriodic, wall_now, next_tick));
 }
@@ -553,13 +556,12 @@ PruneSkipsTick(WorkerState *worker, MaintenanceTask task)
 // A prune that could not reclaim its slot (skipped_active, blocked) backs off
 // further; one that reclaimed or found nothing to do resets the back-off.
 void
-RecordPruneOutcome(WorkerState *worker, MaintenanceTask task, const char *outcome)
+RecordPruneOutcome(WorkerState *worker, MaintenanceTask task, core::StepOutcome outcome)
 {
 	int prune = PruneIndex(task);
 	if (prune < 0)
 		return;
-	bool later = strcmp(outcome, "skipped_active") == 0 || strcmp(outcome, "blocked") == 0;
-	worker->backoff[prune].Record(later, awa_prune_max_backoff_level);
+	worker->backoff[prune].Record(core::PruneReclaimableLater(outcome), awa_prune_max_backoff_level);
 	NoteTaskBackoff(task, worker->backoff[prune].level(), worker->backoff[prune].skip_remaining());
 }
 
@@ -631,7 +633,7 @@ RunTask(WorkerState *worker, MaintenanceTask task, int64 now)
 	StepResult step;
 	RunStep(task, &step);
 	LeaveIfDatabaseHeld(worker->database);
-	if (step.outcome[0] == '\0')
+	if (step.outcome == core::StepOutcome::kNone)
 		ScheduleRetry(worker, task, now, step);
 	else
 		ScheduleAfterSuccess(worker, task, step);

@@ -13,9 +13,9 @@ using maintenance_shmem::shared;
 using maintenance_shmem::status_lock;
 using maintenance_shmem::StatusOf;
 
-// One run of `task` in this database: its outcome ("error" for a failed step).
+// One run of `task` in this database: its outcome (kError for a failed step).
 void
-RecordRun(MaintenanceTask task, const char *outcome, bool failed)
+RecordRun(MaintenanceTask task, core::StepOutcome outcome, bool failed)
 {
 	if (shared == NULL)
 		return;
@@ -23,7 +23,7 @@ RecordRun(MaintenanceTask task, const char *outcome, bool failed)
 	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
 	if (status != NULL) {
 		TaskStatus &t = status->tasks[static_cast<int>(task)];
-		strlcpy(t.outcome, outcome, sizeof(t.outcome));
+		t.outcome = outcome;
 		t.at = GetCurrentTimestamp();
 		t.runs++;
 		if (failed)
@@ -35,7 +35,7 @@ RecordRun(MaintenanceTask task, const char *outcome, bool failed)
 }  // namespace
 
 void
-NoteTaskOutcome(MaintenanceTask task, const char *outcome)
+NoteTaskOutcome(MaintenanceTask task, core::StepOutcome outcome)
 {
 	RecordRun(task, outcome, false);
 }
@@ -43,7 +43,7 @@ NoteTaskOutcome(MaintenanceTask task, const char *outcome)
 void
 NoteTaskError(MaintenanceTask task)
 {
-	RecordRun(task, "error", true);
+	RecordRun(task, core::StepOutcome::kError, true);
 }
 
 void

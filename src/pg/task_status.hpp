@@ -7,6 +7,7 @@
 // nothing is recorded and nothing is found.
 #pragma once
 
+#include "core/maintenance_outcome.hpp"
 #include "core/maintenance_schedule.hpp"
 #include "pg/postgres_headers.hpp"
 #include <type_traits>
@@ -14,7 +15,7 @@
 namespace awa::pg {
 
 struct TaskStatus {
-	char outcome[32];
+	core::StepOutcome outcome;
 	TimestampTz at;
 	int64 runs;
 	int64 errors;
@@ -24,7 +25,7 @@ struct TaskStatus {
 static_assert(std::is_trivially_destructible_v<TaskStatus>, "lives across PostgreSQL errors");
 
 // Records an outcome of `task` in this database (no-op without shared memory).
-void NoteTaskOutcome(core::MaintenanceTask task, const char *outcome);
+void NoteTaskOutcome(core::MaintenanceTask task, core::StepOutcome outcome);
 // Records an error of `task` in this database.
 void NoteTaskError(core::MaintenanceTask task);
 // Records the prune back-off the worker applies to `task`.

@@ -12,7 +12,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(896);
+SELECT plan(907);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -329,6 +329,12 @@ INSERT INTO api VALUES
      '',
      'text[]',
      'c', false, 'immutable', false, 0, 'awa_internal_task_names'),
+    ('_outcome_names',
+     ARRAY[]::name[],
+     'text[]',
+     '',
+     'text[]',
+     'c', false, 'immutable', false, 0, 'awa_internal_outcome_names'),
     ('_rotation_begin',
      ARRAY[]::name[],
      'void',
@@ -574,12 +580,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 33 public functions and the 52 awa._* building blocks');
+                     'schema awa has exactly the 33 public functions and the 53 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 85,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 86,
           'no function is overloaded');
 
--- Per function, 10 checks: 85 x 10 = 850
+-- Per function, 10 checks: 86 x 10 = 860
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -622,7 +628,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 41
+-- Per C function, its symbol in $libdir/awa: 42
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

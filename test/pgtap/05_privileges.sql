@@ -8,7 +8,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(553);
+SELECT plan(558);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -88,6 +88,7 @@ INSERT INTO grants VALUES
     ('_oldest_live_generation', ARRAY['bigint', 'integer'], false, false, false, false),
     ('_prune_target', ARRAY['bigint', 'integer'], false, false, false, false),
     ('_task_names', ARRAY[]::name[], false, false, false, false),
+    ('_outcome_names', ARRAY[]::name[], false, false, false, false),
     ('_get_job', ARRAY['bigint'], false, false, false, false),
     ('_hold_rings', ARRAY[]::name[], false, false, false, false),
     ('_slot_live_rows', ARRAY['integer'], false, false, false, false),
@@ -128,7 +129,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 85 x 5 = 425
+-- EXECUTE per function and role (PUBLIC included): 86 x 5 = 430
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END

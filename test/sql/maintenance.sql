@@ -151,11 +151,30 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
     ($$SELECT * FROM awa.run_maintenance('')$$),
     ($$SELECT * FROM awa.run_maintenance('ALL')$$),
     ($$SELECT * FROM awa.run_maintenance('rotate_queue ')$$),
-    ($$SELECT * FROM awa.run_maintenance('rotate_all')$$)
+    ($$SELECT * FROM awa.run_maintenance('rotate_all')$$),
+    -- an outcome outside the one vocabulary is refused, not recorded
+    ($$SELECT awa._note_outcome('prune_queue', 'skiped_active')$$),
+    ($$SELECT awa._note_outcome('prune_queue', '')$$),
+    ($$SELECT awa._note_outcome('prune_queue', NULL)$$)
 ) AS t(call);
 SELECT pg_temp.status() = :'status_before'::jsonb AS status_unchanged,
        pg_temp.ring('queue') || ' / ' || pg_temp.ring('claim') || ' / ' || pg_temp.ring('lease')
            = :'rings_before' AS rings_unchanged;
+
+-- ---------------------------------------------------------------------------
+-- One vocabulary of outcomes (src/core/maintenance_outcome.cpp): every word a
+-- step's source assigns to its outcome is one awa._outcome_names() lists.
+-- ---------------------------------------------------------------------------
+SELECT awa._outcome_names();
+SELECT w.word, w.word = ANY (awa._outcome_names()) AS known, string_agg(DISTINCT w.proname, ', ') AS steps
+  FROM (SELECT p.proname::text, m[1] AS word
+          FROM pg_proc p
+         CROSS JOIN LATERAL regexp_split_to_table(p.prosrc, E'\n') AS line
+         CROSS JOIN LATERAL regexp_matches(line, $$'([a-z_]+)'$$, 'g') AS m
+         WHERE p.pronamespace = 'awa'::regnamespace
+           AND p.proname IN ('_rotate', '_prune', '_history', '_rescue', '_promote', '_dlq_retention', '_periodic')
+           AND line ~ 'outcome\s*:=') w
+ GROUP BY w.word ORDER BY w.word;
 
 -- ---------------------------------------------------------------------------
 -- Every step on the fresh database (the default task is 'all'): nothing to
