@@ -13,16 +13,16 @@
 -- ring children can ask for it) costs 100-250 ms for a query of a millisecond,
 -- and a prune would hold its slot lock meanwhile.
 -- ---------------------------------------------------------------------------
--- The max_attempts of a job that does not set it is core::kDefaultMaxAttempts
--- (src/core/validate.hpp), which SQL reads as awa._default_max_attempts().
--- The two parameter defaults below state it as a literal, so that \df and
--- the docs show 25; test/sql/enqueue.sql checks that both equal the function.
--- (A default of awa._default_max_attempts() would be evaluated by the caller,
--- so a role without EXECUTE on it would be refused that function instead of
--- enqueue.)
-CREATE FUNCTION awa._default_max_attempts()
-RETURNS int
-AS 'MODULE_PATHNAME', 'awa_internal_default_max_attempts'
+-- A job that does not set them gets priority 2 and max_attempts 25: the
+-- constants of src/core/validate.hpp, which SQL reads as awa._job_defaults().
+-- The parameter defaults below (and schedule_periodic's priority) state them
+-- as literals, so that \df and the docs show them; test/sql/enqueue.sql checks
+-- each against the function. (A default calling the function would be
+-- evaluated by the caller, so a role without EXECUTE on it would be refused
+-- that function instead of enqueue.)
+CREATE FUNCTION awa._job_defaults(OUT priority int, OUT max_attempts int)
+RETURNS record
+AS 'MODULE_PATHNAME', 'awa_internal_job_defaults'
 LANGUAGE C IMMUTABLE;
 
 CREATE FUNCTION awa.enqueue(

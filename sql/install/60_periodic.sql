@@ -102,7 +102,7 @@ BEGIN
     -- The schedule and the time zone (22023 with a hint), then the job as
     -- awa.enqueue would check it: a bad schedule writes nothing.
     PERFORM awa.periodic_next(p_schedule, p_timezone, now());
-    PERFORM awa._check_job(kind, args, queue, priority, NULL, coalesce((opts ->> 'max_attempts')::int, awa._default_max_attempts()),
+    PERFORM awa._check_job(kind, args, queue, priority, NULL, coalesce((opts ->> 'max_attempts')::int, (awa._job_defaults()).max_attempts),
                            awa._periodic_job_opts(p_name, opts, now()));
 
     -- Under the row's lock (the worker holds it while it enqueues a tick),
@@ -205,7 +205,7 @@ BEGIN
             n := 0;
             LOOP
                 job := awa.enqueue(s.kind, s.args, s.queue, s.priority, NULL,
-                                   coalesce((s.opts ->> 'max_attempts')::int, awa._default_max_attempts()),
+                                   coalesce((s.opts ->> 'max_attempts')::int, (awa._job_defaults()).max_attempts),
                                    awa._periodic_job_opts(s.name, s.opts, tick));
                 n := n + 1;
                 UPDATE awa.periodic_schedules p

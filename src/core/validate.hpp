@@ -28,8 +28,10 @@ constexpr size_t kMaxNameLength = 200;  // queue and kind, in characters
 constexpr int64_t kMinPriority = 1;
 constexpr int64_t kMaxPriority = 4;
 constexpr int64_t kMaxAttemptsLimit = 1000;
-// A job that does not set max_attempts gets this many (awa._default_max_attempts()
-// gives it to SQL: enqueue's parameter defaults and periodic schedules).
+// What a job that does not set them gets. awa._job_defaults() gives them to
+// SQL (periodic schedules, and test/sql/enqueue.sql, which checks the
+// parameter defaults of enqueue, enqueue_many and schedule_periodic).
+constexpr int64_t kDefaultPriority = 2;
 constexpr int64_t kDefaultMaxAttempts = 25;
 constexpr int64_t kMaxJobsPerClaim = 10000;
 

@@ -16,10 +16,16 @@ AWA_FUNCTION(awa_internal_require_queue)
 	PG_RETURN_VOID();
 }
 
-// awa._default_max_attempts() -> int: the max_attempts of a job that does not
-// set it. IMMUTABLE, so a parameter default that calls it folds to a constant
-// when the call is planned.
-AWA_FUNCTION(awa_internal_default_max_attempts)
+// awa._job_defaults(OUT priority int, OUT max_attempts int): what a job that
+// does not set them gets (core/validate.hpp holds the one copy).
+AWA_FUNCTION(awa_internal_job_defaults)
 {
-	PG_RETURN_INT32(static_cast<int32>(awa::core::kDefaultMaxAttempts));
+	TupleDesc desc;
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "awa: _job_defaults must return a record");
+	desc = BlessTupleDesc(desc);
+	Datum values[2] = {Int32GetDatum(static_cast<int32>(awa::core::kDefaultPriority)),
+	                   Int32GetDatum(static_cast<int32>(awa::core::kDefaultMaxAttempts))};
+	bool nulls[2] = {false, false};
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

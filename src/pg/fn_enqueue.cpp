@@ -23,7 +23,6 @@ namespace awa::pg {
 
 namespace {
 
-constexpr int16 kDefaultPriority = 2;
 
 Oid
 JobIdSequence()
@@ -172,7 +171,7 @@ AWA_FUNCTION(awa_enqueue_many)
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("args[%d] must be a JSON object", i + 1),
 				                errhint("Pass an object such as '{\"id\": 42}'.")));
 		}
-		int32 priority = kDefaultPriority;
+		int32 priority = static_cast<int32>(awa::core::kDefaultPriority);
 		if (priority_count >= 0) {
 			if (priority_nulls[i])
 				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("priorities[%d] must not be NULL", i + 1),

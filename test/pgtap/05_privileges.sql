@@ -71,7 +71,7 @@ INSERT INTO grants VALUES
     ('_queue_meta_changed', ARRAY['text'], false, false, false, false),
     ('_check_job', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
      false, false, false, false),
-    ('_default_max_attempts', ARRAY[]::name[], false, false, false, false),
+    ('_job_defaults', ARRAY[]::name[], false, false, false, false),
     ('_oldest_available_at', ARRAY['text'], false, false, false, false),
     ('_periodic_job_opts', ARRAY['text', 'jsonb', 'timestamp with time zone'], false, false, false, false),
     ('_periodic_latest', ARRAY['text', 'text', 'timestamp with time zone', 'timestamp with time zone'],

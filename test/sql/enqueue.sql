@@ -26,14 +26,21 @@ SELECT queue, priority, first_lane_seq, next_lane_seq, ready_generation, ready_s
 SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'default';
 SELECT count(*) AS deferred FROM awa.deferred_jobs WHERE job_id = :id1;
 
--- The default is written once, in src/core (awa._default_max_attempts()); the
--- parameter defaults of enqueue and enqueue_many state it and must agree.
-SELECT awa._default_max_attempts() AS default_max_attempts,
-       (SELECT max_attempts FROM awa.ready_entries WHERE job_id = :id1) = awa._default_max_attempts() AS job_got_it,
+-- The defaults are written once, in src/core (awa._job_defaults()); the
+-- parameter defaults of enqueue, enqueue_many and schedule_periodic state
+-- them and must agree.
+SELECT d.priority, d.max_attempts,
+       (SELECT (priority, max_attempts) = (d.priority, d.max_attempts) FROM awa.ready_entries WHERE job_id = :id1)
+           AS job_got_them,
+       pg_get_function_arg_default('awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb)'::regprocedure, 4)
+           = d.priority::text AS enqueue_priority,
        pg_get_function_arg_default('awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb)'::regprocedure, 6)
-           = awa._default_max_attempts()::text AS enqueue_states_it,
+           = d.max_attempts::text AS enqueue_max_attempts,
        pg_get_function_arg_default('awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])'::regprocedure, 6)
-           = awa._default_max_attempts()::text AS enqueue_many_states_it;
+           = d.max_attempts::text AS enqueue_many_max_attempts,
+       pg_get_function_arg_default('awa.schedule_periodic(text, text, text, jsonb, text, int, text, jsonb)'::regprocedure, 6)
+           = d.priority::text AS schedule_periodic_priority
+  FROM awa._job_defaults() d;
 
 -- A second call gets the next id and the next lane_seq of the same lane.
 SELECT awa.enqueue('enq.default', '{"n": 2}') = :id1 + 1 AS next_id;
