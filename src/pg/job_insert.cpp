@@ -296,9 +296,19 @@ InsertJobs(JobRow *rows, int n, TimestampTz now)
 	if (deferred > 0) {
 		// A deferred job's lane exists from the start: its queue is known
 		// (queue_counts lists it) and promotion finds the lane ready.
+		// Once per lane, not per job: each EnsureLane may look the lane up
+		// with an index scan whose memory lives until the call ends (a
+		// million scheduled jobs of one lane made 1M scans).
+		qsort(deferred_order, deferred, sizeof(int), CompareLanes);
 		for (int i = 0; i < deferred; i++) {
 			CHECK_FOR_INTERRUPTS();
-			(void)EnsureLane(rows[deferred_order[i]].queue, rows[deferred_order[i]].priority);
+			const JobRow &row = rows[deferred_order[i]];
+			if (i > 0) {
+				const JobRow &previous = rows[deferred_order[i - 1]];
+				if (previous.priority == row.priority && SameText(previous.queue, row.queue))
+					continue;
+			}
+			(void)EnsureLane(row.queue, row.priority);
 		}
 		InsertDeferred(rows, deferred_order, deferred);
 	}
