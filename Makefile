@@ -3,7 +3,8 @@
 # targets as an ordinary user (initdb refuses root).
 
 EXTENSION = awa
-EXTVERSION = 0.6
+# The version is awa.control's default_version (one place to move it).
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
 MODULE_big = awa
 
 # The install script is built from one-concern sources (sql/install/NN_name.sql,

@@ -9,10 +9,12 @@ namespace awa::core {
 
 namespace {
 
-constexpr const char *kOutcomeNames[kStepOutcomeCount] = {
+constexpr const char *kOutcomeNames[] = {
     "",           "rotated",  "pruned",  "already_pruned", "skipped_busy", "skipped_idle",
     "skipped_active", "blocked", "nothing_due", "promoted", "rescued",   "purged",
     "enqueued",   "failed",   "trusted", "unavailable",    "error"};
+static_assert(sizeof(kOutcomeNames) / sizeof(kOutcomeNames[0]) == kStepOutcomeCount,
+              "one name per StepOutcome, in enum order");
 
 }  // namespace
 

@@ -41,7 +41,7 @@ bool IsLiveGeneration(int64_t generation, int64_t current, int32_t slot_count) n
 // The generation a prune of a ring at `current` targets: the generation whose
 // slot the next rotation enters (current - (slot_count - 1)), so every slot
 // keeps its rows for slot_count - 1 rotations. -1 while the ring has not
-// filled yet (awa._prune in awa--0.6.sql computes the same).
+// filled yet (awa._prune calls awa._prune_target, which is this function).
 int64_t PruneTargetGeneration(int64_t current, int32_t slot_count) noexcept;
 
 }  // namespace awa::core

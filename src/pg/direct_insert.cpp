@@ -1,6 +1,8 @@
-// direct_insert.cpp: one row into a ring child without the executor (see
+// direct_insert.cpp: rows into a ring child without the executor (see
 // direct_insert.hpp).
 #include "pg/direct_insert.hpp"
+
+#include "pg/core_calls.hpp"
 
 #include "pg/rings.hpp"
 
@@ -18,9 +20,11 @@ namespace awa::pg {
 
 namespace {
 
-constexpr int kMaxSlots = 64;
-// Rows formed and inserted together (COPY's MAX_BUFFERED_TUPLES).
+constexpr int kMaxSlots = core::kMaxRingSlots;
+// Rows formed and inserted together: COPY's MAX_BUFFERED_TUPLES and
+// MAX_BUFFERED_BYTES.
 constexpr int kRowsPerChunk = 1000;
+constexpr Size kBytesPerChunk = 65535;
 const char *const kFamilies[static_cast<int>(RingTable::kCount)] = {
     "ready_entries",       "ready_segments",          "ready_claim_attempt_batches",
     "lease_claim_batches", "lease_claim_closure_batches", "receipt_completion_batches",
@@ -73,27 +77,32 @@ InsertRingRows(RingTable table, int slot, int rows, const Datum *values, const b
 	ExecOpenIndices(result, false);
 	CommandId command = GetCurrentCommandId(true);
 
-	// Rows go in chunks of at most kRowsPerChunk through one set of slots, as
-	// COPY buffers them: each slot pins the tuple descriptor in the resource
-	// owner, whose array of identical references is searched on release, so a
-	// slot per row made a call of n rows cost O(n^2) (a million rows ran for
-	// more than 12 minutes). A chunk's tuples live in a context reset after it,
-	// and a cancel is seen between chunks.
+	// Rows go in chunks through one set of slots, as COPY buffers them: at
+	// most kRowsPerChunk rows and about kBytesPerChunk bytes. Each slot pins
+	// the tuple descriptor in the resource owner, whose array of identical
+	// references is searched on release, so a slot per row made a call of n
+	// rows cost O(n^2) (a million rows ran for more than 12 minutes). A slot
+	// owns its tuple (freed when it is cleared, so the multi-insert does not
+	// copy it again); whatever else a chunk allocates lives in a context reset
+	// after it; a cancel is seen between chunks.
 	int chunk_rows = rows < kRowsPerChunk ? rows : kRowsPerChunk;
 	TupleTableSlot **slots = static_cast<TupleTableSlot **>(palloc(sizeof(TupleTableSlot *) * chunk_rows));
 	for (int r = 0; r < chunk_rows; r++)
 		slots[r] = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
 	MemoryContext chunk_context =
 	    AllocSetContextCreate(CurrentMemoryContext, "awa ring insert chunk", ALLOCSET_DEFAULT_SIZES);
-	for (int first = 0; first < rows; first += chunk_rows) {
+	for (int first = 0; first < rows;) {
 		CHECK_FOR_INTERRUPTS();
-		int n = rows - first < chunk_rows ? rows - first : chunk_rows;
 		MemoryContext caller = MemoryContextSwitchTo(chunk_context);
-		for (int r = 0; r < n; r++) {
-			int row = first + r;
+		int n = 0;
+		Size bytes = 0;
+		while (n < chunk_rows && first + n < rows && bytes < kBytesPerChunk) {
+			int row = first + n;
 			HeapTuple tuple = heap_form_tuple(desc, const_cast<Datum *>(values + row * natts),
 			                                  const_cast<bool *>(nulls + row * natts));
-			ExecStoreHeapTuple(tuple, slots[r], false);
+			bytes += tuple->t_len;
+			ExecStoreHeapTuple(tuple, slots[n], true);
+			n++;
 		}
 		if (n == 1)
 			table_tuple_insert(relation, slots[0], command, 0, NULL);
@@ -108,6 +117,7 @@ InsertRingRows(RingTable table, int slot, int rows, const Datum *values, const b
 		MemoryContextSwitchTo(caller);
 		MemoryContextReset(chunk_context);
 		ResetPerTupleExprContext(estate);
+		first += n;
 	}
 	MemoryContextDelete(chunk_context);
 

@@ -1,5 +1,5 @@
 // fn_attempt.cpp: awa._attempt, the attempt primitive that awa.cancel
-// (PL/pgSQL, awa--0.6.sql) is built on. Retry, snooze and fail are C
+// (PL/pgSQL, sql/install/31_cancel.sql) is built on. Retry, snooze and fail are C
 // (fn_end_attempt.cpp) and close attempts through the same code
 // (attempts.hpp) without it. Not granted to any role: awa's own SECURITY
 // DEFINER functions call it.

@@ -81,7 +81,8 @@ AWA_FUNCTION(awa_internal_note_outcome)
 	RequireArgument(fcinfo, 1, "outcome", false);
 	char *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	StepOutcome outcome;
-	if (!awa::core::ParseOutcome(name, &outcome))
+	// "error" is the worker's record of a failed step, never a step's outcome.
+	if (!awa::core::ParseOutcome(name, &outcome) || outcome == StepOutcome::kError)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 		                errmsg("unknown maintenance outcome \"%s\" of task %s", name, awa::core::TaskName(task)),
 		                errhint("See awa._outcome_names() for the outcomes a step may report.")));

@@ -1,6 +1,6 @@
 // fn_periodic.cpp: the schedule arithmetic of periodic jobs in SQL
 // (periodic_schedule.hpp). awa.schedule_periodic and the worker's periodic
-// step (awa--0.6.sql) call these, so C++ holds the only copy of the rules.
+// step (sql/install/60_periodic.sql) call these, so C++ holds the only copy of the rules.
 #include "pg/arguments.hpp"
 #include "pg/guard.hpp"
 #include "pg/periodic_schedule.hpp"

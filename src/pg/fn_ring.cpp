@@ -1,6 +1,6 @@
 // fn_ring.cpp: ring arithmetic for the SQL side: awa._slot_of,
 // awa._oldest_live_generation and awa._prune_target, which the PL/pgSQL
-// maintenance steps (awa--0.6.sql) use so that they compute slots and prune
+// maintenance steps (sql/install/4x_*.sql) use so that they compute slots and prune
 // targets as the C code does (src/core/ring.hpp is the one source). STRICT:
 // NULL in, NULL out; a slot_count outside 1..64 or a negative generation is
 // refused (22023).

@@ -1,5 +1,5 @@
 // fn_tombstone.cpp: awa._tombstone, the race-safe half of cancelling an
-// available job (awa.cancel in awa--0.6.sql does the rest).
+// available job (awa.cancel in sql/install/31_cancel.sql does the rest).
 //
 // An available job is hidden by a ready tombstone, never by changing its
 // ready row. The tombstone must not race a claim of the same lane: under the

@@ -1,6 +1,8 @@
 // lane_scan.cpp: a lane's rows in one ring child (see lane_scan.hpp).
 #include "pg/lane_scan.hpp"
 
+#include "pg/core_calls.hpp"
+
 #include "pg/direct_insert.hpp"
 #include "pg/rings.hpp"
 
@@ -25,7 +27,7 @@ namespace awa::pg {
 namespace {
 
 constexpr int kFamilies = 3;
-constexpr int kMaxSlots = 64;
+constexpr int kMaxSlots = core::kMaxRingSlots;
 
 struct FamilyDef {
 	RingTable table;

@@ -1,6 +1,8 @@
 // spi_plans.cpp: statement texts and the per-backend plan cache (see spi_plans.hpp).
 #include "pg/spi_plans.hpp"
 
+#include "pg/core_calls.hpp"
+
 extern "C" {
 #include "jit/jit.h"
 #include "optimizer/cost.h"
@@ -11,7 +13,7 @@ namespace awa::pg {
 
 namespace {
 
-constexpr int kMaxSlots = 64;
+constexpr int kMaxSlots = core::kMaxRingSlots;
 constexpr int kMaxArgs = 20;
 
 struct StmtDef {

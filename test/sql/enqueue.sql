@@ -191,8 +191,9 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
     ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => 'null'::jsonb)$$),
     ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"priority": 1}')$$),
     ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"metadata": {}, "extra": 1}')$$),
-    -- The key is named, cut to 64 bytes on a character boundary.
-    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => jsonb_build_object(repeat('é', 40), 1))$$),
+    -- The key is named, cut to at most 64 bytes on a character boundary (65 bytes
+    -- would split an é).
+    ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => jsonb_build_object('a' || repeat('é', 40), 1))$$),
     ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"unique": true}')$$),
     ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"metadata": []}')$$),
     ($$SELECT awa.enqueue('enq.bad', queue => 'enq_bad', opts => '{"metadata": "m"}')$$),

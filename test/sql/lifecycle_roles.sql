@@ -5,7 +5,7 @@
 -- all of those plus cancel, get_job, promote_due, queue_counts,
 -- queue_counts_exact, configure_queue, pause_queue, resume_queue, dlq_retry,
 -- dlq_purge, run_maintenance, storage_status, maintenance_status (called in
--- sql/maintenance.sql) and SELECT on tables and views. Internal awa._*
+-- test/sql/maintenance.sql) and SELECT on tables and views. Internal awa._*
 -- functions (maintenance's included): nobody.
 -- Roles (cluster-wide) are named regress_awa_lr_* and dropped at the end.
 -- Queues used here: lr_q, lr_flow.

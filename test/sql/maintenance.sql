@@ -7,7 +7,7 @@
 -- it, a rolled-back rotation leaves the ledger as it was, a full ring does not rotate
 -- (skipped_busy); prune advances idle lanes' cursors (never past a claim of
 -- its own uncommitted transaction), carries the slot's available rows forward
--- into the newest generation instead of waiting for them (sql/carry.sql tests
+-- into the newest generation instead of waiting for them (test/sql/carry.sql tests
 -- the carry in depth), truncates with exact terminal counts (queue_counts
 -- moves with it and equals queue_counts_exact), releases unique keys, and
 -- reports already_pruned; the claim ring's prune carries its open claim
@@ -36,7 +36,7 @@ CREATE EXTENSION awa;
 RESET client_min_messages;
 -- This file tests the queue ring on its own: with no history kept, a prune
 -- takes finished jobs out of the counts and releases their unique keys
--- (sql/history.sql tests the history ring that keeps them by default).
+-- (test/sql/history.sql tests the history ring that keeps them by default).
 SET awa.history_retention = 0;
 
 \i test/sql/include/try.sql
