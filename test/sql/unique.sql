@@ -5,7 +5,7 @@
 -- awa.dlq_retry / awa.dlq_purge (awa.job_unique_claims).
 -- Queues used here: uq_a, uq_b, uq_never, uq_batch, uq_life, uq_cmany, uq_keep,
 -- uq_final, uq_cancel_run, uq_fail, uq_fail2, uq_sched, uq_retry, uq_dlq, uq_skip, uq_skip_never,
--- uq_skip_many, uq_skip_many2, uq_skip_many3, uq_bad.
+-- uq_skip_tx, uq_skip_many, uq_skip_many2, uq_skip_many3, uq_bad.
 -- Kinds start with 'uq.' and unique_key values with 'uq-' (keys are global).
 --
 \set VERBOSITY default
@@ -284,12 +284,21 @@ SELECT awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip', opts => '{"unique": {"on_co
                    opts => '{"unique": {"on_conflict": "skip"}, "metadata": {"m": 2}}') = :sk AS scheduled_duplicate,
        awa.enqueue('uq.other', '{}', 'uq_skip', opts => '{"unique_key": "uq-skip-s", "unique": {"on_conflict": "skip"}}') = :sks AS scheduled_holder;
 INSERT INTO uq_orders VALUES (2);
+-- The skip drew a job id of its own, used up like a 23505's.
+SELECT currval('awa.job_id_seq') > :sk AS drew_an_id;
+INSERT INTO uq_orders VALUES (3);
 COMMIT;
 SELECT array_agg(id ORDER BY id) AS orders FROM uq_orders;
 SELECT pg_temp.written(:'before_skip') AS written,
        pg_temp.counts('uq_skip') = :'counts_before_skip' AS counts_unchanged,
        (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'uq_skip_never') AS uq_skip_never_lanes,
        awa.get_job(:sk) -> 'metadata' AS holder_metadata;
+-- A holder enqueued earlier in the same transaction (by another call).
+BEGIN;
+SELECT awa.enqueue('uq.skip.tx', '{}', 'uq_skip_tx', opts => '{"unique": {"on_conflict": "skip"}}') AS sktx \gset
+SELECT awa.enqueue('uq.skip.tx', '{}', 'uq_skip_tx', opts => '{"unique": {"on_conflict": "skip"}}') = :sktx AS same_transaction_holder,
+       (SELECT count(*) FROM awa.ready_entries WHERE queue = 'uq_skip_tx') AS ready_rows;
+ROLLBACK;
 -- "error", explicit, is the default: 23505, nothing written.
 SELECT pg_temp.try($$SELECT awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip', opts => '{"unique": {"on_conflict": "error"}}')$$, false) AS explicit_error;
 SELECT pg_temp.written(:'before_skip') AS written;
