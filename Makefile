@@ -33,7 +33,8 @@ ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion 
             late_completion dlq_retry_vs_purge cancel_vs_claim two_workers_drain cancel_vs_promote counter_rebuild \
             prune_vs_claim prune_rechecks_after_lock_wait prune_vs_completion completion_vs_rescue prune_vs_rescue prune_vs_inflight_enqueue \
             claim_rollback_across_generations cancel_finished_no_wait carried_attempt_repeatable_read \
-            carried_claim_under_prune carried_row_under_prune reader_during_prune periodic_vs_run_maintenance
+            carried_claim_under_prune carried_row_under_prune reader_during_prune periodic_vs_run_maintenance \
+            unique_skip_concurrent
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 

@@ -5,7 +5,9 @@
 // knows the queue-ring position at the reservation instant, then inserts the
 // ready rows and their ready segments into that queue slot. A job whose run_at
 // is in the future goes to deferred_jobs. Unique jobs claim their key first
-// (23505 on a duplicate: nothing is written). Everything is in the caller's
+// (23505 on a duplicate: nothing is written; with unique.on_conflict "skip"
+// the duplicate's element returns the holder's job_id and writes nothing,
+// while the call and its transaction go on). Everything is in the caller's
 // transaction and commits with the session's synchronous_commit.
 #include "pg/core_calls.hpp"
 #include <type_traits>
@@ -112,6 +114,8 @@ AWA_FUNCTION(awa_enqueue)
 	row.unique_states = options.unique_states;
 	row.payload = options.payload;
 	row.from_state = kNoState;
+	row.skip_duplicate = options.unique_skip;
+	row.skipped = false;
 	InsertJobs(&row, 1, now);
 	SPI_finish();
 	PG_RETURN_INT64(row.job_id);
@@ -198,6 +202,7 @@ AWA_FUNCTION(awa_enqueue_many)
 			row.unique_key = options.unique_key;
 			row.unique_states = options.unique_states;
 			row.payload = options.payload;
+			row.skip_duplicate = options.unique_skip;
 		}
 	}
 

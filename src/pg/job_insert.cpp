@@ -87,29 +87,53 @@ CompareLanes(const void *a, const void *b)
 	return pa < pb ? -1 : (pa > pb ? 1 : 0);  // input order within a lane
 }
 
-void
+// Takes the unique key of every row that has one, in input order, and returns
+// how many rows were skipped as duplicates. The insert is PostgreSQL's
+// speculative insertion (ON CONFLICT DO NOTHING): a key whose holder has not
+// committed waits for that transaction, as a unique index does, and takes the
+// key if it rolls back; no subtransaction is started. A key held by another
+// job (committed, or an earlier row of this call) raises 23505, or, for a row
+// with skip_duplicate, replaces the row's job_id with the holder's and marks it
+// skipped. A holder that left the key between the insert and the look-up
+// (its completion committed in between) is no holder: the insert is tried
+// again.
+int
 ClaimUniqueKeys(JobRow *rows, int n, TimestampTz now)
 {
+	int skipped = 0;
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
 		if (rows[i].unique_key == NULL)
 			continue;
-		Datum values[4] = {PointerGetDatum(rows[i].unique_key), Int64GetDatum(rows[i].job_id),
-		                   Int16GetDatum(rows[i].unique_states), TimestampTzGetDatum(now)};
-		Execute(Stmt::kClaimUnique, 0, values, NULL);
-		if (SPI_processed == 1)
-			continue;
-		Datum key[1] = {PointerGetDatum(rows[i].unique_key)};
-		ExecuteLatest(Stmt::kUniqueHolder, 0, key, NULL, 1);
-		bool isnull = true;
-		int64 holder = SPI_processed == 1 ? DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) : 0;
-		if (!isnull && holder == rows[i].job_id)
-			continue;  // the job holds its own key already
-		ereport(ERROR, (errcode(ERRCODE_UNIQUE_VIOLATION),
-		                errmsg("a job with the same unique key already exists"),
-		                isnull ? 0 : errdetail("Job " INT64_FORMAT " holds the key.", holder),
-		                errhint("A unique job blocks duplicates while it is in one of its unique states; "
-		                        "nothing was enqueued.")));
+		for (;;) {
+			CHECK_FOR_INTERRUPTS();
+			Datum values[4] = {PointerGetDatum(rows[i].unique_key), Int64GetDatum(rows[i].job_id),
+			                   Int16GetDatum(rows[i].unique_states), TimestampTzGetDatum(now)};
+			Execute(Stmt::kClaimUnique, 0, values, NULL);
+			if (SPI_processed == 1)
+				break;
+			Datum key[1] = {PointerGetDatum(rows[i].unique_key)};
+			ExecuteLatest(Stmt::kUniqueHolder, 0, key, NULL, 1);
+			bool isnull = true;
+			int64 holder = SPI_processed == 1 ? DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) : 0;
+			if (!isnull && holder == rows[i].job_id)
+				break;  // the job holds its own key already
+			if (rows[i].skip_duplicate) {
+				if (isnull)
+					continue;  // the holder let the key go meanwhile: take it
+				rows[i].job_id = holder;
+				rows[i].skipped = true;
+				skipped++;
+				break;
+			}
+			ereport(ERROR, (errcode(ERRCODE_UNIQUE_VIOLATION),
+			                errmsg("a job with the same unique key already exists"),
+			                isnull ? 0 : errdetail("Job " INT64_FORMAT " holds the key.", holder),
+			                errhint("A unique job blocks duplicates while it is in one of its unique states; "
+			                        "nothing was enqueued.")));
+		}
 	}
+	return skipped;
 }
 
 Datum
@@ -272,7 +296,22 @@ InsertJobs(JobRow *rows, int n, TimestampTz now)
 {
 	if (n == 0)
 		return;
-	ClaimUniqueKeys(rows, n, now);
+	if (int skipped = ClaimUniqueKeys(rows, n, now)) {
+		// Skipped duplicates write nothing more: no lane, no lane position,
+		// no row, no counter move, no wake-up. The caller reads their
+		// job_id (the holder's) from `rows`; the others go on in a copy.
+		JobRow *kept = static_cast<JobRow *>(palloc(sizeof(JobRow) * (n - skipped + 1)));
+		int k = 0;
+		for (int i = 0; i < n; i++) {
+			CHECK_FOR_INTERRUPTS();
+			if (!rows[i].skipped)
+				kept[k++] = rows[i];
+		}
+		rows = kept;
+		n = k;
+		if (n == 0)
+			return;
+	}
 	int *order = static_cast<int *>(palloc(sizeof(int) * (n + 1)));
 	int ready = 0, deferred = 0;
 	for (int i = 0; i < n; i++)

@@ -22,12 +22,16 @@ struct JobRow {
 	int16 unique_states; // state mask (core/lifecycle.hpp)
 	Jsonb *payload;      // metadata, tags, errors, progress; NULL when empty
 	int from_state;      // counter state the job leaves (kNoState for a new job)
+	bool skip_duplicate; // in: a key held by another job skips the row instead of raising 23505
+	bool skipped;        // out: skipped as a duplicate; job_id is now the holder's
 };
 
 // Claims the unique keys of rows[0..n) (SQLSTATE 23505 when another job holds
-// one), then inserts the rows: run_at after `now` into deferred_jobs
-// (scheduled), the others into the current queue slot as ready rows, one
-// statement per lane. Requires SPI. May ereport.
+// one, unless the row has skip_duplicate: then the row takes the holder's
+// job_id, is marked skipped and writes nothing else), then inserts the other
+// rows: run_at after `now` into deferred_jobs (scheduled), the others into the
+// current queue slot as ready rows, one statement per lane. Requires SPI. May
+// ereport.
 void InsertJobs(JobRow *rows, int n, TimestampTz now);
 
 }  // namespace awa::pg

@@ -99,7 +99,7 @@ ParseIntervalMicros(char *literal, int64 *micros)
 JobOptions
 ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *args, TimestampTz now)
 {
-	JobOptions result{NULL, NULL, 0};
+	JobOptions result{NULL, NULL, 0, false};
 	if (opts == NULL)
 		return result;
 	if (!JB_ROOT_IS_OBJECT(opts) || JB_ROOT_IS_SCALAR(opts))
@@ -138,6 +138,10 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 		known++;
 	static const char *const kOptsKeys[] = {"metadata", "tags", "unique", "unique_key"};
 	if (known != pairs) {
+		if (Field(&opts->root, "on_conflict") != NULL)
+			Invalid(where, " has an unknown key \"on_conflict\"",
+			        "on_conflict belongs inside unique: '{\"unique\": {\"on_conflict\": \"skip\"}}', or "
+			        "'{\"unique_key\": \"...\", \"unique\": {\"on_conflict\": \"skip\"}}'.");
 		char *unknown = UnknownKey(&opts->root, kOptsKeys, lengthof(kOptsKeys));
 		Invalid(where, unknown != NULL ? unknown : " has an unknown key",
 		        "opts accepts \"metadata\" (object), \"tags\" (array of strings), \"unique\" (object) and "
@@ -150,10 +154,21 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 			if (unique->type != jbvBinary || !JsonContainerIsObject(unique->val.binary.data))
 				Invalid(where, ".unique must be a JSON object", kUniqueHint);
 			spec = unique->val.binary.data;
-			static const char *const kUniqueKeys[] = {"by_args", "by_queue", "period", "states"};
+			static const char *const kUniqueKeys[] = {"by_args", "by_queue", "period", "states", "on_conflict"};
 			if (char *unknown = UnknownKey(spec, kUniqueKeys, lengthof(kUniqueKeys)))
 				Invalid(where, psprintf(".unique%s", unknown),
-				        "unique accepts \"by_args\", \"by_queue\", \"period\" and \"states\".");
+				        "unique accepts \"by_args\", \"by_queue\", \"period\", \"states\" and \"on_conflict\".");
+		}
+		bool skip = false;
+		if (JsonbValue *on_conflict = spec == NULL ? NULL : Field(spec, "on_conflict")) {
+			bool is_error = on_conflict->type == jbvString && on_conflict->val.string.len == 5 &&
+			                memcmp(on_conflict->val.string.val, "error", 5) == 0;
+			skip = on_conflict->type == jbvString && on_conflict->val.string.len == 4 &&
+			       memcmp(on_conflict->val.string.val, "skip", 4) == 0;
+			if (!is_error && !skip)
+				Invalid(where, ".unique.on_conflict must be \"error\" or \"skip\"",
+				        "\"error\" (the default) raises 23505 on a duplicate; \"skip\" returns the id of the job "
+				        "that holds the key and enqueues nothing.");
 		}
 		if (raw_key != NULL) {
 			if (raw_key->type != jbvString || raw_key->val.string.len == 0 || raw_key->val.string.len > 1000)
@@ -232,6 +247,7 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 		pg_cryptohash_free(ctx);
 		result.unique_key = key;
 		result.unique_states = mask;
+		result.unique_skip = skip;
 	}
 
 	if (payload_keys) {

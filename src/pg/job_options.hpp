@@ -3,7 +3,8 @@
 //
 //   {"metadata": {...}, "tags": ["a", "b"],
 //    "unique": {"by_args": true, "by_queue": false, "period": "1 hour",
-//               "states": ["available", "scheduled", "retryable", "running"]},
+//               "states": ["available", "scheduled", "retryable", "running"],
+//               "on_conflict": "error"},
 //    "unique_key": "order-42"}
 //
 // A unique job's key is a SHA-256 digest of its kind, its queue (by_queue,
@@ -11,7 +12,9 @@
 // current period (when a period is given), or of `unique_key` when that is
 // given. `states` (default: available, scheduled, retryable, running) are the
 // states in which the job blocks duplicates; they must include those four
-// (docs/lifecycle.md explains why). Bad options raise 22023 with a hint.
+// (docs/lifecycle.md explains why). `on_conflict` says what a duplicate does:
+// "error" (the default) raises 23505, "skip" returns the holder's job_id and
+// writes nothing. Bad options raise 22023 with a hint.
 #pragma once
 
 #include "pg/postgres_headers.hpp"
@@ -22,6 +25,7 @@ struct JobOptions {
 	Jsonb *payload;       // metadata and tags to store; NULL when none
 	bytea *unique_key;    // NULL: not unique
 	int16 unique_states;  // state mask (core/lifecycle.hpp)
+	bool unique_skip;     // unique.on_conflict = "skip"
 };
 
 // `where` names the argument in messages ("opts", "opts[3]").

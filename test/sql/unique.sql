@@ -1,10 +1,11 @@
 --
 -- unique: unique jobs. awa.enqueue / awa.enqueue_many opts "unique"
--- (by_args, by_queue, period, states) and "unique_key"; the key's life through
+-- (by_args, by_queue, period, states, on_conflict) and "unique_key"; the key's life through
 -- claim, complete, retry, snooze, promote_due, cancel, fail, the DLQ and
 -- awa.dlq_retry / awa.dlq_purge (awa.job_unique_claims).
 -- Queues used here: uq_a, uq_b, uq_never, uq_batch, uq_life, uq_cmany, uq_keep,
--- uq_final, uq_cancel_run, uq_fail, uq_fail2, uq_sched, uq_retry, uq_dlq, uq_bad.
+-- uq_final, uq_cancel_run, uq_fail, uq_fail2, uq_sched, uq_retry, uq_dlq, uq_skip, uq_skip_never,
+-- uq_skip_tx, uq_skip_many, uq_skip_many2, uq_skip_many3, uq_bad.
 -- Kinds start with 'uq.' and unique_key values with 'uq-' (keys are global).
 --
 \set VERBOSITY default
@@ -258,6 +259,97 @@ SELECT awa.dlq_purge(ARRAY[:dk]::bigint[]) AS purged, pg_temp.holds(:dk) AS hold
 SELECT pg_temp.dup('uq.dk', 'uq_dlq') AS after_purge;
 
 -- ---------------------------------------------------------------------------
+-- on_conflict "skip": a duplicate returns the holder's job_id, raises nothing
+-- and writes nothing; the caller's transaction goes on. "error" (the default)
+-- is the 23505 above.
+-- ---------------------------------------------------------------------------
+-- queue_counts of one queue as text, to compare before and after.
+CREATE FUNCTION pg_temp.counts(q text) RETURNS text LANGUAGE sql AS $f$
+SELECT row(c.*)::text FROM awa.queue_counts(q) c
+$f$;
+CREATE TEMP TABLE uq_orders (id int);
+SELECT awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip', opts => '{"unique": {}}') AS sk \gset
+SELECT awa.enqueue('uq.skip.s', '{}', 'uq_skip', run_at => now() + interval '1 hour',
+                   opts => '{"unique_key": "uq-skip-s"}') AS sks \gset
+SELECT pg_temp.footprint() AS before_skip \gset
+SELECT pg_temp.counts('uq_skip') AS counts_before_skip \gset
+BEGIN;
+INSERT INTO uq_orders VALUES (1);
+-- The holder was enqueued with the default on_conflict: on_conflict is not
+-- part of the key. Same queue, another queue, a new queue (no lane is made),
+-- scheduled, with metadata: each returns the holder's id.
+SELECT awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip', opts => '{"unique": {"on_conflict": "skip"}}') = :sk AS same_queue,
+       awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip_never', 1, opts => '{"unique": {"on_conflict": "skip"}}') = :sk AS new_queue,
+       awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip', run_at => now() + interval '1 day',
+                   opts => '{"unique": {"on_conflict": "skip"}, "metadata": {"m": 2}}') = :sk AS scheduled_duplicate,
+       awa.enqueue('uq.other', '{}', 'uq_skip', opts => '{"unique_key": "uq-skip-s", "unique": {"on_conflict": "skip"}}') = :sks AS scheduled_holder;
+INSERT INTO uq_orders VALUES (2);
+-- The skip drew a job id of its own, used up like a 23505's.
+SELECT currval('awa.job_id_seq') > :sk AS drew_an_id;
+INSERT INTO uq_orders VALUES (3);
+COMMIT;
+SELECT array_agg(id ORDER BY id) AS orders FROM uq_orders;
+SELECT pg_temp.written(:'before_skip') AS written,
+       pg_temp.counts('uq_skip') = :'counts_before_skip' AS counts_unchanged,
+       (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'uq_skip_never') AS uq_skip_never_lanes,
+       awa.get_job(:sk) -> 'metadata' AS holder_metadata;
+-- A holder enqueued earlier in the same transaction (by another call).
+BEGIN;
+SELECT awa.enqueue('uq.skip.tx', '{}', 'uq_skip_tx', opts => '{"unique": {"on_conflict": "skip"}}') AS sktx \gset
+SELECT awa.enqueue('uq.skip.tx', '{}', 'uq_skip_tx', opts => '{"unique": {"on_conflict": "skip"}}') = :sktx AS same_transaction_holder,
+       (SELECT count(*) FROM awa.ready_entries WHERE queue = 'uq_skip_tx') AS ready_rows;
+ROLLBACK;
+-- "error", explicit, is the default: 23505, nothing written.
+SELECT pg_temp.try($$SELECT awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip', opts => '{"unique": {"on_conflict": "error"}}')$$, false) AS explicit_error;
+SELECT pg_temp.written(:'before_skip') AS written;
+-- A key no job holds: skip enqueues a new job, which holds the key.
+SELECT awa.enqueue('uq.skip', '{"o": 2}', 'uq_skip', opts => '{"unique": {"on_conflict": "skip"}}') AS sk2 \gset
+-- The skips above took no lane position: it follows the holder's without a hole.
+SELECT :sk2 > :sk AS new_id, pg_temp.holds(:sk2) AS holds_key, awa.get_job(:sk2) ->> 'state' AS state,
+       (SELECT lane_seq FROM awa.ready_entries WHERE job_id = :sk2) -
+       (SELECT lane_seq FROM awa.ready_entries WHERE job_id = :sk) AS lane_seq_step;
+-- ... and blocks a default ("error") duplicate like any unique job.
+SELECT pg_temp.try($$SELECT awa.enqueue('uq.skip', '{"o": 2}', 'uq_skip', opts => '{"unique": {}}')$$, false) AS dup_of_skip_job;
+-- The holder left the key's states (completed): skip enqueues a new job.
+SELECT job_id = :sk AS is_sk, run_lease AS sk_l, receipt_id AS sk_r FROM awa.claim('uq_skip') \gset
+SELECT :'is_sk' AS is_sk, awa.complete(:sk, :sk_l, :sk_r) AS completed, pg_temp.holds(:sk) AS sk_holds;
+SELECT awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip', opts => '{"unique": {"on_conflict": "skip"}}') AS sk3 \gset
+SELECT :sk3 > :sk2 AS new_id, pg_temp.holds(:sk3) AS holds_key, awa.get_job(:sk3) ->> 'state' AS state;
+-- A holder in a final state its states list (completed): that job's id.
+SELECT awa.enqueue('uq.l.keep', '{}', 'uq_keep', opts => '{"unique": {"on_conflict": "skip"}}') = :lk AS completed_holder;
+
+-- enqueue_many: one id per element, in input order; a skipped element gets
+-- the holder's id: an earlier element of the same call (elements 1 and 2),
+-- or an existing job (element 3). Only the new jobs are written.
+SELECT pg_temp.footprint() AS before_skip_many \gset
+SELECT array_agg(id ORDER BY n) AS ids FROM awa.enqueue_many(
+           ARRAY['uq.m', 'uq.m', 'uq.skip', 'uq.m2', 'uq.m3', 'uq.m3'],
+           ARRAY['{"n": 1}', '{"n": 1}', '{"o": 1}', '{}', '{}', '{}']::jsonb[], 'uq_skip_many', NULL,
+           ARRAY[NULL, NULL, NULL, NULL, now() + interval '1 hour', NULL]::timestamptz[], 25,
+           ARRAY['{"unique": {"on_conflict": "skip"}}', '{"unique": {"on_conflict": "skip"}}',
+                 '{"unique": {"on_conflict": "skip"}}', NULL,
+                 '{"unique": {}}', '{"unique": {"on_conflict": "skip"}}']::jsonb[]) WITH ORDINALITY AS t(id, n) \gset
+SELECT x[1] = x[2] AS in_call_duplicate, x[3] = :sk3 AS existing_holder,
+       x[1] <> x[4] AND x[4] <> x[5] AND x[1] <> x[5] AS three_new, x[5] = x[6] AS scheduled_in_call_holder,
+       x[1] < x[4] AND x[4] < x[5] AS new_ids_in_input_order
+  FROM (SELECT :'ids'::bigint[] AS x) t;
+SELECT pg_temp.written(:'before_skip_many') AS written;
+SELECT kind, args, pg_temp.holds(job_id) AS holds_key FROM awa.ready_entries WHERE queue = 'uq_skip_many' ORDER BY lane_seq;
+SELECT kind, state, pg_temp.holds(job_id) AS holds_key FROM awa.deferred_jobs WHERE queue = 'uq_skip_many';
+SELECT available, scheduled FROM awa.queue_counts('uq_skip_many');
+-- on_conflict is per element: a default element after a skip element of
+-- the same key raises 23505, and the whole call writes nothing.
+SELECT pg_temp.footprint() AS before_skip_many2 \gset
+SELECT pg_temp.try($$SELECT awa.enqueue_many(ARRAY['uq.m4', 'uq.m4'], NULL, 'uq_skip_many2', NULL, NULL, 25,
+                       ARRAY['{"unique": {"on_conflict": "skip"}}', '{"unique": {}}']::jsonb[])$$, false) AS skip_then_error;
+SELECT pg_temp.written(:'before_skip_many2') AS written;
+-- Every element skipped: the call writes nothing at all (no lane for a new queue).
+SELECT array_agg(id = :sk3) AS all_holder FROM awa.enqueue_many(ARRAY['uq.skip', 'uq.skip'],
+           ARRAY['{"o": 1}', '{"o": 1}']::jsonb[], 'uq_skip_many3', NULL, NULL, 25,
+           ARRAY['{"unique": {"on_conflict": "skip"}}', '{"unique": {"on_conflict": "skip"}}']::jsonb[]) AS id;
+SELECT pg_temp.written(:'before_skip_many2') AS written;
+
+-- ---------------------------------------------------------------------------
 -- Invalid unique options: 22023 with a hint; nothing written.
 -- ---------------------------------------------------------------------------
 SELECT pg_temp.footprint() AS before_bad \gset
@@ -286,7 +378,14 @@ SELECT opts, pg_temp.try(format($$SELECT awa.enqueue('uq.bad', '{}', 'uq_bad', o
     ('{"unique_key": null}'),
     ('{"unique_key": "uq-x", "unique": {"by_args": false}}'),
     ('{"unique_key": "uq-x", "unique": {"by_args": true}}'),
-    ('{"unique_key": "uq-x", "unique": {"by_queue": true}}')
+    ('{"unique_key": "uq-x", "unique": {"by_queue": true}}'),
+    ('{"unique": {"on_conflict": "ignore"}}'),
+    ('{"unique": {"on_conflict": "SKIP"}}'),
+    ('{"unique": {"on_conflict": ""}}'),
+    ('{"unique": {"on_conflict": null}}'),
+    ('{"unique": {"on_conflict": true}}'),
+    ('{"on_conflict": "skip"}'),
+    ('{"unique_key": "uq-x", "on_conflict": "skip"}')
 ) AS t(opts);
 -- A period that is not an interval at all: 22023 with a hint, like the other
 -- invalid periods.
@@ -295,11 +394,14 @@ SELECT split_part(pg_temp.try($$SELECT awa.enqueue('uq.bad', '{}', 'uq_bad', opt
 -- In a batch, the element is named.
 SELECT pg_temp.try($$SELECT awa.enqueue_many(ARRAY['uq.bad', 'uq.bad'], NULL, 'uq_bad', NULL, NULL, 25,
                        ARRAY['{"unique": {}}', '{"unique": {"states": ["running"]}}']::jsonb[])$$, false) AS batch;
+SELECT pg_temp.try($$SELECT awa.enqueue_many(ARRAY['uq.bad', 'uq.bad'], NULL, 'uq_bad', NULL, NULL, 25,
+                       ARRAY['{"unique": {"on_conflict": "skip"}}', '{"unique": {"on_conflict": "replace"}}']::jsonb[])$$) AS batch_on_conflict;
 SELECT pg_temp.written(:'before_bad') AS written;
 -- Valid: every state listed, in any order, repeated.
 SELECT awa.enqueue('uq.ok1', '{}', 'uq_bad', opts => '{"unique": {"states": ["dlq", "cancelled", "failed", "completed", "running", "retryable", "scheduled", "available"]}}') IS NOT NULL AS all_states,
        awa.enqueue('uq.ok2', '{}', 'uq_bad', opts => '{"unique": {"states": ["running", "running", "available", "scheduled", "retryable"]}}') IS NOT NULL AS repeated,
-       awa.enqueue('uq.ok3', '{}', 'uq_bad', opts => '{"unique_key": "uq-ok3", "unique": {"states": ["available", "scheduled", "retryable", "running", "completed"], "period": "1 day"}}') IS NOT NULL AS key_with_states_period;
+       awa.enqueue('uq.ok3', '{}', 'uq_bad', opts => '{"unique_key": "uq-ok3", "unique": {"states": ["available", "scheduled", "retryable", "running", "completed"], "period": "1 day"}}') IS NOT NULL AS key_with_states_period,
+       awa.enqueue('uq.ok4', '{}', 'uq_bad', opts => '{"unique_key": "uq-ok4", "unique": {"on_conflict": "skip", "period": "1 day", "states": ["running", "available", "scheduled", "retryable", "failed"]}}') IS NOT NULL AS key_with_everything;
 SELECT e.kind, u.unique_states FROM awa.job_unique_claims u JOIN awa.ready_entries e USING (job_id)
  WHERE e.queue = 'uq_bad' ORDER BY e.kind;
 

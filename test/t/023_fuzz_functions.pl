@@ -118,6 +118,7 @@ my %values = (
 	'boolean' => [ 'NULL', 'true', 'false' ],
 	'jsonb' => [ 'NULL', q{'{}'}, q{'[]'}, q{'"s"'}, q{'1'}, q{'null'}, q{'{"unique": 1}'},
 		q{'{"unique": {"period": "-1 day"}}'}, q{'{"unique": {"states": ["nope"]}}'}, q{'{"metadata": []}'},
+		q{'{"unique": {"on_conflict": "skip"}}'}, q{'{"unique": {"on_conflict": 1}}'}, q{'{"on_conflict": "skip"}'},
 		q{'{"tags": "x"}'}, "'{\"a\": " . ('[' x 500) . (']' x 500) . "}'",
 		"('{\"k\": \"' || repeat('y', 1048576) || '\"}')" ],
 	'interval' => [ 'NULL', q{'0'}, q{'-1 second'}, q{'1 second'}, q{'10 ms'}, q{'1 month -29 days'},

@@ -377,7 +377,7 @@ sub do_enqueue
 	my $queue = $QUEUES[ int(rand(@QUEUES)) ];
 	my $n     = $many ? 2 + int(rand(7)) : 1;
 	my $maxatt = 1 + int(rand(3));
-	my (@prio, @future, @ukey);
+	my (@prio, @future, @ukey, @skip);
 	for my $k (1 .. $n)
 	{
 		my $r = rand();
@@ -390,19 +390,33 @@ sub do_enqueue
 			undef $key if $self->key_busy_elsewhere($s, $key);
 		}
 		push @ukey, $key;
+		# unique.on_conflict "skip" for half the keyed jobs
+		push @skip, defined $key && rand() < 0.5 ? 1 : 0;
 	}
-	# Expected: a unique key held (or repeated in the call) -> 23505.
-	my %seen;
+	# Expected, element by element: a key held (by a job, or by an earlier
+	# element of the call) -> 23505 for the whole call, or, with skip, that
+	# holder's id and no new job.
+	my %taken_by; # key -> index of the element of this call that took it
+	my @holder;   # skipped element -> {id => holder} or {element => the element that took the key}
 	my $conflict = 0;
-	for my $key (grep { defined } @ukey)
+	for my $k (0 .. $n - 1)
 	{
-		$conflict = 1 if $seen{$key}++ || exists $self->{ukey}{$key};
+		my $key = $ukey[$k];
+		next unless defined $key;
+		my $held = exists $taken_by{$key} || exists $self->{ukey}{$key};
+		if (!$held) { $taken_by{$key} = $k; next; }
+		if (!$skip[$k]) { $conflict = 1; next; }
+		$holder[$k] = exists $taken_by{$key} ? { element => $taken_by{$key} } : { id => $self->{ukey}{$key} };
 	}
 	my $sql;
 	my $runat = $self->mk_runat_sql;
+	my $kopts = sub {
+		my ($k) = @_;
+		return $skip[$k] ? qq{{"unique_key": "$ukey[$k]", "unique": {"on_conflict": "skip"}}} : qq{{"unique_key": "$ukey[$k]"}};
+	};
 	if (!$many)
 	{
-		my $opts = defined $ukey[0] ? qq{'{"unique_key": "$ukey[0]"}'} : "'{}'";
+		my $opts = defined $ukey[0] ? "'" . $kopts->(0) . "'" : "'{}'";
 		$sql = "SELECT awa.enqueue('k', '{}', '$queue', $prio[0], "
 		  . ($future[0] ? $runat : 'NULL') . ", $maxatt, $opts)";
 	}
@@ -411,7 +425,7 @@ sub do_enqueue
 		my $kinds = "ARRAY[" . join(',', map { "'k'" } 1 .. $n) . "]";
 		my $prios = "ARRAY[" . join(',', @prio) . "]";
 		my $ra    = "ARRAY[" . join(',', map { $_ ? 'ra.t' : 'NULL::timestamptz' } @future) . "]";
-		my $opts  = "ARRAY[" . join(',', map { defined $_ ? qq{'{"unique_key": "$_"}'::jsonb} : 'NULL::jsonb' } @ukey) . "]";
+		my $opts  = "ARRAY[" . join(',', map { defined $ukey[$_] ? "'" . $kopts->($_) . "'::jsonb" : 'NULL::jsonb' } 0 .. $n - 1) . "]";
 		$sql = "SELECT e FROM (SELECT $runat AS t) ra, awa.enqueue_many($kinds, NULL, '$queue', $prios, $ra, $maxatt, $opts) e";
 	}
 	my ($rows, $err) = $self->sq($s->{dbh}, $sql);
@@ -427,13 +441,22 @@ sub do_enqueue
 	$self->bad("enqueue failed: $err") if $err;
 	my @ids = map { $_->[0] } @$rows;
 	$self->bad("enqueue returned " . scalar(@ids) . " ids, expected $n") unless @ids == $n;
+	# Skipped elements: the holder's id, and nothing else.
+	my @new = grep { !$holder[$_] } 0 .. $n - 1;
+	for my $k (grep { $holder[$_] } 0 .. $n - 1)
+	{
+		my $want = $holder[$k]{id} // $ids[ $holder[$k]{element} ];
+		$self->bad("skipped duplicate of key $ukey[$k] returned $ids[$k], expected holder $want")
+		  unless $ids[$k] == $want;
+		$self->{stats}{unique_skipped}++;
+	}
 	# Lane positions: due jobs grouped by priority (priority order), input order within.
-	my @order = sort { $prio[$a] <=> $prio[$b] || $a <=> $b } grep { !$future[$_] } 0 .. $n - 1;
+	my @order = sort { $prio[$a] <=> $prio[$b] || $a <=> $b } grep { !$future[$_] } @new;
 	my %seq;
 	$seq{$_} = ++$self->{seq} for @order;
 	my $dseq = ++$self->{dseq};
 	my @deferred;
-	for my $k (0 .. $n - 1)
+	for my $k (@new)
 	{
 		my $j = {
 			id => $ids[$k], queue => $queue, prio => $prio[$k], max => $maxatt,
@@ -455,7 +478,7 @@ sub do_enqueue
 	# enqueue_many reserves positions in every lane it has due jobs for,
 	# even when the transaction later rolls back; a single enqueue too.
 	$self->bump_W($s->{dbh}, \@deferred) if @deferred;
-	$self->{stats}{enqueued} += $n;
+	$self->{stats}{enqueued} += @new;
 }
 
 sub check_claim
