@@ -44,8 +44,12 @@ ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
 		// Until the rows are in (and their child locked), prune must not
 		// truncate this generation (enqueue_generations.hpp).
 		PublishEnqueueGeneration(ring.queue_generation);
-		for (int i = 0; i < count; i++)
+		for (int i = 0; i < count; i++) {
+			// An error here aborts the transaction, whose callback clears the
+			// published generation.
+			CHECK_FOR_INTERRUPTS();
 			lane_seqs[i] = SequenceNext(lane.enqueue_seq);
+		}
 		// A sequence created in this transaction and nextval'd in it keeps
 		// the 32 values nextval pre-logs as "logged", and with wal_level =
 		// minimal its creation is not WAL-logged at all: after a crash later
@@ -235,6 +239,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	}
 	InsertRingRows(RingTable::kReadyEntries, ring.queue_slot, n, ready, ready_nulls, kReadyColumns);
 	for (int first = 0; first < n;) {
+		CHECK_FOR_INTERRUPTS();  // a segment per run: n of them when producers interleave
 		int next = first + 1;
 		while (next < n && lane_seqs[next] == lane_seqs[next - 1] + 1)
 			next++;
@@ -353,6 +358,7 @@ InsertJobs(JobRow *rows, int n, TimestampTz now)
 	}
 	// Counter moves, one call per run of rows with the same queue and states.
 	for (int start = 0; start < n;) {
+		CHECK_FOR_INTERRUPTS();
 		int to = static_cast<int>(rows[start].run_at <= now ? JobState::kAvailable : JobState::kScheduled);
 		int end = start + 1;
 		while (end < n && rows[end].from_state == rows[start].from_state &&
