@@ -213,7 +213,7 @@ SELECT awa.unschedule_periodic('js-at');
 -- them (42501), by SET, set_config, RESET or ALTER ROLE, and is held to the
 -- session's limit.
 -- ---------------------------------------------------------------------------
-CREATE ROLE regress_awa_js_producer IN ROLE awa_producer;
+CREATE ROLE regress_awa_js_producer LOGIN IN ROLE awa_producer;
 SET awa.max_job_bytes = '4kB';
 SET ROLE regress_awa_js_producer;
 SELECT c.call, pg_temp.try(c.call) AS outcome FROM (VALUES
@@ -236,4 +236,22 @@ SET awa.max_job_bytes = '1kB';
 SELECT pg_temp.try($$SELECT awa.enqueue('js', pg_temp.args_of(1025), 'js_q')$$) AS superuser_lowered;
 RESET awa.max_job_bytes;
 SHOW awa.max_job_bytes;
+-- A superuser may delegate it on purpose (GRANT SET ON PARAMETER) ...
+GRANT SET ON PARAMETER awa.max_job_bytes TO regress_awa_js_producer;
+SET ROLE regress_awa_js_producer;
+SET awa.max_job_bytes = '2MB';
+SHOW awa.max_job_bytes;
+SELECT pg_temp.try($$SET awa.max_call_bytes = '1GB'$$) AS call_bytes_still_refused;
+RESET ROLE;
+RESET awa.max_job_bytes;
+REVOKE SET ON PARAMETER awa.max_job_bytes FROM regress_awa_js_producer;
+-- ... and set it per role, which the role's next session gets.
+ALTER ROLE regress_awa_js_producer SET awa.max_job_bytes = '3kB';
+\set su :USER
+\c - regress_awa_js_producer
+SHOW awa.max_job_bytes;
+SET awa.max_job_bytes = '1GB';
+\c - :su
+SHOW awa.max_job_bytes;
+ALTER ROLE regress_awa_js_producer RESET awa.max_job_bytes;
 DROP ROLE regress_awa_js_producer;
