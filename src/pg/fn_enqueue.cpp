@@ -192,11 +192,14 @@ AWA_FUNCTION(awa_enqueue_many)
 		row.created_at = now;
 		row.from_state = kNoState;
 		// Every element, with options or not: the job's size is checked there
-		// (54000 naming jobs[i] past awa.max_job_bytes).
-		char where[32];
-		snprintf(where, sizeof(where), "opts[%d]", i + 1);
-		JobOptions options = ParseJobOptions((opts_count >= 0 && !opts_nulls[i]) ? DatumGetJsonbP(opts[i]) : NULL, where,
-		                                     i + 1, kind, queue, row.args, now);
+		// (54000 naming jobs[i] past awa.max_job_bytes). `where` only names
+		// options in their errors, so it is formatted only for an element that
+		// has some.
+		Jsonb *element_opts = (opts_count >= 0 && !opts_nulls[i]) ? DatumGetJsonbP(opts[i]) : NULL;
+		char where[32] = "opts";
+		if (element_opts != NULL)
+			snprintf(where, sizeof(where), "opts[%d]", i + 1);
+		JobOptions options = ParseJobOptions(element_opts, where, i + 1, kind, queue, row.args, now);
 		row.unique_key = options.unique_key;
 		row.unique_states = options.unique_states;
 		row.payload = options.payload;
