@@ -128,4 +128,30 @@ CheckSameLength(const char *what, size_t length, const char *reference, size_t e
 	return true;
 }
 
+bool
+CheckJobBytes(int64_t bytes, int64_t limit, Violation *out) noexcept
+{
+	if (bytes > limit)
+		return Fail(out, ViolationCode::kProgramLimit,
+		            "Store large payloads elsewhere and pass a reference, or raise awa.max_job_bytes (superuser).",
+		            "args and metadata of the job are %" PRId64 " bytes; awa.max_job_bytes allows %" PRId64, bytes,
+		            limit);
+	return true;
+}
+
+bool
+CheckCallBytes(int64_t bytes, size_t jobs, int64_t limit, Violation *out) noexcept
+{
+	const char *hint = "Enqueue the jobs in several calls, or raise awa.max_call_bytes (superuser).";
+	if (bytes > limit && jobs == 1)
+		return Fail(out, ViolationCode::kProgramLimit, hint,
+		            "args and metadata of jobs[1] are %" PRId64 " bytes; awa.max_call_bytes allows %" PRId64, bytes,
+		            limit);
+	if (bytes > limit)
+		return Fail(out, ViolationCode::kProgramLimit, hint,
+		            "args and metadata of jobs[1] to jobs[%zu] are %" PRId64 " bytes; awa.max_call_bytes allows %" PRId64,
+		            jobs, bytes, limit);
+	return true;
+}
+
 }  // namespace awa::core

@@ -16,6 +16,7 @@ namespace awa::core {
 enum class ViolationCode {
 	kNullValue,         // SQLSTATE 22004 null_value_not_allowed
 	kInvalidParameter,  // SQLSTATE 22023 invalid_parameter_value
+	kProgramLimit,      // SQLSTATE 54000 program_limit_exceeded
 };
 
 struct Violation {
@@ -50,5 +51,11 @@ bool CheckClaimWait(int64_t wait_micros, Violation *out) noexcept;
 bool CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out) noexcept;
 // Arrays passed together must have the same number of elements.
 bool CheckSameLength(const char *what, size_t length, const char *reference, size_t expected, Violation *out) noexcept;
+// A job's size: `bytes` (its args and metadata as stored, uncompressed) must
+// not exceed `limit` (awa.max_job_bytes).
+bool CheckJobBytes(int64_t bytes, int64_t limit, Violation *out) noexcept;
+// A call's size: the sum of the sizes of jobs 1..`jobs` of one enqueue_many
+// call, `bytes`, must not exceed `limit` (awa.max_call_bytes).
+bool CheckCallBytes(int64_t bytes, size_t jobs, int64_t limit, Violation *out) noexcept;
 
 }  // namespace awa::core

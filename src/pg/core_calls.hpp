@@ -60,6 +60,8 @@ AWA_CHECK_NOEXCEPT(CheckClaimWait(declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckNotNull(declval<bool>(), declval<const char *>(), declval<bool>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckSameLength(declval<const char *>(), declval<size_t>(), declval<const char *>(),
                                    declval<size_t>(), declval<Violation *>()));
+AWA_CHECK_NOEXCEPT(CheckJobBytes(declval<int64_t>(), declval<int64_t>(), declval<Violation *>()));
+AWA_CHECK_NOEXCEPT(CheckCallBytes(declval<int64_t>(), declval<size_t>(), declval<int64_t>(), declval<Violation *>()));
 
 // core/receipt.hpp
 AWA_CHECK_NOEXCEPT(EncodeReceipt(declval<const Receipt &>()));

@@ -5,12 +5,36 @@
 
 namespace awa::pg {
 
+namespace {
+
+int
+Sqlstate(core::ViolationCode code)
+{
+	switch (code) {
+	case core::ViolationCode::kNullValue:
+		return ERRCODE_NULL_VALUE_NOT_ALLOWED;
+	case core::ViolationCode::kProgramLimit:
+		return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+	case core::ViolationCode::kInvalidParameter:
+		break;
+	}
+	return ERRCODE_INVALID_PARAMETER_VALUE;
+}
+
+}  // namespace
+
 void
 ReportViolation(const core::Violation &violation)
 {
-	int sqlstate = violation.code == core::ViolationCode::kNullValue ? ERRCODE_NULL_VALUE_NOT_ALLOWED
-	                                                                 : ERRCODE_INVALID_PARAMETER_VALUE;
-	ereport(ERROR, (errcode(sqlstate), errmsg("%s", violation.message), errhint("%s", violation.hint)));
+	ereport(ERROR, (errcode(Sqlstate(violation.code)), errmsg("%s", violation.message), errhint("%s", violation.hint)));
+	pg_unreachable();
+}
+
+void
+ReportElementViolation(const char *array, int index, const core::Violation &violation)
+{
+	ereport(ERROR, (errcode(Sqlstate(violation.code)), errmsg("%s[%d]: %s", array, index, violation.message),
+	                errhint("%s", violation.hint)));
 	pg_unreachable();
 }
 

@@ -9,6 +9,10 @@ namespace awa::pg {
 // Longjmps; `violation` is trivially destructible, so that is safe.
 [[noreturn]] void ReportViolation(const core::Violation &violation);
 
+// Raises the violation of element `index` (1-based) of array `array`, its
+// message prefixed with "array[index]: ".
+[[noreturn]] void ReportElementViolation(const char *array, int index, const core::Violation &violation);
+
 // Raises `violation` unless `ok`.
 inline void
 Require(bool ok, const core::Violation &violation)

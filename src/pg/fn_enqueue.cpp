@@ -16,6 +16,7 @@
 #include "pg/counters.hpp"
 #include "pg/errors.hpp"
 #include "pg/guard.hpp"
+#include "pg/gucs.hpp"
 #include "pg/job_insert.hpp"
 #include "pg/job_options.hpp"
 #include "pg/rings.hpp"
@@ -67,7 +68,8 @@ ReadEnqueueArguments(FunctionCallInfo fcinfo, EnqueueArguments *out)
 	out->max_attempts = MaxAttemptsArgument(fcinfo, 5);
 	out->now = GetCurrentTimestamp();
 	out->run_at = PG_ARGISNULL(4) ? out->now : PG_GETARG_TIMESTAMPTZ(4);
-	out->options = ParseJobOptions(PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6), "opts", out->kind, out->queue,
+	// Last: the job's size (54000 past awa.max_job_bytes) is checked there.
+	out->options = ParseJobOptions(PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6), "opts", 0, out->kind, out->queue,
 	                               out->args, out->now);
 }
 
@@ -151,6 +153,7 @@ AWA_FUNCTION(awa_enqueue_many)
 		Require(awa::core::CheckSameLength("opts", opts_count, "kinds", count, &violation), violation);
 	TimestampTz now = GetCurrentTimestamp();
 	JobRow *rows = static_cast<JobRow *>(palloc0(sizeof(JobRow) * (count + 1)));
+	int64 call_bytes = 0;  // sizes of jobs[1..i], checked against awa.max_call_bytes as they are added
 
 	Jsonb *empty_object = NULL;
 	int16 *job_priority = static_cast<int16 *>(palloc(sizeof(int16) * (count + 1)));
@@ -158,10 +161,7 @@ AWA_FUNCTION(awa_enqueue_many)
 		CHECK_FOR_INTERRUPTS();  // every loop over a call's jobs can be cancelled
 		text *kind = kind_nulls[i] ? NULL : DatumGetTextPP(kinds[i]);
 		if (!awa::core::CheckKind(kind, kind ? TextChars(kind) : 0, &violation))
-			ereport(ERROR, (errcode(violation.code == awa::core::ViolationCode::kNullValue
-			                            ? ERRCODE_NULL_VALUE_NOT_ALLOWED
-			                            : ERRCODE_INVALID_PARAMETER_VALUE),
-			                errmsg("kinds[%d]: %s", i + 1, violation.message), errhint("%s", violation.hint)));
+			ReportElementViolation("kinds", i + 1, violation);
 		kinds[i] = PointerGetDatum(kind);
 		if (args_count < 0) {
 			if (empty_object == NULL)
@@ -195,15 +195,22 @@ AWA_FUNCTION(awa_enqueue_many)
 		row.max_attempts = max_attempts;
 		row.created_at = now;
 		row.from_state = kNoState;
-		if (opts_count >= 0 && !opts_nulls[i]) {
-			char where[32];
+		// Every element, with options or not: the job's size is checked there
+		// (54000 naming jobs[i] past awa.max_job_bytes). `where` only names
+		// options in their errors, so it is formatted only for an element that
+		// has some.
+		Jsonb *element_opts = (opts_count >= 0 && !opts_nulls[i]) ? DatumGetJsonbP(opts[i]) : NULL;
+		char where[32] = "opts";
+		if (element_opts != NULL)
 			snprintf(where, sizeof(where), "opts[%d]", i + 1);
-			JobOptions options = ParseJobOptions(DatumGetJsonbP(opts[i]), where, kind, queue, row.args, now);
-			row.unique_key = options.unique_key;
-			row.unique_states = options.unique_states;
-			row.payload = options.payload;
-			row.skip_duplicate = options.unique_skip;
-		}
+		JobOptions options = ParseJobOptions(element_opts, where, i + 1, kind, queue, row.args, now);
+		row.unique_key = options.unique_key;
+		row.unique_states = options.unique_states;
+		row.payload = options.payload;
+		row.skip_duplicate = options.unique_skip;
+		call_bytes += options.bytes;
+		Require(awa::core::CheckCallBytes(call_bytes, static_cast<size_t>(i) + 1, awa_max_call_bytes, &violation),
+		        violation);
 	}
 
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);

@@ -10,6 +10,8 @@ extern int awa_lane_wait_timeout_ms;
 extern int awa_max_lanes;
 extern int awa_max_queues;
 extern int awa_max_counted_databases;
+extern int awa_max_job_bytes;
+extern int awa_max_call_bytes;
 extern int awa_debug_counter_rebuild_lock;
 extern int awa_debug_clock_offset_s;
 extern bool awa_maintenance_enabled;

@@ -2,6 +2,8 @@
 #include "pg/job_options.hpp"
 
 #include "pg/core_calls.hpp"
+#include "pg/errors.hpp"
+#include "pg/gucs.hpp"
 #include "pg/interval_literal.hpp"
 #include "pg/queue_settings.hpp"
 
@@ -94,19 +96,35 @@ ParseIntervalMicros(char *literal, int64 *micros)
 	return true;
 }
 
+// The job's size: its args and payload as they would be stored, uncompressed
+// (both are detoasted values with 4-byte headers here, so this reads two
+// headers). Raises 54000 past awa.max_job_bytes, naming jobs[job] when job > 0.
+int64
+CheckedJobBytes(int job, Jsonb *args, Jsonb *payload)
+{
+	int64 bytes = static_cast<int64>(VARSIZE_ANY(args)) + (payload == NULL ? 0 : static_cast<int64>(VARSIZE_ANY(payload)));
+	core::Violation violation;
+	if (!core::CheckJobBytes(bytes, awa_max_job_bytes, &violation)) {
+		if (job > 0)
+			ReportElementViolation("jobs", job, violation);
+		ReportViolation(violation);
+	}
+	return bytes;
+}
+
 }  // namespace
 
 JobOptions
-ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *args, TimestampTz now)
+ParseJobOptions(Jsonb *opts, const char *where, int job, text *kind, text *queue, Jsonb *args, TimestampTz now)
 {
-	JobOptions result{NULL, NULL, 0, false};
-	if (opts == NULL)
+	JobOptions result{NULL, NULL, 0, false, 0};
+	if (opts == NULL || (JB_ROOT_IS_OBJECT(opts) && !JB_ROOT_IS_SCALAR(opts) && JB_ROOT_COUNT(opts) == 0)) {
+		result.bytes = CheckedJobBytes(job, args, NULL);
 		return result;
+	}
 	if (!JB_ROOT_IS_OBJECT(opts) || JB_ROOT_IS_SCALAR(opts))
 		Invalid(where, " must be a JSON object", "Pass options as '{\"metadata\": {...}, \"tags\": [...]}', or '{}'.");
 	int pairs = JB_ROOT_COUNT(opts);
-	if (pairs == 0)
-		return result;
 
 	int known = 0;
 	bool payload_keys = false;
@@ -132,6 +150,13 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 
 	JsonbValue *unique = Field(&opts->root, "unique");
 	JsonbValue *raw_key = Field(&opts->root, "unique_key");
+	// The unique key's parts, read here and hashed once the size is checked.
+	bool by_args = false;
+	bool by_queue = false;
+	bool has_period = false;
+	int64 bucket = 0;
+	core::StateMask mask = 0;
+	bool skip = false;  // unique.on_conflict = "skip"
 	if (unique != NULL)
 		known++;
 	if (raw_key != NULL)
@@ -159,7 +184,6 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 				Invalid(where, psprintf(".unique%s", unknown),
 				        "unique accepts \"by_args\", \"by_queue\", \"period\", \"states\" and \"on_conflict\".");
 		}
-		bool skip = false;
 		if (JsonbValue *on_conflict = spec == NULL ? NULL : Field(spec, "on_conflict")) {
 			bool is_error = on_conflict->type == jbvString && on_conflict->val.string.len == 5 &&
 			                memcmp(on_conflict->val.string.val, "error", 5) == 0;
@@ -177,11 +201,9 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 				Invalid(where, ".unique_key cannot be combined with unique.by_args or unique.by_queue",
 				        "A unique_key is the whole identity; use unique.states and unique.period with it.");
 		}
-		bool by_args = spec == NULL ? false : BoolField(spec, "by_args", true, where);
-		bool by_queue = spec == NULL ? false : BoolField(spec, "by_queue", false, where);
+		by_args = spec == NULL ? false : BoolField(spec, "by_args", true, where);
+		by_queue = spec == NULL ? false : BoolField(spec, "by_queue", false, where);
 
-		bool has_period = false;
-		int64 bucket = 0;
 		if (JsonbValue *period = spec == NULL ? NULL : Field(spec, "period")) {
 			if (period->type != jbvString)
 				Invalid(where, ".unique.period must be an interval string such as \"1 hour\"", kUniqueHint);
@@ -196,7 +218,7 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 			has_period = true;
 		}
 
-		core::StateMask mask = core::kDefaultUniqueMask;
+		mask = core::kDefaultUniqueMask;
 		if (JsonbValue *states = spec == NULL ? NULL : Field(spec, "states")) {
 			if (states->type != jbvBinary || !JsonContainerIsArray(states->val.binary.data))
 				Invalid(where, ".unique.states must be an array of state names", kUniqueHint);
@@ -215,7 +237,21 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 				        "A unique job holds its key from enqueue until it reaches a final state outside its "
 				        "states; add the final states (completed, failed, cancelled, dlq) that should also block.");
 		}
+	}
 
+	// What is stored: opts without its unique keys. The job's size is checked
+	// before its unique key is computed (hashing by_args reads the whole args).
+	if (payload_keys) {
+		Datum payload = PointerGetDatum(opts);
+		if (unique != NULL)
+			payload = DirectFunctionCall2(jsonb_delete, payload, CStringGetTextDatum("unique"));
+		if (raw_key != NULL)
+			payload = DirectFunctionCall2(jsonb_delete, payload, CStringGetTextDatum("unique_key"));
+		result.payload = DatumGetJsonbP(payload);
+	}
+	result.bytes = CheckedJobBytes(job, args, result.payload);
+
+	if (unique != NULL || raw_key != NULL) {
 		pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
 		if (ctx == NULL || pg_cryptohash_init(ctx) < 0)
 			elog(ERROR, "awa: could not compute a unique key");
@@ -250,14 +286,6 @@ ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *
 		result.unique_skip = skip;
 	}
 
-	if (payload_keys) {
-		Datum payload = PointerGetDatum(opts);
-		if (unique != NULL)
-			payload = DirectFunctionCall2(jsonb_delete, payload, CStringGetTextDatum("unique"));
-		if (raw_key != NULL)
-			payload = DirectFunctionCall2(jsonb_delete, payload, CStringGetTextDatum("unique_key"));
-		result.payload = DatumGetJsonbP(payload);
-	}
 	return result;
 }
 

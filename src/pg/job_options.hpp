@@ -15,6 +15,12 @@
 // (docs/lifecycle.md explains why). `on_conflict` says what a duplicate does:
 // "error" (the default) raises 23505, "skip" returns the holder's job_id and
 // writes nothing. Bad options raise 22023 with a hint.
+//
+// The job's size is checked here too, because only here is its stored payload
+// known: args plus payload, as stored uncompressed (VARSIZE of each; O(1)),
+// must not exceed awa.max_job_bytes, else 54000 with a hint. The check comes
+// after the options are validated and before the unique key is hashed (which
+// reads the whole args when by_args).
 #pragma once
 
 #include "pg/postgres_headers.hpp"
@@ -26,9 +32,14 @@ struct JobOptions {
 	bytea *unique_key;    // NULL: not unique
 	int16 unique_states;  // state mask (core/lifecycle.hpp)
 	bool unique_skip;     // unique.on_conflict = "skip"
+	int64 bytes;          // the job's size: args plus payload (checked)
 };
 
-// `where` names the argument in messages ("opts", "opts[3]").
-JobOptions ParseJobOptions(Jsonb *opts, const char *where, text *kind, text *queue, Jsonb *args, TimestampTz now);
+// `opts` may be NULL (no options; the size is still checked). `where` names
+// the argument in messages ("opts", "opts[3]"); `job` is 0 for a single job,
+// else the 1-based element of enqueue_many, named "jobs[job]" in a size error.
+// `args` must be detoasted (as PG_GETARG_JSONB_P and DatumGetJsonbP return it).
+JobOptions ParseJobOptions(Jsonb *opts, const char *where, int job, text *kind, text *queue, Jsonb *args,
+                           TimestampTz now);
 
 }  // namespace awa::pg

@@ -493,7 +493,9 @@ SchedulePromotion(WorkerState *worker, const StepResult &step)
 	TimestampTz wall_now = step.clock.WallAt(now);
 	int64 delay = DelayUntil(MaintenanceTask::kPromote, wall_now, step.deadline);
 	worker->clock.Ran(MaintenanceTask::kPromote, now, delay);
-	PublishNextPromote(wall_now + delay);
+	// Committers compare their run_at with the real clock: publish on it
+	// (the test hook's offset shifts only the worker's own readings).
+	PublishNextPromote(wall_now - ClockOffset() + delay);
 }
 
 // The periodic step runs again at the earliest next tick when that comes
@@ -538,7 +540,7 @@ ScheduleRetry(WorkerState *worker, MaintenanceTask task, int64 now, const StepRe
 	int64 retry_us = Max(retry_ms, IntervalMs(task)) * 1000;
 	worker->clock.Ran(task, now, retry_us);
 	if (task == MaintenanceTask::kPromote)
-		PublishNextPromote(step.clock.WallAt(now) + retry_us);
+		PublishNextPromote(step.clock.WallAt(now) - ClockOffset() + retry_us);
 }
 
 // A ring's prune that is backing off skips this tick ("Prune back-off" in

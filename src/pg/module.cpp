@@ -23,6 +23,8 @@ constexpr int kLeaseSlotCount = 8;
 constexpr int kMaxLanes = 1024;
 constexpr int kMaxQueues = 1000000;
 constexpr int kMaxCountedDatabases = 256;
+constexpr int kMaxJobBytes = 1024 * 1024;
+constexpr int kMaxCallBytes = 64 * 1024 * 1024;
 constexpr int kDebugCounterRebuildLock = 0;
 constexpr int kDebugClockOffsetS = 0;
 constexpr bool kMaintenanceEnabled = true;
@@ -60,6 +62,8 @@ static int awa_lease_slot_count = boot::kLeaseSlotCount;
 int awa_max_lanes = boot::kMaxLanes;
 int awa_max_queues = boot::kMaxQueues;
 int awa_max_counted_databases = boot::kMaxCountedDatabases;
+int awa_max_job_bytes = boot::kMaxJobBytes;
+int awa_max_call_bytes = boot::kMaxCallBytes;
 int awa_debug_counter_rebuild_lock = boot::kDebugCounterRebuildLock;
 int awa_debug_clock_offset_s = boot::kDebugClockOffsetS;
 bool awa_maintenance_enabled = boot::kMaintenanceEnabled;
@@ -215,6 +219,18 @@ _PG_init(void)
 	                        "Databases whose job counts are kept in shared memory at once.",
 	                        "A dropped database frees its place; a database beyond the limit counts exactly.",
 	                        &awa_max_counted_databases, boot::kMaxCountedDatabases, 1, 65536, PGC_POSTMASTER, 0, NULL,
+	                        NULL, NULL);
+	// Limits on what a producer may enqueue (docs/operations.md). SUSET: a
+	// producer must not be able to lift them for itself; a superuser sets them
+	// in the configuration, per role or database, or per session.
+	DefineCustomIntVariable("awa.max_job_bytes", "Largest job accepted by an enqueue: its args and metadata.",
+	                        "The size of args plus that of the stored options (metadata, tags), as PostgreSQL holds "
+	                        "them uncompressed. A larger job is refused with SQLSTATE 54000.",
+	                        &awa_max_job_bytes, boot::kMaxJobBytes, 1024, 1024 * 1024 * 1024, PGC_SUSET, GUC_UNIT_BYTE,
+	                        NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.max_call_bytes", "Largest sum of job sizes accepted by one awa.enqueue_many call.",
+	                        "Counted as awa.max_job_bytes counts a job; a larger call is refused with SQLSTATE 54000.",
+	                        &awa_max_call_bytes, boot::kMaxCallBytes, 1024, INT_MAX, PGC_SUSET, GUC_UNIT_BYTE, NULL,
 	                        NULL, NULL);
 	DefineCustomIntVariable(
 	    "awa.debug_counter_rebuild_lock", "Test hook: the counter rebuild waits for this advisory lock.",

@@ -48,7 +48,6 @@ sub q1 { return $node->safe_psql('postgres', $_[0]); }
 
 sub runs { return q1("SELECT runs FROM awa.maintenance_status() WHERE task = '$_[0]'"); }
 
-sub state_of { return q1("SELECT awa.get_job($_[0]) ->> 'state'"); }
 
 my @hourly = qw(prune_lease rotate_lease dlq_retention);
 my @short = qw(promote periodic rescue prune_queue rotate_queue prune_claim rotate_claim history);
@@ -93,14 +92,11 @@ hourly_ran_once('(a)');
 # ---------------------------------------------------------------------------
 # (b) forward by an hour
 # ---------------------------------------------------------------------------
-my $later = q1("SELECT awa.enqueue('k', '{}', 'clock', run_at => now() + interval '30 min')");
-is(state_of($later), 'scheduled', '(b) a job due in 30 min is scheduled');
 set_clock_offset('1h', 3600);
 pass('(b) the worker reads its wall clock an hour ahead');
 my $base = all_runs();
 ok(wait_runs($base, 2, 'rotate_queue'), '(b) the queue ring rotates twice more after the jump');
 hourly_ran_once('(b) after the forward jump');
-is(state_of($later), 'scheduled', '(b) the job due in 30 min (real clock) is still scheduled');
 
 # ---------------------------------------------------------------------------
 # (c) back by two hours: an hour behind
@@ -121,7 +117,6 @@ is(q1("SELECT awa.get_job($claimed) -> 'errors' -> -1 ->> 'error'"), 'hard deadl
 ok(wait_runs($base, 2, @short), '(c) every short-cadence task runs at least twice more: ' . join(', ', @short));
 ok(wait_runs($base, 1, 'counters'), '(c) counters (5 s cadence) runs again');
 hourly_ran_once('(c) after the backward jump');
-is(state_of($later), 'scheduled', '(c) the job due in 30 min is still scheduled');
 
 # ---------------------------------------------------------------------------
 # (d)

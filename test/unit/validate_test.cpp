@@ -284,6 +284,52 @@ TEST(CheckSameLength, Rule)
 	ExpectViolation(v, ViolationCode::kInvalidParameter, "receipt_ids has 1 elements but job_ids has 0", hint);
 }
 
+// ---- sizes: awa.max_job_bytes and awa.max_call_bytes ----------------------
+
+TEST(CheckJobBytes, Rule)
+{
+	const char *hint = "Store large payloads elsewhere and pass a reference, or raise awa.max_job_bytes (superuser).";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckJobBytes(0, 1024, &v));
+	EXPECT_TRUE(CheckJobBytes(1023, 1024, &v));
+	EXPECT_TRUE(CheckJobBytes(1024, 1024, &v));  // at the limit: allowed
+	EXPECT_FALSE(CheckJobBytes(1025, 1024, &v));
+	ExpectViolation(v, ViolationCode::kProgramLimit,
+	                "args and metadata of the job are 1025 bytes; awa.max_job_bytes allows 1024", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckJobBytes(209715200, 1048576, &v));
+	ExpectViolation(v, ViolationCode::kProgramLimit,
+	                "args and metadata of the job are 209715200 bytes; awa.max_job_bytes allows 1048576", hint);
+	EXPECT_TRUE(CheckJobBytes(1073741824, 1073741824, &v));
+	v = Dirty();
+	EXPECT_FALSE(CheckJobBytes(kI64Max, 1073741824, &v));
+	ExpectViolation(v, ViolationCode::kProgramLimit,
+	                "args and metadata of the job are 9223372036854775807 bytes; awa.max_job_bytes allows 1073741824",
+	                hint);
+}
+
+TEST(CheckCallBytes, Rule)
+{
+	const char *hint = "Enqueue the jobs in several calls, or raise awa.max_call_bytes (superuser).";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckCallBytes(0, 0, 1024, &v));
+	EXPECT_TRUE(CheckCallBytes(1023, 5, 1024, &v));
+	EXPECT_TRUE(CheckCallBytes(1024, 5, 1024, &v));  // at the limit: allowed
+	EXPECT_FALSE(CheckCallBytes(1025, 5, 1024, &v));
+	ExpectViolation(v, ViolationCode::kProgramLimit,
+	                "args and metadata of jobs[1] to jobs[5] are 1025 bytes; awa.max_call_bytes allows 1024", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckCallBytes(2048, 1, 1024, &v));
+	ExpectViolation(v, ViolationCode::kProgramLimit,
+	                "args and metadata of jobs[1] are 2048 bytes; awa.max_call_bytes allows 1024", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckCallBytes(int64_t{3} << 31, 100000, 2147483647, &v));
+	ExpectViolation(v, ViolationCode::kProgramLimit,
+	                "args and metadata of jobs[1] to jobs[100000] are 6442450944 bytes; awa.max_call_bytes allows "
+	                "2147483647",
+	                hint);
+}
+
 // A failed check overwrites a previous violation completely (no stale text).
 TEST(Violation, LaterFailureReplacesEarlierText)
 {
