@@ -1,0 +1,52 @@
+--
+-- prepare: a transaction that changed awa's state cannot be prepared
+-- (PREPARE TRANSACTION), and which refusal the user sees follows the order of
+-- the transaction callbacks (src/pg/callbacks.cpp: ring epoch, ..., counters,
+-- ..., in-flight registry). test/regress.conf sets max_prepared_transactions,
+-- so PREPARE itself is allowed. After each refusal nothing is prepared and
+-- nothing of the transaction stays.
+-- Queues used here: prep, prep_claim.
+--
+\set VERBOSITY default
+SET client_min_messages = warning;
+
+-- An enqueue: the counters refuse.
+BEGIN;
+SELECT awa.enqueue('prep.k', queue => 'prep') IS NOT NULL AS enqueued;
+PREPARE TRANSACTION 'awa_prep_enqueue';
+SELECT count(*) AS prepared FROM pg_prepared_xacts;
+SELECT count(*) AS jobs_left FROM awa.ready_entries WHERE queue = 'prep';
+
+-- A claim: it moves a job (counters) and registers its positions (in-flight
+-- registry); the counters' refusal comes first.
+SELECT awa.enqueue('prep.k', queue => 'prep_claim') IS NOT NULL AS enqueued;
+BEGIN;
+SELECT count(*) AS claimed FROM awa.claim('prep_claim', 1);
+PREPARE TRANSACTION 'awa_prep_claim';
+SELECT count(*) AS prepared FROM pg_prepared_xacts;
+SELECT available, running FROM awa.queue_counts('prep_claim');
+
+-- A claim of nothing writes nothing: that transaction can be prepared.
+BEGIN;
+SELECT count(*) AS claimed FROM awa.claim('prep_nothing', 1);
+PREPARE TRANSACTION 'awa_prep_nothing';
+SELECT gid FROM pg_prepared_xacts;
+ROLLBACK PREPARED 'awa_prep_nothing';
+
+-- A rotation: the ring epoch refuses.
+BEGIN;
+SELECT outcome FROM awa.run_maintenance('rotate_queue');
+PREPARE TRANSACTION 'awa_prep_rotate';
+SELECT count(*) AS prepared FROM pg_prepared_xacts;
+
+-- A rotation and a promotion that moved a job: the ring epoch's refusal
+-- comes before the counters'.
+SELECT awa.enqueue('prep.k', queue => 'prep', run_at => clock_timestamp() + interval '50 milliseconds') AS due_soon \gset
+SELECT pg_sleep(0.1);
+BEGIN;
+SELECT task, outcome FROM awa.run_maintenance('promote');
+SELECT task, outcome FROM awa.run_maintenance('rotate_queue');
+PREPARE TRANSACTION 'awa_prep_both';
+SELECT count(*) AS prepared FROM pg_prepared_xacts;
+SELECT awa.get_job(:due_soon) ->> 'state' AS still_scheduled;
+RESET client_min_messages;
