@@ -265,3 +265,8 @@ SELECT awa.cancel(:pz) AS paused_cancel;
 SELECT awa.resume_queue('ca_bad');
 SELECT count(*) AS claimed FROM awa.claim('ca_bad', 10);
 SELECT * FROM pg_temp.counts('ca_bad');
+
+-- awa._attempt (cancel's building block) takes only the outcomes that end an
+-- attempt other than by success; the rest are refused before anything is read.
+SELECT o AS outcome, pg_temp.try(format('SELECT awa._attempt(1, 1, 1, %L)', o)) AS result
+  FROM unnest(ARRAY['completed', 'running', 'available', 'bogus', '']) AS o;

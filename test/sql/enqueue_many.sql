@@ -182,3 +182,11 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
 ) AS t(call);
 SELECT pg_temp.footprint() = :'before'::jsonb AS nothing_written,
        (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'em_bad') AS em_bad_lanes;
+
+-- Scheduled jobs of two lanes, interleaved (priorities 2, 3, 2): both lanes
+-- exist and every job is a deferred row of its lane.
+SELECT count(*) AS enqueued
+  FROM awa.enqueue_many(ARRAY['a', 'b', 'c'], NULL, 'em_sched_lanes', ARRAY[2, 3, 2],
+                        array_fill(now() + interval '1 day', ARRAY[3]));
+SELECT priority, count(*) AS deferred FROM awa.deferred_jobs WHERE queue = 'em_sched_lanes' GROUP BY 1 ORDER BY 1;
+SELECT priority FROM awa.queue_lanes WHERE queue = 'em_sched_lanes' ORDER BY 1;
