@@ -229,6 +229,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	Datum closed_key[2] = {Int64GetDatum(claim_batch_id), Int64GetDatum(PG_INT64_MAX)};
 	ExecuteLatest(Stmt::kClosedIndexes, slot, closed_key, NULL);
 	for (uint64 row = 0; row < SPI_processed; row++) {
+		CHECK_FOR_INTERRUPTS();
 		int index_count;
 		int32 *indexes = Elements<int32>(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1, &isnull),
 		                                 INT4OID, 4, true, TYPALIGN_INT, &index_count);
@@ -241,6 +242,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	// The open attempts of a batch were claimed from one slot and are carried
 	// together: where the first one's ready row is now, all of theirs are.
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();  // every loop over a call's jobs can be cancelled
 		const Attempt &attempt = attempts[order[i]];
 		int index = attempt.index;
 		if (index >= claimed_count || job_ids[index] != attempt.job_id || run_leases[index] != attempt.run_lease ||
@@ -261,6 +263,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	int accepted = 0;
 	const char *close_as = action == AttemptAction::kComplete ? "completed" : outcome;
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
 		Attempt &attempt = attempts[order[i]];
 		int index = attempt.index;
 		if (index >= claimed_count || job_ids[index] != attempt.job_id || run_leases[index] != attempt.run_lease)
@@ -348,6 +351,7 @@ ProcessAttempts(Attempt *attempts, int n, AttemptAction action, const char *outc
 	int *order = static_cast<int *>(palloc(sizeof(int) * (n + 1)));
 	int decoded = 0;
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
 		Attempt &attempt = attempts[i];
 		attempt.status = AttemptStatus::kStale;
 		attempt.closed_outcome[0] = '\0';
@@ -368,6 +372,7 @@ ProcessAttempts(Attempt *attempts, int n, AttemptAction action, const char *outc
 	closed.run_leases = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
 	closed.count = 0;
 	for (int start = 0; start < decoded;) {
+		CHECK_FOR_INTERRUPTS();
 		int end = start + 1;
 		while (end < decoded && attempts[order[end]].claim_batch_id == attempts[order[start]].claim_batch_id &&
 		       attempts[order[end]].claim_slot == attempts[order[start]].claim_slot)
@@ -425,6 +430,7 @@ AttemptArrays(FunctionCallInfo fcinfo, int first_arg, Attempt **out)
 	Require(core::CheckSameLength("receipt_ids", receipt_count, "job_ids", n, &violation), violation);
 	Attempt *attempts = static_cast<Attempt *>(palloc0(sizeof(Attempt) * (n + 1)));
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
 		if (job_nulls[i] || lease_nulls[i] || receipt_nulls[i])
 			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("attempt %d has a NULL element", i + 1),
 			                errhint("Pass job_id, run_lease and receipt_id as returned by awa.claim.")));

@@ -296,6 +296,9 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	int64 newest_checked_at = -1;
 	char error[256];
 	for (int step = 0;; step++) {
+		// Each step plans over what is loaded and may load more: a walk
+		// can be cancelled between steps (a row scan, between rows).
+		CHECK_FOR_INTERRUPTS();
 		if (step > 100000)
 			elog(ERROR, "awa: claim on lane " INT64_FORMAT " made no progress", lane.lane_id);
 		// Reserved = other claims in flight + this transaction's own claims.
@@ -391,6 +394,7 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	// Walk over the spent prefix (claimed, own or tombstoned lanes).
 	int64 position = q.cursor + 1;
 	for (bool moved = true; moved;) {
+		CHECK_FOR_INTERRUPTS();
 		moved = false;
 		for (int i = 0; i < view.spent_count; i++)
 			if (view.spent[i].first <= position && position < view.spent[i].next) {

@@ -63,6 +63,7 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	HeapTuple *chosen = static_cast<HeapTuple *>(palloc(sizeof(HeapTuple) * n));
 	int found = 0;
 	for (uint64 i = 0; i < row_count; i++) {
+		CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
 		bool isnull;
 		HeapTuple tuple = rows->vals[i];
 		int64 lane_seq = DatumGetInt64(SPI_getbinval(tuple, rows->tupdesc, 1, &isnull));
@@ -127,6 +128,7 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	// Emit: job_id, run_lease, receipt_id, kind, args, queue, priority,
 	// attempt, max_attempts, deadline_at, created_at, metadata.
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
 		bool isnull;
 		HeapTuple tuple = chosen[i];
 		Datum out[12];

@@ -49,6 +49,7 @@ AWA_FUNCTION(awa_internal_advance_cursors)
 	Lane *lanes = static_cast<Lane *>(palloc(sizeof(Lane) * (count + 1)));
 	text **queues = static_cast<text **>(palloc(sizeof(text *) * (count + 1)));
 	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();  // every loop over lanes can be cancelled
 		HeapTuple tuple = SPI_tuptable->vals[i];
 		TupleDesc desc = SPI_tuptable->tupdesc;
 		bool isnull;
@@ -62,6 +63,7 @@ AWA_FUNCTION(awa_internal_advance_cursors)
 	bool have_ring = false;
 	RingPositions ring;
 	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();  // between lanes: no lane lock is held here
 		if (SequenceValue(lanes[i].claim_seq) >= SequenceValue(lanes[i].enqueue_seq))
 			continue;
 		if (!have_ring) {

@@ -318,6 +318,9 @@ AWA_FUNCTION(awa_claim)
 	TimestampTz until = now + wait_micros;
 	MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "awa claim look", ALLOCSET_DEFAULT_SIZES);
 	for (;;) {
+		// The sleep checks for interrupts too; an error here or there ends
+		// the wait registration with the transaction (claim_waiters.hpp).
+		CHECK_FOR_INTERRUPTS();
 		uint64 seen = QueueWakeEvents(request.wake_bucket);
 		if (ClaimOnceReleasingLocks(&request, now, scratch) > 0)
 			break;

@@ -39,6 +39,7 @@ AWA_FUNCTION(awa_complete_many)
 	ProcessAttempts(attempts, n, AttemptAction::kComplete, NULL, caller);
 	SPI_finish();
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();  // every loop over a call's jobs can be cancelled
 		Datum values[2] = {Int64GetDatum(attempts[i].job_id), BoolGetDatum(attempts[i].closed_now)};
 		bool nulls[2] = {false, false};
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

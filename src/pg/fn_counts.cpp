@@ -63,6 +63,7 @@ AWA_FUNCTION(awa_queue_counts)
 		char nulls[2] = {static_cast<char>(queue == NULL ? 'n' : ' '), '\0'};
 		Execute(Stmt::kCountsScanOne, 0, key, nulls);
 		for (uint64 i = 0; i < SPI_processed; i++) {
+			CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
 			int64 counts[kJobStateCount];
 			bool isnull;
 			for (int s = 0; s < kJobStateCount; s++)
@@ -83,6 +84,7 @@ AWA_FUNCTION(awa_queue_counts)
 	}
 	Execute(Stmt::kQueueList, 0, NULL, NULL);
 	for (uint64 i = 0; i < SPI_processed; i++) {
+		CHECK_FOR_INTERRUPTS();  // outside counters_lock (ReadCounters takes it briefly)
 		bool isnull;
 		Datum name = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
 		QueueCounts counts;

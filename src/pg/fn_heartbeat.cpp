@@ -38,6 +38,9 @@ Heartbeat(Attempt *attempts, int n, Datum *progress, const bool *progress_nulls,
 	bool *progress_null = static_cast<bool *>(palloc(sizeof(bool) * (n + 1)));
 	int alive = 0;
 	for (int i = 0; i < n; i++) {
+		// Every loop over a call's jobs can be cancelled; this one is
+		// quadratic in the live attempts named.
+		CHECK_FOR_INTERRUPTS();
 		if (attempts[i].status != AttemptStatus::kOpen)
 			continue;
 		bool duplicate = false;
@@ -110,9 +113,11 @@ AWA_FUNCTION(awa_heartbeat_many)
 	    ArrayElements(PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3), JSONBOID, "progress", &progress, &progress_nulls);
 	if (progress_count >= 0) {
 		Require(awa::core::CheckSameLength("progress", progress_count, "job_ids", n, &violation), violation);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
+			CHECK_FOR_INTERRUPTS();
 			if (!progress_nulls[i])
 				RequireProgress(progress[i], i + 1);
+		}
 	}
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
@@ -124,6 +129,7 @@ AWA_FUNCTION(awa_heartbeat_many)
 	Heartbeat(attempts, n, progress, progress_nulls, caller);
 	SPI_finish();
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
 		Datum values[3] = {Int64GetDatum(attempts[i].job_id), Int64GetDatum(attempts[i].run_lease),
 		                   PointerGetDatum(cstring_to_text(StatusOf(attempts[i])))};
 		bool nulls[3] = {false, false, false};

@@ -19,6 +19,7 @@ AWA_FUNCTION(awa_job_event_totals)
 	QueueEventTotals *rows;
 	int count = ReadEventTotals(&rows);
 	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();  // a copy: counters_lock is not held here
 		// A queue has a counter entry once anything counted it (a counter
 		// rebuild makes one for every queue); only events list it here.
 		bool any = false;

@@ -41,6 +41,7 @@ PromoteDeleted()
 	TupleDesc desc = table->tupdesc;
 	JobRow *rows = static_cast<JobRow *>(palloc0(sizeof(JobRow) * (n + 1)));
 	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
 		HeapTuple tuple = table->vals[i];
 		bool isnull;
 		JobRow &row = rows[i];

@@ -43,6 +43,7 @@ AWA_FUNCTION(awa_internal_tombstone)
 		elog(ERROR, "awa: SPI_connect failed");
 	Lane lane = EnsureLane(queue, priority);
 	for (;;) {
+		CHECK_FOR_INTERRUPTS();  // no lane lock is held here; both waits below check too
 		LockLaneClaim(lane.lane_id);
 		TransactionId holder = InflightHolder(lane.lane_id, lane_seq);
 		if (!TransactionIdIsValid(holder))

@@ -134,7 +134,11 @@ ScanLane(LaneFamily family, int slot, text *queue, int16 priority, int64 after, 
 	index_rescan(scan, keys, 3, NULL, 0);
 	TupleTableSlot *row_slot = table_slot_create(heap, NULL);
 	int visited = 0;
+	// Between rows a scan can be cancelled, as the executor's scans can (an
+	// index scan of its own checks for no interrupt). Only the relations'
+	// locks, the snapshot and a buffer pin are held here; all go at abort.
 	while (visited < limit && index_getnext_slot(scan, ForwardScanDirection, row_slot)) {
+		CHECK_FOR_INTERRUPTS();
 		bool isnull;
 		if (DatumGetInt64(slot_getattr(row_slot, info.generation, &isnull)) != generation)
 			continue;
