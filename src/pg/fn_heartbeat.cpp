@@ -28,6 +28,21 @@ StatusOf(const Attempt &attempt)
 
 // Inspects the attempts and stores a heartbeat for the live ones.
 // progress[i] may be NULL (keep the stored progress).
+// The attempts qsort orders for CompareAttempts (qsort passes no context).
+const Attempt *sorted_attempts = NULL;
+
+int
+CompareAttempts(const void *left, const void *right)
+{
+	int l = *static_cast<const int *>(left), r = *static_cast<const int *>(right);
+	const Attempt &a = sorted_attempts[l], &b = sorted_attempts[r];
+	if (a.job_id != b.job_id)
+		return a.job_id < b.job_id ? -1 : 1;
+	if (a.run_lease != b.run_lease)
+		return a.run_lease < b.run_lease ? -1 : 1;
+	return l < r ? -1 : (l > r ? 1 : 0);
+}
+
 void
 Heartbeat(Attempt *attempts, int n, Datum *progress, const bool *progress_nulls, MemoryContext caller)
 {
@@ -36,22 +51,27 @@ Heartbeat(Attempt *attempts, int n, Datum *progress, const bool *progress_nulls,
 	Datum *leases = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
 	Datum *progresses = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
 	bool *progress_null = static_cast<bool *>(palloc(sizeof(bool) * (n + 1)));
+	// One row per attempt, the first progress given winning: the open
+	// attempts' positions sorted by (job_id, run_lease, position), the first
+	// of each run kept. O(n log n); a comparison of each with the ones kept
+	// before it made 100,000 attempts cost seconds.
+	int *order = static_cast<int *>(palloc(sizeof(int) * (n + 1)));
+	int open = 0;
+	for (int i = 0; i < n; i++)
+		if (attempts[i].status == AttemptStatus::kOpen)
+			order[open++] = i;
+	sorted_attempts = attempts;
+	qsort(order, open, sizeof(int), CompareAttempts);
 	int alive = 0;
-	for (int i = 0; i < n; i++) {
-		// Every loop over a call's jobs can be cancelled; this one is
-		// quadratic in the live attempts named.
-		CHECK_FOR_INTERRUPTS();
-		if (attempts[i].status != AttemptStatus::kOpen)
+	for (int k = 0; k < open; k++) {
+		CHECK_FOR_INTERRUPTS();  // every loop over a call's jobs can be cancelled
+		const Attempt &a = attempts[order[k]];
+		if (k > 0 && attempts[order[k - 1]].job_id == a.job_id && attempts[order[k - 1]].run_lease == a.run_lease)
 			continue;
-		bool duplicate = false;
-		for (int j = 0; j < alive && !duplicate; j++)
-			duplicate = DatumGetInt64(jobs[j]) == attempts[i].job_id && DatumGetInt64(leases[j]) == attempts[i].run_lease;
-		if (duplicate)
-			continue;  // one row per attempt; the first progress given wins
-		jobs[alive] = Int64GetDatum(attempts[i].job_id);
-		leases[alive] = Int64GetDatum(attempts[i].run_lease);
-		progress_null[alive] = progress == NULL || progress_nulls[i];
-		progresses[alive] = progress_null[alive] ? (Datum)0 : progress[i];
+		jobs[alive] = Int64GetDatum(a.job_id);
+		leases[alive] = Int64GetDatum(a.run_lease);
+		progress_null[alive] = progress == NULL || progress_nulls[order[k]];
+		progresses[alive] = progress_null[alive] ? (Datum)0 : progress[order[k]];
 		alive++;
 	}
 	if (alive == 0)

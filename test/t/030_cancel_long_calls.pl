@@ -47,14 +47,12 @@
 #       pass without awa's own checks too; they guard that nothing partial
 #       stays and that the next prune succeeds.
 #  7.   awa.heartbeat_many naming 1,000,000 live attempts, signalled once it
-#       has run 2 s and waits for no lock: past the attempts' lookup (under a
-#       second here), in the loop that keeps one heartbeat per attempt, which
-#       compares each live attempt with the ones before it (quadratic, no
-#       statement inside: minutes for a million here). No heartbeat row
-#       stays, the attempts stay running and answer alive. Without the
-#       interrupt check in that loop (src/pg/fn_heartbeat.cpp) the cancelled
-#       call runs on past the 120 s bound and this case fails (and the
-#       terminate case waits for that call's claim batch locks).
+#       has run 2 s and waits for no lock: in its attempts' lookup or in the
+#       upsert of their heartbeats. No heartbeat row stays, the attempts stay
+#       running and answer alive. (Until the review of issue 20 the loop that
+#       keeps one heartbeat per attempt was quadratic and checked no
+#       interrupt, and this case failed: the cancelled call ran on past the
+#       120 s bound. That loop now sorts, and checks.)
 
 use strict;
 use warnings;
