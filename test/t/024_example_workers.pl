@@ -16,6 +16,9 @@
 # it stopped claiming is not claimed; the worker exits 0 and both sleeping
 # jobs are completed.
 #
+# pgbouncer runs the shipped examples/pgbouncer/pgbouncer.ini with only its
+# per-machine lines replaced.
+#
 # The interpreters: /usr/bin/python3 (Debian's, which has python3-psycopg; the
 # python3 first on PATH may be another) and node with the pg package from
 # examples/node/node_modules (scripts/install-deps.sh runs npm ci there).
@@ -46,26 +49,30 @@ my $host = $node->host;
 my $user = $node->safe_psql('postgres', 'SELECT current_user');
 my $direct = "postgresql://$user\@/postgres?host=$host&port=" . $node->port;
 
-# pgbouncer in transaction mode, on a socket next to the server's.
+# pgbouncer in transaction mode, configured by the shipped
+# examples/pgbouncer/pgbouncer.ini: only its per-machine lines (the server's
+# address, listen_port, unix_socket_dir, auth_file, logfile, pidfile) are
+# replaced, each exactly once; every other setting is the shipped one.
 my $bouncer_port = PostgreSQL::Test::Cluster::get_free_port();
 my $bdir = $node->basedir . '/pgbouncer';
 mkdir $bdir;
+my $ini_text = slurp_file("$root/examples/pgbouncer/pgbouncer.ini");
+my %per_machine = (
+	qr/^postgres = host=\S+ port=\d+ dbname=postgres$/m => "postgres = host=$host port=@{[ $node->port ]} dbname=postgres",
+	qr/^listen_port = .*$/m => "listen_port = $bouncer_port",
+	qr/^unix_socket_dir =.*$/m => "unix_socket_dir = $bdir",
+	qr/^auth_file = .*$/m => "auth_file = $bdir/userlist.txt",
+	qr/^logfile = .*$/m => "logfile = $bdir/pgbouncer.log",
+	qr/^pidfile = .*$/m => "pidfile = $bdir/pgbouncer.pid");
+while (my ($re, $line) = each %per_machine)
+{
+	my $n = () = $ini_text =~ /$re/g;
+	die "examples/pgbouncer/pgbouncer.ini: $n lines match $re, expected 1" unless $n == 1;
+	$ini_text =~ s/$re/$line/;
+}
+like($ini_text, qr/^pool_mode = transaction$/m, 'the shipped pgbouncer.ini pools transactions');
 open my $ini, '>', "$bdir/pgbouncer.ini" or die;
-print $ini <<"INI";
-[databases]
-postgres = host=$host port=@{[ $node->port ]} dbname=postgres
-[pgbouncer]
-listen_addr =
-listen_port = $bouncer_port
-unix_socket_dir = $bdir
-auth_type = trust
-auth_file = $bdir/userlist.txt
-pool_mode = transaction
-default_pool_size = 3
-max_client_conn = 100
-logfile = $bdir/pgbouncer.log
-pidfile = $bdir/pgbouncer.pid
-INI
+print $ini $ini_text;
 close $ini;
 open my $ul, '>', "$bdir/userlist.txt" or die;
 print $ul qq{"$user" ""\n};
