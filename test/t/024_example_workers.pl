@@ -16,6 +16,17 @@
 # it stopped claiming is not claimed; the worker exits 0 and both sleeping
 # jobs are completed.
 #
+# The grace period (each language, direct): with AWA_GRACE=1, SIGTERM while a
+# 60 s example.sleep job runs: the worker exits 0 (well before the job could
+# have ended), logs that it handed the job back, and the job is not completed:
+# it is scheduled or available at attempt 0 (awa.snooze gave the attempt back).
+#
+# Cancellation (each language, direct): a running, heartbeated 60 s job is
+# cancelled with awa.cancel (cancel_requested); the handler logs that it
+# stopped because of the cancel, the worker logs that it did not end the
+# attempt and never completes, retries, snoozes or fails it, and the job's
+# state is cancelled.
+#
 # pgbouncer runs the shipped examples/pgbouncer/pgbouncer.ini with only its
 # per-machine lines replaced.
 #
@@ -156,6 +167,53 @@ for my $lang (qw(python node))
 	is($h->result(0), 0, "$lang: after SIGTERM the worker exited 0") or diag($err);
 	is(states($sleepers), 'completed@1 x2', "$lang: the running jobs finished within the grace period");
 	is(states($late), 'available@0 x1', "$lang: a job enqueued after SIGTERM was not claimed");
+
+	# SIGTERM with AWA_GRACE=1 while a job of 60 s runs: the worker exits
+	# after the grace period without completing the job, which it hands back
+	# with awa.snooze (scheduled, then available again; attempt not used up).
+	$queue = "ex_${lang}_grace";
+	my ($long) = @{ produce($lang, $direct, $queue, 'example.sleep', 1, 3, '{"seconds": 60}') };
+	($out, $err) = ('', '');
+	local %ENV = (%ENV, DATABASE_URL => $direct, AWA_QUEUE => $queue, AWA_WAIT => '1', AWA_GRACE => '1',
+		AWA_HEARTBEAT => '1');
+	$h = IPC::Run::start($cmd{$lang}{worker}, '>', \$out, '2>', \$err, IPC::Run::timeout(300));
+	ok($node->poll_query_until('postgres', "SELECT running = 1 FROM awa.queue_counts('$queue')"),
+		"$lang: the 60 s example.sleep job is running");
+	my $termed = time;
+	$h->signal('TERM');
+	$h->finish;
+	is($h->result(0), 0, "$lang: with AWA_GRACE=1 the worker exited 0 after SIGTERM") or diag($err);
+	# Generous: the job still had most of its 60 s to run.
+	cmp_ok(time - $termed, '<', 45, "$lang: the worker exited before the running job could have finished");
+	like($err, qr/job $long: grace period over: handed back \(snooze -> scheduled\)/,
+		"$lang: the unfinished job was handed back with awa.snooze");
+	unlike($err, qr/job $long \(example\.sleep, attempt 1\): complete/, "$lang: the worker did not complete it");
+	like(states([$long]), qr/^(scheduled|available)\@0 x1$/,
+		"$lang: the job is not completed, waits to run again, its attempt given back");
+
+	# A running job cancelled with awa.cancel: the next heartbeat answers
+	# cancel_requested, the handler is told (it logs that it stopped), and the
+	# worker makes no call to end the attempt (the cancel closed it).
+	$queue = "ex_${lang}_cancel";
+	my ($victim) = @{ produce($lang, $direct, $queue, 'example.sleep', 1, 3, '{"seconds": 60}') };
+	($out, $err) = ('', '');
+	local %ENV = (%ENV, DATABASE_URL => $direct, AWA_QUEUE => $queue, AWA_WAIT => '1', AWA_GRACE => '60',
+		AWA_HEARTBEAT => '1');
+	$h = IPC::Run::start($cmd{$lang}{worker}, '>', \$out, '2>', \$err, IPC::Run::timeout(300));
+	ok($node->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM awa.attempt_state WHERE heartbeat_at IS NOT NULL AND job_id = $victim"),
+		"$lang: the 60 s job is running and heartbeated");
+	is($node->safe_psql('postgres', "SELECT awa.cancel($victim)"), 'cancel_requested',
+		"$lang: awa.cancel of the running job");
+	$h->pump until $err =~ /job $victim \(example\.sleep\): handler stopped: cancelled/
+	  && $err =~ /job $victim \(example\.sleep, attempt 1\): not ended by the worker \(cancelled\)/;
+	pass("$lang: the handler saw the cancellation and stopped; the worker did not end the attempt");
+	$h->signal('TERM');
+	$h->finish;
+	is($h->result(0), 0, "$lang: the worker then exited 0 on SIGTERM") or diag($err);
+	unlike($err, qr/job $victim \(example\.sleep, attempt 1\): (complete|retry|snooze|fail)/,
+		"$lang: the worker never completed (or otherwise ended) the cancelled job");
+	is(states([$victim]), 'cancelled@1 x1', "$lang: the cancelled job's final state is cancelled");
 }
 
 $node->stop;
