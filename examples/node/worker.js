@@ -111,7 +111,10 @@ async function claim(n) {
       [config.queue, n, config.deadline, config.wait]);
     return rows;
   } catch (e) {
-    if (stopping && e.code === '57014') return [];   // cancelled by the SIGTERM: nothing claimed
+    if (stopping && e.code === '57014') {   // cancelled by the SIGTERM: the claim rolled back
+      log('the waiting claim was cancelled (nothing claimed)');
+      return [];
+    }
     throw e;
   } finally {
     claiming = false;

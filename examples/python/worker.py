@@ -170,6 +170,7 @@ class Worker:
             ).fetchall()
         except psycopg.errors.QueryCanceled:
             if self.stopping.is_set():
+                log("the waiting claim was cancelled (nothing claimed)")
                 return []  # cancelled by the SIGTERM: the claim rolled back, nothing claimed
             raise
         finally:

@@ -16,9 +16,10 @@
 # it stopped claiming is not claimed; the worker exits 0 and both sleeping
 # jobs are completed.
 #
-# The grace period (each language, direct): with AWA_GRACE=1, SIGTERM while a
-# 60 s example.sleep job runs: the worker exits 0 (well before the job could
-# have ended), logs that it handed the job back, and the job is not completed:
+# The grace period (each language, direct): with AWA_GRACE=1 and AWA_WAIT=60,
+# SIGTERM while a 60 s example.sleep job runs and a claim waits: the worker
+# exits 0 (well before the job or the claim's wait could have ended: it
+# cancels the claim), logs that it handed the job back, and the job is not completed:
 # it is scheduled or available at attempt 0 (awa.snooze gave the attempt back).
 #
 # Cancellation (each language, direct): a running, heartbeated 60 s job is
@@ -168,13 +169,15 @@ for my $lang (qw(python node))
 	is(states($sleepers), 'completed@1 x2', "$lang: the running jobs finished within the grace period");
 	is(states($late), 'available@0 x1', "$lang: a job enqueued after SIGTERM was not claimed");
 
-	# SIGTERM with AWA_GRACE=1 while a job of 60 s runs: the worker exits
-	# after the grace period without completing the job, which it hands back
-	# with awa.snooze (scheduled, then available again; attempt not used up).
+	# SIGTERM with AWA_GRACE=1 while a job of 60 s runs and the worker's next
+	# claim waits in the server (AWA_WAIT=60): the worker cancels that claim,
+	# exits after the grace period without completing the job, and hands the
+	# job back with awa.snooze (scheduled, then available again; attempt not
+	# used up).
 	$queue = "ex_${lang}_grace";
 	my ($long) = @{ produce($lang, $direct, $queue, 'example.sleep', 1, 3, '{"seconds": 60}') };
 	($out, $err) = ('', '');
-	local %ENV = (%ENV, DATABASE_URL => $direct, AWA_QUEUE => $queue, AWA_WAIT => '1', AWA_GRACE => '1',
+	local %ENV = (%ENV, DATABASE_URL => $direct, AWA_QUEUE => $queue, AWA_WAIT => '60', AWA_GRACE => '1',
 		AWA_HEARTBEAT => '1');
 	$h = IPC::Run::start($cmd{$lang}{worker}, '>', \$out, '2>', \$err, IPC::Run::timeout(300));
 	ok($node->poll_query_until('postgres', "SELECT running = 1 FROM awa.queue_counts('$queue')"),
@@ -183,8 +186,10 @@ for my $lang (qw(python node))
 	$h->signal('TERM');
 	$h->finish;
 	is($h->result(0), 0, "$lang: with AWA_GRACE=1 the worker exited 0 after SIGTERM") or diag($err);
-	# Generous: the job still had most of its 60 s to run.
-	cmp_ok(time - $termed, '<', 45, "$lang: the worker exited before the running job could have finished");
+	# Generous: the job still had most of its 60 s to run, and the claim most
+	# of its 60 s wait.
+	cmp_ok(time - $termed, '<', 45,
+		"$lang: the worker exited before the running job or its waiting claim could have finished");
 	like($err, qr/job $long: grace period over: handed back \(snooze -> scheduled\)/,
 		"$lang: the unfinished job was handed back with awa.snooze");
 	unlike($err, qr/job $long \(example\.sleep, attempt 1\): complete/, "$lang: the worker did not complete it");
