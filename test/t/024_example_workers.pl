@@ -28,6 +28,10 @@
 # attempt and never completes, retries, snoozes or fails it, and the job's
 # state is cancelled.
 #
+# Stale (each language, direct): an attempt rescued after its deadline
+# (AWA_DEADLINE=2) while its handler runs: the heartbeat answers stale, the
+# handler logs that it stopped (stale), and the worker makes no call for it.
+#
 # pgbouncer runs the shipped examples/pgbouncer/pgbouncer.ini with only its
 # per-machine lines replaced.
 #
@@ -219,6 +223,27 @@ for my $lang (qw(python node))
 	unlike($err, qr/job $victim \(example\.sleep, attempt 1\): (complete|retry|snooze|fail)/,
 		"$lang: the worker never completed (or otherwise ended) the cancelled job");
 	is(states([$victim]), 'cancelled@1 x1', "$lang: the cancelled job's final state is cancelled");
+
+	# An attempt that awa ended without the worker (rescued after its
+	# deadline, AWA_DEADLINE=2; max_attempts 1, so the job fails): the next
+	# heartbeat answers stale, the handler is told (reason stale), and the
+	# worker makes no call for that attempt.
+	$queue = "ex_${lang}_stale";
+	my ($lost) = @{ produce($lang, $direct, $queue, 'example.sleep', 1, 1, '{"seconds": 60}') };
+	($out, $err) = ('', '');
+	local %ENV = (%ENV, DATABASE_URL => $direct, AWA_QUEUE => $queue, AWA_WAIT => '1', AWA_GRACE => '60',
+		AWA_HEARTBEAT => '1', AWA_DEADLINE => '2');
+	$h = IPC::Run::start($cmd{$lang}{worker}, '>', \$out, '2>', \$err, IPC::Run::timeout(300));
+	ok($node->poll_query_until('postgres', "SELECT awa.get_job($lost) ->> 'state' = 'failed'"),
+		"$lang: the attempt past its deadline was rescued (the job failed: no attempt left)");
+	$h->pump until $err =~ /job $lost \(example\.sleep\): handler stopped: stale/
+	  && $err =~ /job $lost \(example\.sleep, attempt 1\): not ended by the worker \(stale\)/;
+	pass("$lang: the heartbeat answered stale, the handler stopped, the worker did not end the attempt");
+	$h->signal('TERM');
+	$h->finish;
+	is($h->result(0), 0, "$lang: the worker then exited 0 on SIGTERM") or diag($err);
+	unlike($err, qr/job $lost \(example\.sleep, attempt 1\): (complete|retry|snooze|fail)/,
+		"$lang: the worker made no call for the rescued attempt");
 }
 
 $node->stop;
