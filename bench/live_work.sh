@@ -17,6 +17,10 @@
 # 3. The completion path with the history ring on (awa.history_retention = 1h) and off (0):
 #    the same drain, and the history ring's size per finished job.
 # Writes bench/RESULTS-live-work.md (OUT to change). Run as root or as postgres.
+# Environment: DURATION, PAUSED, BACKLOG (the 100,000 of parts 1-3: the middle carry size, the
+# live work's paused jobs, the drain's backlog; a multiple of 10,000 or below it), HISTORY_WAIT
+# (s to wait for the drained jobs to reach the history ring, default 90), ROUNDS (of part 3,
+# default 2), OUT, PORT, PGBIN, WORKDIR, KEEP=1.
 SCRIPT_NAME=live-work
 PORT=${PORT:-55470}
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,8 +28,17 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$BENCH_DIR/scratch_server.sh"
 DURATION=${DURATION:-15}
 PAUSED=${PAUSED:-1000000}
+BACKLOG=${BACKLOG:-100000}
+HISTORY_WAIT=${HISTORY_WAIT:-90}
+ROUNDS=${ROUNDS:-2}
+if (( BACKLOG <= 0 || (BACKLOG > 10000 && BACKLOG % 10000 != 0) )); then
+	echo "BACKLOG must be positive, and a multiple of 10000 above 10000" >&2
+	exit 2
+fi
+BATCH=$((BACKLOG < 10000 ? BACKLOG : 10000))
+BATCHES=$((BACKLOG / BATCH))
 OUT=${OUT:-$BENCH_DIR/RESULTS-live-work.md}
-CMD="DURATION=$DURATION PAUSED=$PAUSED bench/live_work.sh"
+CMD="DURATION=$DURATION PAUSED=$PAUSED BACKLOG=$BACKLOG ROUNDS=$ROUNDS bench/live_work.sh"
 
 start_scratch_server
 report=()
@@ -71,7 +84,7 @@ report+=("## 1. One prune that carries a paused backlog"
 	""
 	"| paused jobs in the slot | awa.carry_max_rows | outcome, rows carried, kept slots, prune ms, WAL |"
 	"|---:|---|---|")
-for n in 0 100000 "$PAUSED"; do carry_cost "$n"; done
+for n in 0 "$BACKLOG" "$PAUSED"; do carry_cost "$n"; done
 report+=("")
 
 # ---------------------------------------------------------------------------
@@ -88,16 +101,16 @@ setup_db() {   # $1 db, $2 live work (0/1), $3 history retention
 	sql "ALTER DATABASE $1 SET awa.history_retention = '$3'"
 	if [ "$2" = 1 ]; then
 		DB=$1 sql "SELECT awa.pause_queue('paused')" >/dev/null
-		for _ in $(seq 1 10); do
-			DB=$1 sql "SELECT count(*) FROM awa.enqueue_many(array_fill('k'::text, ARRAY[10000]), NULL, 'paused')" >/dev/null
+		for _ in $(seq 1 "$BATCHES"); do
+			DB=$1 sql "SELECT count(*) FROM awa.enqueue_many(array_fill('k'::text, ARRAY[$BATCH]), NULL, 'paused')" >/dev/null
 		done
 		DB=$1 sql "SELECT awa.enqueue('idle', '{}', 'idle'); SELECT awa.enqueue('long', '{}', 'long');
 		           CREATE TABLE long_attempt AS SELECT * FROM awa.claim('long')" >/dev/null
 	fi
 }
-preload() {   # $1 db: a 100,000-job backlog on queue bench
-	for _ in $(seq 1 10); do
-		DB=$1 sql "SELECT count(*) FROM awa.enqueue_many(array_fill('send_email'::text, ARRAY[10000]), NULL, 'bench')" >/dev/null
+preload() {   # $1 db: a BACKLOG-job backlog on queue bench
+	for _ in $(seq 1 "$BATCHES"); do
+		DB=$1 sql "SELECT count(*) FROM awa.enqueue_many(array_fill('send_email'::text, ARRAY[$BATCH]), NULL, 'bench')" >/dev/null
 	done
 }
 # The worker's history retention is the server's: set it for the worker too.
@@ -105,7 +118,7 @@ set_retention() { sql "ALTER SYSTEM SET awa.history_retention = '$1'" >/dev/null
 
 report+=("## 2. Hot paths with and without live work (worker on, 1 s rotations)"
 	""
-	"| cell | no live work | 100,000 paused + idle + long attempt | ratio |"
+	"| cell | no live work | $BACKLOG paused + idle + long attempt | ratio |"
 	"|---|---:|---:|---:|")
 set_retention 1h
 setup_db plain 0 1h
@@ -133,7 +146,7 @@ report+=("## 3. The completion path with the history ring on and off (worker on,
 	"| awa.history_retention | drain, batch 10, 4 workers (worker loops/s) |"
 	"|---|---:|")
 # Interleaved, twice each, so that drift on a shared machine shows.
-for round in 1 2; do
+for round in $(seq 1 "$ROUNDS"); do
 	for r in 0 1h; do
 		set_retention "$r"
 		db="hist_${r}_$round"
@@ -141,16 +154,17 @@ for round in 1 2; do
 		preload "$db"
 		d=$(run_cell "$db" "$BENCH_DIR/awa_drain_bn.sql" 4 "-D B=10")
 		add "| $r (run $round) | $d |"
-		[ "$db" = hist_1h_2 ] || sql "DROP DATABASE $db WITH (FORCE)" >/dev/null
+		[ "$db" = "hist_1h_$ROUNDS" ] || sql "DROP DATABASE $db WITH (FORCE)" >/dev/null
 	done
 done
 # History ring size per finished job: wait until the drained jobs' slot was pruned.
-for _ in $(seq 1 90); do
-	rows=$(DB=hist_1h_2 sql "SELECT count(*) FROM awa.job_history")
-	[ "$rows" -ge 100000 ] && break
+rows=$(DB="hist_1h_$ROUNDS" sql "SELECT count(*) FROM awa.job_history")
+for _ in $(seq 1 "$HISTORY_WAIT"); do
+	[ "$rows" -ge "$BACKLOG" ] && break
 	sleep 1
+	rows=$(DB="hist_1h_$ROUNDS" sql "SELECT count(*) FROM awa.job_history")
 done
-bytes=$(DB=hist_1h_2 sql "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+bytes=$(DB="hist_1h_$ROUNDS" sql "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
                            WHERE c.relnamespace = 'awa'::regnamespace AND c.relname ~ '^job_history_[0-9]+$'")
 add ""
 add "History ring after the drain: $rows finished jobs in $((bytes / 1024)) kB: $((bytes / (rows > 0 ? rows : 1))) bytes per job (table and index; args of about 60 bytes)."

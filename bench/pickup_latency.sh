@@ -18,7 +18,8 @@
 # Prints a markdown table (also written to $WORKDIR/result.md). Targets (issue 10 §3): p50 <= 1 ms,
 # p99 <= 5 ms, idle waiters ~0 CPU. Exit status 1 when a job was lost or the log has errors.
 #
-# Environment: WAITERS, RATE, DURATION, IDLE_S, PORT (default 55442), PGBIN, WORKDIR, KEEP=1.
+# Environment: WAITERS, RATE, DURATION, IDLE_S, CLAIM_WAIT (s a waiter's claim waits, default 10),
+# PORT (default 55442), PGBIN, WORKDIR, KEEP=1.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,6 +27,7 @@ WAITERS=${WAITERS:-8}
 RATE=${RATE:-200}
 DURATION=${DURATION:-20}
 IDLE_S=${IDLE_S:-10}
+CLAIM_WAIT=${CLAIM_WAIT:-10}
 PORT=${PORT:-55442}
 SCRIPT_NAME=pickup-latency
 # shellcheck source=bench/scratch_server.sh
@@ -34,9 +36,9 @@ source "$BENCH_DIR/scratch_server.sh"
 start_scratch_server
 sql "CREATE EXTENSION awa"
 sql "CREATE TABLE lat (job_id bigint, ms double precision)"
-# The worker loop: wait up to 10 s for one job, record its pickup latency, complete it.
-cat >"$WORKDIR/waiter.sql" <<'EOF'
-WITH c AS (SELECT * FROM awa.claim('lat', 1, NULL, '10 seconds')),
+# The worker loop: wait up to CLAIM_WAIT s for one job, record its pickup latency, complete it.
+cat >"$WORKDIR/waiter.sql" <<EOF
+WITH c AS (SELECT * FROM awa.claim('lat', 1, NULL, '$CLAIM_WAIT seconds')),
      r AS (INSERT INTO lat SELECT c.job_id, extract(epoch FROM clock_timestamp() - c.created_at) * 1000 FROM c)
 SELECT count(*) AS n, coalesce(max(job_id), 0) AS j, coalesce(max(run_lease), 0) AS l,
        coalesce(max(receipt_id), 0) AS r FROM c \gset
@@ -51,7 +53,7 @@ EOF
 chown postgres "$WORKDIR"/*.sql 2>/dev/null || true
 
 log "idle: $WAITERS waiters, no producer, ${IDLE_S} s"
-"${PGBENCH[@]}" -n -M prepared -c "$WAITERS" -j 2 -T $((IDLE_S + 12)) -f "$WORKDIR/waiter.sql" postgres \
+"${PGBENCH[@]}" -n -M prepared -c "$WAITERS" -j 2 -T $((IDLE_S + CLAIM_WAIT + 2)) -f "$WORKDIR/waiter.sql" postgres \
 	>"$WORKDIR/logs/idle.txt" 2>&1 &
 BG_PIDS+=($!)
 sleep 2
@@ -83,7 +85,7 @@ problems=$(server_log_problems)
 {
 	echo "## Pickup latency of waiting claims ($(date -u +%Y-%m-%d), $(nproc) cores)"
 	echo
-	echo "Command: \`WAITERS=$WAITERS RATE=$RATE DURATION=$DURATION IDLE_S=$IDLE_S bench/pickup_latency.sh\`"
+	echo "Command: \`WAITERS=$WAITERS RATE=$RATE DURATION=$DURATION IDLE_S=$IDLE_S CLAIM_WAIT=$CLAIM_WAIT bench/pickup_latency.sh\`"
 	echo
 	echo "| measure | value |"
 	echo "|---|---:|"

@@ -7,7 +7,8 @@ three PNGs in OUTDIR, each with the phases shaded:
                         plain tables and rotation ledgers (bottom), symmetric-log scale so 0 shows;
   soak_worker_rss.png   the maintenance worker's VmRSS, RssAnon, RssShmem and RssFile, and when LLVM
                         (JIT) was first mapped into it.
-Needs matplotlib (the system /usr/bin/python3 has it).
+Needs matplotlib (Debian's python3-matplotlib, which scripts/install-deps.sh installs; without it
+bench/soak.sh writes its report without figures).
 """
 import csv
 import os

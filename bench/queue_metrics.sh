@@ -8,8 +8,10 @@
 # awa.enqueue_many each) and a quarter of them (at least 1) claimed in one claim, so each
 # lane's claim cursor lags behind its claimed lanes, as after a burst of claims. The counters
 # are rebuilt, then SELECT count(*) FROM awa.queue_metrics() runs REPS times in one session;
-# the script prints each run's time (psql \timing) per configuration. Environment: REPS
-# (default 5), PORT (default 55443), PGBIN, WORKDIR, KEEP=1. Run as root or as postgres.
+# the script prints each run's time (psql \timing) per configuration (also $WORKDIR/result.md).
+# Environment: QUEUES (default 100), DEEP (jobs per queue of the second configuration, default
+# 10000), MANY (queues of the third, default 1000), REPS (default 5), PORT (default 55443), PGBIN,
+# WORKDIR, KEEP=1. Run as root or as postgres.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,8 +35,10 @@ measure() {
 		"${PSQL[@]}" -d "$db" -At | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | paste -sd' ')
 	printf '| %s | %s | %s ms |\n' "$queues" "$per_queue" "$times"
 }
-echo '| queues | jobs per queue | queue_metrics() per run |'
-echo '|---:|---:|---|'
-measure "${QUEUES:-100}" 10
-measure "${QUEUES:-100}" 10000
-measure 1000 10
+{
+	echo '| queues | jobs per queue | queue_metrics() per run |'
+	echo '|---:|---:|---|'
+	measure "${QUEUES:-100}" 10
+	measure "${QUEUES:-100}" "${DEEP:-10000}"
+	measure "${MANY:-1000}" 10
+} | tee "$WORKDIR/result.md"

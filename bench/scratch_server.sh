@@ -70,11 +70,14 @@ restart_scratch_server() {
 	as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$SERVER_LOG" -m fast -w restart >/dev/null
 }
 
-# ERROR/WARNING/FATAL/PANIC lines in the server log (count). A backend whose
-# pgbench client the script stopped with SIGTERM at the end of a run may log
-# "FATAL: connection to client lost": that is the harness, not awa.
+# ERROR/WARNING/FATAL/PANIC lines in the server log (count). Not counted, as
+# they are the harness, not awa: "FATAL: connection to client lost" from a
+# backend whose pgbench client the script stopped with SIGTERM at the end of a
+# run, and "FATAL: terminating background worker ... due to administrator
+# command" from a shutdown the script asked for (restart_scratch_server).
 server_log_problems() {
-	grep -E ' (ERROR|WARNING|FATAL|PANIC): ' "$SERVER_LOG" | grep -cv 'FATAL:  connection to client lost' || true
+	grep -E ' (ERROR|WARNING|FATAL|PANIC): ' "$SERVER_LOG" |
+		grep -Ev 'FATAL:  (connection to client lost|terminating background worker ".*" due to administrator command)$' -c || true
 }
 
 # "latency average = X ms" of a pgbench output file.

@@ -5,8 +5,9 @@
 #
 #   bench/soak.sh                                   about 8 minutes (30+120+60+120+120 s)
 #   WARMUP=5 CLEAN=20 IDLE_TX=20 RECOVERY=20 CLEAN2=20 OUT=/tmp/soak.md CSV_OUT=/tmp/soak.csv \
-#     FIGURES=/tmp/fig bench/soak.sh                 smoke run (under 2 minutes; the RSS item needs
-#                                                   the default lengths: warm-up takes ~100 s)
+#     FIGURES=/tmp/fig bench/soak.sh                 smoke run (under 2 minutes; the RSS item is
+#                                                   judged only when the clean phase ends at 100 s
+#                                                   or later: warm-up takes ~100 s)
 #
 # Scratch server (bench/scratch_server.sh, settings of bench/server.conf; awa.maintenance_enabled
 # and the rotate intervals keep their defaults: worker on, 1 s). Database bench with the extension;
@@ -42,14 +43,18 @@
 # no prune moves the counters), the worker kept its pid, no maintenance step error, no pgbench or
 # server log error, and an instrument check: one enqueue rolled back must show as n_dead_tup > 0.
 # Then bench/soak_report.py writes OUT (per-phase table and contract checks) and bench/plot_soak.py
-# draws the PNGs into FIGURES. Exit status 1 if a contract item or an integrity check fails.
+# draws the PNGs into FIGURES (when /usr/bin/python3 has matplotlib; otherwise the report says so).
+# Exit status 1 if a contract item or an integrity check fails; the report is written either way.
 #
 # Environment: WARMUP CLEAN IDLE_TX RECOVERY CLEAN2 (s; default 30 120 60 120 120), PRODUCER_RATE
 # (jobs/s offered, default 800), PRODUCERS (default 4), CONSUMERS (default 8), B (default 10),
 # IDLE_MS (default 10), OUT (default bench/RESULTS-maintenance.md), CSV_OUT (default
 # bench/soak.csv), FIGURES (default docs/figures), PORT (default 55443), PGBIN, WORKDIR, KEEP=1,
 # MEMCTX_EVERY (diagnostics, default 0 = off: every that many samples the sampler also runs
-# pg_log_backend_memory_contexts() on the worker, which writes its memory contexts to the server log).
+# pg_log_backend_memory_contexts() on the worker, which writes its memory contexts to the server log),
+# SMOKE=1 (a smoke run, test/t/031_bench_smoke.pl: soak_report.py's contract and validity verdicts
+# and the instrument check are in the report but do not set the exit status; the other integrity
+# checks still do).
 # Run as root or as postgres, after make install.
 set -euo pipefail
 
@@ -77,6 +82,7 @@ FIGURES=${FIGURES:-$REPO_DIR/docs/figures}
 PORT=${PORT:-55443}
 PYTHON=${PYTHON:-/usr/bin/python3}
 MEMCTX_EVERY=${MEMCTX_EVERY:-0}
+SMOKE=${SMOKE:-0}
 SCRIPT_NAME=soak
 PHASES=(warmup clean idle_in_tx recovery clean2)
 DURATIONS=("$WARMUP" "$CLEAN" "$IDLE_TX" "$RECOVERY" "$CLEAN2")
@@ -305,7 +311,7 @@ BEGIN
 END \$\$" >/dev/null
 PROBE_DEAD=$(sql "SELECT coalesce(max(n_dead_tup), 0) FROM pg_stat_all_tables
                    WHERE schemaname = 'awa' AND relname ~ '^ready_entries_[0-9]+\$'")
-[ "${PROBE_DEAD:-0}" -gt 0 ] || CHECKS+=("FAIL: a rolled-back enqueue left no dead tuple visible in pg_stat_all_tables within 10 s: the dead-tuple columns could not have seen one")
+[ "${PROBE_DEAD:-0}" -gt 0 ] || CHECKS+=("$([ "$SMOKE" = 1 ] && echo 'note (SMOKE=1, not judged)' || echo FAIL): a rolled-back enqueue left no dead tuple visible in pg_stat_all_tables within 10 s: the dead-tuple columns could not have seen one")
 AUTOVAC=$(grep -c 'automatic vacuum of table "bench.awa.' "$SERVER_LOG" || true)
 AUTOANALYZE=$(grep -c 'automatic analyze of table "bench.awa.' "$SERVER_LOG" || true)
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -314,7 +320,15 @@ LAT_C=$(pgbench_latency "$WORKDIR/logs/consumers.pgbench")
 
 cp "$CSV" "$CSV_OUT"
 mkdir -p "$FIGURES"
-"$PYTHON" "$BENCH_DIR/plot_soak.py" "$CSV" "$FIGURES" "$PRODUCER_RATE"
+# The figures need matplotlib (python3-matplotlib, which scripts/install-deps.sh installs). Without
+# it, or if plotting fails, the report is written all the same, saying why it has no figures.
+FIG_NOTE=""
+if ! "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
+	FIG_NOTE="No figures: $PYTHON cannot import matplotlib (apt-get install python3-matplotlib, or run scripts/install-deps.sh)."
+elif ! "$PYTHON" "$BENCH_DIR/plot_soak.py" "$CSV" "$FIGURES" "$PRODUCER_RATE" 2>"$WORKDIR/logs/plot_soak.err"; then
+	FIG_NOTE="No figures: bench/plot_soak.py failed: $(tail -n 1 "$WORKDIR/logs/plot_soak.err")"
+fi
+[ -z "$FIG_NOTE" ] || log "$FIG_NOTE"
 REPORT_RC=0
 TABLES=$("$PYTHON" "$BENCH_DIR/soak_report.py" "$CSV" "$PRODUCER_RATE") || REPORT_RC=$?
 FIG_REL=$(realpath --relative-to="$(dirname "$OUT")" "$FIGURES" 2>/dev/null || echo "$FIGURES")
@@ -356,14 +370,24 @@ CSV_REL=$(realpath --relative-to="$(dirname "$OUT")" "$CSV_OUT" 2>/dev/null || e
 	echo
 	echo "## Figures"
 	echo
-	echo "![enqueue and completion rate]($FIG_REL/soak_rates.png)"
-	echo
-	echo "![dead tuples per family]($FIG_REL/soak_dead_tuples.png)"
-	echo
-	echo "![maintenance worker RSS]($FIG_REL/soak_worker_rss.png)"
+	if [ -n "$FIG_NOTE" ]; then
+		echo "$FIG_NOTE"
+	else
+		echo "![enqueue and completion rate]($FIG_REL/soak_rates.png)"
+		echo
+		echo "![dead tuples per family]($FIG_REL/soak_dead_tuples.png)"
+		echo
+		echo "![maintenance worker RSS]($FIG_REL/soak_worker_rss.png)"
+	fi
 } >"$OUT"
 cat "$OUT"
 
 FAILED=0
 for c in "${CHECKS[@]}"; do case $c in FAIL:*) FAILED=1 ;; esac; done
+# SMOKE=1: the contract and validity verdicts of soak_report.py are written but do not decide the
+# exit status (a run of seconds measures nothing); the report must still have been made.
+if [ "$SMOKE" = 1 ] && [ "$REPORT_RC" = 1 ] && grep -q '^## Contract' <<<"$TABLES"; then
+	log "SMOKE=1: soak_report.py's verdicts do not decide the exit status"
+	REPORT_RC=0
+fi
 [ "$REPORT_RC" = 0 ] && [ "$FAILED" = 0 ]

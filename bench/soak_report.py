@@ -24,6 +24,8 @@ Contract (the issue's maintenance acceptance items):
      they fill over the first ~100 s). VmRSS also counts the shared buffers the worker touched
      (RssShmem) and mapped libraries (RssFile; LLVM when a query was JIT-compiled), so it is
      shown, not judged. Steps of 2 MiB or more and the first sample with LLVM mapped are listed.
+     A run whose clean phase ends before t = 100 s (a smoke run) gets NOT JUDGED here, which
+     neither passes nor fails.
 Validity (the experiment did what it says): the idle session held an xid in >= 90 % of the
 idle_in_tx samples and in no other phase's; the producers reached >= 95 % of the offered rate
 in every measured phase; no job failed, was cancelled or went to the DLQ; no maintenance errors.
@@ -175,7 +177,12 @@ def main():
         detail.append(f"{p}: {s['comp']:.1f} completed vs {s['enq']:.1f} enqueued jobs/s ({dev * 100:+.2f} %, "
                       f"{'within' if abs(dev) <= 0.02 else 'outside'} 2 %), {s['comp'] / offered * 100:.1f} % of offered")
     items.append(("throughput back at the producer rate after the idle phase (5 % bound)", ok, "; ".join(detail)))
-    if "clean" in stats and "clean2" in stats:
+    if "clean" in stats and "clean2" in stats and rows[bounds["clean"][1]]["t"] < 100:
+        # A short run (a smoke test): the baseline would be taken while the caches still fill.
+        items.append(("maintenance worker RSS flat", None,
+                      f"not judged: the clean phase ended at t={rows[bounds['clean'][1]]['t']:.0f}s, before the "
+                      "worker's caches are warm (~100 s); run with the default phase lengths"))
+    elif "clean" in stats and "clean2" in stats:
         # Baseline: the end of the clean phase (2.5 min of load with the defaults): by then the
         # worker's caches hold every ring partition and plan (they fill over the first ~100 s).
         base = rows[bounds["clean"][1]]
@@ -212,8 +219,8 @@ def main():
     out.append("## Contract")
     out.append("")
     for name, ok, d in items:
-        out.append(f"- **{'PASS' if ok else 'FAIL'}** {name}: {d}")
-        if not ok:
+        out.append(f"- **{'NOT JUDGED' if ok is None else 'PASS' if ok else 'FAIL'}** {name}: {d}")
+        if ok is False:
             fails.append(name)
 
     # --- validity of the experiment

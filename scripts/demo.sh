@@ -4,6 +4,9 @@
 # checkout (.demo/, port 5440, awa preloaded), creates the extension, sends a
 # demo job through enqueue, claim and complete, and leaves the server running.
 # Safe to run again: it reuses the cluster and the running server.
+# AWA_DEMO_PORT=5441 ./scripts/demo.sh: another port (on every run: the port is
+# written into the cluster's postgresql.conf each time, so a rerun with another
+# port moves an existing demo cluster there).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 port=${AWA_DEMO_PORT:-5440}
@@ -17,24 +20,75 @@ make -C "$repo" -s install
 
 as_postgres() { runuser -u postgres -- env PATH="$PATH" "$@"; }
 
+case $port in
+	'' | *[!0-9]*) echo "AWA_DEMO_PORT must be a port number, not '$port'" >&2; exit 2 ;;
+esac
+if [ "$port" -lt 1024 ] || [ "$port" -gt 65535 ]; then
+	echo "AWA_DEMO_PORT must be between 1024 and 65535, not $port" >&2
+	exit 2
+fi
+
 mkdir -p "$demo"
 chown postgres "$demo"
 if [ ! -f "$demo/data/PG_VERSION" ]; then
 	echo "== creating a PostgreSQL 15 cluster in $demo/data"
 	as_postgres initdb -D "$demo/data" -A trust -U postgres >/dev/null
 	cat >>"$demo/data/postgresql.conf" <<CONF
-port = $port
 listen_addresses = 'localhost'
 unix_socket_directories = '$demo'
 shared_preload_libraries = 'awa'
 CONF
 fi
-if ! as_postgres pg_ctl -D "$demo/data" status >/dev/null 2>&1; then
+# The port of this run (AWA_DEMO_PORT or 5440), written on every run: a cluster
+# created on another port, or left behind by a run whose port was busy, moves.
+for f in "$demo/data/postgresql.conf" "$demo/data/postgresql.auto.conf"; do
+	if [ -f "$f" ]; then sed -i -E '/^[[:space:]]*port[[:space:]]*=/d' "$f"; fi
+done
+echo "port = $port" >>"$demo/data/postgresql.conf"
+
+# Is something other than this demo's server listening on the port: a TCP
+# listener on localhost, or a server's socket in the demo's socket directory?
+# (The running demo server holds its own port: line 4 of postmaster.pid.)
+port_in_use() {
+	local p=$1 host
+	for host in 127.0.0.1 ::1; do
+		if timeout 2 bash -c "exec 3<>/dev/tcp/$host/$p" 2>/dev/null; then return 0; fi
+	done
+	# A live server's socket in the demo's socket directory (its lock file names its pid).
+	local lock="$demo/.s.PGSQL.$p.lock" pid
+	if [ -e "$lock" ]; then
+		pid=$(head -n 1 "$lock")
+		[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && return 0
+	fi
+	return 1
+}
+running_port=""
+if as_postgres pg_ctl -D "$demo/data" status >/dev/null 2>&1; then
+	running_port=$(sed -n 4p "$demo/data/postmaster.pid")
+fi
+if [ "$running_port" != "$port" ] && port_in_use "$port"; then
+	cat >&2 <<MSG
+== port $port is already in use on localhost (another PostgreSQL, or another program, listens there).
+   The demo server cannot start on it. Choose a free port with AWA_DEMO_PORT, e.g.:
+       AWA_DEMO_PORT=$((port + 1)) ./scripts/demo.sh
+   (then use that port in DATABASE_URL; see docs/getting-started.md)
+MSG
+	exit 1
+fi
+
+# pg_ctl says only "could not start server": show the server's own words.
+start_failed() {
+	echo "== the server did not start on port $port; the last lines of $demo/server.log:" >&2
+	tail -n 15 "$demo/server.log" >&2
+	echo "   (if it says the address is already in use, choose another port: AWA_DEMO_PORT=<port> ./scripts/demo.sh)" >&2
+	exit 1
+}
+if [ -z "$running_port" ]; then
 	echo "== starting the server on port $port"
-	as_postgres pg_ctl -D "$demo/data" -l "$demo/server.log" -w start >/dev/null
+	as_postgres pg_ctl -D "$demo/data" -l "$demo/server.log" -w start >/dev/null || start_failed
 else
 	echo "== restarting the server on port $port (loads the freshly installed awa)"
-	as_postgres pg_ctl -D "$demo/data" -l "$demo/server.log" -w restart >/dev/null
+	as_postgres pg_ctl -D "$demo/data" -l "$demo/server.log" -w restart >/dev/null || start_failed
 fi
 
 psql_demo() { as_postgres psql -h "$demo" -p "$port" -d postgres -v ON_ERROR_STOP=1 -X "$@"; }
@@ -88,8 +142,10 @@ SELECT ring, current_slot, generation, last_rotate, last_prune FROM awa.storage_
 SQL
 
 cat <<MSG
-== done. The server keeps running. Connect with:
+== done. The server keeps running on port $port. Connect with:
    runuser -u postgres -- psql -h $demo -p $port -d postgres
    (or: psql "host=localhost port=$port user=postgres dbname=postgres")
+   The example workers and producers (docs/getting-started.md):
+   export DATABASE_URL="postgresql://postgres@/postgres?host=$demo&port=$port"
    Stop it with: runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D $demo/data stop
 MSG

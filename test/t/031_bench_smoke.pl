@@ -1,0 +1,88 @@
+# 031_bench_smoke.pl
+#
+# Every benchmark script in bench/ (not bench/peers, which has its own
+# harness) runs to its end on a machine set up by scripts/install-deps.sh and
+# writes its report: each is run once here with tiny sizes and durations (its
+# environment knobs, listed below), on its own scratch server
+# (bench/scratch_server.sh, or bench/run.sh's own), with PGBIN taken from the
+# pg_config on PATH, WORKDIR and every output file under tmp_check, and a
+# free port. For each: the exit status is 0, and the report (the file the
+# script writes: OUT, or $WORKDIR/result.md) holds the script's table or
+# heading. What the numbers are is not checked: a smoke run measures nothing.
+#
+# bench/soak.sh also runs bench/soak_report.py and bench/plot_soak.py; with
+# matplotlib (Debian's python3-matplotlib) its figures are drawn, without it
+# the report says why it has none. It runs with SMOKE=1: phases of seconds
+# measure nothing, so the report's contract, validity and instrument verdicts
+# are written but do not decide its exit status (its other integrity checks,
+# counters = exact counts, one maintenance worker, no error in the logs, do).
+#
+# The whole test takes about two and a half minutes on 2 cores.
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use FindBin;
+
+my $bench = "$FindBin::Bin/../../bench";
+my $pgbin = `pg_config --bindir`;
+chomp $pgbin;
+plan skip_all => "no pgbench in $pgbin" unless -x "$pgbin/pgbench";
+
+my $out = "$PostgreSQL::Test::Utils::tmp_check/bench_smoke";
+mkdir $out;
+
+# name => [ environment, report file, what the report must contain ]
+my @runs = (
+	[ 'enqueue_many_scaling', { SIZES => '1000' }, 'result.md', qr/^jobs\s+run_at\s+ms\s+us_per_job$/m ],
+	[ 'many_queues', { COUNTS => '10', REPS => '1' }, 'result.md', qr/^\| 10 \|/m ],
+	[ 'queue_metrics', { QUEUES => '5', DEEP => '20', MANY => '10', REPS => '1' }, 'result.md',
+		qr/^\| 10 \| 10 \|/m ],
+	[ 'mixed', { N => '1000', WORKERS => '2' }, 'result.md', qr/^\| 2 \|/m ],
+	[ 'queue_counts', { SMALL_N => '10000', LARGE_N => '20000', FINISHED => '3', DURATION => '1' },
+		'result.md', qr/^\| 20,000 \|/m ],
+	[ 'backlog_depth', { REPS => '1', SMALL => '2000', LARGE => '4000', DRAIN => '800' }, 'result.md',
+		qr/^\| mean \|/m ],
+	[ 'pickup_latency', { WAITERS => '2', RATE => '20', DURATION => '2', IDLE_S => '1', CLAIM_WAIT => '1' },
+		'result.md', qr/^\| jobs left unclaimed at the end \| 0 \|$/m ],
+	[ 'live_work', { DURATION => '1', PAUSED => '2000', BACKLOG => '1000', HISTORY_WAIT => '0', ROUNDS => '1',
+			OUT => "$out/live_work.md" }, 'live_work.md', qr/^## 3\. The completion path/m ],
+	[ 'run', { QUICK => '1', DURATION => '1', PRELOAD => '2000',
+			ONLY => '^drain-(awa|base)-default-N4-B10$',
+			OUT => "$out/run.md" }, 'run.md', qr/^\| drain \| 4 \| 10 \| \d+ \| \d+ \|/m ],
+	[ 'soak', { WARMUP => '1', CLEAN => '3', IDLE_TX => '3', RECOVERY => '3', CLEAN2 => '3', SMOKE => '1',
+			PRODUCER_RATE => '100', OUT => "$out/soak.md", CSV_OUT => "$out/soak.csv",
+			FIGURES => "$out/soak_figures" }, 'soak.md', qr/^## Figures$/m ],
+);
+
+for my $run (@runs)
+{
+	my ($name, $env, $report, $expect) = @$run;
+	my $workdir = "$out/$name";
+	local %ENV = (%ENV, %$env, PGBIN => $pgbin, WORKDIR => $workdir,
+		PORT => PostgreSQL::Test::Cluster::get_free_port());
+	my ($stdout, $stderr) = ('', '');
+	my $ok = IPC::Run::run([ 'bash', "$bench/$name.sh" ], '<', \undef, '>', \$stdout, '2>', \$stderr);
+	ok($ok, "bench/$name.sh exits 0") or diag("stdout:\n$stdout\nstderr:\n$stderr");
+	my $path = $report eq 'result.md' ? "$workdir/result.md" : "$out/$report";
+	my $text = -e $path ? slurp_file($path) : '';
+	like($text, $expect, "bench/$name.sh wrote its report ($report)");
+}
+
+# The soak report has its figures, or says why not.
+my $soak = -e "$out/soak.md" ? slurp_file("$out/soak.md") : '';
+if (system('/usr/bin/python3', '-c', 'import matplotlib') == 0)
+{
+	ok(-s "$out/soak_figures/soak_rates.png" && $soak =~ /soak_rates\.png/,
+		'bench/soak.sh drew its figures (matplotlib is there)');
+}
+else
+{
+	like($soak, qr/^No figures: .* cannot import matplotlib/m, 'bench/soak.sh says why it has no figures');
+}
+
+done_testing();
