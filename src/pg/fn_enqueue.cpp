@@ -123,113 +123,168 @@ AWA_FUNCTION(awa_enqueue)
 	PG_RETURN_INT64(row.job_id);
 }
 
+namespace {
+
+// enqueue_many's arguments, deconstructed once; its elements are read from
+// here in each pass.
+struct ManyInput {
+	text *queue;
+	int16 max_attempts;
+	int count;
+	Datum *kinds, *args, *priorities, *run_ats, *opts;
+	bool *kind_nulls, *args_nulls, *priority_nulls, *run_at_nulls, *opts_nulls;
+	int args_count, priority_count, run_at_count, opts_count;  // -1: the array is NULL
+	Jsonb *empty_object;
+	TimestampTz now;
+};
+static_assert(std::is_trivially_destructible_v<ManyInput>, "lives across PostgreSQL errors");
+
+// Jobs validated, formed, inserted and returned together. A call of more jobs
+// first checks every element (nothing is written before the last one passed),
+// then goes through its jobs chunk by chunk, each chunk's memory freed after
+// it, so a call holds its arguments plus one chunk, whatever its length.
+constexpr int kJobsPerChunk = 10000;
+
+// Checks element i (0-based) of the call and fills *row (its job_id is drawn
+// later); adds its size to *call_bytes and checks the call's. May ereport.
+void
+FillElement(ManyInput *in, int i, JobRow *row, int64 *call_bytes)
+{
+	awa::core::Violation violation;
+	text *kind = in->kind_nulls[i] ? NULL : DatumGetTextPP(in->kinds[i]);
+	if (!awa::core::CheckKind(kind, kind ? TextChars(kind) : 0, &violation))
+		ReportElementViolation("kinds", i + 1, violation);
+	Jsonb *args;
+	if (in->args_count < 0) {
+		args = in->empty_object;
+	} else {
+		if (in->args_nulls[i])
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("args[%d] must not be NULL", i + 1),
+			                errhint("Pass '{}' for a job without arguments.")));
+		args = DatumGetJsonbP(in->args[i]);
+		if (!JB_ROOT_IS_OBJECT(args) || JB_ROOT_IS_SCALAR(args))
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("args[%d] must be a JSON object", i + 1),
+			                errhint("Pass an object such as '{\"id\": 42}'.")));
+	}
+	int32 priority = static_cast<int32>(awa::core::kDefaultPriority);
+	if (in->priority_count >= 0) {
+		if (in->priority_nulls[i])
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("priorities[%d] must not be NULL", i + 1),
+			                errhint("Pass NULL for the whole array to use priority 2.")));
+		priority = DatumGetInt32(in->priorities[i]);
+		if (!awa::core::CheckPriority(priority, &violation))
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			                errmsg("priorities[%d]: %s", i + 1, violation.message), errhint("%s", violation.hint)));
+	}
+	*row = JobRow{};
+	row->queue = in->queue;
+	row->priority = static_cast<int16>(priority);
+	row->kind = kind;
+	row->args = args;
+	row->run_at = (in->run_at_count < 0 || in->run_at_nulls[i]) ? in->now : DatumGetTimestampTz(in->run_ats[i]);
+	row->max_attempts = in->max_attempts;
+	row->created_at = in->now;
+	row->from_state = kNoState;
+	// Every element, with options or not: the job's size is checked there
+	// (54000 naming jobs[i] past awa.max_job_bytes). `where` only names
+	// options in their errors, so it is formatted only for an element that
+	// has some.
+	Jsonb *element_opts = (in->opts_count >= 0 && !in->opts_nulls[i]) ? DatumGetJsonbP(in->opts[i]) : NULL;
+	char where[32] = "opts";
+	if (element_opts != NULL)
+		snprintf(where, sizeof(where), "opts[%d]", i + 1);
+	JobOptions options = ParseJobOptions(element_opts, where, i + 1, kind, in->queue, args, in->now);
+	row->unique_key = options.unique_key;
+	row->unique_states = options.unique_states;
+	row->payload = options.payload;
+	row->skip_duplicate = options.unique_skip;
+	*call_bytes += options.bytes;
+	Require(awa::core::CheckCallBytes(*call_bytes, static_cast<size_t>(i) + 1, awa_max_call_bytes, &violation),
+	        violation);
+}
+
+}  // namespace
+
 // awa.enqueue_many(kinds, args, queue, priorities, run_at, max_attempts, opts) -> SETOF job_id
 AWA_FUNCTION(awa_enqueue_many)
 {
 	awa::core::Violation violation;
 	RequireArgument(fcinfo, 0, "kinds", false);
-	text *queue = QueueArgument(fcinfo, 2);
-	int16 max_attempts = MaxAttemptsArgument(fcinfo, 5);
+	ManyInput in{};
+	in.queue = QueueArgument(fcinfo, 2);
+	in.max_attempts = MaxAttemptsArgument(fcinfo, 5);
+	in.count = ArrayElements(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, "kinds", &in.kinds, &in.kind_nulls);
+	in.args_count = ArrayElements(PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1), JSONBOID, "args", &in.args,
+	                              &in.args_nulls);
+	in.priority_count = ArrayElements(PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3), INT4OID, "priorities",
+	                                  &in.priorities, &in.priority_nulls);
+	in.run_at_count = ArrayElements(PG_ARGISNULL(4) ? NULL : PG_GETARG_ARRAYTYPE_P(4), TIMESTAMPTZOID, "run_at",
+	                                &in.run_ats, &in.run_at_nulls);
+	if (in.args_count >= 0)
+		Require(awa::core::CheckSameLength("args", in.args_count, "kinds", in.count, &violation), violation);
+	if (in.priority_count >= 0)
+		Require(awa::core::CheckSameLength("priorities", in.priority_count, "kinds", in.count, &violation), violation);
+	if (in.run_at_count >= 0)
+		Require(awa::core::CheckSameLength("run_at", in.run_at_count, "kinds", in.count, &violation), violation);
+	in.opts_count = ArrayElements(PG_ARGISNULL(6) ? NULL : PG_GETARG_ARRAYTYPE_P(6), JSONBOID, "opts", &in.opts,
+	                              &in.opts_nulls);
+	if (in.opts_count >= 0)
+		Require(awa::core::CheckSameLength("opts", in.opts_count, "kinds", in.count, &violation), violation);
+	in.now = GetCurrentTimestamp();
+	if (in.args_count < 0)
+		in.empty_object = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
 
-	Datum *kinds, *args = NULL, *priorities = NULL, *run_ats = NULL;
-	bool *kind_nulls, *args_nulls = NULL, *priority_nulls = NULL, *run_at_nulls = NULL;
-	int count = ArrayElements(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, "kinds", &kinds, &kind_nulls);
-	int args_count = ArrayElements(PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1), JSONBOID, "args", &args,
-	                               &args_nulls);
-	int priority_count = ArrayElements(PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3), INT4OID, "priorities",
-	                                   &priorities, &priority_nulls);
-	int run_at_count = ArrayElements(PG_ARGISNULL(4) ? NULL : PG_GETARG_ARRAYTYPE_P(4), TIMESTAMPTZOID, "run_at",
-	                                 &run_ats, &run_at_nulls);
-	if (args_count >= 0)
-		Require(awa::core::CheckSameLength("args", args_count, "kinds", count, &violation), violation);
-	if (priority_count >= 0)
-		Require(awa::core::CheckSameLength("priorities", priority_count, "kinds", count, &violation), violation);
-	if (run_at_count >= 0)
-		Require(awa::core::CheckSameLength("run_at", run_at_count, "kinds", count, &violation), violation);
-	Datum *opts = NULL;
-	bool *opts_nulls = NULL;
-	int opts_count = ArrayElements(PG_ARGISNULL(6) ? NULL : PG_GETARG_ARRAYTYPE_P(6), JSONBOID, "opts", &opts, &opts_nulls);
-	if (opts_count >= 0)
-		Require(awa::core::CheckSameLength("opts", opts_count, "kinds", count, &violation), violation);
-	TimestampTz now = GetCurrentTimestamp();
-	JobRow *rows = static_cast<JobRow *>(palloc0(sizeof(JobRow) * (count + 1)));
-	int64 call_bytes = 0;  // sizes of jobs[1..i], checked against awa.max_call_bytes as they are added
-
-	Jsonb *empty_object = NULL;
-	int16 *job_priority = static_cast<int16 *>(palloc(sizeof(int16) * (count + 1)));
-	for (int i = 0; i < count; i++) {
-		CHECK_FOR_INTERRUPTS();  // every loop over a call's jobs can be cancelled
-		text *kind = kind_nulls[i] ? NULL : DatumGetTextPP(kinds[i]);
-		if (!awa::core::CheckKind(kind, kind ? TextChars(kind) : 0, &violation))
-			ReportElementViolation("kinds", i + 1, violation);
-		kinds[i] = PointerGetDatum(kind);
-		if (args_count < 0) {
-			if (empty_object == NULL)
-				empty_object = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
-		} else {
-			if (args_nulls[i])
-				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("args[%d] must not be NULL", i + 1),
-				                errhint("Pass '{}' for a job without arguments.")));
-			Jsonb *arg = DatumGetJsonbP(args[i]);
-			if (!JB_ROOT_IS_OBJECT(arg) || JB_ROOT_IS_SCALAR(arg))
-				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("args[%d] must be a JSON object", i + 1),
-				                errhint("Pass an object such as '{\"id\": 42}'.")));
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext chunk_context = AllocSetContextCreate(caller, "awa enqueue_many chunk", ALLOCSET_DEFAULT_SIZES);
+	// A call of more than one chunk: every element is checked before anything
+	// is written (the errors, their SQLSTATEs and their order are those of a
+	// single pass).
+	if (in.count > kJobsPerChunk) {
+		int64 call_bytes = 0;
+		JobRow scratch;
+		MemoryContextSwitchTo(chunk_context);
+		for (int i = 0; i < in.count; i++) {
+			CHECK_FOR_INTERRUPTS();  // every loop over a call's jobs can be cancelled
+			FillElement(&in, i, &scratch, &call_bytes);
+			if (i % 1024 == 1023)
+				MemoryContextReset(chunk_context);
 		}
-		int32 priority = static_cast<int32>(awa::core::kDefaultPriority);
-		if (priority_count >= 0) {
-			if (priority_nulls[i])
-				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("priorities[%d] must not be NULL", i + 1),
-				                errhint("Pass NULL for the whole array to use priority 2.")));
-			priority = DatumGetInt32(priorities[i]);
-			if (!awa::core::CheckPriority(priority, &violation))
-				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				                errmsg("priorities[%d]: %s", i + 1, violation.message), errhint("%s", violation.hint)));
-		}
-		job_priority[i] = static_cast<int16>(priority);
-		JobRow &row = rows[i];
-		row.queue = queue;
-		row.priority = job_priority[i];
-		row.kind = kind;
-		row.args = args_count < 0 ? empty_object : DatumGetJsonbP(args[i]);
-		row.run_at = (run_at_count < 0 || run_at_nulls[i]) ? now : DatumGetTimestampTz(run_ats[i]);
-		row.max_attempts = max_attempts;
-		row.created_at = now;
-		row.from_state = kNoState;
-		// Every element, with options or not: the job's size is checked there
-		// (54000 naming jobs[i] past awa.max_job_bytes). `where` only names
-		// options in their errors, so it is formatted only for an element that
-		// has some.
-		Jsonb *element_opts = (opts_count >= 0 && !opts_nulls[i]) ? DatumGetJsonbP(opts[i]) : NULL;
-		char where[32] = "opts";
-		if (element_opts != NULL)
-			snprintf(where, sizeof(where), "opts[%d]", i + 1);
-		JobOptions options = ParseJobOptions(element_opts, where, i + 1, kind, queue, row.args, now);
-		row.unique_key = options.unique_key;
-		row.unique_states = options.unique_states;
-		row.payload = options.payload;
-		row.skip_duplicate = options.unique_skip;
-		call_bytes += options.bytes;
-		Require(awa::core::CheckCallBytes(call_bytes, static_cast<size_t>(i) + 1, awa_max_call_bytes, &violation),
-		        violation);
+		MemoryContextSwitchTo(caller);
+		MemoryContextReset(chunk_context);
 	}
 
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "awa: SPI_connect failed");
-	Oid job_seq = JobIdSequence();
-	for (int i = 0; i < count; i++) {
-		CHECK_FOR_INTERRUPTS();
-		rows[i].job_id = SequenceNext(job_seq);
+	int chunk_jobs = in.count < kJobsPerChunk ? in.count : kJobsPerChunk;
+	JobRow *rows = static_cast<JobRow *>(palloc0(sizeof(JobRow) * (chunk_jobs + 1)));
+	int64 call_bytes = 0;
+	for (int first = 0; first < in.count; first += chunk_jobs) {
+		int n = in.count - first < chunk_jobs ? in.count - first : chunk_jobs;
+		MemoryContextSwitchTo(chunk_context);
+		for (int k = 0; k < n; k++) {
+			CHECK_FOR_INTERRUPTS();
+			FillElement(&in, first + k, &rows[k], &call_bytes);
+		}
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "awa: SPI_connect failed");
+		Oid job_seq = JobIdSequence();
+		for (int k = 0; k < n; k++) {
+			CHECK_FOR_INTERRUPTS();
+			rows[k].job_id = SequenceNext(job_seq);
+		}
+		// Unique keys of a later chunk meet those of earlier ones as keys
+		// this transaction holds: 23505, or with skip the earlier job's id.
+		InsertJobs(rows, n, in.now);
+		SPI_finish();
+		MemoryContextSwitchTo(caller);
+		for (int k = 0; k < n; k++) {
+			CHECK_FOR_INTERRUPTS();
+			bool isnull = false;
+			Datum job_id = Int64GetDatum(rows[k].job_id);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &job_id, &isnull);
+		}
+		MemoryContextReset(chunk_context);
 	}
-	InsertJobs(rows, count, now);
-	SPI_finish();
-
-	for (int i = 0; i < count; i++) {
-		CHECK_FOR_INTERRUPTS();
-		bool isnull = false;
-		Datum job_id = Int64GetDatum(rows[i].job_id);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &job_id, &isnull);
-	}
+	MemoryContextDelete(chunk_context);
 	return (Datum)0;
 }

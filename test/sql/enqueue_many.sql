@@ -190,3 +190,34 @@ SELECT count(*) AS enqueued
                         array_fill(now() + interval '1 day', ARRAY[3]));
 SELECT priority, count(*) AS deferred FROM awa.deferred_jobs WHERE queue = 'em_sched_lanes' GROUP BY 1 ORDER BY 1;
 SELECT priority FROM awa.queue_lanes WHERE queue = 'em_sched_lanes' ORDER BY 1;
+
+-- A call of more than one chunk (enqueue_many goes through its jobs 10,000 at
+-- a time, so a call holds one chunk's memory): every element is checked before
+-- anything is written, ids come back in input order, the lane gets them in
+-- input order (one segment per chunk), and unique keys meet across chunks.
+SELECT pg_temp.footprint() AS before_chunks \gset
+SELECT pg_temp.try($$SELECT count(*) FROM awa.enqueue_many(array_append(array_fill('c'::text, ARRAY[24999]), ''),
+                                                            NULL, 'em_chunks')$$) AS last_element_bad;
+SELECT pg_temp.footprint() = :'before_chunks'::jsonb AS nothing_written;
+SELECT count(*) AS jobs, bool_and(t.id > coalesce(t.previous, 0)) AS ids_in_input_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS previous
+          FROM awa.enqueue_many(array_fill('c'::text, ARRAY[25000]), NULL, 'em_chunks') WITH ORDINALITY AS x(id, n)) t;
+SELECT count(*) AS ready, max(lane_seq) - min(lane_seq) + 1 AS lane_span,
+       bool_and(e.job_id > coalesce(e.previous, 0)) AS lane_in_input_order
+  FROM (SELECT job_id, lane_seq, lag(job_id) OVER (ORDER BY lane_seq) AS previous
+          FROM awa.ready_entries WHERE queue = 'em_chunks') e;
+SELECT count(*) AS segments FROM awa.ready_segments WHERE queue = 'em_chunks';
+-- Elements 1 and 20,001 share a unique key: 'error' fails the whole call (and
+-- writes nothing), 'skip' gives element 20,001 the id of element 1.
+SELECT pg_temp.footprint() AS before_unique_chunks \gset
+SELECT pg_temp.try($$SELECT count(*) FROM awa.enqueue_many(array_fill('u'::text, ARRAY[25000]), NULL, 'em_chunks_u',
+    opts => (SELECT array_agg(CASE WHEN g IN (1, 20001) THEN '{"unique_key": "chunks-error"}'::jsonb END ORDER BY g)
+               FROM generate_series(1, 25000) g))$$, false) AS duplicate_across_chunks;
+SELECT pg_temp.footprint() = :'before_unique_chunks'::jsonb AS nothing_written;
+SELECT (array_agg(id ORDER BY n))[1] = (array_agg(id ORDER BY n))[20001] AS same_id, count(DISTINCT id) AS distinct_ids
+  FROM awa.enqueue_many(array_fill('u'::text, ARRAY[25000]), NULL, 'em_chunks_u',
+    opts => (SELECT array_agg(CASE WHEN g IN (1, 20001)
+                                   THEN '{"unique_key": "chunks-skip", "unique": {"on_conflict": "skip"}}'::jsonb END
+                              ORDER BY g)
+               FROM generate_series(1, 25000) g)) WITH ORDINALITY AS x(id, n);
+SELECT count(*) AS ready FROM awa.ready_entries WHERE queue = 'em_chunks_u';
