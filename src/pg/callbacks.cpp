@@ -17,8 +17,10 @@
 //     odd window), the enqueue generation it published is cleared, its DDL
 //     hold is released (which wakes the launcher for the held database),
 //     and at commit the launcher is woken if CREATE EXTENSION asked for it.
-//  3. The counters: PRE_COMMIT notes the xid; COMMIT applies the pending
-//     moves to the shared counters, before 5 and 6, so a session woken by
+//  3. The counters: PRE_COMMIT makes the shared entries of queues that have
+//     none yet (a move that rolls back takes none; this may raise, out of
+//     memory, and the transaction then aborts) and notes the xid; COMMIT
+//     applies the pending moves to the shared counters, before 5 and 6, so a session woken by
 //     this commit, or free to plan the lanes this claim held, already reads
 //     counts that include its moves.
 //  4. The claim waiters: an abort clears this backend's waiting slot.
@@ -40,7 +42,8 @@
 //
 // All of these run in transaction callbacks: plain code that cannot throw;
 // the commit-time effects cannot raise either (they only touch shared memory
-// under LWLocks and spinlocks). Only the PRE_PREPARE refusals ereport.
+// under LWLocks and spinlocks). Only the PRE_PREPARE refusals and the
+// counters' PRE_COMMIT (entries of new queues) ereport.
 #include "pg/callbacks.hpp"
 
 #include "pg/claim_waiters.hpp"

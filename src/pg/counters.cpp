@@ -60,7 +60,8 @@ struct DbCounters {
 	Oid incarnation;
 	int state;
 	int builder_pid;
-	bool overflow;  // more queues than awa.max_queues (or a hash collision): never trusted
+	bool overflow;  // no entry to be had for one of its queues (see EnterQueue): never trusted
+	int64 entries;  // its queues' entries, at most awa.max_queues_per_database (under counters_lock)
 };
 
 struct CountersShared {
@@ -192,8 +193,14 @@ namespace {
 // ---------------------------------------------------------------------------
 constexpr int kMaxPending = 64;
 struct Pending {
+	// The queue's shared entry; NULL for a queue that has none yet: the entry
+	// is made at PRE_COMMIT (MakePendingEntries), so a move that rolls back
+	// (its transaction, or the subtransaction that made it) takes no entry.
 	QueueCounters *entry;
-	int level;  // subtransaction nesting level that made the moves
+	char *name;     // while entry is NULL: the queue name, palloc'd in TopTransactionContext
+	int length;     // of the name
+	uint32 hash;    // hash_any of the name (the entry cache's)
+	int level;      // subtransaction nesting level that made the moves
 	int64 delta[kStates];
 	int64 events[core::kJobEventCount];
 };
@@ -367,19 +374,31 @@ CurrentDbIndex()
 	return index;
 }
 
+// Why a queue got no entry.
+enum Refusal : int { kNotRefused = 0, kTableFull, kShareFull, kCollision };
+
 // Creates (exclusive lock held) or finds the shared entry of a queue. NULL
-// with *full when awa.max_queues entries exist or the key is another name's.
+// with *refused when awa.max_queues entries exist (all databases), the
+// database holds its share (awa.max_queues_per_database), or the key is
+// another name's.
 QueueCounters *
-EnterQueue(const char *chars, int length, int db_index, bool *full)
+EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 {
 	CountersKey key;
 	MakeKey(&key, chars, length);
 	bool collision;
 	QueueCounters *entry = FindQueue(key, chars, length, &collision);
-	if (entry != NULL || collision || shared->entry_count >= awa_max_queues) {
-		*full = entry == NULL;
+	*refused = kNotRefused;
+	if (entry != NULL)
 		return entry;
-	}
+	if (collision)
+		*refused = kCollision;
+	else if (shared->dbs[db_index].entries >= awa_max_queues_per_database)
+		*refused = kShareFull;
+	else if (shared->entry_count >= awa_max_queues)
+		*refused = kTableFull;
+	if (*refused != kNotRefused)
+		return NULL;
 	// The name first: an allocation that fails leaves no entry half made.
 	dsa_pointer name = dsa_allocate(area, length + 1);
 	char *copy = static_cast<char *>(dsa_get_address(area, name));
@@ -397,6 +416,7 @@ EnterQueue(const char *chars, int length, int db_index, bool *full)
 		for (int e = 0; e < core::kJobEventCount; e++)
 			pg_atomic_init_u64(&entry->events[e], 0);
 		shared->entry_count++;
+		shared->dbs[db_index].entries++;
 	}
 	dshash_release_lock(Table(), entry);
 	if (found)
@@ -404,54 +424,115 @@ EnterQueue(const char *chars, int length, int db_index, bool *full)
 	return entry;
 }
 
+// The queue's entry from this backend's cache, or from the table; NULL when
+// it has none (yet), or the database has no counters (*counted false).
 QueueCounters *
-EntryOf(text *queue)
+FindEntry(const char *chars, int length, uint32 hash, bool *counted)
 {
-	int length = VARSIZE_ANY_EXHDR(queue);
-	const char *chars = VARDATA_ANY(queue);
-	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
+	*counted = true;
 	EntryCacheSlot &slot = entry_cache[hash % kEntryCacheSize];
 	if (slot.entry != NULL && slot.database == MyDatabaseId && slot.hash == hash && SameName(slot.entry, chars, length))
 		return slot.entry;
-
-	int db_index = CurrentDbIndex();
-	if (db_index < 0)
+	if (CurrentDbIndex() < 0) {
+		*counted = false;
 		return NULL;
+	}
 	CountersKey key;
 	MakeKey(&key, chars, length);
 	LWLockAcquire(counters_lock, LW_SHARED);
 	bool collision;
 	QueueCounters *entry = FindQueue(key, chars, length, &collision);
 	LWLockRelease(counters_lock);
-	if (entry == NULL) {
-		bool full = false;
-		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
-		entry = EnterQueue(chars, length, db_index, &full);
-		if (full) {
-			// Dropped databases' entries count against awa.max_queues
-			// until they are freed: free them, then one more try.
-			LWLockRelease(counters_lock);
-			FreeDroppedDatabases();
-			full = false;
-			LWLockAcquire(counters_lock, LW_EXCLUSIVE);
-			entry = EnterQueue(chars, length, db_index, &full);
-		}
-		if (full && !shared->dbs[db_index].overflow) {
-			shared->dbs[db_index].overflow = true;
-			shared->dbs[db_index].state = kUntrusted;
-		}
-		LWLockRelease(counters_lock);
-		static bool warned = false;  // once per backend
-		if (full && !warned) {
-			warned = true;
-			ereport(WARNING, (errmsg("awa: more queues than awa.max_queues (%d); queue counts are counted exactly",
-			                         awa_max_queues),
-			                  errhint("Raise awa.max_queues, reload the configuration and call awa.rebuild_counters().")));
-		}
-	}
 	if (entry != NULL)
 		slot = EntryCacheSlot{MyDatabaseId, hash, entry};
 	return entry;
+}
+
+// Makes the queue's entry (at PRE_COMMIT: the transaction is about to
+// commit). NULL when none is to be had: then this database is counted
+// exactly from now on (its own overflow; no other database's). May ereport
+// (out of memory, the catalog read of FreeDroppedDatabases).
+QueueCounters *
+MakeEntry(const char *chars, int length, uint32 hash)
+{
+	int db_index = CurrentDbIndex();
+	if (db_index < 0)
+		return NULL;
+	Refusal refused = kNotRefused;
+	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
+	QueueCounters *entry = EnterQueue(chars, length, db_index, &refused);
+	if (refused == kTableFull) {
+		// Dropped databases' entries count against awa.max_queues
+		// until they are freed: free them, then one more try.
+		LWLockRelease(counters_lock);
+		FreeDroppedDatabases();
+		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
+		entry = EnterQueue(chars, length, db_index, &refused);
+	}
+	if (entry == NULL && !shared->dbs[db_index].overflow) {
+		shared->dbs[db_index].overflow = true;
+		shared->dbs[db_index].state = kUntrusted;
+	}
+	LWLockRelease(counters_lock);
+	static bool warned = false;  // once per backend
+	if (entry == NULL && !warned) {
+		warned = true;
+		if (refused == kShareFull)
+			ereport(WARNING,
+			        (errmsg("awa: more queues in this database than awa.max_queues_per_database (%d); queue counts "
+			                "are counted exactly",
+			                awa_max_queues_per_database),
+			         errhint("Raise awa.max_queues_per_database, reload the configuration and call "
+			                 "awa.rebuild_counters().")));
+		else
+			ereport(WARNING, (errmsg("awa: more queues than awa.max_queues (%d); queue counts are counted exactly",
+			                         awa_max_queues),
+			                  errhint("Raise awa.max_queues, reload the configuration and call awa.rebuild_counters().")));
+	}
+	if (entry != NULL)
+		entry_cache[hash % kEntryCacheSize] = EntryCacheSlot{MyDatabaseId, hash, entry};
+	return entry;
+}
+
+// The pending moves whose queue has no entry yet get one, at PRE_COMMIT; the
+// moves of a queue that gets none are dropped (its database now counts
+// exactly).
+void
+MakePendingEntries()
+{
+	if (pending_lost)
+		return;  // the database is made untrusted at commit: no entry needed
+	int kept = 0;
+	for (int i = 0; i < pending_count; i++) {
+		if (pending[i].entry == NULL) {
+			pending[i].entry = MakeEntry(pending[i].name, pending[i].length, pending[i].hash);
+			if (pending[i].entry == NULL)
+				continue;
+		}
+		pending[kept++] = pending[i];
+	}
+	pending_count = kept;
+}
+
+// Whether pending slot `p` holds moves of the queue (`entry`: its entry, or
+// NULL when it has none yet).
+bool
+SlotOfQueue(const Pending &p, QueueCounters *entry, const char *chars, int length, uint32 hash)
+{
+	if (entry != NULL && p.entry == entry)
+		return true;
+	if (p.hash != hash || (entry != NULL && p.entry != NULL))
+		return false;
+	const char *name = p.entry != NULL ? NameOf(p.entry) : p.name;
+	return strncmp(name, chars, length) == 0 && name[length] == '\0';
+}
+
+bool
+SameQueue(const Pending &a, const Pending &b)
+{
+	if (a.entry != NULL)
+		return SlotOfQueue(b, a.entry, NameOf(a.entry), static_cast<int>(strlen(NameOf(a.entry))), a.hash);
+	return SlotOfQueue(b, NULL, a.name, a.length, a.hash);
 }
 
 bool
@@ -484,6 +565,8 @@ ApplyPending()
 	} else {
 		for (int i = 0; i < pending_count; i++) {
 			QueueCounters *entry = pending[i].entry;
+			if (entry == NULL)
+				continue;  // (MakePendingEntries gave every slot one at PRE_COMMIT)
 			for (int e = 0; e < core::kJobEventCount; e++)
 				if (pending[i].events[e] != 0)
 					pg_atomic_fetch_add_u64(&entry->events[e], pending[i].events[e]);
@@ -518,6 +601,8 @@ OnCountersTransactionEvent(XactEvent event)
 {
 	switch (event) {
 	case XACT_EVENT_PRE_COMMIT:
+		// May ereport: the transaction then aborts.
+		MakePendingEntries();
 		pending_xid = GetTopTransactionIdIfAny();
 		break;
 	case XACT_EVENT_COMMIT:
@@ -560,7 +645,7 @@ OnCountersSubTransactionEvent(SubXactEvent event)
 				pending[i].level = level - 1;
 			Pending *same = NULL;
 			for (int j = 0; j < kept && same == NULL; j++)
-				if (pending[j].entry == pending[i].entry && pending[j].level == pending[i].level)
+				if (pending[j].level == pending[i].level && SameQueue(pending[j], pending[i]))
 					same = &pending[j];
 			if (same == NULL) {
 				pending[kept++] = pending[i];
@@ -601,13 +686,17 @@ CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)
 {
 	if (shared == NULL || n == 0)
 		return;
-	QueueCounters *entry = EntryOf(queue);
-	if (entry == NULL)
-		return;  // overflow: this database is counted exactly
+	int length = VARSIZE_ANY_EXHDR(queue);
+	const char *chars = VARDATA_ANY(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
+	bool counted;
+	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
+	if (!counted)
+		return;  // no counters for this database: it is counted exactly
 	int level = GetCurrentTransactionNestLevel();
 	Pending *slot = NULL;
 	for (int i = 0; i < pending_count; i++) {
-		if (pending[i].entry == entry && pending[i].level == level) {
+		if (pending[i].level == level && SlotOfQueue(pending[i], entry, chars, length, hash)) {
 			slot = &pending[i];
 			break;
 		}
@@ -617,9 +706,19 @@ CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)
 			pending_lost = true;
 			return;
 		}
+		// The name first: an allocation that fails leaves no slot half made.
+		char *name = NULL;
+		if (entry == NULL) {
+			name = static_cast<char *>(MemoryContextAlloc(TopTransactionContext, length + 1));
+			memcpy(name, chars, length);
+			name[length] = '\0';
+		}
 		slot = &pending[pending_count++];
 		memset(slot, 0, sizeof(*slot));
 		slot->entry = entry;
+		slot->name = name;
+		slot->length = length;
+		slot->hash = hash;
 		slot->level = level;
 	}
 	if (from != kNoState)
@@ -722,20 +821,20 @@ EnsureCountersTrusted()
 			for (int s = 0; s < kStates; s++)
 				pg_atomic_write_u64(&entry->main[s], 0);
 		});
-		bool full = false;
+		Refusal refused = kNotRefused;
 		for (uint64 i = 0; i < SPI_processed; i++) {
 			HeapTuple tuple = SPI_tuptable->vals[i];
 			TupleDesc desc = SPI_tuptable->tupdesc;
 			bool isnull;
 			text *queue = DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull));
-			QueueCounters *entry = EnterQueue(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue), db_index, &full);
+			QueueCounters *entry = EnterQueue(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue), db_index, &refused);
 			if (entry == NULL)
 				break;
 			for (int s = 0; s < kStates; s++)
 				pg_atomic_write_u64(&entry->main[s],
 				                    static_cast<uint64>(DatumGetInt64(SPI_getbinval(tuple, desc, s + 2, &isnull))));
 		}
-		if (full)
+		if (refused != kNotRefused)
 			shared->dbs[db_index].overflow = true;
 		LWLockRelease(counters_lock);
 	}
@@ -805,8 +904,9 @@ ReadCounters(text *queue, QueueCounts *out)
 	LWLockRelease(counters_lock);
 	if (!trusted)
 		return false;
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), length);
 	for (int i = 0; i < pending_count; i++)
-		if (entry != NULL && pending[i].entry == entry)
+		if (SlotOfQueue(pending[i], entry, VARDATA_ANY(queue), length, hash))
 			for (int s = 0; s < kStates; s++)
 				out->count[s] += pending[i].delta[s];
 	return true;

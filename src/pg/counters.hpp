@@ -11,7 +11,13 @@
 //
 // The counters live in a dynamic shared memory area keyed by (database, hash
 // of the queue name), so they grow with the queues up to awa.max_queues, for
-// at most awa.max_counted_databases databases at once.
+// at most awa.max_counted_databases databases at once. A queue's entry is
+// made at the PRE_COMMIT of the first transaction that moves its jobs (until
+// then its pending moves keep the name), so a move that rolls back takes no
+// entry; and a database holds at most awa.max_queues_per_database entries, so
+// that one database cannot take the table from the others: a database that
+// finds no entry for a queue (its share, or the whole table, is full) is
+// counted exactly from then on, alone.
 //
 // The counters are trusted only once built: after a server start (and after
 // the extension is created again) the first awa.queue_counts, or the
@@ -21,9 +27,10 @@
 // moves on top of it exactly when their xid is not visible to that snapshot,
 // so no move is lost or counted twice. Until then, on a standby (where
 // replayed changes move no counter), without shared_preload_libraries, for a
-// database beyond awa.max_counted_databases, or when more queues exist than
-// awa.max_queues (or two queue names share a hash), awa.queue_counts answers
-// from the exact pass.
+// database beyond awa.max_counted_databases, or when a queue of the database
+// found no entry (more queues than awa.max_queues_per_database, or than
+// awa.max_queues in all databases, or two queue names share a hash),
+// awa.queue_counts answers from the exact pass.
 #pragma once
 
 #include "core/lifecycle.hpp"
@@ -38,7 +45,8 @@ struct QueueCounts {
 static_assert(std::is_trivially_destructible_v<QueueCounts>, "lives across PostgreSQL errors");
 
 // The startup hooks and the (sub)transaction callbacks, called by
-// callbacks.cpp while preloaded: PRE_COMMIT notes the transaction's xid,
+// callbacks.cpp while preloaded: PRE_COMMIT makes the entries of the queues
+// that have none yet (it may ereport: out of memory) and notes the xid,
 // COMMIT applies the pending moves, an abort (of the transaction or of a
 // subtransaction) drops its own, a subtransaction's commit folds its moves
 // into its parent's, PRE_PREPARE refuses a transaction with pending moves.
@@ -49,6 +57,7 @@ void OnCountersSubTransactionEvent(SubXactEvent event);
 
 // Records that `n` jobs of `queue` left `from` and entered `to` (either may be
 // kNoState). Call in the transaction that makes the change. May ereport.
+// Takes no shared entry (see above).
 // The move also counts as the event core::EventOfMove names, or as `event`
 // when given (a rescue): the totals since the server started, which
 // awa.job_event_totals reads. Like the counts, they change at commit only.

@@ -9,6 +9,7 @@ extern int awa_gap_proof_lock_timeout_ms;
 extern int awa_lane_wait_timeout_ms;
 extern int awa_max_lanes;
 extern int awa_max_queues;
+extern int awa_max_queues_per_database;
 extern int awa_max_counted_databases;
 extern int awa_max_job_bytes;
 extern int awa_max_call_bytes;

@@ -22,6 +22,7 @@ constexpr int kClaimSlotCount = 8;
 constexpr int kLeaseSlotCount = 8;
 constexpr int kMaxLanes = 1024;
 constexpr int kMaxQueues = 1000000;
+constexpr int kMaxQueuesPerDatabase = 100000;
 constexpr int kMaxCountedDatabases = 256;
 constexpr int kMaxJobBytes = 1024 * 1024;
 constexpr int kMaxCallBytes = 64 * 1024 * 1024;
@@ -61,6 +62,7 @@ static int awa_claim_slot_count = boot::kClaimSlotCount;
 static int awa_lease_slot_count = boot::kLeaseSlotCount;
 int awa_max_lanes = boot::kMaxLanes;
 int awa_max_queues = boot::kMaxQueues;
+int awa_max_queues_per_database = boot::kMaxQueuesPerDatabase;
 int awa_max_counted_databases = boot::kMaxCountedDatabases;
 int awa_max_job_bytes = boot::kMaxJobBytes;
 int awa_max_call_bytes = boot::kMaxCallBytes;
@@ -215,6 +217,12 @@ _PG_init(void)
 	                        "The counters grow with the queues (dynamic shared memory, about 200 bytes each); beyond "
 	                        "this cap awa.queue_counts counts exactly (its cost then grows with the backlog).",
 	                        &awa_max_queues, boot::kMaxQueues, 16, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.max_queues_per_database",
+	                        "Queues of one database whose job counts are kept in shared memory (its share of awa.max_queues).",
+	                        "So that one database cannot take the whole counter table: beyond its share only that "
+	                        "database's awa.queue_counts counts exactly.",
+	                        &awa_max_queues_per_database, boot::kMaxQueuesPerDatabase, 16, INT_MAX, PGC_SIGHUP, 0, NULL,
+	                        NULL, NULL);
 	DefineCustomIntVariable("awa.max_counted_databases",
 	                        "Databases whose job counts are kept in shared memory at once.",
 	                        "A dropped database frees its place; a database beyond the limit counts exactly.",
