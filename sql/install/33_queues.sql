@@ -74,6 +74,8 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 SELECT awa._require_queue($1) WHERE $1 IS NOT NULL;
+-- This transaction's own enqueues are counted as written.
+SELECT awa._flush_enqueues();
 -- VOLATILE: the count below takes its snapshot after the ring tables are held
 -- (awa._hold_rings), so counting during a prune misses nothing it carries or
 -- copies to the history ring.

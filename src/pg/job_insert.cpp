@@ -5,6 +5,7 @@
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/lanes.hpp"
+#include "pg/pending_enqueues.hpp"
 #include "pg/enqueue_generations.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/rings.hpp"
@@ -254,16 +255,6 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	}
 }
 
-// Inserts one lane's ready rows. Once they are in, this transaction holds
-// RowExclusiveLock on the slot's children, which keeps prune out until it
-// ends: the published generation is no longer needed.
-void
-InsertLane(JobRow *rows, const int *order, int n, TimestampTz now)
-{
-	InsertLaneRows(rows, order, n, now);
-	ClearEnqueueGeneration();
-}
-
 void
 InsertDeferred(JobRow *rows, const int *order, int n)
 {
@@ -296,8 +287,18 @@ InsertDeferred(JobRow *rows, const int *order, int n)
 
 }  // namespace
 
+// Once the rows are in, this transaction holds RowExclusiveLock on the slot's
+// children, which keeps prune out until it ends: the published generation is
+// no longer needed.
 void
-InsertJobs(JobRow *rows, int n, TimestampTz now)
+AppendReadyRows(JobRow *rows, const int *order, int n, TimestampTz now)
+{
+	InsertLaneRows(rows, order, n, now);
+	ClearEnqueueGeneration();
+}
+
+void
+InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 {
 	if (n == 0)
 		return;
@@ -334,7 +335,10 @@ InsertJobs(JobRow *rows, int n, TimestampTz now)
 		while (end < ready && rows[order[end]].priority == rows[order[start]].priority &&
 		       SameText(rows[order[end]].queue, rows[order[start]].queue))
 			end++;
-		InsertLane(rows, order + start, end - start, now);
+		if (ready_at == ReadyAt::kCommit)
+			DeferReadyRows(rows, order + start, end - start);
+		else
+			AppendReadyRows(rows, order + start, end - start, now);
 		start = end;
 	}
 	if (deferred > 0) {

@@ -12,7 +12,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(907);
+SELECT plan(918);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -359,6 +359,12 @@ INSERT INTO api VALUES
      '',
      'text',
      'c', false, 'volatile', false, 0, 'awa_internal_ensure_counters'),
+    ('_flush_enqueues',
+     ARRAY[]::name[],
+     'integer',
+     '',
+     'integer',
+     'c', false, 'volatile', false, 0, 'awa_internal_flush_enqueues'),
     ('_wake_launcher',
      ARRAY[]::name[],
      'void',
@@ -580,9 +586,9 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 33 public functions and the 53 awa._* building blocks');
+                     'schema awa has exactly the 33 public functions and the 54 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 86,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 87,
           'no function is overloaded');
 
 -- Per function, 10 checks: 86 x 10 = 860
