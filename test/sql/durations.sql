@@ -274,7 +274,7 @@ PREPARE du_configure AS SELECT awa.configure_queue($1, $2, $3, $4);
 PREPARE du_claim_cast AS SELECT count(*) FROM awa.claim($1, 1, $2::interval, $3::interval);
 SELECT name, parameter_types FROM pg_prepared_statements WHERE name LIKE 'du\_%' ORDER BY name;
 
-SELECT awa.enqueue('du.prep', queue => 'du_prep') IS NOT NULL AS ok FROM generate_series(1, 10);
+SELECT awa.enqueue('du.prep', queue => 'du_prep') IS NOT NULL AS ok FROM generate_series(1, 11);
 EXECUTE du_claim('du_prep', 1, '5', '3 seconds');
 EXECUTE du_claim('du_prep', 1, '2.5', '5');
 EXECUTE du_claim('du_prep', 1, 30, 2.5);
@@ -309,6 +309,12 @@ SELECT aging_interval, default_deadline FROM awa.queue_meta WHERE queue = 'du_pr
 SELECT pg_temp.try($$PREPARE du_text(text) AS SELECT count(*) FROM awa.claim('du_prep', wait => $1)$$) AS text_param;
 PREPARE du_text(text) AS SELECT count(*) FROM awa.claim('du_prep', wait => $1::awa.duration);
 EXECUTE du_text('5');
+-- Parameters declared as numbers or as interval (a driver that sends typed
+-- values): numbers are seconds, intervals pass as they are.
+PREPARE du_typed(integer, numeric, interval) AS SELECT count(*) FROM awa.claim('du_prep', 1, $3, $1 * $2);
+EXECUTE du_typed(2, 1.5, '20 seconds');
+SELECT deadline_at - claimed_at AS deadline FROM awa.lease_claim_batches WHERE queue = 'du_prep'
+ ORDER BY batch_id DESC LIMIT 1;
 DEALLOCATE ALL;
 
 -- ---------------------------------------------------------------------------
