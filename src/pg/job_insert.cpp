@@ -342,8 +342,9 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 		start = end;
 	}
 	if (deferred > 0) {
-		// A deferred job's lane exists from the start: its queue is known
-		// (queue_counts lists it) and promotion finds the lane ready.
+		// A deferred job's lane exists once the job is committed: its queue
+		// is known (queue_counts lists it) and promotion finds the lane
+		// ready. An enqueue asks for it at commit (pending_enqueues.hpp).
 		// Once per lane, not per job: each EnsureLane may look the lane up
 		// with an index scan whose memory lives until the call ends (a
 		// million scheduled jobs of one lane made 1M scans).
@@ -356,7 +357,10 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 				if (previous.priority == row.priority && SameText(previous.queue, row.queue))
 					continue;
 			}
-			(void)EnsureLane(row.queue, row.priority);
+			if (ready_at == ReadyAt::kCommit)
+				DeferLane(row);
+			else
+				(void)EnsureLane(row.queue, row.priority);
 		}
 		InsertDeferred(rows, deferred_order, deferred);
 	}

@@ -1,6 +1,7 @@
 // pending_enqueues.cpp: see pending_enqueues.hpp.
 #include "pg/pending_enqueues.hpp"
 
+#include "pg/lanes.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/spi_plans.hpp"
 
@@ -25,12 +26,16 @@ struct PendingLane {
 	LaneKey key;  // key.queue points at this transaction's copy
 	int *chosen;
 	int chosen_count;
+	bool ensure;  // scratch of a flush: an unwritten lane-only entry asks for the lane
 };
 static_assert(std::is_trivially_destructible_v<PendingLane>, "lives in a dynahash");
 
 // A job of this transaction: the row (one palloc'd block: the JobRow and
 // copies of its varlenas), its lane, the subtransaction that enqueued it, and
-// the subtransaction whose writes hold its ready row (0: not written yet).
+// the subtransaction whose writes hold its ready row (0: not written yet). An
+// entry without a row asks only for its lane to exist: a scheduled job's
+// (its deferred row is written at the call; its lane, like a due job's, at
+// commit, so a new queue's first producer holds up no other).
 //
 // A flush in subtransaction C writes every unwritten job in C. A job enqueued
 // in C or in a child that C has absorbed shares C's fate from then on, and is
@@ -193,8 +198,10 @@ Compact(Settled settled)
 	int kept = 0;
 	for (int i = 0; i < pending.log_count; i++) {
 		LogEntry &entry = pending.log[i];
-		if (settled(entry))
-			pfree(entry.row);
+		if (settled(entry)) {
+			if (entry.row != NULL)
+				pfree(entry.row);
+		}
 		else
 			pending.log[kept++] = entry;
 	}
@@ -207,11 +214,19 @@ void
 WriteUnwritten(SubTransactionId writer)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	for (int l = 0; l < pending.lane_count; l++)
+	for (int l = 0; l < pending.lane_count; l++) {
 		pending.lane_order[l]->chosen_count = 0;
-	for (int i = 0; i < pending.log_count; i++)
-		if (pending.log[i].written_in == InvalidSubTransactionId)
-			pending.log[i].lane->chosen_count++;
+		pending.lane_order[l]->ensure = false;
+	}
+	for (int i = 0; i < pending.log_count; i++) {
+		LogEntry &entry = pending.log[i];
+		if (entry.written_in != InvalidSubTransactionId)
+			continue;
+		if (entry.row == NULL)
+			entry.lane->ensure = true;
+		else
+			entry.lane->chosen_count++;
+	}
 	for (int l = 0; l < pending.lane_count; l++) {
 		PendingLane *lane = pending.lane_order[l];
 		lane->chosen = lane->chosen_count == 0
@@ -222,7 +237,7 @@ WriteUnwritten(SubTransactionId writer)
 	for (int i = 0; i < pending.log_count; i++) {
 		CHECK_FOR_INTERRUPTS();
 		LogEntry &entry = pending.log[i];
-		if (entry.written_in == InvalidSubTransactionId)
+		if (entry.written_in == InvalidSubTransactionId && entry.row != NULL)
 			entry.lane->chosen[entry.lane->chosen_count++] = i;
 	}
 	int *order = static_cast<int *>(palloc(sizeof(int) * (kMaxPendingJobs + 1)));
@@ -241,6 +256,8 @@ WriteUnwritten(SubTransactionId writer)
 			}
 			AppendReadyRows(rows, order, n, now);
 		}
+		if (lane->chosen_count == 0 && lane->ensure)
+			(void)EnsureLane(lane->key.queue, lane->key.priority);
 		if (lane->chosen != NULL)
 			pfree(lane->chosen);
 		lane->chosen = NULL;
@@ -289,12 +306,30 @@ DeferReadyRows(const JobRow *rows, const int *order, int n)
 		FlushPendingEnqueues();
 }
 
+void
+DeferLane(const JobRow &row)
+{
+	Begin();
+	pending.owner = GetUserId();
+	MemoryContext caller = MemoryContextSwitchTo(pending.context);
+	PendingLane *lane = LaneOf(row);
+	Grow(&pending.log, &pending.log_capacity, pending.log_count + 1);
+	pending.log[pending.log_count++] = LogEntry{NULL, lane, GetCurrentSubTransactionId(), InvalidSubTransactionId};
+	pending.unwritten++;
+	MemoryContextSwitchTo(caller);
+	if (pending.unwritten >= kMaxPendingJobs)
+		FlushPendingEnqueues();
+}
+
 int
 FlushPendingEnqueues()
 {
 	if (pending.context == NULL || pending.unwritten == 0)
 		return 0;
-	int written = pending.unwritten;
+	int written = 0;  // jobs (lane-only entries are not counted)
+	for (int i = 0; i < pending.log_count; i++)
+		if (pending.log[i].written_in == InvalidSubTransactionId && pending.log[i].row != NULL)
+			written++;
 	// At PRE_COMMIT the session's role and search_path are in force, not
 	// awa.enqueue's: append as its owner under its search_path, as
 	// SECURITY DEFINER does (fmgr_security_definer). An error restores both
@@ -359,9 +394,11 @@ OnPendingEnqueuesSubTransactionEvent(SubXactEvent event, SubTransactionId subtra
 			LogEntry &entry = pending.log[--pending.log_count];
 			if (entry.written_in == InvalidSubTransactionId) {
 				pending.unwritten--;
-				pending.unwritten_bytes -= GetMemoryChunkSpace(entry.row);
+				if (entry.row != NULL)
+					pending.unwritten_bytes -= GetMemoryChunkSpace(entry.row);
 			}
-			pfree(entry.row);
+			if (entry.row != NULL)
+				pfree(entry.row);
 		}
 		// Older jobs it wrote are unwritten again.
 		for (int i = 0; i < pending.log_count; i++) {
@@ -369,7 +406,8 @@ OnPendingEnqueuesSubTransactionEvent(SubXactEvent event, SubTransactionId subtra
 			if (entry.written_in >= subtransaction) {
 				entry.written_in = InvalidSubTransactionId;
 				pending.unwritten++;
-				pending.unwritten_bytes += GetMemoryChunkSpace(entry.row);
+				if (entry.row != NULL)
+					pending.unwritten_bytes += GetMemoryChunkSpace(entry.row);
 			}
 		}
 	} else if (event == SUBXACT_EVENT_COMMIT_SUB && pending.unwritten < pending.log_count) {

@@ -31,6 +31,10 @@ constexpr int64 kMaxPendingBytes = 64 * 1024 * 1024;
 // InsertJobs. May ereport.
 void DeferReadyRows(const JobRow *rows, const int *order, int n);
 
+// Asks for row's lane (queue, priority) to exist at commit: the lane of a
+// scheduled job, whose deferred row the caller has written. May flush.
+void DeferLane(const JobRow &row);
+
 // Appends every pending job now, in the order they were enqueued per lane,
 // and returns how many. Connects to SPI itself. May ereport.
 int FlushPendingEnqueues();

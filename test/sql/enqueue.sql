@@ -267,3 +267,20 @@ SELECT count(*) >= 2 AS has_lane_sequences,
               AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'awa'))) AS all_extension_members
   FROM pg_class c
  WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'S' AND c.relname LIKE 'lane\_%';
+
+-- A scheduled job's lane, like a due job's, is made when its transaction
+-- commits (so a new queue's first producer holds up no other); rolled back,
+-- there is no lane at all.
+BEGIN;
+SELECT awa.enqueue('enq.later', queue => 'enq_sched_lane', run_at => now() + interval '1 hour') IS NOT NULL AS ok;
+SELECT count(*) AS lanes_inside FROM awa.queue_lanes WHERE queue = 'enq_sched_lane';
+ROLLBACK;
+SELECT count(*) AS lanes_after_rollback FROM awa.queue_lanes WHERE queue = 'enq_sched_lane';
+BEGIN;
+SELECT awa.enqueue('enq.later', queue => 'enq_sched_lane', run_at => now() + interval '1 hour') IS NOT NULL AS ok;
+SAVEPOINT s;
+SELECT awa.enqueue('enq.later', queue => 'enq_sched_lane', priority => 4, run_at => now() + interval '1 hour') IS NOT NULL AS ok;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT priority, (SELECT count(*) FROM awa.deferred_jobs d WHERE d.queue = l.queue) AS deferred
+  FROM awa.queue_lanes l WHERE queue = 'enq_sched_lane' ORDER BY priority;
