@@ -73,6 +73,8 @@ INSERT INTO grants VALUES
      false, false, false, false),
     ('_job_defaults', ARRAY[]::name[], false, false, false, false),
     ('_oldest_available_at', ARRAY['text'], false, false, false, false),
+    ('_lane_heads', ARRAY['text'], false, false, false, false),
+    ('_oldest_unknown_queues', ARRAY[]::name[], false, false, false, false),
     ('_periodic_job_opts', ARRAY['text', 'jsonb', 'timestamp with time zone'], false, false, false, false),
     ('_periodic_latest', ARRAY['text', 'text', 'timestamp with time zone', 'timestamp with time zone'],
      false, false, false, false),
