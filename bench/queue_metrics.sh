@@ -24,7 +24,9 @@
 #      database connection, the later ones reuse it, as a running exporter does).
 #   4. HOTPATH=1 (default): pgbench enqueue-1 (bench/awa_enqueue_1.sql) and drain-b1
 #      (bench/awa_drain_b1.sql, over a backlog of DRAIN_PRELOAD jobs) with CLIENTS clients
-#      (default 4) for HOT_SECONDS (default 10), HOT_REPS times (default 3); tps per run.
+#      (default 4) for HOT_SECONDS (default 10), HOT_REPS times (default 3); per run the tps
+#      and the server's CPU time per transaction (user + system of the postmaster and all its
+#      children, from /proc: less sensitive than tps to other work on the machine).
 # Environment: SIZES ("": only the other parts), PER_QUEUE, REPS (default 5), WORKERS, LOAD_SECONDS, SCRAPE_QUEUES,
 # HOTPATH, CLIENTS, HOT_SECONDS, HOT_REPS, DRAIN_PRELOAD (default 100000), PORT (default
 # 55443), PGBIN, WORKDIR, KEEP=1. Run as root or as postgres.
@@ -34,7 +36,7 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(cd "$BENCH_DIR/.." && pwd)
 REPS=${REPS:-5}
 PORT=${PORT:-55443}
-SIZES=${SIZES:-10 1000 10000}
+SIZES=${SIZES-10 1000 10000}
 PER_QUEUE=${PER_QUEUE:-10}
 WORKERS=${WORKERS:-2}
 LOAD_SECONDS=${LOAD_SECONDS:-8}
@@ -174,28 +176,53 @@ EOF
 	fi
 } | tee "$WORKDIR/result.md"
 
+# CPU seconds (user + system) the server has used so far: the postmaster, its live children,
+# and its exited children (cutime/cstime, once reaped). Interference from other programs on
+# the machine changes tps much more than it changes this.
+server_cpu() {
+	local pm ticks
+	pm=$(head -1 "$PGDATA/postmaster.pid")
+	ticks=$(getconf CLK_TCK)
+	{
+		awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat"
+		for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do
+			awk '{ print $14 + $15 }' "/proc/$c/stat" 2>/dev/null || true
+		done
+	} | awk -v t="$ticks" '{ s += $1 } END { printf "%.3f", s / t }'
+}
+# "tps / CPU µs per transaction" of one pgbench run (output file $1, server CPU before $2).
+run_figures() {
+	local tps xacts cpu
+	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$1" | head -1)
+	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1" | head -1)
+	cpu=$(server_cpu)
+	awk -v tps="$tps" -v x="$xacts" -v a="$2" -v b="$cpu" 'BEGIN { printf "%.0f tps / %.0f µs", tps, (b - a) * 1e6 / x }'
+}
+
 if [ "$HOTPATH" = 1 ]; then
 	sql "CREATE DATABASE hot" >/dev/null
 	DB=hot sql "CREATE EXTENSION awa" >/dev/null
 	{
 		echo
-		echo "| workload ($CLIENTS clients, $HOT_SECONDS s) | tps per run |"
+		echo "| workload ($CLIENTS clients, $HOT_SECONDS s) | per run: tps / server CPU per transaction |"
 		echo '|---|---|'
 		enq=""
 		for _ in $(seq "$HOT_REPS"); do
+			before=$(server_cpu)
 			as_pg "${PGBENCH[@]}" -n -c "$CLIENTS" -j "$CLIENTS" -T "$HOT_SECONDS" -f "$BENCH_DIR/awa_enqueue_1.sql" hot \
 				>"$WORKDIR/logs/enqueue.pgbench" 2>&1
-			enq+="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORKDIR/logs/enqueue.pgbench" | head -1) "
+			enq+="$(run_figures "$WORKDIR/logs/enqueue.pgbench" "$before"); "
 		done
-		echo "| enqueue-1 | ${enq% } |"
+		echo "| enqueue-1 | ${enq%; } |"
 		drain=""
 		for _ in $(seq "$HOT_REPS"); do
 			DB=hot sql "SELECT count(*) FROM (SELECT awa.enqueue_many(array_fill('send_email'::text, ARRAY[10000]), NULL, 'bench')
 			              FROM generate_series(1, $((DRAIN_PRELOAD / 10000)))) x" >/dev/null
+			before=$(server_cpu)
 			as_pg "${PGBENCH[@]}" -n -c "$CLIENTS" -j "$CLIENTS" -T "$HOT_SECONDS" -f "$BENCH_DIR/awa_drain_b1.sql" hot \
 				>"$WORKDIR/logs/drain.pgbench" 2>&1
-			drain+="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORKDIR/logs/drain.pgbench" | head -1) "
+			drain+="$(run_figures "$WORKDIR/logs/drain.pgbench" "$before"); "
 		done
-		echo "| drain-b1 (over a backlog of $DRAIN_PRELOAD jobs, refilled before each run) | ${drain% } |"
+		echo "| drain-b1 (over a backlog of $DRAIN_PRELOAD jobs, refilled before each run) | ${drain%; } |"
 	} | tee -a "$WORKDIR/result.md"
 fi

@@ -300,10 +300,11 @@ SkipSpent(const LaneView &view, int64 position, const BridgeRange *skip, int ski
 // What the claim's view tells of the lane's head once its lanes are gone
 // (counters.hpp): the lanes from the new cursor are spent or its own up to
 // the next head; that head is known when the view holds it committed in the
-// claim's generation (its run_at is read with the claim's rows), the lane is
-// empty when nothing is committed or reserved past it, else it is unknown.
+// claim's generation (its run_at is read with the claim's rows, or by one
+// probe elsewhere), the lane is empty when no lane_seq past it was reserved,
+// else it is unknown.
 void
-LearnNextHead(LaneWalk *walk, const LaneView &view, const Lane &lane, int64 newest)
+LearnNextHead(LaneWalk *walk, const LaneView &view, const Lane &lane)
 {
 	walk->head.took_head = walk->plan.claimed > 0 && walk->claim[0].first == walk->plan.new_cursor + 1;
 	walk->head.next = LaneHead{kHeadUnknown, 0, 0};
@@ -317,13 +318,10 @@ LearnNextHead(LaneWalk *walk, const LaneView &view, const Lane &lane, int64 newe
 		walk->next_generation = range->generation;
 		return;
 	}
-	// Nothing committed at `next`: empty only if nothing is committed past
-	// it in any generation and no lane_seq was reserved from it on.
-	if (view.last_generation < newest)
-		return;
-	for (int i = 0; i < view.committed_count; i++)
-		if (view.committed[i].next > next)
-			return;
+	// Nothing committed at `next` in the view: the lane is empty if no
+	// lane_seq from `next` on was ever reserved (then no row, in no
+	// generation, is there or can appear but by a later enqueue, whose
+	// commit lowers the kept head itself); otherwise not known.
 	if (SequenceValue(lane.enqueue_seq) < next)
 		walk->head.next = LaneHead{kHeadEmpty, 0, 0};
 }
@@ -449,7 +447,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		AddSpent(&view, plan.gap.first, Min(plan.gap.next, proof_horizon + 1));
 	}
 	if (!advance_only)
-		LearnNextHead(&walk, view, lane, newest);
+		LearnNextHead(&walk, view, lane);
 	return walk;
 }
 

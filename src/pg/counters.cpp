@@ -1139,7 +1139,9 @@ bool
 ReadHeads(text *queue, QueueHeads *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (shared == NULL)
+	// On a standby replayed commits apply nothing: a head kept there would
+	// go stale, so none is read or kept (every lane is walked).
+	if (shared == NULL || RecoveryInProgress())
 		return false;
 	int length = VARSIZE_ANY_EXHDR(queue);
 	const char *chars = VARDATA_ANY(queue);

@@ -101,7 +101,8 @@ bool ReadCounters(text *queue, QueueCounts *out);
 // the transaction's pending moves, and the commit applies it, as for the
 // counts: an enqueue (or promotion, retry, rescue: every insert of ready rows)
 // its lowest lane_seq and that job's run_at; a claim the lanes it took and,
-// when it took the head, the next head it read with the same statement; a
+// when it took the head, the next head its walk saw (read with the statement
+// that reads its jobs, or one more probe), or that the lane is empty; a
 // cancel its tombstone. An event that cannot know the new head (a claim whose
 // view went stale before it committed, a cancel of the head, any move into or
 // out of available recorded only through CountMove) marks the lane
@@ -151,7 +152,8 @@ struct QueueHeads {
 	LaneHead lanes[kHeadLanes];
 };
 // The kept heads of the queue's lanes; false when the queue has no entry (no
-// shared memory, a database without counters, more queues than the table).
+// shared memory, a database without counters, more queues than the table)
+// and on a standby (replayed commits keep no head).
 bool ReadHeads(text *queue, QueueHeads *out);
 // Keeps a recomputed head, unless an event was applied to the queue since
 // `generation` was read (before the recomputation's snapshot).
