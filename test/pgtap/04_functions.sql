@@ -12,7 +12,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(907);
+SELECT plan(930);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -592,12 +592,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 33 public functions and the 53 awa._* building blocks');
+                     'schema awa has exactly the 33 public functions and the 55 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 86,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 88,
           'no function is overloaded');
 
--- Per function, 10 checks: 86 x 10 = 860
+-- Per function, 10 checks: 88 x 10 = 880
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -8,7 +8,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(558);
+SELECT plan(568);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -131,7 +131,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 86 x 5 = 430
+-- EXECUTE per function and role (PUBLIC included): 88 x 5 = 440
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
