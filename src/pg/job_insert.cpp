@@ -211,10 +211,13 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	Datum *ready = static_cast<Datum *>(palloc(sizeof(Datum) * kReadyColumns * n));
 	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
 	TimestampTz first_run_at = DT_NOEND;
+	int lowest = 0;  // the row with the lowest lane_seq (the lane's head, if it is the first)
 	for (int i = 0; i < n; i++) {
 		CHECK_FOR_INTERRUPTS();
 		const JobRow &row = rows[order[i]];
 		first_run_at = Min(first_run_at, row.run_at);
+		if (lane_seqs[i] < lane_seqs[lowest])
+			lowest = i;
 		Datum *v = ready + i * kReadyColumns;
 		bool *nl = ready_nulls + i * kReadyColumns;
 		v[0] = Int16GetDatum(ring.queue_slot);
@@ -239,6 +242,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		nl[16] = row.payload == NULL;
 	}
 	InsertRingRows(RingTable::kReadyEntries, ring.queue_slot, n, ready, ready_nulls, kReadyColumns);
+	NoteHeadAdd(head.queue, head.priority, lane_seqs[lowest], rows[order[lowest]].run_at, n);
 	for (int first = 0; first < n;) {
 		CHECK_FOR_INTERRUPTS();  // a segment per run: n of them when producers interleave
 		int next = first + 1;

@@ -14,7 +14,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1028);
+SELECT plan(1051);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -197,7 +197,7 @@ INSERT INTO api VALUES
      'completed bigint, failed bigint, cancelled bigint, dlq bigint, '
      'oldest_available_at timestamp with time zone, oldest_available_age_seconds double precision, '
      'waiting_claims bigint, paused boolean)',
-     'sql', true, 'volatile', false, 1000, NULL),
+     'c', true, 'volatile', false, 1000, 'awa_queue_metrics'),
     ('job_event_totals',
      ARRAY[]::name[],
      'setof record',
@@ -422,6 +422,18 @@ INSERT INTO api VALUES
      'p_queue text',
      'timestamp with time zone',
      'plpgsql', false, 'stable', false, 0, NULL),
+    ('_lane_heads',
+     ARRAY['text'],
+     'setof record',
+     'queue text',
+     'TABLE(priority integer, state text, lane_seq bigint, run_at timestamp with time zone)',
+     'c', false, 'volatile', false, 1000, 'awa_lane_heads'),
+    ('_oldest_unknown_queues',
+     ARRAY[]::name[],
+     'bigint',
+     '',
+     'bigint',
+     'c', false, 'volatile', false, 0, 'awa_oldest_unknown_queues'),
     ('_periodic_job_opts',
      ARRAY['text', 'jsonb', 'timestamp with time zone'],
      'jsonb',
@@ -611,12 +623,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 39 public functions and the 58 awa._* building blocks');
+                     'schema awa has exactly the 39 public functions and the 60 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 97,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 99,
           'no function is overloaded');
 
--- Per function, 10 checks: 96 x 10 = 960
+-- Per function, 10 checks: 99 x 10 = 990
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

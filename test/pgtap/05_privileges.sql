@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(613);
+SELECT plan(623);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -74,6 +74,8 @@ INSERT INTO grants VALUES
      false, false, false, false),
     ('_job_defaults', ARRAY[]::name[], false, false, false, false),
     ('_oldest_available_at', ARRAY['text'], false, false, false, false),
+    ('_lane_heads', ARRAY['text'], false, false, false, false),
+    ('_oldest_unknown_queues', ARRAY[]::name[], false, false, false, false),
     ('_periodic_job_opts', ARRAY['text', 'jsonb', 'timestamp with time zone'], false, false, false, false),
     ('_periodic_latest', ARRAY['text', 'text', 'timestamp with time zone', 'timestamp with time zone'],
      false, false, false, false),
@@ -144,7 +146,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 96 x 5 = 480
+-- EXECUTE per function and role (PUBLIC included): 99 x 5 = 495
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
