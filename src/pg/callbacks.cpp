@@ -40,7 +40,8 @@
 // lanes), in that order: the first refusal is the error the PREPARE reports.
 //
 // Subtransaction events: the pending enqueues (an abort drops the
-// subtransaction's jobs), the planner flags, the counters (an abort drops the
+// subtransaction's jobs), the ring epoch (an abort forgets a rotation begun
+// in it), the planner flags, the counters (an abort drops the
 // subtransaction's moves, a commit folds them into the parent's), the claim
 // waiters (an abort at or above the waiting claim's level clears its slot),
 // the in-flight registry (an abort forgets its ranges and wakes their queues,
@@ -126,6 +127,7 @@ void
 OnSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTransactionId parent, void *)
 {
 	OnPendingEnqueuesSubTransactionEvent(event, subtransaction, parent);
+	OnRingEpochSubTransactionEvent(event, subtransaction, parent);
 	OnPlannerSubTransactionEvent(event);
 	if (!preloaded)
 		return;

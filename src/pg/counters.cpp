@@ -733,6 +733,13 @@ OnCountersTransactionEvent(XactEvent event)
 {
 	switch (event) {
 	case XACT_EVENT_PRE_COMMIT:
+		// The extension was dropped in this transaction: its jobs, and the
+		// moves that counted them, went with it (its COMMIT failed here,
+		// "ring_epoch_seq is missing", found in review of issue 19).
+		if ((pending_count > 0 || pending_lost) && !OidIsValid(ExtensionIncarnationIfPresent())) {
+			ForgetPending();
+			break;
+		}
 		// May ereport: the transaction then aborts.
 		MakePendingEntries();
 		NoteRemovalsSeen();

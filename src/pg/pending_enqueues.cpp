@@ -3,9 +3,11 @@
 
 #include "pg/lanes.hpp"
 #include "pg/ring_epoch.hpp"
+#include "pg/rings.hpp"
 #include "pg/spi_plans.hpp"
 
 extern "C" {
+#include "access/xlog.h"
 #include "common/hashfn.h"
 #include "utils/hsearch.h"
 }
@@ -75,6 +77,19 @@ struct Pending {
 	// The role the jobs are appended as: the owner of awa's functions, as
 	// whom awa.enqueue (SECURITY DEFINER) ran when it deferred them.
 	Oid owner;
+	// The extension the jobs were enqueued into (rings.hpp). Dropped (and
+	// maybe created again) before the commit: the jobs went with it (found
+	// in review: DROP + CREATE EXTENSION in the enqueuing transaction wrote a
+	// ghost job whose job_id the new extension handed out again).
+	Oid incarnation;
+	// The highest subtransaction whose writes hold some job still in the log
+	// (0: none): a subtransaction's end looks through the log only if it is
+	// at or below it.
+	SubTransactionId highest_writer;
+	// A write is in progress. A job enqueued meanwhile (an event trigger on
+	// the lane's DDL, found in review) waits for the next round, and no
+	// write starts inside another.
+	bool writing;
 };
 Pending pending;
 
@@ -184,6 +199,7 @@ LaneOf(const JobRow &row)
 		lane->key.priority = row.priority;
 		lane->chosen = NULL;
 		lane->chosen_count = 0;
+		lane->ensure = false;
 		Grow(&pending.lane_order, &pending.lane_capacity, pending.lane_count + 1);
 		pending.lane_order[pending.lane_count++] = lane;
 	}
@@ -214,11 +230,17 @@ void
 WriteUnwritten(SubTransactionId writer)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	for (int l = 0; l < pending.lane_count; l++) {
+	// This round writes the entries logged so far; what is enqueued while it
+	// writes (logged after `limit`, maybe into lanes added meanwhile) waits
+	// for the next round.
+	const int limit = pending.log_count;
+	const int lanes = pending.lane_count;
+	for (int l = 0; l < lanes; l++) {
 		pending.lane_order[l]->chosen_count = 0;
 		pending.lane_order[l]->ensure = false;
 	}
-	for (int i = 0; i < pending.log_count; i++) {
+	for (int i = 0; i < limit; i++) {
+		CHECK_FOR_INTERRUPTS();
 		LogEntry &entry = pending.log[i];
 		if (entry.written_in != InvalidSubTransactionId)
 			continue;
@@ -227,14 +249,15 @@ WriteUnwritten(SubTransactionId writer)
 		else
 			entry.lane->chosen_count++;
 	}
-	for (int l = 0; l < pending.lane_count; l++) {
+	for (int l = 0; l < lanes; l++) {
+		CHECK_FOR_INTERRUPTS();
 		PendingLane *lane = pending.lane_order[l];
 		lane->chosen = lane->chosen_count == 0
 		                   ? NULL
 		                   : static_cast<int *>(palloc(sizeof(int) * lane->chosen_count));
 		lane->chosen_count = 0;
 	}
-	for (int i = 0; i < pending.log_count; i++) {
+	for (int i = 0; i < limit; i++) {
 		CHECK_FOR_INTERRUPTS();
 		LogEntry &entry = pending.log[i];
 		if (entry.written_in == InvalidSubTransactionId && entry.row != NULL)
@@ -242,7 +265,8 @@ WriteUnwritten(SubTransactionId writer)
 	}
 	int *order = static_cast<int *>(palloc(sizeof(int) * (kMaxPendingJobs + 1)));
 	JobRow *rows = static_cast<JobRow *>(palloc(sizeof(JobRow) * (kMaxPendingJobs + 1)));
-	for (int l = 0; l < pending.lane_count; l++) {
+	for (int l = 0; l < lanes; l++) {
+		CHECK_FOR_INTERRUPTS();
 		PendingLane *lane = pending.lane_order[l];
 		// Chunks of at most kMaxPendingJobs rows (one, unless the bytes
 		// bound flushed first): contiguous lane_seqs unless another producer
@@ -265,11 +289,17 @@ WriteUnwritten(SubTransactionId writer)
 	}
 	pfree(order);
 	pfree(rows);
-	for (int i = 0; i < pending.log_count; i++)
-		if (pending.log[i].written_in == InvalidSubTransactionId)
-			pending.log[i].written_in = writer;
-	pending.unwritten = 0;
-	pending.unwritten_bytes = 0;
+	for (int i = 0; i < limit; i++) {
+		LogEntry &entry = pending.log[i];
+		if (entry.written_in != InvalidSubTransactionId)
+			continue;
+		entry.written_in = writer;
+		pending.unwritten--;
+		if (entry.row != NULL)
+			pending.unwritten_bytes -= GetMemoryChunkSpace(entry.row);
+	}
+	if (writer > pending.highest_writer)
+		pending.highest_writer = writer;
 	// Jobs enqueued in the writer (or in a child it absorbed) now share its
 	// fate.
 	Compact([writer](const LogEntry &entry) { return entry.written_in != InvalidSubTransactionId && entry.enqueued_in >= writer; });
@@ -290,6 +320,7 @@ DeferReadyRows(const JobRow *rows, const int *order, int n)
 		                errhint("Run awa.run_maintenance in a transaction of its own.")));
 	Begin();
 	pending.owner = GetUserId();
+	pending.incarnation = ExtensionIncarnation();
 	MemoryContext caller = MemoryContextSwitchTo(pending.context);
 	PendingLane *lane = LaneOf(rows[order[0]]);
 	Grow(&pending.log, &pending.log_capacity, pending.log_count + n);
@@ -302,7 +333,7 @@ DeferReadyRows(const JobRow *rows, const int *order, int n)
 		pending.log[pending.log_count++] = LogEntry{copy, lane, subtransaction, InvalidSubTransactionId};
 	}
 	MemoryContextSwitchTo(caller);
-	if (pending.unwritten >= kMaxPendingJobs || pending.unwritten_bytes >= kMaxPendingBytes)
+	if ((pending.unwritten >= kMaxPendingJobs || pending.unwritten_bytes >= kMaxPendingBytes) && !pending.writing)
 		FlushPendingEnqueues();
 }
 
@@ -311,25 +342,29 @@ DeferLane(const JobRow &row)
 {
 	Begin();
 	pending.owner = GetUserId();
+	pending.incarnation = ExtensionIncarnation();
 	MemoryContext caller = MemoryContextSwitchTo(pending.context);
 	PendingLane *lane = LaneOf(row);
 	Grow(&pending.log, &pending.log_capacity, pending.log_count + 1);
 	pending.log[pending.log_count++] = LogEntry{NULL, lane, GetCurrentSubTransactionId(), InvalidSubTransactionId};
 	pending.unwritten++;
 	MemoryContextSwitchTo(caller);
-	if (pending.unwritten >= kMaxPendingJobs)
+	if (pending.unwritten >= kMaxPendingJobs && !pending.writing)
 		FlushPendingEnqueues();
 }
 
 int
 FlushPendingEnqueues()
 {
-	if (pending.context == NULL || pending.unwritten == 0)
+	if (pending.context == NULL || pending.unwritten == 0 || pending.writing)
 		return 0;
-	int written = 0;  // jobs (lane-only entries are not counted)
-	for (int i = 0; i < pending.log_count; i++)
-		if (pending.log[i].written_in == InvalidSubTransactionId && pending.log[i].row != NULL)
-			written++;
+	if (ExtensionIncarnationIfPresent() != pending.incarnation) {
+		// The extension these jobs were enqueued into was dropped in this
+		// transaction: they went with it, as its rows did.
+		MemoryContextDelete(pending.context);
+		pending = Pending{};
+		return 0;
+	}
 	// At PRE_COMMIT the session's role and search_path are in force, not
 	// awa.enqueue's: append as its owner under its search_path, as
 	// SECURITY DEFINER does (fmgr_security_definer). An error restores both
@@ -341,15 +376,33 @@ FlushPendingEnqueues()
 	int guc_level = NewGUCNestLevel();
 	(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
 	                        0, false);
+	// A transaction that enqueued and then became READ ONLY (SET TRANSACTION
+	// READ ONLY is allowed after writes) wrote its jobs before, and still
+	// does (found in review: its COMMIT failed in nextval).
+	bool read_only = XactReadOnly;
+	if (!RecoveryInProgress())
+		XactReadOnly = false;
 	bool snapshot = !ActiveSnapshotSet();
 	if (snapshot)
 		PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
-	WriteUnwritten(GetCurrentSubTransactionId());
+	// Rounds until nothing is left: a round's writes may enqueue more (an
+	// event trigger on a new lane's DDL that calls awa.enqueue).
+	int written = 0;  // jobs (lane-only entries are not counted)
+	pending.writing = true;
+	while (pending.unwritten > 0) {
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < pending.log_count; i++)
+			if (pending.log[i].written_in == InvalidSubTransactionId && pending.log[i].row != NULL)
+				written++;
+		WriteUnwritten(GetCurrentSubTransactionId());
+	}
+	pending.writing = false;
 	SPI_finish();
 	if (snapshot)
 		PopActiveSnapshot();
+	XactReadOnly = read_only;
 	AtEOXact_GUC(true, guc_level);
 	SetUserIdAndSecContext(saved_user, saved_context);
 	return written;
@@ -401,7 +454,7 @@ OnPendingEnqueuesSubTransactionEvent(SubXactEvent event, SubTransactionId subtra
 				pfree(entry.row);
 		}
 		// Older jobs it wrote are unwritten again.
-		for (int i = 0; i < pending.log_count; i++) {
+		for (int i = 0; i < pending.log_count && pending.highest_writer >= subtransaction; i++) {
 			LogEntry &entry = pending.log[i];
 			if (entry.written_in >= subtransaction) {
 				entry.written_in = InvalidSubTransactionId;
@@ -410,7 +463,8 @@ OnPendingEnqueuesSubTransactionEvent(SubXactEvent event, SubTransactionId subtra
 					pending.unwritten_bytes += GetMemoryChunkSpace(entry.row);
 			}
 		}
-	} else if (event == SUBXACT_EVENT_COMMIT_SUB && pending.unwritten < pending.log_count) {
+	} else if (event == SUBXACT_EVENT_COMMIT_SUB && pending.unwritten < pending.log_count &&
+	           pending.highest_writer >= subtransaction) {
 		// Its writes are now its parent's.
 		for (int i = 0; i < pending.log_count; i++)
 			if (pending.log[i].written_in == subtransaction)

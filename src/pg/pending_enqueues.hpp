@@ -12,11 +12,12 @@
 // an idle producer keeps no ready row in any ring slot.
 //
 // Jobs are appended early (and their positions held until commit, as before)
-// only when this transaction reads its own jobs back through awa (a claim,
-// get_job, cancel, the metrics and counts that walk lanes, maintenance: they
-// call FlushPendingEnqueues first), or when more than kMaxPendingJobs jobs or
-// kMaxPendingBytes bytes are pending (a bulk load: memory per transaction
-// stays bounded).
+// only when this transaction reads its own jobs back through awa (awa.claim,
+// awa.get_job, awa.cancel, awa.queue_counts_exact, awa.run_maintenance and a
+// ring rotation call FlushPendingEnqueues first; awa.queue_metrics and the
+// awa.lanes view do not, and do not show them), or when more than
+// kMaxPendingJobs jobs or kMaxPendingBytes bytes are pending (a bulk load:
+// memory per transaction stays bounded).
 #pragma once
 
 #include "pg/job_insert.hpp"
