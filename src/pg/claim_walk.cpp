@@ -342,7 +342,9 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	LaneQuery q;
 	q.queue = queue;
 	q.priority = lane.priority;
-	q.cursor = SequenceValue(lane.claim_seq);
+	// Maintenance's walk of every lane behind (awa._advance_cursors) keeps
+	// no lock per lane to its transaction's end (fn_advance_cursors.cpp).
+	q.cursor = SequenceValue(lane.claim_seq, !advance_only);
 	q.slot_count = ring.queue_slot_count;
 	// Segments per page: the first page covers the claim and a short lag of
 	// the cursor; a walk that runs past it loads pages twice as large each
