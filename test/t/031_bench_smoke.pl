@@ -46,8 +46,9 @@ mkdir $out;
 my @runs = (
 	[ 'enqueue_many_scaling', { SIZES => '1000' }, 'result.md', qr/^jobs\s+run_at\s+ms\s+us_per_job$/m ],
 	[ 'many_queues', { COUNTS => '10', REPS => '1' }, 'result.md', qr/^\| 10 \|/m ],
-	[ 'queue_metrics', { QUEUES => '5', DEEP => '20', MANY => '10', REPS => '1' }, 'result.md',
-		qr/^\| 10 \| 10 \|/m ],
+	[ 'queue_metrics', { SIZES => '10', PER_QUEUE => '4', REPS => '1', LOAD_SECONDS => '1', SCRAPE_QUEUES => '10',
+		HOT_SECONDS => '1', HOT_REPS => '1', DRAIN_PRELOAD => '2000' }, 'result.md',
+		qr/^\| 10 \| idle .*\n.*^\| enqueue-1 \|/ms ],
 	[ 'mixed', { N => '1000', WORKERS => '2' }, 'result.md', qr/^\| 2 \|/m ],
 	[ 'queue_counts', { SMALL_N => '10000', LARGE_N => '20000', FINISHED => '3', DURATION => '1' },
 		'result.md', qr/^\| 20,000 \|/m ],
