@@ -195,6 +195,179 @@ class Report:
                         print(f"- B={b} N={n} {NAME[s]} (rep {r['rep']}): {r['dead_top3']} "
                               f"(autovacuum runs: {r['autovac']}, database {r['db_mb']} MB)")
 
+    def w2_nosync(self):
+        ns = sorted({r["N"] for r in self.rows if r["workload"] == "W2" and r["variant"] == "drain_nosync"}, key=int)
+        if not ns:
+            return
+        print("\n## W2 drain, B=1, with synchronous_commit = off (whole cluster)\n")
+        print("The batch-1 drain cells again with no commit waiting for its WAL flush: on a small machine the "
+              "flush bounds the durable cells for every system alike, here CPU does. Cost per job: below.")
+        keys = [(n, ("W2", "drain_nosync", n, "1")) for n in ns]
+        self.table("W2 drain, B=1, synchronous_commit = off: jobs completed/s", keys, "jobs_per_s", all_notes=True)
+        self.table("W2 drain, B=1, synchronous_commit = off: n_dead_tup at the end", keys, "dead_total", ratios=False)
+
+    # ------------------------------------------------------------------ cost per job
+    COST = [("WAL bytes/job", "wal_bytes", 1.0, "{:,.0f}"), ("commits/job", "commits", 1.0, "{:,.2f}"),
+            ("WAL flushes/job", "wal_syncs", 1.0, "{:,.3f}"), ("CPU ms/job", "cpu_s", 1000.0, "{:,.3f}")]
+
+    @staticmethod
+    def per_job(r, col, scale):
+        v, j = num(r.get(col)), num(r.get("cost_jobs"))
+        if v is None or not j:
+            return None
+        return v * scale / j
+
+    def cost_cells(self):
+        """(label, key) of every non-P cell present, in report order."""
+        order = {"W1": 0, "W2": 1, "W3": 2, "W4": 3}
+        vorder = {"enq1": 0, "enq100": 1, "drain": 0, "drain_nosync": 1, "mixed": 0, "delay_sync": 0,
+                  "delay_asyncclaim": 1}
+        keys = sorted({(r["workload"], r["variant"], r["N"], r["B"]) for r in self.rows if r["workload"] in order},
+                      key=lambda k: (order[k[0]], vorder.get(k[1], 9) if k[0] != "W2" else 0, int(k[3]),
+                                     vorder.get(k[1], 9), int(k[2])))
+        names = {"enq1": "W1 enqueue, 1/tx", "enq100": "W1 enqueue, 100/tx", "drain": "W2 drain",
+                 "drain_nosync": "W2 drain, sync_commit off", "mixed": "W3 mixed",
+                 "delay_sync": "W4 commit_delay, sync claim", "delay_asyncclaim": "W4 commit_delay, async claim"}
+        out = []
+        for wl, var, n, b in keys:
+            label = names.get(var, f"{wl} {var}") + (f" N={n}" if var in ("enq1", "enq100") else f" N={n} B={b}")
+            out.append((label, (wl, var, n, b)))
+        return out
+
+    def cost(self):
+        cells = self.cost_cells()
+        if not cells or not any(num(r.get("cpu_s")) is not None for r in self.rows):
+            return
+        print("\n## Cost per job (whole cluster, hardware-independent)\n")
+        print("Between two snapshots around each run (after pgbench has exited and backends have flushed their "
+              "statistics), divided by the jobs the run did (W1: jobs enqueued, W2-W4: jobs completed): WAL bytes "
+              "(`pg_current_wal_insert_lsn()`), commits (`xact_commit` over all databases: read-only transactions "
+              "such as empty claims count too), WAL flushes (`pg_stat_wal.wal_sync`) and server CPU time "
+              "(utime + stime of the postmaster and all its children, from /proc). A drain that emptied the queue "
+              "before T ended also pays for its empty claims after that.\n")
+        print("| cell | system | jobs/s | WAL bytes/job | commits/job | WAL flushes/job | CPU ms/job |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for label, (wl, var, n, b) in cells:
+            for s in self.systems:
+                rs = self.by.get((wl, var, s, n, b), [])
+                if not rs:
+                    continue
+                vals = [cell([num(r["jobs_per_s"]) for r in rs]) + self.flags(rs, True)]
+                for _, col, scale, fmt in self.COST:
+                    vals.append(cell([self.per_job(r, col, scale) for r in rs], fmt))
+                print(f"| {label} | {NAME[s]} | " + " | ".join(vals) + " |")
+        if not self.peers:
+            return
+        for title, col, scale in (("CPU per job", "cpu_s", 1000.0), ("WAL bytes per job", "wal_bytes", 1.0),
+                                  ("WAL flushes per job", "wal_syncs", 1.0)):
+            print(f"\n### {title}, awa / peer (below 1: awa spends less per job)\n")
+            print("| cell | " + " | ".join(f"awa/{NAME[p]}" for p in self.peers) + " |")
+            print("|---|" + "---:|" * len(self.peers))
+            for label, (wl, var, n, b) in cells:
+                m = {s: mean([self.per_job(r, col, scale) for r in self.by.get((wl, var, s, n, b), [])])
+                     for s in self.systems}
+                print(f"| {label} | " + " | ".join(ratio(m.get("awa"), m.get(p)) for p in self.peers) + " |")
+
+    # ------------------------------------------------------------------ P: pressure phases
+    @staticmethod
+    def kv(r):
+        return dict(x.split("=", 1) for x in r["note"].split(",") if "=" in x)
+
+    def phases(self):
+        prs = [r for r in self.rows if r["workload"] == "P"]
+        if not prs:
+            return
+        labels = sorted({r["variant"] for r in prs}, key=lambda v: int(v.split("_", 1)[0]))
+        m = re.search(r"P_T=(\d+)", self.meta.get("knobs", ""))
+        pt = f"{m.group(1)} s" if m else "P_T s"
+        print(f"\n## P: pressure phases ({pt} each, one database, workers draining throughout)\n")
+        print("Phases of the public long-horizon harness for PostgreSQL job queues "
+              "(hardbyte/postgresql-job-queue-benchmarking, docs/method.md), run in this order: "
+              + " → ".join(l.split("_", 1)[1] for l in labels) + ". `completed/s`: jobs whose completion "
+              "committed in the phase; `÷ clean`: divided by the first clean phase of the same repetition; "
+              "pickup: claim time minus the job's enqueue timestamp, for the jobs claimed in the phase; backlog, "
+              "dead tuples (`n_dead_tup`; awa: schema awa) and storage (database size without the harness's "
+              "`bench_pickup`) at the end of the phase; CPU and WAL per completed job over the phase.\n")
+
+        def clean_of(r):
+            for c in prs:
+                if c["system"] == r["system"] and c["rep"] == r["rep"] and c["variant"].split("_", 1)[1] == "clean":
+                    return num(c["jobs_per_s"])
+            return None
+
+        def rel(r):
+            c = clean_of(r)
+            v = num(r["jobs_per_s"])
+            return v / c if v is not None and c else None
+
+        def offered(r):
+            o, v = num(self.kv(r).get("offered")), num(r["jobs_per_s"])
+            return v / o if v is not None and o else None
+
+        metrics = [
+            ("offered jobs/s", lambda r: num(self.kv(r).get("offered")), "{:,.0f}"),
+            ("enqueued jobs/s", lambda r: num(self.kv(r).get("enq_per_s")), "{:,.0f}"),
+            ("completed jobs/s", lambda r: num(r["jobs_per_s"]), "{:,.0f}"),
+            ("completed ÷ clean", rel, "{:.2f}"),
+            ("completed ÷ offered", offered, "{:.2f}"),
+            ("pickup p50 ms", lambda r: num(self.kv(r).get("pickup_p50_ms")), "{:,.1f}"),
+            ("pickup p99 ms", lambda r: num(self.kv(r).get("pickup_p99_ms")), "{:,.1f}"),
+            ("backlog at end", lambda r: num(r["remaining"]), "{:,.0f}"),
+            ("dead tuples at end", lambda r: num(r["dead_total"]), "{:,.0f}"),
+            ("storage MB at end", lambda r: num(r["db_mb"]), "{:,.1f}"),
+            ("CPU ms/job", lambda r: self.per_job(r, "cpu_s", 1000.0), "{:,.3f}"),
+            ("WAL bytes/job", lambda r: self.per_job(r, "wal_bytes", 1.0), "{:,.0f}"),
+        ]
+        for s in self.systems:
+            if not any(r["system"] == s for r in prs):
+                continue
+            print(f"\n### {NAME[s]}\n")
+            print("| metric | " + " | ".join(l.replace("_", " ", 1) for l in labels) + " |")
+            print("|---|" + "---:|" * len(labels))
+            for name, get, fmt in metrics:
+                vals = [cell([get(r) for r in self.by.get(("P", l, s, r0["N"], r0["B"]), [])], fmt)
+                        for l in labels for r0 in [next(r for r in prs if r["system"] == s)]]
+                print(f"| {name} | " + " | ".join(vals) + " |")
+            rs = [r for r in prs if r["system"] == s]
+            tops = sorted({f"{r['variant']}: {r['dead_top3']}" for r in rs if r["dead_top3"] not in ("-", "")})
+            if tops:
+                print("\nWorst tables by n_dead_tup at the end of each phase: " + "; ".join(tops))
+        print("\n### Side by side\n")
+        print("| phase | " + " | ".join(f"{NAME[s]} ÷ clean" for s in self.systems) + " | "
+              + " | ".join(f"{NAME[s]} p50/p99 ms" for s in self.systems) + " | "
+              + " | ".join(f"{NAME[s]} dead" for s in self.systems) + " |")
+        print("|---|" + "---:|" * (3 * len(self.systems)))
+        for l in labels:
+            a, b, c = [], [], []
+            for s in self.systems:
+                rs = [r for r in prs if r["system"] == s and r["variant"] == l]
+                a.append(cell([rel(r) for r in rs], "{:.2f}"))
+                p50 = mean([num(self.kv(r).get("pickup_p50_ms")) for r in rs])
+                p99 = mean([num(self.kv(r).get("pickup_p99_ms")) for r in rs])
+                b.append("n/a" if p50 is None or p99 is None else f"{p50:,.1f} / {p99:,.1f}")
+                c.append(cell([num(r["dead_total"]) for r in rs]))
+            print(f"| {l.replace('_', ' ', 1)} | " + " | ".join(a + b + c) + " |")
+        aw = [r for r in prs if r["system"] == "awa"]
+        if aw:
+            print("\nawa against the targets of issue 19 §6 (to be met by engine work; today's figures):\n")
+            for kind in ("idle_tx", "readers"):
+                v = [rel(r) for r in aw if r["variant"].split("_", 1)[1] == kind]
+                v = [x for x in v if x is not None]
+                if v:
+                    print(f"- completed/s in {kind} ÷ clean ≥ 0.95: {', '.join(f'{x:.2f}' for x in v)} "
+                          f"({'met' if min(v) >= 0.95 else 'not met'})")
+            rec = [r for r in aw if r["variant"].split("_", 1)[1] == "recovery"]
+            if rec and any(r["variant"].split("_", 1)[1] == "burst" for r in aw):
+                left = [num(r["remaining"]) for r in rec]
+                print(f"- burst backlog drained within recovery: backlog at the end of recovery "
+                      f"{', '.join(f'{x:,.0f}' for x in left if x is not None)} "
+                      f"({'met' if all(x == 0 for x in left if x is not None) else 'not met'})")
+            rd = [num(self.kv(r).get("ring_dead")) for r in aw]
+            rd = [x for x in rd if x is not None]
+            if rd:
+                print(f"- dead tuples on the ring families 0 at every phase end: max {max(rd):,.0f} "
+                      f"({'met' if max(rd) == 0 else 'not met'})")
+
     def empty_claims(self):
         rows = [r for r in self.rows if r["system"] == "awa" and num(r["empty_claim_frac"]) is not None]
         if not rows:
@@ -294,7 +467,10 @@ class Report:
         self.w1()
         self.w2()
         self.w3()
+        self.w2_nosync()
         self.w4()
+        self.cost()
+        self.phases()
         self.empty_claims()
         self.checks()
 

@@ -9,7 +9,9 @@
 # pgq = PgQ 3.5 (Debian postgresql-15-pgq3); pgmq = pgmq's pure-SQL install script, read from
 # $PGMQ_SQL (never kept in this repository); awa = this repository, installed into the
 # PostgreSQL tree of $PGBIN with `make install`.
-# Workloads (WORKLOADS): W1 enqueue, W2 drain, W3 steady mixed load, W4 slow WAL flush.
+# Workloads (WORKLOADS): W1 enqueue, W2 drain, W3 steady mixed load, W4 slow WAL flush, P pressure
+# phases (clean, idle in transaction, REPEATABLE READ readers, burst, recovery). Every run also
+# reports its cost: WAL bytes, commits, WAL flushes and server CPU time (per job in report.md).
 # Every knob is an environment variable; bench/peers/README.md lists them and tells how each
 # system is driven and counted.
 #
@@ -26,7 +28,7 @@ PEERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # ----------------------------------------------------------------------------- knobs
 # The command as typed, with the knobs that were set in the environment (for the report).
 CMD=""
-for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
+for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_READERS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
 	if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
 done
 CMD+="bench/peers/run.sh"
@@ -42,6 +44,13 @@ IDLE_MS=${IDLE_MS:-10}                        # workers' pause after a claim tha
 RATE=${RATE:-2000}                            # W3 offered load, jobs/s (all producers together)
 CLAIM_SAMPLE=${CLAIM_SAMPLE:-0.2}             # W3: share of worker statements logged with their duration
 AWA_WAIT_MS=${AWA_WAIT_MS:-}                  # set: awa claims wait up to this long in the server
+P_PHASES=${P_PHASES:-"clean idle_tx readers burst recovery"}   # P: the pressure phases, in order
+P_T=${P_T:-30}                                # P: seconds per phase
+P_RATE=${P_RATE:-500}                         # P: offered load, jobs/s (burst: P_BURST_X times this)
+P_BURST_X=${P_BURST_X:-10}                    # P: the burst phase's rate multiplier
+P_N=${P_N:-8}                                 # P: workers
+P_B=${P_B:-10}                                # P: claim batch
+P_READERS=${P_READERS:-4}                     # P: REPEATABLE READ sessions in the readers phase
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PGMQ_SQL=${PGMQ_SQL:-}                        # a copy of pgmq-extension/sql/pgmq.sql; unset = no pgmq
 PORT=${PORT:-5499}                            # only names the socket file (no TCP listener)
@@ -75,10 +84,14 @@ count_words() { set -f; set -- $1; set +f; echo $#; }
 
 check_knobs() {
 	local v x
-	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP; do
+	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP P_T P_RATE P_BURST_X P_N P_B P_READERS; do
 		is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
 	done
 	[ "$T" -ge 1 ] && [ "$REPS" -ge 1 ] && [ "$PRELOAD" -ge 1 ] || die "T, REPS and PRELOAD must be at least 1"
+	[ "$P_T" -ge 1 ] && [ "$P_RATE" -ge 1 ] && [ "$P_BURST_X" -ge 1 ] && [ "$P_N" -ge 1 ] && [ "$P_B" -ge 1 ] &&
+		[ "$P_READERS" -ge 1 ] || die "P_T, P_RATE, P_BURST_X, P_N, P_B and P_READERS must be at least 1"
+	for x in $P_PHASES; do case $x in clean|idle_tx|readers|burst|recovery) ;; *) die "unknown phase '$x' in P_PHASES (clean idle_tx readers burst recovery)";; esac; done
+	[ -n "$P_PHASES" ] || die "P_PHASES must not be empty"
 	for v in W1_N W2_N W2_B; do
 		for x in ${!v}; do is_uint "$x" && [ "$x" -ge 1 ] || die "$v must list positive integers (got '${!v}')"; done
 	done
@@ -86,7 +99,7 @@ check_knobs() {
 		is_uint "$AWA_WAIT_MS" && [ "$AWA_WAIT_MS" -ge 1 ] || die "AWA_WAIT_MS must be a positive integer (ms)"
 	fi
 	for x in $SYSTEMS; do case $x in skip|pgq|pgmq|awa) ;; *) die "unknown system '$x' (skip pgq pgmq awa)";; esac; done
-	for x in $WORKLOADS; do case $x in W1|W2|W3|W4) ;; *) die "unknown workload '$x' (W1 W2 W3 W4)";; esac; done
+	for x in $WORKLOADS; do case $x in W1|W2|W3|W4|P) ;; *) die "unknown workload '$x' (W1 W2 W3 W4 P)";; esac; done
 	[ -n "$SYSTEMS" ] && [ -n "$WORKLOADS" ] || die "SYSTEMS and WORKLOADS must not be empty"
 }
 
@@ -234,7 +247,7 @@ pgq_drain_cells() {
 prepare_skip() {
 	q postgres -c "CREATE DATABASE bq_skip IS_TEMPLATE true"
 	q bq_skip -f "$PEERS_DIR/sql/skip_schema.sql"
-	if wants W1 W3; then make_template bq_t_skip_empty bq_skip; fi
+	if wants W1 W3 P; then make_template bq_t_skip_empty bq_skip; fi
 	if wants W2 W4; then
 		make_template bq_t_skip_200k bq_skip
 		q bq_t_skip_200k -c "INSERT INTO jobs (queue, payload) SELECT 'default', '$PAYLOAD'::jsonb FROM generate_series(1, $PRELOAD)" \
@@ -248,7 +261,7 @@ prepare_pgmq() {
 	q bq_pgmq -f "$PGMQ_SQL" >/dev/null
 	# queue 'jobs': plain (not partitioned), logged
 	q bq_pgmq -c "SELECT pgmq.create('jobs')" >/dev/null
-	if wants W1 W3; then
+	if wants W1 W3 P; then
 		make_template bq_t_pgmq_empty bq_pgmq pgmq_helpers.sql
 		q bq_t_pgmq_empty -c "VACUUM ANALYZE"
 	fi
@@ -270,6 +283,10 @@ prepare_pgq() {
 	if wants W3; then
 		make_template bq_t_pgq_w3 bq_pgq
 		q bq_t_pgq_w3 -c "CALL bench_pgq_make_queues(8, true)" -c "VACUUM ANALYZE"
+	fi
+	if wants P; then   # P_N workers, each owns one of P_N queues (as W3)
+		make_template bq_t_pgq_p bq_pgq
+		q bq_t_pgq_p -c "CALL bench_pgq_make_queues($P_N, true)" -c "VACUUM ANALYZE"
 	fi
 	# PgQ's batch is "the events between two ticks": B is emulated by a tick after every B
 	# events per queue, and N parallel workers need N queues (sql/pgq_helpers.sql). The
@@ -314,6 +331,7 @@ prepare_templates() {
 tmpl_w1() { case $1 in skip) echo bq_t_skip_empty ;; pgmq) echo bq_t_pgmq_empty ;; pgq) echo bq_t_pgq_w1 ;; awa) echo bq_t_awa_empty ;; esac; }
 tmpl_w2() { case $1 in skip) echo bq_t_skip_200k ;; pgmq) echo bq_t_pgmq_200k ;; pgq) echo "bq_t_pgq_n$2_b$3" ;; awa) echo bq_t_awa_200k ;; esac; }
 tmpl_w3() { case $1 in skip) echo bq_t_skip_empty ;; pgmq) echo bq_t_pgmq_empty ;; pgq) echo bq_t_pgq_w3 ;; awa) echo bq_t_awa_empty ;; esac; }
+tmpl_p() { case $1 in pgq) echo bq_t_pgq_p ;; *) tmpl_w3 "$1" ;; esac; }
 
 # ----------------------------------------------------------------------------- measured runs
 # worker_script SYS sync|async: the pgbench worker script. awa has one, told by -D async and
@@ -432,7 +450,44 @@ stop_monitor() {
 BG_PIDS=""
 emit() { local IFS=$'\t'; printf '%s\n' "$*" >>"$OUTDIR/raw.tsv"; }
 RAW_HEADER=(rep workload variant system N B tps jobs_per_s lat_ms claim_ms "done" remaining drained_at_s
-	dead_total dead_top3 autovac db_mb claims empty_claim_frac log_errors note)
+	dead_total dead_top3 autovac db_mb claims empty_claim_frac wal_bytes commits wal_syncs cpu_s cost_jobs
+	log_errors note)
+
+# Cost of a run, independent of how fast the machine is: the whole cluster's WAL bytes, commits,
+# WAL flushes and server CPU time between two snapshots, divided (by report.py) by the jobs the
+# run did (cost_jobs). cost_snap prints "wal_bytes commits wal_syncs cpu_ticks" so far:
+#   wal_bytes  pg_current_wal_insert_lsn() as a byte position;
+#   commits    xact_commit summed over pg_stat_database (every database: the run's, and the
+#              harness's own few sessions);
+#   wal_syncs  pg_stat_wal.wal_sync, the WAL flushes (fsync/fdatasync calls) of every process;
+#   cpu_ticks  utime + stime of the postmaster and of every live child of it (backends, awa's
+#              maintenance worker, autovacuum, walwriter, checkpointer, ...) from /proc/<pid>/stat,
+#              plus the postmaster's cutime + cstime: the CPU of the children it has already
+#              reaped (a pgbench client's backend ends with pgbench, before the second snapshot).
+# Counters are read after pgbench has exited and backends have flushed their statistics.
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cost_snap() {
+	local pm ticks sql
+	pm=$(head -1 "$PGDATA_DIR/postmaster.pid" 2>/dev/null) || pm=""
+	[ -n "$pm" ] || { echo ""; return; }
+	# /proc/<pid>/stat: "pid (comm) state ppid ... utime(14) stime(15) cutime(16) cstime(17)";
+	# after cutting up to ") ", state is $1, ppid $2, utime $12 ... cstime $15. A process that
+	# ends between the glob and the read is skipped (cat goes on).
+	ticks=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$pm" '
+		{ pid = $1; sub(/^.*\) /, "")
+		  if (pid == pm) t += $12 + $13 + $14 + $15; else if ($2 == pm) t += $12 + $13 }
+		END { printf "%d\n", t }')
+	sql=$(q postgres -F ' ' -c "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn,
+		(SELECT sum(xact_commit) FROM pg_stat_database), wal_sync FROM pg_stat_wal") || sql=""
+	[ -n "$sql" ] && echo "$sql $ticks" || echo ""
+}
+# cost_delta SNAP0 SNAP1: "wal_bytes<TAB>commits<TAB>wal_syncs<TAB>cpu_s" between the two.
+cost_delta() {
+	if [ -z "$1" ] || [ -z "$2" ]; then printf 'NA\tNA\tNA\tNA\n'; return; fi
+	awk -v a="$1" -v b="$2" -v hz="$CLK_TCK" 'BEGIN {
+		split(a, x, " "); split(b, y, " ")
+		printf "%.0f\t%.0f\t%.0f\t%.2f\n", y[1] - x[1], y[2] - x[2], y[3] - x[3], (y[4] - x[4]) / hz }'
+}
 
 # drain_rate MONFILE T0 REM0 DONE: jobs/s and the drain time. If a sample saw the queue empty,
 # the rate is taken over the time the queue still had jobs: (jobs done by the last sample that
@@ -497,8 +552,9 @@ run_drain() {
 	local cnt0 rem0 c0
 	cnt0=$(q $RUNDB -c "SELECT done, remaining, bench_claims() FROM bench_counts()")
 	IFS='|' read -r _ rem0 c0 <<<"$cnt0"
-	local le0
+	local le0 k0 k1
 	le0=$(log_errors_total)
+	k0=$(cost_snap)
 	local t0
 	t0=$(date +%s.%N)
 	start_monitor "$mon"
@@ -511,6 +567,7 @@ run_drain() {
 		$RUNDB >"$lf" 2>&1 || rc=$?
 	stop_monitor
 	sleep 1.5   # backends flush their statistics when they exit
+	k1=$(cost_snap)
 	local cnt1 d1 rem c1 d0
 	d0=${cnt0%%|*}
 	cnt1=$(q $RUNDB -c "SELECT done, remaining, bench_claims() FROM bench_counts()")
@@ -534,7 +591,7 @@ run_drain() {
 	fi
 	local le=$(($(log_errors_total) - le0))
 	emit "$rep" "$wl" "$var" "$sys" "$n" "$b" "${tps:-NA}" "$jps" "${lat:-NA}" "${cl:-NA}" "$done" "$rem" "$dr" \
-		"$dead" "${txns:-NA}" "$ef" "$le" "$note"
+		"$dead" "${txns:-NA}" "$ef" "$(cost_delta "$k0" "$k1")" "$done" "$le" "$note"
 	log "$tag: jobs/s=$jps tps=${tps:-NA} done=$done rem=$rem drained=$dr empty_claims=$ef dead=[${dead//$'\t'/ }] log_errors=$le $note"
 }
 
@@ -544,10 +601,12 @@ run_enq() {
 	local tag="r${rep}_W1_${var}_${sys}_n${n}"
 	local lf="$OUTDIR/$tag.log" rc=0
 	fresh_db "$tmpl" "$sys"
-	local le0
+	local le0 k0 k1
 	le0=$(log_errors_total)
+	k0=$(cost_snap)
 	pgbench -n -M prepared -T "$T" -c "$n" -j "$(pgb_threads "$n")" -P 5 -r -f "$script" -D nq=1 $RUNDB >"$lf" 2>&1 || rc=$?
 	sleep 1.5
+	k1=$(cost_snap)
 	local enq dead tps lat jps note=ok
 	enq=$(q $RUNDB -c "SELECT enqueued FROM bench_counts()")
 	dead=$(dead_stats)
@@ -562,7 +621,8 @@ run_enq() {
 		note=${note%,}
 	fi
 	local le=$(($(log_errors_total) - le0))
-	emit "$rep" W1 "$var" "$sys" "$n" "$jpt" "${tps:-NA}" "$jps" "${lat:-NA}" NA "$enq" 0 NA "$dead" NA NA "$le" "$note"
+	emit "$rep" W1 "$var" "$sys" "$n" "$jpt" "${tps:-NA}" "$jps" "${lat:-NA}" NA "$enq" 0 NA "$dead" NA NA \
+		"$(cost_delta "$k0" "$k1")" "$enq" "$le" "$note"
 	log "$tag: jobs/s=$jps tps=${tps:-NA} enqueued=$enq log_errors=$le $note"
 }
 
@@ -573,11 +633,12 @@ run_mixed() {
 	local tag="r${rep}_W3_mixed_${sys}"
 	local lf="$OUTDIR/$tag" rc=0 rc1=0 p1 p3=""
 	fresh_db "$tmpl" "$sys"
-	local c0 e0 d0 k0
+	local c0 e0 d0 kc0 kc1
 	c0=$(q $RUNDB -c "SELECT enqueued, done, bench_claims() FROM bench_counts()")
-	IFS='|' read -r e0 d0 k0 <<<"$c0"
-	local le0
+	IFS='|' read -r e0 d0 kc0 <<<"$c0"
+	local le0 k0 k1
 	le0=$(log_errors_total)
+	k0=$(cost_snap)
 	pgbench -n -M prepared -T "$T" -c 4 -j 2 -R "$RATE" -P 5 -r -f "$SQLD/${sys}_enq1.sql" -D nq=8 $RUNDB >"$lf.prod.log" 2>&1 &
 	p1=$!
 	BG_PIDS="$p1"
@@ -596,9 +657,10 @@ run_mixed() {
 	[ -z "$p3" ] || wait "$p3" || true
 	BG_PIDS=""
 	sleep 1.5
-	local c1 e1 d1 rem k1
+	k1=$(cost_snap)
+	local c1 e1 d1 rem
 	c1=$(q $RUNDB -c "SELECT enqueued, done, remaining, bench_claims() FROM bench_counts()")
-	IFS='|' read -r e1 d1 rem k1 <<<"$c1"
+	IFS='|' read -r e1 d1 rem kc1 <<<"$c1"
 	local dead ptps wtps wlat cl plat txns
 	dead=$(dead_stats)
 	ptps=$(pgb_field "$lf.prod.log" tps) plat=$(pgb_field "$lf.prod.log" lat)
@@ -607,7 +669,7 @@ run_mixed() {
 	local done=$((d1 - d0)) enq=$((e1 - e0)) jps eps ef
 	jps=$(awk -v d="$done" -v t="$T" 'BEGIN {printf "%.0f", d / t}')
 	eps=$(awk -v d="$enq" -v t="$T" 'BEGIN {printf "%.0f", d / t}')
-	ef=$(empty_frac /dev/null 0 "$k0" "$k1" "$txns" NA)
+	ef=$(empty_frac /dev/null 0 "$kc0" "$kc1" "$txns" NA)
 	local cpct
 	cpct=$(claim_percentiles "bq_$tag" "$(claim_pat "$sys")")
 	local note="enq_per_s=$eps,prod_lat_ms=${plat:-NA},worker_tps=${wtps:-NA},$cpct"
@@ -620,7 +682,7 @@ run_mixed() {
 	fi
 	local le=$(($(log_errors_total) - le0))
 	emit "$rep" W3 mixed "$sys" 8 10 "${ptps:-NA}" "$jps" "${wlat:-NA}" "${cl:-NA}" "$done" "$rem" NA "$dead" \
-		"${txns:-NA}" "$ef" "$le" "$note"
+		"${txns:-NA}" "$ef" "$(cost_delta "$k0" "$k1")" "$done" "$le" "$note"
 	log "$tag: done/s=$jps enq/s=$eps claim_ms=${cl:-NA} worker_lat=${wlat:-NA} rem=$rem dead=[${dead//$'\t'/ }] log_errors=$le"
 }
 
@@ -633,6 +695,150 @@ set_commit_delay() { # on|off
 	fi
 	sleep 1
 	log "commit_delay = $(q postgres -c 'SHOW commit_delay'), commit_siblings = $(q postgres -c 'SHOW commit_siblings')"
+}
+
+# The W2 batch-1 cells again with synchronous_commit = off for the whole cluster (ALTER SYSTEM):
+# no commit waits for its WAL flush, so CPU rather than the flush bounds the drain.
+set_sync_commit() { # on|off
+	if [ "$1" = off ]; then
+		q postgres -c "ALTER SYSTEM SET synchronous_commit = off" -c "SELECT pg_reload_conf()" >/dev/null
+	else
+		q postgres -c "ALTER SYSTEM RESET synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
+	fi
+	sleep 1
+	log "synchronous_commit = $(q postgres -c 'SHOW synchronous_commit')"
+}
+
+# ----------------------------------------------------------------------------- P: pressure phases
+# The phase types of the public long-horizon harness for PostgreSQL job queues
+# (hardbyte/postgresql-job-queue-benchmarking, docs/method.md), run one after the other on one
+# database while P_N workers (batch P_B) drain it the whole time and 4 producers offer P_RATE
+# jobs/s (pgbench -R; a new producer pgbench per phase, -T P_T):
+#   clean     steady state at P_RATE;
+#   idle_tx   one session runs BEGIN; SELECT txid_current(); and stays idle in that transaction
+#             for the phase (it holds an xid: the xmin horizon stays where it was);
+#   readers   P_READERS sessions each BEGIN ISOLATION LEVEL REPEATABLE READ and scan the queue's
+#             table (count(*)) every 0.1 s in that one snapshot for the phase (overlapping
+#             snapshots, as analytics readers on the queue's tables);
+#   burst     P_BURST_X times P_RATE;
+#   recovery  P_RATE again: how soon the backlog is gone.
+# The workers (<sys>_pworker.sql) record each job's pickup latency (claim time minus the job's
+# enqueue timestamp) in the unlogged table bench_pickup, in the completion's statement.
+reader_table() { case $1 in skip) echo public.jobs ;; pgmq) echo pgmq.q_jobs ;; pgq) echo pgq.event_template ;; awa) echo awa.ready_entries ;; esac; }
+phase_rate() { if [ "$1" = burst ]; then echo $((P_RATE * P_BURST_X)); else echo "$P_RATE"; fi; }
+phase_sample() { # enqueued|done|remaining|dead_total|top3|autovac|storage_mb|ring_dead
+	q $RUNDB -c "SELECT r.enqueued, r.done, r.remaining, d.dead_total, replace(d.top3, ' ', ';'), d.autovac,
+		round((pg_database_size(current_database()) - pg_total_relation_size('public.bench_pickup')) / 1048576.0, 1),
+		bench_ring_dead() FROM bench_counts() r, bench_dead() d"
+}
+
+run_phases() {
+	local rep=$1 sys=$2
+	local tag="r${rep}_P_${sys}" np total wt rc=0 i ph
+	local lf="$OUTDIR/$tag"
+	np=$(count_words "$P_PHASES")
+	total=$((np * P_T))
+	# the workers outlive the last phase by a margin for the snapshots between phases; they end
+	# on their own (pgbench -T ends a client after its script, so no claim is left open)
+	wt=$((total + np + 3))
+	fresh_db "$(tmpl_p "$sys")" "$sys"
+	q $RUNDB -c "TRUNCATE bench_pickup"
+	local le0 wp tp=""
+	le0=$(log_errors_total)
+	PGAPPNAME="bq_${tag}_w" pgbench -n -M prepared -T "$wt" -c "$P_N" -j "$(pgb_threads "$P_N")" -P 5 \
+		-f "$SQLD/${sys}_pworker.sql" -D B="$P_B" -D nq="$P_N" -D idle_ms="$IDLE_MS" $(awa_args sync) \
+		$RUNDB >"$lf.work.log" 2>&1 &
+	wp=$!
+	BG_PIDS="$wp"
+	if [ "$sys" = pgq ]; then
+		pgbench -n -M prepared -T "$wt" -c 1 -j 1 -f "$SQLD/pgq_ticker.sql" -D tick_ms=50 $RUNDB >"$lf.ticker.log" 2>&1 &
+		tp=$!
+		BG_PIDS+=" $tp"
+	fi
+	local -a starts=() ends=() samples=() costs=()
+	local k s0 rate prc sp
+	s0=$(phase_sample)
+	k=$(cost_snap)
+	i=0
+	for ph in $P_PHASES; do
+		i=$((i + 1))
+		rate=$(phase_rate "$ph")
+		starts[i]=$(date +%s.%N)
+		local -a stress=()
+		case $ph in
+		idle_tx)
+			{ echo "BEGIN; SELECT txid_current();"; sleep "$P_T"; echo "COMMIT;"; } |
+				"$PGBIN/psql" -X -q -At -d $RUNDB >"$lf.$i.idle_tx.log" 2>&1 &
+			stress+=($!) ;;
+		readers)
+			local rdr
+			for rdr in $(seq 1 "$P_READERS"); do
+				"$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d $RUNDB >"$lf.$i.reader$rdr.log" 2>&1 <<-EOF &
+				BEGIN ISOLATION LEVEL REPEATABLE READ;
+				SELECT count(*) FROM $(reader_table "$sys");
+				DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); BEGIN
+				  WHILE clock_timestamp() < t0 + make_interval(secs => $P_T) LOOP
+				    PERFORM count(*) FROM $(reader_table "$sys");
+				    PERFORM pg_sleep(0.1);
+				  END LOOP; END \$\$;
+				COMMIT;
+				EOF
+				stress+=($!)
+			done ;;
+		esac
+		BG_PIDS="$wp $tp ${stress[*]}"
+		prc=0
+		pgbench -n -M prepared -T "$P_T" -c 4 -j 2 -R "$rate" -P 5 -f "$SQLD/${sys}_enq1.sql" -D nq="$P_N" \
+			$RUNDB >"$lf.$i.$ph.prod.log" 2>&1 || prc=$?
+		for sp in "${stress[@]}"; do wait "$sp" || prc=$((prc + 100)); done
+		BG_PIDS="$wp $tp"
+		ends[i]=$(date +%s.%N)
+		samples[i]=$(phase_sample)
+		costs[i]=$(cost_snap)
+		[ "$prc" = 0 ] || { log "$tag phase $i $ph: producer or pressure session failed (rc $prc)"; rc=1; }
+		log "$tag phase $i $ph: $(awk -v a="${starts[i]}" -v b="${ends[i]}" 'BEGIN {printf "%.1f", b - a}') s, counts|dead|storage: ${samples[i]}"
+	done
+	local we
+	we=$(date +%s.%N)
+	local wrc=0
+	kill -0 "$wp" 2>/dev/null || wrc=early
+	wait "$wp" || wrc=$?
+	[ -z "$tp" ] || wait "$tp" || true
+	BG_PIDS=""
+	sleep 1.5
+	local fin
+	fin=$(q $RUNDB -c "SELECT remaining FROM bench_counts()")
+	local note0=""
+	[ "$wrc" = 0 ] || note0="pgbench_rc=workers_$wrc,"
+	[ "$rc" = 0 ] || note0+="pgbench_rc=phase_sessions,"
+	if [ "$sys" = awa ]; then
+		local ac
+		ac=$(awa_check "$tag")
+		[ -z "$AWA_PREP$ac" ] || note0+="$AWA_PREP$ac,"
+	fi
+	local le=$(($(log_errors_total) - le0))
+	# per phase: completed (completion time in the phase), pickup percentiles (claim time in the phase)
+	local prev=$s0 prevk=$k e0 d0 e1 d1 rem dead top3 av mb rd st st_p pst
+	i=0
+	for ph in $P_PHASES; do
+		i=$((i + 1))
+		IFS='|' read -r e0 _ _ _ _ _ _ _ <<<"$prev"
+		IFS='|' read -r e1 d1 rem dead top3 av mb rd <<<"${samples[i]}"
+		pst=$(q $RUNDB -F ' ' -c "SELECT count(*) FILTER (WHERE done_at >= ${starts[i]} AND done_at < ${ends[i]}),
+			coalesce(round((percentile_cont(0.5) WITHIN GROUP (ORDER BY lat_ms) FILTER (WHERE claimed_at >= ${starts[i]} AND claimed_at < ${ends[i]}))::numeric, 2)::text, 'NA'),
+			coalesce(round((percentile_cont(0.99) WITHIN GROUP (ORDER BY lat_ms) FILTER (WHERE claimed_at >= ${starts[i]} AND claimed_at < ${ends[i]}))::numeric, 2)::text, 'NA')
+			FROM bench_pickup")
+		local ncomp p50 p99 dur jps eps
+		read -r ncomp p50 p99 <<<"$pst"
+		dur=$(awk -v a="${starts[i]}" -v b="${ends[i]}" 'BEGIN {printf "%.3f", b - a}')
+		jps=$(awk -v n="$ncomp" -v d="$dur" 'BEGIN {printf "%.0f", n / d}')
+		eps=$(awk -v a="$e0" -v b="$e1" -v d="$dur" 'BEGIN {printf "%.0f", (b - a) / d}')
+		local note="${note0}offered=$(phase_rate "$ph"),enq_per_s=$eps,pickup_p50_ms=$p50,pickup_p99_ms=$p99,phase_s=$(printf '%.1f' "$dur"),ring_dead=${rd:-NA},backlog_after_workers=$fin"
+		emit "$rep" P "${i}_$ph" "$sys" "$P_N" "$P_B" NA "$jps" NA NA "$ncomp" "$rem" NA \
+			"$dead" "${top3//;/,}" "$av" "$mb" NA NA "$(cost_delta "$prevk" "${costs[i]}")" "$ncomp" "$le" "${note%,}"
+		prev=${samples[i]} prevk=${costs[i]}
+	done
+	log "$tag: workers rc=$wrc, backlog at the end ${fin}, log_errors=$le"
 }
 
 run_workloads() {
@@ -651,7 +857,15 @@ run_workloads() {
 			W2)
 				for b in $W2_B; do for n in $W2_N; do for sys in $ACTIVE; do
 					run_drain "$rep" W2 drain "$sys" "$n" "$b" "$(tmpl_w2 "$sys" "$n" "$b")" "$(worker_script "$sys" sync)"
-				done; done; done ;;
+				done; done; done
+				# the batch-1 cells again with synchronous_commit = off (cluster-wide): CPU-bound
+				if has_word "$W2_B" 1; then
+					set_sync_commit off
+					for n in $W2_N; do for sys in $ACTIVE; do
+						run_drain "$rep" W2 drain_nosync "$sys" "$n" 1 "$(tmpl_w2 "$sys" "$n" 1)" "$(worker_script "$sys" sync)"
+					done; done
+					set_sync_commit on
+				fi ;;
 			W3)
 				for sys in $ACTIVE; do run_mixed "$rep" "$sys" "$(tmpl_w3 "$sys")"; done ;;
 			W4)
@@ -665,6 +879,8 @@ run_workloads() {
 					run_drain "$rep" W4 delay_asyncclaim "$sys" 16 1 "$(tmpl_w2 "$sys" 16 1)" "$(worker_script "$sys" async)"
 				done
 				set_commit_delay off ;;
+			P)
+				for sys in $ACTIVE; do run_phases "$rep" "$sys"; done ;;
 			esac
 		done
 	done
@@ -679,6 +895,7 @@ planned_runs() {
 	local per=0
 	wants W1 && per=$((per + 2 * $(count_words "$W1_N") * s))
 	wants W2 && per=$((per + $(count_words "$W2_B") * $(count_words "$W2_N") * s))
+	wants W2 && has_word "$W2_B" 1 && per=$((per + $(count_words "$W2_N") * s))
 	wants W3 && per=$((per + s))
 	wants W4 && per=$((per + 2 * s))
 	echo $((per * REPS))
@@ -694,8 +911,13 @@ write_meta() {
 		printf 'command\t%s\n' "$CMD"
 		printf 'systems\t%s\n' "$ACTIVE"
 		printf 'skipped\t%s\n' "${SKIPPED:-none}"
-		printf 'knobs\tT=%s REPS=%s WORKLOADS="%s" W1_N="%s" W2_N="%s" W2_B="%s" PRELOAD=%s IDLE_MS=%s RATE=%s AWA_WAIT_MS=%s\n' \
+		printf 'knobs\tT=%s REPS=%s WORKLOADS="%s" W1_N="%s" W2_N="%s" W2_B="%s" PRELOAD=%s IDLE_MS=%s RATE=%s AWA_WAIT_MS=%s' \
 			"$T" "$REPS" "$WORKLOADS" "$W1_N" "$W2_N" "$W2_B" "$PRELOAD" "$IDLE_MS" "$RATE" "${AWA_WAIT_MS:-unset}"
+		if wants P; then
+			printf ' P_PHASES="%s" P_T=%s P_RATE=%s P_BURST_X=%s P_N=%s P_B=%s P_READERS=%s' \
+				"$P_PHASES" "$P_T" "$P_RATE" "$P_BURST_X" "$P_N" "$P_B" "$P_READERS"
+		fi
+		printf '\n'
 		printf 'machine\t%s, %s CPUs (%s), %s MB RAM, load at start %s\n' "$(uname -srm)" "$(nproc)" \
 			"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
 			"$(awk '/^MemTotal/ {printf "%d", $2 / 1024}' /proc/meminfo)" "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -759,7 +981,9 @@ main() {
 	setup_dirs
 	local runs
 	runs=$(planned_runs)
-	log "start: systems [$ACTIVE]${SKIPPED:+ (skipped: ${SKIPPED% })}, workloads [$WORKLOADS], T=$T REPS=$REPS: $runs measured runs, roughly $((runs * (T + 4) / 60 + 1)) min plus the templates; out=$OUTDIR"
+	local psec=0
+	if wants P; then psec=$((REPS * $(count_words "$ACTIVE") * ($(count_words "$P_PHASES") * (P_T + 1) + 20))); fi
+	log "start: systems [$ACTIVE]${SKIPPED:+ (skipped: ${SKIPPED% })}, workloads [$WORKLOADS], T=$T REPS=$REPS: $runs measured runs$([ "$psec" -gt 0 ] && echo " and the P phases"), roughly $(((runs * (T + 4) + psec) / 60 + 1)) min plus the templates; out=$OUTDIR"
 	printf '%s\n' "$(IFS=$'\t'; echo "${RAW_HEADER[*]}")" >"$OUTDIR/raw.tsv"
 	start_cluster
 	prepare_templates

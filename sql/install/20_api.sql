@@ -49,16 +49,18 @@ RETURNS SETOF bigint
 AS 'MODULE_PATHNAME', 'awa_enqueue_many'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 
+-- deadline and wait are awa.duration: an interval or a number of seconds
+-- (14_duration.sql).
 -- deadline NULL: the queue's default_deadline, else 5 minutes.
 -- wait NULL or 0: look once; else sleep until a job is available or wait has
 -- passed (woken by commits, never polling; docs/sql-reference.md).
 -- async_commit NULL: awa.async_claim_commit decides.
 CREATE FUNCTION awa.claim(
     queue        text,
-    max_jobs     int      DEFAULT 1,
-    deadline     interval DEFAULT NULL,
-    wait         interval DEFAULT NULL,
-    async_commit boolean  DEFAULT NULL)
+    max_jobs     int          DEFAULT 1,
+    deadline     awa.duration DEFAULT NULL,
+    wait         awa.duration DEFAULT NULL,
+    async_commit boolean      DEFAULT NULL)
 RETURNS TABLE (
     job_id       bigint,
     run_lease    bigint,

@@ -43,6 +43,14 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'awa_internal_queue_meta_changed'
 LANGUAGE C VOLATILE;
 
+-- Appends the ready jobs this transaction enqueued and still holds in memory
+-- (src/pg/pending_enqueues.hpp): the functions that read jobs back call it
+-- first, so a transaction sees its own enqueues. Returns how many it wrote.
+CREATE FUNCTION awa._flush_enqueues()
+RETURNS int
+AS 'MODULE_PATHNAME', 'awa_internal_flush_enqueues'
+LANGUAGE C VOLATILE;
+
 -- The exact pass: every job of the queue (NULL: of every queue with a lane or
 -- settings) counted from the tables. STABLE, so it runs under one snapshot
 -- (the counter rebuild publishes that snapshot; src/pg/counters.hpp).

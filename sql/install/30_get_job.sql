@@ -180,6 +180,7 @@ BEGIN
     IF $1 IS NULL THEN
         RETURN NULL;
     END IF;
+    PERFORM awa._flush_enqueues();
     PERFORM awa._hold_rings();
     RETURN awa._get_job($1);
 END

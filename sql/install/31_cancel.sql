@@ -30,6 +30,7 @@ BEGIN
         RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'null_value_not_allowed',
             HINT = 'Pass the job_id awa.enqueue returned.';
     END IF;
+    PERFORM awa._flush_enqueues();  -- a job this transaction enqueued
     -- A job can move while we look (promotion, retry); each round looks again.
     FOR round IN 1 .. 100 LOOP
         DELETE FROM awa.deferred_jobs j WHERE j.job_id = p_job_id RETURNING j.* INTO d;

@@ -5,30 +5,35 @@ AS 'MODULE_PATHNAME', 'awa_internal_require_queue'
 LANGUAGE C VOLATILE;  -- raises: never evaluated ahead of time; not STRICT: NULL raises
 
 -- Creates or changes a queue's settings; NULL leaves a setting as it is.
+-- aging_interval and default_deadline are awa.duration: an interval or a
+-- number of seconds (14_duration.sql), made intervals once here.
 CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL,
-                                    aging_interval interval DEFAULT NULL,
-                                    default_deadline interval DEFAULT NULL)
+                                    aging_interval awa.duration DEFAULT NULL,
+                                    default_deadline awa.duration DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
+DECLARE
+    p_aging interval := aging_interval::interval;
+    p_deadline interval := default_deadline::interval;
 BEGIN
     PERFORM awa._require_queue(queue);
-    IF aging_interval < interval '0' THEN
+    IF p_aging < interval '0' THEN
         RAISE EXCEPTION 'aging_interval must not be negative' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass 0 for strict priorities, or how long a waiting job takes to gain one priority level.';
     END IF;
-    IF default_deadline <= interval '0' THEN
+    IF p_deadline <= interval '0' THEN
         RAISE EXCEPTION 'default_deadline must be positive' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass how long an attempt may run, such as interval ''5 minutes''.';
     END IF;
     INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline)
-    VALUES ($1, coalesce($2, false), coalesce($3, interval '60 seconds'), $4)
+    VALUES ($1, coalesce($2, false), coalesce(p_aging, interval '60 seconds'), p_deadline)
     ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
        SET dlq_enabled = coalesce($2, m.dlq_enabled),
-           aging_interval = coalesce($3, m.aging_interval),
-           default_deadline = coalesce($4, m.default_deadline),
+           aging_interval = coalesce(p_aging, m.aging_interval),
+           default_deadline = coalesce(p_deadline, m.default_deadline),
            updated_at = now();
     PERFORM awa._queue_meta_changed(queue);
 END
@@ -74,6 +79,8 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 SELECT awa._require_queue($1) WHERE $1 IS NOT NULL;
+-- This transaction's own enqueues are counted as written.
+SELECT awa._flush_enqueues();
 -- VOLATILE: the count below takes its snapshot after the ring tables are held
 -- (awa._hold_rings), so counting during a prune misses nothing it carries or
 -- copies to the history ring.

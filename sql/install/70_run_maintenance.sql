@@ -14,6 +14,9 @@ DECLARE
     step_outcome text;
     step_detail jsonb;
 BEGIN
+    -- This transaction's own enqueues go in first, into the generation they
+    -- would have had (a transaction that rotated cannot enqueue).
+    PERFORM awa._flush_enqueues();
     IF requested IS NULL THEN
         RAISE EXCEPTION 'task must not be NULL' USING ERRCODE = 'null_value_not_allowed',
             HINT = 'Pass a task name, or ''all''.';

@@ -1,6 +1,9 @@
 -- Each ring: where it is, its oldest live slot, the last rotate and prune
 -- outcomes, and the dead tuples of each of its table families (children
 -- summed; from the statistics collector, so up to a few hundred ms old).
+-- The statistics are read in one pass over awa's tables: a pass per family
+-- and ring read every relation of the database 24 times, and each queue's
+-- lane adds two sequences (about 25 ms a call at 1,000 queues).
 CREATE FUNCTION awa.storage_status()
 RETURNS TABLE (ring text, slot_count int, current_slot int, generation bigint, oldest_live_slot int,
                oldest_live_generation bigint, last_rotated_at timestamptz, last_rotate text,
@@ -13,7 +16,14 @@ AS $$
 DECLARE
     pos record;
     families text[];
+    dead jsonb;
 BEGIN
+    -- Dead tuples per table family: a child ring_table_<slot> counts for ring_table.
+    SELECT coalesce(jsonb_object_agg(d.family, d.n), '{}') INTO dead
+      FROM (SELECT regexp_replace(s.relname, '_[0-9]+$', '') AS family, sum(s.n_dead_tup) AS n
+              FROM pg_stat_all_tables s
+             WHERE s.schemaname = 'awa'
+             GROUP BY 1) d;
     FOREACH ring IN ARRAY ARRAY['queue', 'claim', 'lease'] LOOP
         pos := awa._ring_position(ring);
         slot_count := pos.slot_count;
@@ -30,12 +40,7 @@ BEGIN
         families := (SELECT array_agg(regexp_replace(c, '^awa\.(.*)_0$', '\1'))
                        FROM unnest(awa._slot_children(ring, 0)) c)
                     || ARRAY[ring || '_ring_rotations', ring || '_ring_slots', ring || '_ring_state'];
-        SELECT jsonb_object_agg(f, coalesce((SELECT sum(s.n_dead_tup)
-                                               FROM pg_stat_all_tables s
-                                              WHERE s.schemaname = 'awa'
-                                                AND (s.relname = f OR s.relname ~ ('^' || f || '_[0-9]+$'))), 0))
-          INTO dead_tuples
-          FROM unnest(families) f;
+        SELECT jsonb_object_agg(f, coalesce((dead ->> f)::numeric, 0)) INTO dead_tuples FROM unnest(families) f;
         RETURN NEXT;
     END LOOP;
 END

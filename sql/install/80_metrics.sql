@@ -20,7 +20,10 @@ RETURNS TABLE (pid int, queue text, waiting_since timestamptz)
 AS 'MODULE_PATHNAME', 'awa_waiting_claims'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
 
--- The run_at of the queue's oldest available job. Per lane: the lanes that
+-- The run_at of the queue's oldest available job, by a walk in SQL: what
+-- awa.queue_metrics falls back to when a lane has more claim evidence above
+-- its cursor than its C++ walk reads at once (src/pg/claim_walk.cpp,
+-- LaneHeadNow, which does the same per lane). Per lane: the lanes that
 -- claims handed out above the claim cursor (their evidence's lane_ranges,
 -- merged), the first lane above the cursor outside them, and from there the
 -- first ready row that no claim covers and no tombstone hides. Its cost
@@ -67,27 +70,27 @@ BEGIN
 END
 $$;
 
--- One row per queue: its jobs per state (the O(1) counters of
--- awa.queue_counts), its oldest available job, the claims waiting on it, and
--- whether it is paused.
+-- One row per queue, ordered by name: its jobs per state (the O(1) counters
+-- of awa.queue_counts), its oldest available job (the lane heads kept next to
+-- the counters; a lane whose head is not kept is walked once and kept,
+-- src/pg/counters.hpp), the claims waiting on it, and whether it is paused.
 CREATE FUNCTION awa.queue_metrics()
 RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint,
                oldest_available_at timestamptz, oldest_available_age_seconds double precision,
                waiting_claims bigint, paused boolean)
-LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-SELECT c.queue, c.available, c.scheduled, c.retryable, c.running, c.completed, c.failed, c.cancelled, c.dlq,
-       o.at,
-       CASE WHEN o.at IS NULL THEN 0
-            ELSE greatest(extract(epoch FROM clock_timestamp() - o.at), 0)::double precision END,
-       coalesce(w.n, 0),
-       coalesce((SELECT m.paused FROM awa.queue_meta m WHERE m.queue = c.queue), false)
-  FROM awa.queue_counts() c
- CROSS JOIN LATERAL (SELECT CASE WHEN c.available > 0 THEN awa._oldest_available_at(c.queue) END AS at) o
-  LEFT JOIN (SELECT x.queue, count(*) AS n FROM awa.waiting_claims() x GROUP BY x.queue) w ON w.queue = c.queue
- ORDER BY c.queue
-$$;
+AS 'MODULE_PATHNAME', 'awa_queue_metrics'
+LANGUAGE C VOLATILE SECURITY DEFINER ROWS 1000;
 
+-- The queues whose oldest available job is not kept in shared memory now
+-- (tests and bench/queue_metrics.sh): awa.queue_metrics walks them.
+CREATE FUNCTION awa._oldest_unknown_queues()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'awa_oldest_unknown_queues'
+LANGUAGE C VOLATILE;
+
+-- The lane heads kept for a queue (tests): state unknown, empty or known.
+CREATE FUNCTION awa._lane_heads(queue text)
+RETURNS TABLE (priority int, state text, lane_seq bigint, run_at timestamptz)
+AS 'MODULE_PATHNAME', 'awa_lane_heads'
+LANGUAGE C VOLATILE;

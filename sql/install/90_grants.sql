@@ -15,14 +15,25 @@ $grants$;
 GRANT EXECUTE ON FUNCTION awa.enqueue(text, jsonb, text, int, timestamptz, int, jsonb),
                           awa.enqueue_many(text[], jsonb[], text, int[], timestamptz[], int, jsonb[])
     TO awa_producer, awa_admin;
-GRANT EXECUTE ON FUNCTION awa.claim(text, int, interval, interval, boolean),
+GRANT EXECUTE ON FUNCTION awa.claim(text, int, awa.duration, awa.duration, boolean),
                           awa.complete(bigint, bigint, bigint),
                           awa.complete_many(bigint[], bigint[], bigint[]),
                           awa.heartbeat(bigint, bigint, bigint, jsonb),
                           awa.heartbeat_many(bigint[], bigint[], bigint[], jsonb[]),
-                          awa.retry(bigint, bigint, bigint, text, interval),
-                          awa.snooze(bigint, bigint, bigint, interval),
+                          awa.retry(bigint, bigint, bigint, text, awa.duration),
+                          awa.snooze(bigint, bigint, bigint, awa.duration),
                           awa.fail(bigint, bigint, bigint, text)
+    TO awa_worker, awa_admin;
+-- The casts from numbers to awa.duration (14_duration.sql) run as the caller,
+-- before the function it passes the number to: the roles that call a function
+-- taking a duration may execute them. (Its input and output functions, like
+-- every type's, need no privilege.)
+GRANT EXECUTE ON FUNCTION awa.duration_from_int2(smallint),
+                          awa.duration_from_int4(integer),
+                          awa.duration_from_int8(bigint),
+                          awa.duration_from_float4(real),
+                          awa.duration_from_float8(double precision),
+                          awa.duration_from_numeric(numeric)
     TO awa_worker, awa_admin;
 GRANT EXECUTE ON FUNCTION awa.await_durable() TO awa_producer, awa_worker, awa_admin;
 GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
@@ -31,7 +42,7 @@ GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
                           awa.queue_counts(text),
                           awa.queue_counts_exact(text),
                           awa.rebuild_counters(),
-                          awa.configure_queue(text, boolean, interval, interval),
+                          awa.configure_queue(text, boolean, awa.duration, awa.duration),
                           awa.pause_queue(text),
                           awa.resume_queue(text),
                           awa.dlq_retry(bigint[]),

@@ -2,6 +2,7 @@
 #include "core/validate.hpp"
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
@@ -106,6 +107,48 @@ CheckClaimWait(int64_t wait_micros, Violation *out) noexcept
 		            "wait is how long the claim may sleep until a job is available, e.g. '10 seconds'; NULL or 0 "
 		            "looks once and returns.",
 		            "wait must be between 0 and 1 day");
+	return true;
+}
+
+namespace {
+
+constexpr const char *kSecondsHint =
+    "Pass a number of seconds, such as 30 or 2.5, or an interval, such as '30 seconds'.";
+
+bool
+SecondsOutOfRange(Violation *out) noexcept
+{
+	char hint[160];
+	std::snprintf(hint, sizeof(hint),
+	              "Pass a number of seconds between -%" PRId64 " and %" PRId64 " (the argument itself may allow less).",
+	              kMaxDurationSeconds, kMaxDurationSeconds);
+	return Fail(out, ViolationCode::kOutOfRange, hint, "duration out of range");
+}
+
+}  // namespace
+
+bool
+SecondsToMicros(double seconds, int64_t *micros, Violation *out) noexcept
+{
+	if (std::isnan(seconds))
+		return Fail(out, ViolationCode::kInvalidParameter, kSecondsHint,
+		            "a duration must be a number of seconds, not NaN");
+	if (std::isinf(seconds))
+		return Fail(out, ViolationCode::kInvalidParameter, kSecondsHint,
+		            "a duration must be a finite number of seconds, not %s", seconds > 0 ? "infinity" : "-infinity");
+	double rounded = std::rint(seconds * 1e6);
+	// The int64 range: [-2^63, 2^63), both bounds exact as doubles.
+	if (!(rounded >= -9223372036854775808.0 && rounded < 9223372036854775808.0))
+		return SecondsOutOfRange(out);
+	*micros = static_cast<int64_t>(rounded);
+	return true;
+}
+
+bool
+WholeSecondsToMicros(int64_t seconds, int64_t *micros, Violation *out) noexcept
+{
+	if (__builtin_mul_overflow(seconds, int64_t{1000000}, micros))
+		return SecondsOutOfRange(out);
 	return true;
 }
 

@@ -17,6 +17,7 @@ enum class ViolationCode {
 	kNullValue,         // SQLSTATE 22004 null_value_not_allowed
 	kInvalidParameter,  // SQLSTATE 22023 invalid_parameter_value
 	kProgramLimit,      // SQLSTATE 54000 program_limit_exceeded
+	kOutOfRange,        // SQLSTATE 22008 datetime_field_overflow (as PostgreSQL's "interval out of range")
 };
 
 struct Violation {
@@ -46,6 +47,15 @@ bool CheckDeadline(int64_t deadline_micros, Violation *out) noexcept;
 // How long a claim may sleep for work: 0 (look once) up to kMaxClaimWaitMicros.
 constexpr int64_t kMaxClaimWaitMicros = int64_t{24} * 3600 * 1000000;
 bool CheckClaimWait(int64_t wait_micros, Violation *out) noexcept;
+// A duration given as a number of seconds (the casts to awa.duration from
+// numbers, docs/sql-reference.md "Durations"): finite, and within what an
+// interval holds (int64 microseconds, so at most kMaxDurationSeconds either
+// way); stored as that many microseconds, rounded to the nearest one. Its
+// sign and size are judged later by the argument's own rule (CheckClaimWait,
+// CheckDeadline, ...).
+constexpr int64_t kMaxDurationSeconds = INT64_MAX / 1000000;  // 9223372036854
+bool SecondsToMicros(double seconds, int64_t *micros, Violation *out) noexcept;
+bool WholeSecondsToMicros(int64_t seconds, int64_t *micros, Violation *out) noexcept;
 // `what` names the argument that must not be NULL; `has_default` says whether
 // omitting it is an option (it shapes the hint).
 bool CheckNotNull(bool is_null, const char *what, bool has_default, Violation *out) noexcept;

@@ -10,6 +10,11 @@
 // another's, so the order only fixes where each lands in the segment.
 //
 // Transaction events, in this order:
+//  0. The pending enqueues (pending_enqueues.hpp): PRE_COMMIT appends this
+//     transaction's due jobs to their lanes (and may ereport: the transaction
+//     then aborts), first, so that everything after sees them as written by
+//     this transaction: the enqueue generation it publishes, the lanes it
+//     creates, the queues it wakes. Any end forgets them.
 //  1. The planner flags (spi_plans.cpp): cleared at every end; they touch
 //     nothing else.
 //  2. Maintenance, whose four parts ran as one callback, in this order:
@@ -34,7 +39,9 @@
 // PRE_PREPARE is refused by 2 (a rotation), 3 (pending moves) and 6 (claimed
 // lanes), in that order: the first refusal is the error the PREPARE reports.
 //
-// Subtransaction events: the planner flags, the counters (an abort drops the
+// Subtransaction events: the pending enqueues (an abort drops the
+// subtransaction's jobs), the ring epoch (an abort forgets a rotation begun
+// in it), the planner flags, the counters (an abort drops the
 // subtransaction's moves, a commit folds them into the parent's), the claim
 // waiters (an abort at or above the waiting claim's level clears its slot),
 // the in-flight registry (an abort forgets its ranges and wakes their queues,
@@ -42,8 +49,9 @@
 //
 // All of these run in transaction callbacks: plain code that cannot throw;
 // the commit-time effects cannot raise either (they only touch shared memory
-// under LWLocks and spinlocks). Only the PRE_PREPARE refusals and the
-// counters' PRE_COMMIT (entries of new queues) ereport.
+// under LWLocks and spinlocks). Only the PRE_PREPARE refusals, the pending
+// enqueues' PRE_COMMIT and the counters' PRE_COMMIT (entries of new queues)
+// ereport.
 #include "pg/callbacks.hpp"
 
 #include "pg/claim_waiters.hpp"
@@ -52,6 +60,7 @@
 #include "pg/enqueue_generations.hpp"
 #include "pg/inflight.hpp"
 #include "pg/lane_locks.hpp"
+#include "pg/pending_enqueues.hpp"
 #include "pg/maintenance_shmem.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/spi_plans.hpp"
@@ -100,6 +109,7 @@ StartupShmem()
 void
 OnTransactionEvent(XactEvent event, void *)
 {
+	OnPendingEnqueuesTransactionEvent(event);
 	OnPlannerTransactionEvent(event);
 	OnRingEpochTransactionEvent(event);
 	if (!preloaded)
@@ -114,8 +124,10 @@ OnTransactionEvent(XactEvent event, void *)
 }
 
 void
-OnSubTransactionEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+OnSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTransactionId parent, void *)
 {
+	OnPendingEnqueuesSubTransactionEvent(event, subtransaction, parent);
+	OnRingEpochSubTransactionEvent(event, subtransaction, parent);
 	OnPlannerSubTransactionEvent(event);
 	if (!preloaded)
 		return;

@@ -117,7 +117,7 @@ constexpr int64 kEvidencePage = 4096;
 constexpr int64 kMaxSegmentPage = 65536;
 
 void
-LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
+LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_empty = false)
 {
 	if (view->page_count == kMaxWalkGenerations)
 		elog(ERROR, "awa: claim walk over more than %d generations", kMaxWalkGenerations);
@@ -126,6 +126,11 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation)
 	*page = SegmentPage{generation, false, q.cursor};
 	LoadSegments(view, q, page);
 	view->last_generation = generation;
+	// A generation that holds no lane of this lane's past the cursor holds
+	// no evidence or tombstone that matters either (they sit in their ready
+	// row's slot, and a carried row takes its evidence along).
+	if (skip_empty && !page->full && page->after == q.cursor)
+		return;
 
 	struct Context {
 		LaneView *view;
@@ -252,10 +257,83 @@ RingNow()
 
 }  // namespace
 
+namespace {
+
+bool
+InRange(const BridgeRange *ranges, int count, int64 lane, int64 *next)
+{
+	for (int i = 0; i < count; i++)
+		if (ranges[i].first <= lane && lane < ranges[i].next) {
+			*next = ranges[i].next;
+			return true;
+		}
+	return false;
+}
+
+// The committed range of the view holding `lane`, or NULL.
+const BridgeCommitted *
+CommittedAt(const LaneView &view, int64 lane)
+{
+	for (int i = 0; i < view.committed_count; i++)
+		if (view.committed[i].first <= lane && lane < view.committed[i].next)
+			return &view.committed[i];
+	return NULL;
+}
+
+// The first lane at or after `position` that the view holds neither as
+// spent nor in `skip`.
+int64
+SkipSpent(const LaneView &view, int64 position, const BridgeRange *skip, int skip_count)
+{
+	for (bool moved = true; moved;) {
+		CHECK_FOR_INTERRUPTS();
+		moved = false;
+		int64 next;
+		if (InRange(view.spent, view.spent_count, position, &next) || InRange(skip, skip_count, position, &next)) {
+			position = next;
+			moved = true;
+		}
+	}
+	return position;
+}
+
+// What the claim's view tells of the lane's head once its lanes are gone
+// (counters.hpp): the lanes from the new cursor are spent or its own up to
+// the next head; that head is known when the view holds it committed in the
+// claim's generation (its run_at is read with the claim's rows, or by one
+// probe elsewhere), the lane is empty when no lane_seq past it was reserved,
+// else it is unknown.
+void
+LearnNextHead(LaneWalk *walk, const LaneView &view, const Lane &lane)
+{
+	walk->head.took_head = walk->plan.claimed > 0 && walk->claim[0].first == walk->plan.new_cursor + 1;
+	walk->head.next = LaneHead{kHeadUnknown, 0, 0};
+	if (!walk->head.took_head || view.evidence_truncated)
+		return;
+	int64 next = SkipSpent(view, walk->plan.new_cursor + 1, walk->claim, walk->plan.range_count);
+	if (UnreadPageAt(const_cast<LaneView *>(&view), next) != NULL)
+		return;
+	if (const BridgeCommitted *range = CommittedAt(view, next)) {
+		walk->head.next = LaneHead{kHeadKnown, next, 0};
+		walk->next_generation = range->generation;
+		return;
+	}
+	// Nothing committed at `next` in the view: the lane is empty if no
+	// lane_seq from `next` on was ever reserved (then no row, in no
+	// generation, is there or can appear but by a later enqueue, whose
+	// commit lowers the kept head itself); otherwise not known.
+	if (SequenceValue(lane.enqueue_seq) < next)
+		walk->head.next = LaneHead{kHeadEmpty, 0, 0};
+}
+
+}  // namespace
+
 LaneWalk
 WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_jobs, WalkMode mode)
 {
 	bool advance_only = mode == WalkMode::kAdvanceOnly;
+	// The queue's head generation before any snapshot of this walk (counters.hpp).
+	uint64 head_generation = advance_only ? 0 : HeadGeneration(queue);
 	// Other claims' planned lanes, read before any evidence snapshot: a claim
 	// that leaves the registry has already made its outcome visible.
 	BridgeRange reserved[kMaxInflightPerLane];
@@ -264,7 +342,9 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	LaneQuery q;
 	q.queue = queue;
 	q.priority = lane.priority;
-	q.cursor = SequenceValue(lane.claim_seq);
+	// Maintenance's walk of every lane behind (awa._advance_cursors) keeps
+	// no lock per lane to its transaction's end (fn_advance_cursors.cpp).
+	q.cursor = SequenceValue(lane.claim_seq, !advance_only);
 	q.slot_count = ring.queue_slot_count;
 	// Segments per page: the first page covers the claim and a short lag of
 	// the cursor; a walk that runs past it loads pages twice as large each
@@ -286,6 +366,8 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	int gap_timeout_ms = advance_only ? 0 : awa_gap_proof_lock_timeout_ms;
 	LaneWalk walk;
 	walk.cursor = q.cursor;
+	walk.head = ClaimHeadNote{head_generation, false, LaneHead{kHeadUnknown, 0, 0}};
+	walk.next_generation = -1;
 	walk.claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * plan_max));
 	// Lanes up to proof_horizon were reserved before a gap proof was granted:
 	// a hole among them that is still empty after the proof's re-read of
@@ -366,6 +448,8 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		// (or died in a crash). It holds nothing.
 		AddSpent(&view, plan.gap.first, Min(plan.gap.next, proof_horizon + 1));
 	}
+	if (!advance_only)
+		LearnNextHead(&walk, view, lane);
 	return walk;
 }
 
@@ -377,6 +461,82 @@ ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk)
 		return false;
 	SequenceSet(lane.claim_seq, walk.plan.new_cursor);
 	return true;
+}
+
+LaneHead
+LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fallback)
+{
+	*fallback = false;
+	LaneQuery q;
+	q.queue = queue;
+	q.priority = lane.priority;
+	// The lock is released at once: awa.queue_metrics walks every lane of
+	// every queue whose head is not kept, 10,000 of them after a restart,
+	// more than the lock table holds for one transaction.
+	q.cursor = SequenceValue(lane.claim_seq, false);
+	q.slot_count = ring.queue_slot_count;
+	q.page = 64;
+	int64 newest = ring.queue_generation;
+	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.claim_seq, q.cursor, OldestQueueGeneration(ring)));
+	LaneView view = NewView(start);
+	LoadGeneration(&view, q, start, true);
+	for (int step = 0;; step++) {
+		CHECK_FOR_INTERRUPTS();
+		if (step > 100000)
+			elog(ERROR, "awa: head of lane " INT64_FORMAT " not found", lane.lane_id);
+		if (view.evidence_truncated) {
+			*fallback = true;
+			return LaneHead{kHeadUnknown, 0, 0};
+		}
+		// Lanes claimed by other open transactions count as available: only
+		// committed evidence, tombstones and this transaction's own claims
+		// are skipped.
+		int64 position = SkipSpent(view, q.cursor + 1, view.own, view.own_count);
+		bool crossed_hole = false;
+		const BridgeCommitted *range = NULL;
+		SegmentPage *unread = NULL;
+		for (;;) {
+			CHECK_FOR_INTERRUPTS();
+			if ((unread = UnreadPageAt(&view, position)) != NULL)
+				break;
+			if ((range = CommittedAt(view, position)) != NULL)
+				break;
+			// A hole: the next committed lane past it, if any.
+			int64 next = PG_INT64_MAX;
+			for (int i = 0; i < view.committed_count; i++)
+				if (view.committed[i].first > position)
+					next = Min(next, view.committed[i].first);
+			crossed_hole = true;
+			if (next == PG_INT64_MAX)
+				break;
+			position = SkipSpent(view, next, view.own, view.own_count);
+		}
+		if (unread != NULL) {
+			q.page = Min(q.page * 2, kMaxSegmentPage);
+			LoadSegments(&view, q, unread);
+			continue;
+		}
+		// A hole's row may sit in a later generation (a prune carried it):
+		// decide past a hole only once every generation is loaded.
+		if ((crossed_hole || range == NULL) && view.last_generation < newest) {
+			int64 next = NextQueueGeneration(ring, view.last_generation);
+			if (next >= 0) {
+				LoadGeneration(&view, q, next, true);
+				continue;
+			}
+		}
+		if (range == NULL)
+			return LaneHead{kHeadEmpty, 0, 0};
+		Datum values[5] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(position),
+		                   Int64GetDatum(position + 1), Int64GetDatum(range->generation)};
+		ExecuteLatest(Stmt::kReadyRows, core::SlotOf(range->generation, ring.queue_slot_count), values, NULL, 1);
+		if (SPI_processed != 1)
+			return LaneHead{kHeadUnknown, 0, 0};
+		bool isnull;
+		TimestampTz run_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+		                                                       kReadyRowsRunAtColumn, &isnull));
+		return LaneHead{kHeadKnown, position, run_at};
+	}
 }
 
 TimestampTz

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "pg/claim_bridge.hpp"
+#include "pg/counters.hpp"
 #include "pg/lanes.hpp"
 #include "pg/postgres_headers.hpp"
 #include "pg/rings.hpp"
@@ -35,6 +36,12 @@ struct LaneWalk {
 	int64 cursor;        // the claim cursor the walk started from
 	BridgePlan plan;     // new_cursor, generation, claimed, ...
 	BridgeRange *claim;  // plan.range_count planned ranges (palloc'd)
+	// The lane's head after this claim, as far as the walk's view tells
+	// (counters.hpp, "oldest available job"): head.next.state is kHeadKnown
+	// with next.seq (run_at still to be read, in next_generation), kHeadEmpty,
+	// or kHeadUnknown.
+	ClaimHeadNote head;
+	int64 next_generation;
 };
 
 // Walks `lane` of `queue` (the caller holds its claim lock). Requires SPI. May
@@ -44,6 +51,14 @@ LaneWalk WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int3
 // Moves the lane's claim cursor over the walk's spent prefix (forward only)
 // and remembers the head's generation floor. Returns whether it moved.
 bool ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk);
+
+// The lane's head now, for awa.queue_metrics: the first committed lane past
+// the claim cursor that no committed claim evidence or tombstone covers (lanes
+// claimed by other transactions still open count as available; this
+// transaction's own claims do not), and its run_at.
+// *fallback when the walk cannot tell (more claim evidence above the cursor
+// than one page): the caller asks the SQL walk. Requires SPI. May ereport.
+LaneHead LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fallback);
 
 // When the lane's head became due: first_run_at of the segment holding the
 // first lane past the cursor and past the spent lanes right after it (the

@@ -42,13 +42,18 @@ int
 WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneWalk &walk, Interval *deadline,
            ReturnSetInfo *rsinfo)
 {
-	// Read the planned rows.
+	// Read the planned rows, and the lane's next head when it is the row
+	// right after them in the same slot (its run_at: counters.hpp, "oldest
+	// available job"); a next head elsewhere is left unknown.
 	int ready_slot = core::SlotOf(walk.plan.generation, ring.queue_slot_count);
 	int64 span_first = walk.claim[0].first;
 	int64 span_next = walk.claim[walk.plan.range_count - 1].next;
+	ClaimHeadNote head = walk.head;
+	bool read_next = head.next.state == kHeadKnown && head.next.seq == span_next &&
+	                 walk.next_generation == walk.plan.generation;
 	{
 		Datum values[5] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(span_first),
-		                   Int64GetDatum(span_next), Int64GetDatum(walk.plan.generation)};
+		                   Int64GetDatum(read_next ? span_next + 1 : span_next), Int64GetDatum(walk.plan.generation)};
 		ExecuteLatest(Stmt::kReadyRows, ready_slot, values, NULL);
 	}
 	SPITupleTable *rows = SPI_tuptable;
@@ -62,15 +67,21 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	Datum *max_attempts = static_cast<Datum *>(palloc(sizeof(Datum) * n));
 	HeapTuple *chosen = static_cast<HeapTuple *>(palloc(sizeof(HeapTuple) * n));
 	int found = 0;
+	bool next_found = false;
 	for (uint64 i = 0; i < row_count; i++) {
 		CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
 		bool isnull;
 		HeapTuple tuple = rows->vals[i];
 		int64 lane_seq = DatumGetInt64(SPI_getbinval(tuple, rows->tupdesc, 1, &isnull));
+		if (read_next && lane_seq == head.next.seq) {
+			head.next.run_at = DatumGetTimestampTz(SPI_getbinval(tuple, rows->tupdesc, kReadyRowsRunAtColumn, &isnull));
+			next_found = true;
+			continue;
+		}
 		if (!InRanges(walk.claim, walk.plan.range_count, lane_seq))
 			continue;
 		if (found == n)
-			break;
+			continue;
 		chosen[found] = tuple;
 		lane_seqs[found] = Int64GetDatum(lane_seq);
 		job_ids[found] = SPI_getbinval(tuple, rows->tupdesc, 2, &isnull);
@@ -78,6 +89,21 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 		attempts[found] = Int16GetDatum(DatumGetInt16(SPI_getbinval(tuple, rows->tupdesc, 4, &isnull)) + 1);
 		max_attempts[found] = SPI_getbinval(tuple, rows->tupdesc, 5, &isnull);
 		found++;
+	}
+	if (read_next && !next_found)
+		head.next.state = kHeadUnknown;
+	if (head.next.state == kHeadKnown && !read_next) {
+		// The next head is elsewhere (past cancelled jobs, in another slot):
+		// one probe, rare (once per ring generation a lane crosses).
+		Datum values[5] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(head.next.seq),
+		                   Int64GetDatum(head.next.seq + 1), Int64GetDatum(walk.next_generation)};
+		ExecuteLatest(Stmt::kReadyRows, core::SlotOf(walk.next_generation, ring.queue_slot_count), values, NULL, 1);
+		bool isnull;
+		if (SPI_processed == 1)
+			head.next.run_at = DatumGetTimestampTz(
+			    SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, kReadyRowsRunAtColumn, &isnull));
+		else
+			head.next.state = kHeadUnknown;
 	}
 	if (found != n)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
@@ -124,6 +150,7 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	bool claim_nulls[15] = {false};
 	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 15);
 	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
+	NoteHeadClaim(queue, lane.priority, span_first, n, head);
 
 	// Emit: job_id, run_lease, receipt_id, kind, args, queue, priority,
 	// attempt, max_attempts, deadline_at, created_at, metadata.

@@ -57,6 +57,8 @@ AWA_CHECK_NOEXCEPT(CheckMaxAttempts(declval<int64_t>(), declval<Violation *>()))
 AWA_CHECK_NOEXCEPT(CheckMaxJobs(declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckDeadline(declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckClaimWait(declval<int64_t>(), declval<Violation *>()));
+AWA_CHECK_NOEXCEPT(SecondsToMicros(declval<double>(), declval<int64_t *>(), declval<Violation *>()));
+AWA_CHECK_NOEXCEPT(WholeSecondsToMicros(declval<int64_t>(), declval<int64_t *>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckNotNull(declval<bool>(), declval<const char *>(), declval<bool>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckSameLength(declval<const char *>(), declval<size_t>(), declval<const char *>(),
                                    declval<size_t>(), declval<Violation *>()));

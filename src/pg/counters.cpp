@@ -18,6 +18,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/dsa.h"
 #include "utils/syscache.h"
 }
@@ -53,6 +54,13 @@ struct QueueCounters {
 	// Event totals since the server started (or the extension was created
 	// again), whatever the counts' trust: events are added, never recounted.
 	pg_atomic_uint64 events[core::kJobEventCount];
+	// The head of each lane (counters.hpp, "oldest available job"), under
+	// head_lock. head_changes counts the applied events that touched the
+	// queue's available jobs, head_removals those that took some out.
+	slock_t head_lock;
+	uint64 head_changes;
+	uint64 head_removals;
+	LaneHead heads[kHeadLanes];
 };
 
 struct DbCounters {
@@ -134,6 +142,19 @@ SameName(const QueueCounters *entry, const char *chars, int length)
 	return strncmp(name, chars, length) == 0 && name[length] == '\0';
 }
 
+// Marks every lane of the queue unknown (an event whose effect on the heads
+// is not known). Plain code that cannot fail.
+void
+ForgetHeads(QueueCounters *entry)
+{
+	SpinLockAcquire(&entry->head_lock);
+	for (int l = 0; l < kHeadLanes; l++)
+		entry->heads[l].state = kHeadUnknown;
+	entry->head_changes++;
+	entry->head_removals++;
+	SpinLockRelease(&entry->head_lock);
+}
+
 Size
 DbsOffset()
 {
@@ -192,6 +213,38 @@ namespace {
 // Transaction-local pending moves.
 // ---------------------------------------------------------------------------
 constexpr int kMaxPending = 64;
+// What a transaction (level) did to one lane's available jobs.
+struct PendingLane {
+	int64 add_seq;     // lowest lane_seq added (PG_INT64_MAX: none)
+	TimestampTz add_at;
+	int64 remove_seq;  // lowest lane_seq removed by a cancel or a claim (PG_INT64_MAX: none)
+	int cancels;
+	int claims;
+	ClaimHeadNote claim;  // the claim's, when claims == 1
+};
+
+void
+ClearLane(PendingLane *lane)
+{
+	memset(lane, 0, sizeof(*lane));
+	lane->add_seq = PG_INT64_MAX;
+	lane->remove_seq = PG_INT64_MAX;
+}
+
+void
+MergeLane(PendingLane *into, const PendingLane &from)
+{
+	if (from.add_seq < into->add_seq) {
+		into->add_seq = from.add_seq;
+		into->add_at = from.add_at;
+	}
+	into->remove_seq = Min(into->remove_seq, from.remove_seq);
+	into->cancels += from.cancels;
+	if (into->claims == 0)
+		into->claim = from.claim;
+	into->claims += from.claims;
+}
+
 struct Pending {
 	// The queue's shared entry; NULL for a queue that has none yet: the entry
 	// is made at PRE_COMMIT (MakePendingEntries), so a move that rolls back
@@ -203,6 +256,13 @@ struct Pending {
 	int level;      // subtransaction nesting level that made the moves
 	int64 delta[kStates];
 	int64 events[core::kJobEventCount];
+	// The heads: jobs moved into or out of available (CountMove), and those of
+	// them a Note* call described; the two differ when some move was recorded
+	// only as a count (its lanes' heads become unknown at commit).
+	int64 available_moved;
+	int64 available_noted;
+	PendingLane lanes[kHeadLanes];
+	uint64 removals_seen;  // the entry's head_removals at PRE_COMMIT
 };
 Pending pending[kMaxPending];
 int pending_count = 0;
@@ -291,9 +351,11 @@ ZeroDatabase(Oid database, bool main_too)
 				pg_atomic_write_u64(&entry->main[s], 0);
 			pg_atomic_write_u64(&entry->since[s], 0);
 		}
-		if (main_too)
+		if (main_too) {
 			for (int e = 0; e < core::kJobEventCount; e++)
 				pg_atomic_write_u64(&entry->events[e], 0);
+			ForgetHeads(entry);  // a new incarnation of the extension: new lanes
+		}
 	});
 }
 
@@ -415,6 +477,11 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 		}
 		for (int e = 0; e < core::kJobEventCount; e++)
 			pg_atomic_init_u64(&entry->events[e], 0);
+		SpinLockInit(&entry->head_lock);
+		entry->head_changes = 0;
+		entry->head_removals = 0;
+		for (int l = 0; l < kHeadLanes; l++)
+			entry->heads[l] = LaneHead{kHeadUnknown, 0, 0};
 		shared->entry_count++;
 		shared->dbs[db_index].entries++;
 	}
@@ -550,6 +617,68 @@ VisibleToBuild(TransactionId xid)
 	return true;
 }
 
+// At PRE_COMMIT, before the commit is visible: what removals had been
+// applied to each queue an add of this transaction touches (a removal applied
+// after this may have taken the added jobs).
+void
+NoteRemovalsSeen()
+{
+	for (int i = 0; i < pending_count; i++) {
+		QueueCounters *entry = pending[i].entry;
+		if (entry == NULL)
+			continue;
+		SpinLockAcquire(&entry->head_lock);
+		pending[i].removals_seen = entry->head_removals;
+		SpinLockRelease(&entry->head_lock);
+	}
+}
+
+// Applies a committed transaction's changes to the queue's lane heads
+// (counters.hpp). Runs in a commit callback: plain code that cannot fail.
+void
+ApplyHeads(QueueCounters *entry, const Pending &p)
+{
+	if (p.available_moved == 0 && p.available_noted == 0)
+		return;
+	SpinLockAcquire(&entry->head_lock);
+	bool removed = false;
+	if (p.available_moved != p.available_noted) {
+		// Some move into or out of available said nothing of its lane.
+		for (int l = 0; l < kHeadLanes; l++)
+			entry->heads[l].state = kHeadUnknown;
+		removed = true;
+	} else {
+		for (int l = 0; l < kHeadLanes; l++) {
+			const PendingLane &lane = p.lanes[l];
+			LaneHead &head = entry->heads[l];
+			bool removes = lane.remove_seq != PG_INT64_MAX;
+			bool adds = lane.add_seq != PG_INT64_MAX;
+			if (!removes && !adds)
+				continue;
+			removed = removed || removes;
+			// A lone claim that took the head, whose snapshot no applied
+			// event has overtaken: the head it read next is the head.
+			if (lane.claims == 1 && lane.cancels == 0 && !adds && lane.claim.took_head &&
+			    lane.claim.generation == entry->head_changes) {
+				head = lane.claim.next;
+				continue;
+			}
+			if (removes && head.state != kHeadUnknown && (head.state == kHeadEmpty || lane.remove_seq <= head.seq))
+				head.state = kHeadUnknown;
+			if (adds && head.state != kHeadUnknown && (head.state == kHeadEmpty || lane.add_seq < head.seq)) {
+				if (!removes && entry->head_removals == p.removals_seen)
+					head = LaneHead{kHeadKnown, lane.add_seq, lane.add_at};
+				else
+					head.state = kHeadUnknown;
+			}
+		}
+	}
+	entry->head_changes++;
+	if (removed)
+		entry->head_removals++;
+	SpinLockRelease(&entry->head_lock);
+}
+
 // Commit: applies the pending moves. Runs in a commit callback: plain code
 // that cannot fail.
 void
@@ -562,11 +691,14 @@ ApplyPending()
 		int index = DbIndex(MyDatabaseId, false);
 		if (index >= 0)
 			shared->dbs[index].state = kUntrusted;
+		// Some moves were not recorded: no head of the database is known.
+		ForEachEntry(MyDatabaseId, [](QueueCounters *entry) { ForgetHeads(entry); });
 	} else {
 		for (int i = 0; i < pending_count; i++) {
 			QueueCounters *entry = pending[i].entry;
 			if (entry == NULL)
 				continue;  // (MakePendingEntries gave every slot one at PRE_COMMIT)
+			ApplyHeads(entry, pending[i]);
 			for (int e = 0; e < core::kJobEventCount; e++)
 				if (pending[i].events[e] != 0)
 					pg_atomic_fetch_add_u64(&entry->events[e], pending[i].events[e]);
@@ -601,8 +733,16 @@ OnCountersTransactionEvent(XactEvent event)
 {
 	switch (event) {
 	case XACT_EVENT_PRE_COMMIT:
+		// The extension was dropped in this transaction: its jobs, and the
+		// moves that counted them, went with it (its COMMIT failed here,
+		// "ring_epoch_seq is missing", found in review of issue 19).
+		if ((pending_count > 0 || pending_lost) && !OidIsValid(ExtensionIncarnationIfPresent())) {
+			ForgetPending();
+			break;
+		}
 		// May ereport: the transaction then aborts.
 		MakePendingEntries();
+		NoteRemovalsSeen();
 		pending_xid = GetTopTransactionIdIfAny();
 		break;
 	case XACT_EVENT_COMMIT:
@@ -655,6 +795,10 @@ OnCountersSubTransactionEvent(SubXactEvent event)
 				same->delta[s] += pending[i].delta[s];
 			for (int e = 0; e < core::kJobEventCount; e++)
 				same->events[e] += pending[i].events[e];
+			same->available_moved += pending[i].available_moved;
+			same->available_noted += pending[i].available_noted;
+			for (int l = 0; l < kHeadLanes; l++)
+				MergeLane(&same->lanes[l], pending[i].lanes[l]);
 		}
 		pending_count = kept;
 	}
@@ -681,54 +825,140 @@ ReleaseBuild(int db_index, bool trusted)
 
 }  // namespace
 
-void
-CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)
+namespace {
+
+// The pending slot of the queue at this (sub)transaction level, made when
+// missing; NULL when the database has no counters, or the table is full
+// (pending_lost is then set). May ereport (out of memory).
+Pending *
+SlotFor(text *queue)
 {
-	if (shared == NULL || n == 0)
-		return;
 	int length = VARSIZE_ANY_EXHDR(queue);
 	const char *chars = VARDATA_ANY(queue);
 	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
 	bool counted;
 	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
 	if (!counted)
-		return;  // no counters for this database: it is counted exactly
+		return NULL;  // no counters for this database: it is counted exactly
 	int level = GetCurrentTransactionNestLevel();
-	Pending *slot = NULL;
-	for (int i = 0; i < pending_count; i++) {
-		if (pending[i].level == level && SlotOfQueue(pending[i], entry, chars, length, hash)) {
-			slot = &pending[i];
-			break;
-		}
+	for (int i = 0; i < pending_count; i++)
+		if (pending[i].level == level && SlotOfQueue(pending[i], entry, chars, length, hash))
+			return &pending[i];
+	if (pending_count == kMaxPending) {
+		pending_lost = true;
+		return NULL;
 	}
-	if (slot == NULL) {
-		if (pending_count == kMaxPending) {
-			pending_lost = true;
-			return;
-		}
-		// The name first: an allocation that fails leaves no slot half made.
-		char *name = NULL;
-		if (entry == NULL) {
-			name = static_cast<char *>(MemoryContextAlloc(TopTransactionContext, length + 1));
-			memcpy(name, chars, length);
-			name[length] = '\0';
-		}
-		slot = &pending[pending_count++];
-		memset(slot, 0, sizeof(*slot));
-		slot->entry = entry;
-		slot->name = name;
-		slot->length = length;
-		slot->hash = hash;
-		slot->level = level;
+	// The name first: an allocation that fails leaves no slot half made.
+	char *name = NULL;
+	if (entry == NULL) {
+		name = static_cast<char *>(MemoryContextAlloc(TopTransactionContext, length + 1));
+		memcpy(name, chars, length);
+		name[length] = '\0';
 	}
+	Pending *slot = &pending[pending_count++];
+	memset(slot, 0, sizeof(*slot));
+	slot->entry = entry;
+	slot->name = name;
+	slot->length = length;
+	slot->hash = hash;
+	slot->level = level;
+	for (int l = 0; l < kHeadLanes; l++)
+		ClearLane(&slot->lanes[l]);
+	return slot;
+}
+
+PendingLane *
+LaneOf(Pending *slot, int priority)
+{
+	Assert(priority >= 1 && priority <= kHeadLanes);
+	return &slot->lanes[priority - 1];
+}
+
+}  // namespace
+
+void
+CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)
+{
+	if (shared == NULL || n == 0)
+		return;
+	Pending *slot = SlotFor(queue);
+	if (slot == NULL)
+		return;
 	if (from != kNoState)
 		slot->delta[from] -= n;
 	if (to != kNoState)
 		slot->delta[to] += n;
+	constexpr int kAvailable = static_cast<int>(core::JobState::kAvailable);
+	if ((from == kAvailable) != (to == kAvailable))
+		slot->available_moved += n;
 	if (event == core::JobEvent::kNone)
 		event = core::EventOfMove(from, to);
 	if (event != core::JobEvent::kNone)
 		slot->events[static_cast<int>(event)] += n;
+}
+
+uint64
+HeadGeneration(text *queue)
+{
+	if (shared == NULL)
+		return 0;
+	int length = VARSIZE_ANY_EXHDR(queue);
+	const char *chars = VARDATA_ANY(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
+	bool counted;
+	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
+	if (entry == NULL)
+		return 0;
+	SpinLockAcquire(&entry->head_lock);
+	uint64 generation = entry->head_changes;
+	SpinLockRelease(&entry->head_lock);
+	return generation;
+}
+
+void
+NoteHeadAdd(text *queue, int priority, int64 lane_seq, TimestampTz run_at, int64 n)
+{
+	if (shared == NULL || n == 0)
+		return;
+	Pending *slot = SlotFor(queue);
+	if (slot == NULL)
+		return;
+	PendingLane *lane = LaneOf(slot, priority);
+	if (lane_seq < lane->add_seq) {
+		lane->add_seq = lane_seq;
+		lane->add_at = run_at;
+	}
+	slot->available_noted += n;
+}
+
+void
+NoteHeadRemove(text *queue, int priority, int64 lane_seq, int64 n)
+{
+	if (shared == NULL || n == 0)
+		return;
+	Pending *slot = SlotFor(queue);
+	if (slot == NULL)
+		return;
+	PendingLane *lane = LaneOf(slot, priority);
+	lane->remove_seq = Min(lane->remove_seq, lane_seq);
+	lane->cancels++;
+	slot->available_noted += n;
+}
+
+void
+NoteHeadClaim(text *queue, int priority, int64 first, int64 n, const ClaimHeadNote &note)
+{
+	if (shared == NULL || n == 0)
+		return;
+	Pending *slot = SlotFor(queue);
+	if (slot == NULL)
+		return;
+	PendingLane *lane = LaneOf(slot, priority);
+	lane->remove_seq = Min(lane->remove_seq, first);
+	if (lane->claims == 0)
+		lane->claim = note;
+	lane->claims++;
+	slot->available_noted += n;
 }
 
 int
@@ -910,6 +1140,70 @@ ReadCounters(text *queue, QueueCounts *out)
 			for (int s = 0; s < kStates; s++)
 				out->count[s] += pending[i].delta[s];
 	return true;
+}
+
+bool
+ReadHeads(text *queue, QueueHeads *out)
+{
+	memset(out, 0, sizeof(*out));
+	// On a standby replayed commits apply nothing: a head kept there would
+	// go stale, so none is read or kept (every lane is walked).
+	if (shared == NULL || RecoveryInProgress())
+		return false;
+	int length = VARSIZE_ANY_EXHDR(queue);
+	const char *chars = VARDATA_ANY(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
+	bool counted;
+	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
+	if (entry == NULL)
+		return false;
+	SpinLockAcquire(&entry->head_lock);
+	out->generation = entry->head_changes;
+	for (int l = 0; l < kHeadLanes; l++)
+		out->lanes[l] = entry->heads[l];
+	SpinLockRelease(&entry->head_lock);
+	out->storable = true;
+	for (int i = 0; i < pending_count; i++)
+		if (SlotOfQueue(pending[i], entry, chars, length, hash))
+			out->storable = false;
+	return true;
+}
+
+void
+StoreHead(text *queue, int priority, uint64 generation, const LaneHead &head)
+{
+	if (shared == NULL || priority < 1 || priority > kHeadLanes || head.state == kHeadUnknown)
+		return;
+	int length = VARSIZE_ANY_EXHDR(queue);
+	const char *chars = VARDATA_ANY(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
+	bool counted;
+	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
+	if (entry == NULL)
+		return;
+	SpinLockAcquire(&entry->head_lock);
+	if (entry->head_changes == generation)
+		entry->heads[priority - 1] = head;
+	SpinLockRelease(&entry->head_lock);
+}
+
+int64
+CountUnknownHeads()
+{
+	if (shared == NULL || CurrentDbIndex() < 0)
+		return 0;
+	int64 unknown = 0;
+	LWLockAcquire(counters_lock, LW_SHARED);
+	ForEachEntry(MyDatabaseId, [&unknown](QueueCounters *entry) {
+		SpinLockAcquire(&entry->head_lock);
+		bool any = false;
+		for (int l = 0; l < kHeadLanes; l++)
+			any = any || entry->heads[l].state == kHeadUnknown;
+		SpinLockRelease(&entry->head_lock);
+		unknown += any ? 1 : 0;
+	});
+	LWLockRelease(counters_lock);
+	return unknown;
 }
 
 }  // namespace awa::pg

@@ -91,4 +91,74 @@ bool RebuildCounters();
 // when the counters are not trusted.
 bool ReadCounters(text *queue, QueueCounts *out);
 
+// ---------------------------------------------------------------------------
+// The oldest available job of each queue (awa.queue_metrics,
+// docs/monitoring.md): the head of each of its lanes (priority 1..4), i.e.
+// the first available lane_seq in claim order, and that job's run_at, kept in
+// the queue's counters entry so that reading it costs O(1) per queue.
+//
+// The events that change a lane's available jobs record what they know in
+// the transaction's pending moves, and the commit applies it, as for the
+// counts: an enqueue (or promotion, retry, rescue: every insert of ready rows)
+// its lowest lane_seq and that job's run_at; a claim the lanes it took and,
+// when it took the head, the next head its walk saw (read with the statement
+// that reads its jobs, or one more probe), or that the lane is empty; a
+// cancel its tombstone. An event that cannot know the new head (a claim whose
+// view went stale before it committed, a cancel of the head, any move into or
+// out of available recorded only through CountMove) marks the lane
+// "unknown", and awa.queue_metrics recomputes unknown lanes (LaneHeadNow) and
+// stores the result only if no event was applied to the queue meanwhile (a
+// generation number). A new entry (after a server start) is unknown.
+//
+// Why the rules hold whatever the order in which commits are applied: the
+// head is the minimum of a set of lane_seqs; an add lowers it (min), a
+// removal at or below it makes it unknown; an add that some removal applied
+// since the add's PRE_COMMIT may have taken is not trusted; a claim sets the
+// head it computed from its snapshot only if no event at all was applied to
+// the queue since before that snapshot.
+// ---------------------------------------------------------------------------
+constexpr int kHeadLanes = 4;  // priorities 1..4
+enum HeadState : int { kHeadUnknown = 0, kHeadEmpty = 1, kHeadKnown = 2 };
+struct LaneHead {
+	int state;  // HeadState
+	int64 seq;
+	TimestampTz run_at;
+};
+static_assert(std::is_trivially_destructible_v<LaneHead>, "lives across PostgreSQL errors");
+
+// What a claim learnt of its lane's head (claim_walk.cpp, claim_write.cpp).
+struct ClaimHeadNote {
+	uint64 generation;  // HeadGeneration before the claim's first snapshot
+	bool took_head;     // the claim took the lane's head
+	LaneHead next;      // the head after the claim, in its snapshot (kHeadUnknown: not known)
+};
+static_assert(std::is_trivially_destructible_v<ClaimHeadNote>, "lives across PostgreSQL errors");
+
+// The queue's head generation now (0 without an entry). Cheap: a per-backend
+// cache lookup and a spinlock.
+uint64 HeadGeneration(text *queue);
+
+// `n` ready rows of the lane were inserted, the lowest at `lane_seq`, due at
+// `run_at`; `n` jobs left available of the lane, the lowest at `lane_seq`
+// (a cancel); a claim took `n` jobs of the lane, the lowest at `first`.
+// Call in the transaction that makes the change, after its CountMove. May ereport.
+void NoteHeadAdd(text *queue, int priority, int64 lane_seq, TimestampTz run_at, int64 n);
+void NoteHeadRemove(text *queue, int priority, int64 lane_seq, int64 n);
+void NoteHeadClaim(text *queue, int priority, int64 first, int64 n, const ClaimHeadNote &note);
+
+struct QueueHeads {
+	uint64 generation;
+	bool storable;  // this transaction has no pending move of the queue
+	LaneHead lanes[kHeadLanes];
+};
+// The kept heads of the queue's lanes; false when the queue has no entry (no
+// shared memory, a database without counters, more queues than the table)
+// and on a standby (replayed commits keep no head).
+bool ReadHeads(text *queue, QueueHeads *out);
+// Keeps a recomputed head, unless an event was applied to the queue since
+// `generation` was read (before the recomputation's snapshot).
+void StoreHead(text *queue, int priority, uint64 generation, const LaneHead &head);
+// Queues of this database with a lane whose head is not kept (tests, bench).
+int64 CountUnknownHeads();
+
 }  // namespace awa::pg

@@ -15,6 +15,8 @@ Sqlstate(core::ViolationCode code)
 		return ERRCODE_NULL_VALUE_NOT_ALLOWED;
 	case core::ViolationCode::kProgramLimit:
 		return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+	case core::ViolationCode::kOutOfRange:
+		return ERRCODE_DATETIME_VALUE_OUT_OF_RANGE;
 	case core::ViolationCode::kInvalidParameter:
 		break;
 	}

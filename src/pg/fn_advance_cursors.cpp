@@ -16,6 +16,10 @@
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
 
+extern "C" {
+#include "utils/resowner.h"
+}
+
 namespace awa::pg {
 
 namespace {
@@ -29,6 +33,20 @@ AdvanceLaneCursor(text *queue, const Lane &lane, const RingPositions &ring)
 		return false;
 	LaneWalk walk = WalkLane(queue, lane, ring, 1, WalkMode::kAdvanceOnly);
 	bool moved = ApplyCursorAdvance(lane, walk);
+	// setval keeps RowExclusiveLock on the cursor to the end of the
+	// transaction, an interlock with DDL only (setval is not transactional,
+	// and no proof reads the claim cursor's lock): released per lane, so one
+	// call over thousands of lanes does not fill the lock table. sequence.c
+	// takes it under the top transaction's resource owner, so it is released
+	// there. (Its per-backend cache still thinks the lock held: a later setval
+	// of this cursor in this transaction would not take it again, which only
+	// loses that DDL interlock for the rest of this maintenance transaction.)
+	if (moved) {
+		ResourceOwner saved = CurrentResourceOwner;
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		UnlockRelationOid(lane.claim_seq, RowExclusiveLock);
+		CurrentResourceOwner = saved;
+	}
 	UnlockLaneClaim(lane.lane_id);
 	return moved;
 }
@@ -64,7 +82,11 @@ AWA_FUNCTION(awa_internal_advance_cursors)
 	RingPositions ring;
 	for (int i = 0; i < count; i++) {
 		CHECK_FOR_INTERRUPTS();  // between lanes: no lane lock is held here
-		if (SequenceValue(lanes[i].claim_seq) >= SequenceValue(lanes[i].enqueue_seq))
+		// A look, not a hold: the lock is released at once, or a call over
+		// thousands of lanes kept two relation locks per lane to its end and
+		// ran out of the shared lock table (review of issue 19: about 7,000
+		// lanes; test/t/018_many_queues.pl counts them).
+		if (SequenceValue(lanes[i].claim_seq, false) >= SequenceValue(lanes[i].enqueue_seq, false))
 			continue;
 		if (!have_ring) {
 			int64 epoch;

@@ -27,6 +27,7 @@
 #include "pg/inflight.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
+#include "pg/pending_enqueues.hpp"
 #include "pg/queue_settings.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
@@ -287,6 +288,9 @@ AWA_FUNCTION(awa_claim)
 	if (request.deadline != NULL)
 		CheckClaimDeadline(request.deadline, now);
 	int64 wait_micros = ClaimWaitMicros(PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_INTERVAL_P(3) : NULL, now);
+	// Jobs this transaction enqueued are claimable by it, as they were when
+	// an enqueue appended them at once.
+	FlushPendingEnqueues();
 	request.wake_bucket = QueueWakeBucket(request.queue);
 	request.waiting = wait_micros > 0;
 	request.unsure = false;

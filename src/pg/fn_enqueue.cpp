@@ -19,6 +19,7 @@
 #include "pg/gucs.hpp"
 #include "pg/job_insert.hpp"
 #include "pg/job_options.hpp"
+#include "pg/pending_enqueues.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
 
@@ -85,6 +86,13 @@ AWA_FUNCTION(awa_internal_check_job)
 	PG_RETURN_VOID();
 }
 
+// awa._flush_enqueues() -> int: this transaction's pending ready jobs go in
+// now (pending_enqueues.hpp); returns how many.
+AWA_FUNCTION(awa_internal_flush_enqueues)
+{
+	PG_RETURN_INT32(FlushPendingEnqueues());
+}
+
 // awa.enqueue(kind, args, queue, priority, run_at, max_attempts, opts) -> job_id
 AWA_FUNCTION(awa_enqueue)
 {
@@ -118,7 +126,7 @@ AWA_FUNCTION(awa_enqueue)
 	row.from_state = kNoState;
 	row.skip_duplicate = options.unique_skip;
 	row.skipped = false;
-	InsertJobs(&row, 1, now);
+	InsertJobs(&row, 1, now, ReadyAt::kCommit);
 	SPI_finish();
 	PG_RETURN_INT64(row.job_id);
 }
@@ -274,7 +282,7 @@ AWA_FUNCTION(awa_enqueue_many)
 		}
 		// Unique keys of a later chunk meet those of earlier ones as keys
 		// this transaction holds: 23505, or with skip the earlier job's id.
-		InsertJobs(rows, n, in.now);
+		InsertJobs(rows, n, in.now, ReadyAt::kCommit);
 		SPI_finish();
 		MemoryContextSwitchTo(caller);
 		for (int k = 0; k < n; k++) {

@@ -6,6 +6,7 @@
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"
+#include "pg/pending_enqueues.hpp"
 #include "pg/enqueue_generations.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/task_status.hpp"
@@ -56,9 +57,13 @@ AWA_FUNCTION(awa_internal_outcome_names)
 }
 
 // awa._rotation_begin(): this transaction appends to a rotation ledger; the
-// ring epoch is odd until it ends (ring_epoch.hpp).
+// ring epoch is odd until it ends (ring_epoch.hpp). Jobs it enqueued before
+// (a periodic step of the same run_maintenance) go in first, into the
+// generation they were enqueued under: after the rotation it could no longer
+// append them (pending_enqueues.hpp).
 AWA_FUNCTION(awa_internal_rotation_begin)
 {
+	FlushPendingEnqueues();
 	BeginRotation();
 	PG_RETURN_VOID();
 }

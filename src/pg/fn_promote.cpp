@@ -74,7 +74,7 @@ PromoteDeleted()
 	for (int i = 0; i < n; i++)
 		if (rows[i].run_at > now)
 			rows[i].run_at = now;
-	InsertJobs(rows, n, now);
+	InsertJobs(rows, n, now, ReadyAt::kNow);
 	return n;
 }
 

@@ -75,6 +75,7 @@ AWA_FUNCTION(awa_internal_tombstone)
 	Execute(Stmt::kInsertTombstone, ready_slot, row, NULL);
 	CountMove(queue, static_cast<int>(awa::core::JobState::kAvailable), static_cast<int>(awa::core::JobState::kCancelled),
 	          1);
+	NoteHeadRemove(queue, priority, lane_seq, 1);
 	BridgeRange range{lane_seq, lane_seq + 1};
 	if (awa_early_lane_release && RegisterInflight(lane.lane_id, &range, 1, QueueWakeBucket(queue)))
 		UnlockLaneClaim(lane.lane_id);

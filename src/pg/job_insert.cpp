@@ -5,6 +5,7 @@
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/lanes.hpp"
+#include "pg/pending_enqueues.hpp"
 #include "pg/enqueue_generations.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/rings.hpp"
@@ -210,10 +211,13 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	Datum *ready = static_cast<Datum *>(palloc(sizeof(Datum) * kReadyColumns * n));
 	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
 	TimestampTz first_run_at = DT_NOEND;
+	int lowest = 0;  // the row with the lowest lane_seq (the lane's head, if it is the first)
 	for (int i = 0; i < n; i++) {
 		CHECK_FOR_INTERRUPTS();
 		const JobRow &row = rows[order[i]];
 		first_run_at = Min(first_run_at, row.run_at);
+		if (lane_seqs[i] < lane_seqs[lowest])
+			lowest = i;
 		Datum *v = ready + i * kReadyColumns;
 		bool *nl = ready_nulls + i * kReadyColumns;
 		v[0] = Int16GetDatum(ring.queue_slot);
@@ -238,6 +242,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		nl[16] = row.payload == NULL;
 	}
 	InsertRingRows(RingTable::kReadyEntries, ring.queue_slot, n, ready, ready_nulls, kReadyColumns);
+	NoteHeadAdd(head.queue, head.priority, lane_seqs[lowest], rows[order[lowest]].run_at, n);
 	for (int first = 0; first < n;) {
 		CHECK_FOR_INTERRUPTS();  // a segment per run: n of them when producers interleave
 		int next = first + 1;
@@ -252,16 +257,6 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 9);
 		first = next;
 	}
-}
-
-// Inserts one lane's ready rows. Once they are in, this transaction holds
-// RowExclusiveLock on the slot's children, which keeps prune out until it
-// ends: the published generation is no longer needed.
-void
-InsertLane(JobRow *rows, const int *order, int n, TimestampTz now)
-{
-	InsertLaneRows(rows, order, n, now);
-	ClearEnqueueGeneration();
 }
 
 void
@@ -296,8 +291,18 @@ InsertDeferred(JobRow *rows, const int *order, int n)
 
 }  // namespace
 
+// Once the rows are in, this transaction holds RowExclusiveLock on the slot's
+// children, which keeps prune out until it ends: the published generation is
+// no longer needed.
 void
-InsertJobs(JobRow *rows, int n, TimestampTz now)
+AppendReadyRows(JobRow *rows, const int *order, int n, TimestampTz now)
+{
+	InsertLaneRows(rows, order, n, now);
+	ClearEnqueueGeneration();
+}
+
+void
+InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 {
 	if (n == 0)
 		return;
@@ -334,12 +339,16 @@ InsertJobs(JobRow *rows, int n, TimestampTz now)
 		while (end < ready && rows[order[end]].priority == rows[order[start]].priority &&
 		       SameText(rows[order[end]].queue, rows[order[start]].queue))
 			end++;
-		InsertLane(rows, order + start, end - start, now);
+		if (ready_at == ReadyAt::kCommit)
+			DeferReadyRows(rows, order + start, end - start);
+		else
+			AppendReadyRows(rows, order + start, end - start, now);
 		start = end;
 	}
 	if (deferred > 0) {
-		// A deferred job's lane exists from the start: its queue is known
-		// (queue_counts lists it) and promotion finds the lane ready.
+		// A deferred job's lane exists once the job is committed: its queue
+		// is known (queue_counts lists it) and promotion finds the lane
+		// ready. An enqueue asks for it at commit (pending_enqueues.hpp).
 		// Once per lane, not per job: each EnsureLane may look the lane up
 		// with an index scan whose memory lives until the call ends (a
 		// million scheduled jobs of one lane made 1M scans).
@@ -352,7 +361,10 @@ InsertJobs(JobRow *rows, int n, TimestampTz now)
 				if (previous.priority == row.priority && SameText(previous.queue, row.queue))
 					continue;
 			}
-			(void)EnsureLane(row.queue, row.priority);
+			if (ready_at == ReadyAt::kCommit)
+				DeferLane(row);
+			else
+				(void)EnsureLane(row.queue, row.priority);
 		}
 		InsertDeferred(rows, deferred_order, deferred);
 	}

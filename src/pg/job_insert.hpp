@@ -29,9 +29,16 @@ struct JobRow {
 // Claims the unique keys of rows[0..n) (SQLSTATE 23505 when another job holds
 // one, unless the row has skip_duplicate: then the row takes the holder's
 // job_id, is marked skipped and writes nothing else), then inserts the other
-// rows: run_at after `now` into deferred_jobs (scheduled), the others into the
-// current queue slot as ready rows, one statement per lane. Requires SPI. May
-// ereport.
-void InsertJobs(JobRow *rows, int n, TimestampTz now);
+// rows: run_at after `now` into deferred_jobs (scheduled), the others as ready
+// rows of their lanes: at `ready_at` kNow into the current queue slot, one
+// statement per lane; at kCommit when this transaction commits
+// (pending_enqueues.hpp). Requires SPI. May ereport.
+enum class ReadyAt { kNow, kCommit };
+void InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at);
+
+// Appends rows[order[0..n)], due jobs of one lane in lane order, to the lane
+// (found or created) in the current queue slot: reserves their lane_seqs and
+// inserts their ready rows and segments. Requires SPI. May ereport.
+void AppendReadyRows(JobRow *rows, const int *order, int n, TimestampTz now);
 
 }  // namespace awa::pg

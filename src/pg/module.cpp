@@ -27,6 +27,7 @@ constexpr int kMaxCountedDatabases = 256;
 constexpr int kMaxJobBytes = 1024 * 1024;
 constexpr int kMaxCallBytes = 64 * 1024 * 1024;
 constexpr int kDebugCounterRebuildLock = 0;
+constexpr int kDebugHeadWalkLock = 0;
 constexpr int kDebugClockOffsetS = 0;
 constexpr bool kMaintenanceEnabled = true;
 constexpr int kQueueRotateIntervalMs = 1000;
@@ -67,6 +68,7 @@ int awa_max_counted_databases = boot::kMaxCountedDatabases;
 int awa_max_job_bytes = boot::kMaxJobBytes;
 int awa_max_call_bytes = boot::kMaxCallBytes;
 int awa_debug_counter_rebuild_lock = boot::kDebugCounterRebuildLock;
+int awa_debug_head_walk_lock = boot::kDebugHeadWalkLock;
 int awa_debug_clock_offset_s = boot::kDebugClockOffsetS;
 bool awa_maintenance_enabled = boot::kMaintenanceEnabled;
 int awa_queue_rotate_interval_ms = boot::kQueueRotateIntervalMs;
@@ -245,6 +247,11 @@ _PG_init(void)
 	    "When not 0, a counter rebuild takes pg_advisory_xact_lock(value) after it has published its "
 	    "snapshot and before its exact pass, so a test can commit transactions during the pass.",
 	    &awa_debug_counter_rebuild_lock, boot::kDebugCounterRebuildLock, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+	    "awa.debug_head_walk_lock", "Test hook: awa.queue_metrics' walk of a lane head waits for this advisory lock.",
+	    "When not 0, awa.queue_metrics takes pg_advisory_xact_lock(value) after it has walked a lane whose head "
+	    "was not kept and before it keeps the result, so a test can commit transactions in between.",
+	    &awa_debug_head_walk_lock, boot::kDebugHeadWalkLock, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 	    "awa.debug_clock_offset", "Test hook: added to the maintenance worker's readings of the wall clock.",
 	    "For tests only (test/t/027_clock_jumps.pl): stands in for setting the system clock by this much, as the "

@@ -16,8 +16,23 @@ constexpr uint64 kVersionMask = kInFlightUnit - 1;
 
 // Rotation transactions this backend has in flight (0 or 1).
 bool rotation_in_flight = false;
-// This transaction began a rotation (also without shared memory).
+// This transaction began a rotation (also without shared memory), in
+// rotation_subtransaction or a child of it (the outermost, when several). A
+// rotation whose subtransaction rolled back appended nothing: the flag goes
+// with it (found in review: enqueue; SAVEPOINT; run_maintenance('rotate');
+// ROLLBACK TO; COMMIT refused the commit-time write of the jobs). The epoch
+// stays odd until the transaction ends, which only makes enqueues re-read.
 bool rotated_in_transaction = false;
+SubTransactionId rotation_subtransaction = InvalidSubTransactionId;
+
+void
+NoteRotationBegun()
+{
+	SubTransactionId current = GetCurrentSubTransactionId();
+	if (!rotated_in_transaction || current < rotation_subtransaction)
+		rotation_subtransaction = current;
+	rotated_in_transaction = true;
+}
 
 void
 EndRotation()
@@ -57,15 +72,26 @@ BeginRotation()
 		// Not preloaded: no epoch to keep, but the flag must still end with
 		// the transaction (callbacks.cpp calls OnRingEpochTransactionEvent
 		// with or without the preload).
-		rotated_in_transaction = true;
+		NoteRotationBegun();
 		return;
 	}
-	rotated_in_transaction = true;
+	NoteRotationBegun();
 	if (rotation_in_flight)
 		return;
 	maintenance_shmem::CleanUpAtExit();
 	rotation_in_flight = true;
 	pg_atomic_fetch_add_u64(&shared->epoch_word, kInFlightUnit);
+}
+
+void
+OnRingEpochSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTransactionId parent)
+{
+	if (!rotated_in_transaction)
+		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB && rotation_subtransaction >= subtransaction)
+		rotated_in_transaction = false;
+	else if (event == SUBXACT_EVENT_COMMIT_SUB && rotation_subtransaction == subtransaction)
+		rotation_subtransaction = parent;
 }
 
 void

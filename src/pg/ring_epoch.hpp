@@ -39,6 +39,9 @@ bool RotationInThisTransaction();
 // The transaction callback (callbacks.cpp, with or without the preload): the
 // end of a transaction ends its rotation; PRE_PREPARE refuses one that rotated.
 void OnRingEpochTransactionEvent(XactEvent event);
+// The subtransaction callback: a rotation begun in a subtransaction that
+// rolls back is forgotten by RotationInThisTransaction.
+void OnRingEpochSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTransactionId parent);
 
 // A backend that exits with a rotation in flight ends it (the exit callback of
 // maintenance_shmem.cpp).

@@ -75,6 +75,13 @@ ExtensionIncarnation()
 	return cached_incarnation;
 }
 
+Oid
+ExtensionIncarnationIfPresent()
+{
+	Oid schema = get_namespace_oid("awa", true);
+	return OidIsValid(schema) ? get_relname_relid("ring_epoch_seq", schema) : InvalidOid;
+}
+
 int64
 RingEpoch()
 {

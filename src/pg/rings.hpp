@@ -53,6 +53,9 @@ RingPositions ReadRingPositions();
 // The extension's incarnation: the OID of awa.ring_epoch_seq, which changes
 // when the extension is dropped and created again. Per-backend caches key on it.
 Oid ExtensionIncarnation();
+// The same, read now and without raising: InvalidOid when the extension is
+// gone (dropped in this transaction).
+Oid ExtensionIncarnationIfPresent();
 
 // Objects of the extension that awa's C code addresses by OID.
 enum class AwaObject {

@@ -10,7 +10,7 @@ extern "C" {
 namespace awa::pg {
 
 int64
-SequenceValue(Oid sequence)
+SequenceValue(Oid sequence, bool hold_lock)
 {
 	// Read the sequence tuple directly under AccessShareLock: unlike
 	// pg_sequence_last_value (RowExclusiveLock), a reader is never taken
@@ -29,7 +29,7 @@ SequenceValue(Oid sequence)
 	                                                                     header->t_hoff);
 	int64 value = data->is_called ? data->last_value : 0;
 	UnlockReleaseBuffer(buffer);
-	relation_close(relation, NoLock);
+	relation_close(relation, hold_lock ? NoLock : AccessShareLock);
 	return value;
 }
 

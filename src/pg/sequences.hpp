@@ -7,8 +7,9 @@
 
 namespace awa::pg {
 
-// Current value of a cursor sequence. May ereport.
-int64 SequenceValue(Oid sequence);
+// Current value of a cursor sequence, under AccessShareLock held to the end
+// of the transaction unless `hold_lock` is false (released at once). May ereport.
+int64 SequenceValue(Oid sequence, bool hold_lock = true);
 // Next value (one reservation). May ereport.
 int64 SequenceNext(Oid sequence);
 // Moves the sequence to `value` (is_called = true). Never use to go backwards.

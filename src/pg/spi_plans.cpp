@@ -63,8 +63,9 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 13, {INT8ARRAYOID, TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID,
 	      INT2ARRAYOID, INT2ARRAYOID, TIMESTAMPTZARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID}},
 	// kReadyRows: $1 queue, $2 priority, $3 first lane, $4 next lane (exclusive), $5 generation
+	// (column kReadyRowsRunAtColumn is run_at)
 	{Stmt::kReadyRows, "SELECT lane_seq, job_id, run_lease, attempt, max_attempts, kind, args, created_at,"
-	 "       coalesce(payload -> 'metadata', '{}'::jsonb)"
+	 "       coalesce(payload -> 'metadata', '{}'::jsonb), run_at"
 	 "  FROM awa.ready_entries_%1$d"
 	 " WHERE queue = $1 AND priority = $2 AND lane_seq >= $3 AND lane_seq < $4 AND ready_generation = $5"
 	 " ORDER BY lane_seq",
@@ -136,6 +137,10 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kCountsScanOne, "SELECT * FROM awa._queue_counts_scan($1)", 1, {TEXTOID}},
 	// kQueueList: every queue that has a lane or settings
 	{Stmt::kQueueList, "SELECT queue FROM awa.queue_lanes UNION SELECT queue FROM awa.queue_meta ORDER BY 1", 0, {}},
+	// kPausedQueues: the paused queues
+	{Stmt::kPausedQueues, "SELECT queue FROM awa.queue_meta WHERE paused", 0, {}},
+	// kOldestAvailableSql: $1 queue: the SQL walk (awa.queue_metrics' fallback)
+	{Stmt::kOldestAvailableSql, "SELECT awa._oldest_available_at($1)", 1, {TEXTOID}},
 	// kLaneSeqClaimed: $1 queue, $2 priority, $3 generation, $4 lane_seq
 	{Stmt::kLaneSeqClaimed, "SELECT 1 FROM awa.ready_claim_attempt_batches_%1$d"
 	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
@@ -290,7 +295,7 @@ bool
 WantsIndexPlan(Stmt stmt)
 {
 	return stmt != Stmt::kCountsScan && stmt != Stmt::kCountsScanOne && stmt != Stmt::kQueueList &&
-	       stmt != Stmt::kAllLanes;
+	       stmt != Stmt::kAllLanes && stmt != Stmt::kPausedQueues;
 }
 
 }  // namespace

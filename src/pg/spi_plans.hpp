@@ -21,6 +21,9 @@
 
 namespace awa::pg {
 
+// The column of kReadyRows that holds run_at.
+constexpr int kReadyRowsRunAtColumn = 10;
+
 enum class Stmt {
 	kRingPositions,
 	kLaneOf,
@@ -42,6 +45,8 @@ enum class Stmt {
 	kCountsScan,
 	kCountsScanOne,
 	kQueueList,
+	kPausedQueues,
+	kOldestAvailableSql,
 	kLaneSeqClaimed,
 	kLaneSeqTombstoned,
 	kInsertTombstone,

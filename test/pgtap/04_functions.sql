@@ -1,10 +1,12 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
 -- types, names, defaults), return types, language, SECURITY DEFINER (30 of the
--- 33 public API functions; never await_durable, cursor_value, periodic_next or
--- an awa._* building block), volatility, strictness (only cursor_value, the
--- internal ring arithmetic _slot_of, _oldest_live_generation, _prune_target
--- and the internal tick arithmetic _periodic_latest are STRICT: NULL arguments
--- of the API must reach the code that raises 22004), row estimates, the pinned search path
+-- 39 public functions; never await_durable, cursor_value, periodic_next, the
+-- six casts to awa.duration or an awa._* building block), volatility,
+-- strictness (only cursor_value, the internal ring arithmetic _slot_of,
+-- _oldest_live_generation, _prune_target, the internal tick arithmetic
+-- _periodic_latest and the ten functions of the type awa.duration are STRICT:
+-- NULL arguments of the API must reach the code that raises 22004), row
+-- estimates, the pinned search path
 -- (every SQL and PL/pgSQL function has SET search_path = pg_catalog, pg_temp;
 -- the C functions pin theirs internally and have no SET clause), no JIT
 -- (every SQL and PL/pgSQL function has SET jit = off; the C functions' statements
@@ -12,7 +14,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(907);
+SELECT plan(1051);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -38,9 +40,9 @@ INSERT INTO api VALUES
      'c', true, 'volatile', false, 100, 'awa_enqueue_many'),
     -- Worker API (C)
     ('claim',
-     ARRAY['text', 'integer', 'interval', 'interval', 'boolean'],
+     ARRAY['text', 'integer', 'awa.duration', 'awa.duration', 'boolean'],
      'setof record',
-     'queue text, max_jobs integer DEFAULT 1, deadline interval DEFAULT NULL::interval, wait interval DEFAULT NULL::interval, async_commit boolean DEFAULT NULL::boolean',
+     'queue text, max_jobs integer DEFAULT 1, deadline awa.duration DEFAULT NULL::awa.duration, wait awa.duration DEFAULT NULL::awa.duration, async_commit boolean DEFAULT NULL::boolean',
      'TABLE(job_id bigint, run_lease bigint, receipt_id bigint, kind text, args jsonb, queue text, '
      'priority integer, attempt integer, max_attempts integer, deadline_at timestamp with time zone, '
      'created_at timestamp with time zone, metadata jsonb)',
@@ -76,15 +78,15 @@ INSERT INTO api VALUES
      'TABLE(job_id bigint, run_lease bigint, status text)',
      'c', true, 'volatile', false, 10, 'awa_heartbeat_many'),
     ('retry',
-     ARRAY['bigint', 'bigint', 'bigint', 'text', 'interval'],
+     ARRAY['bigint', 'bigint', 'bigint', 'text', 'awa.duration'],
      'text',
-     'job_id bigint, run_lease bigint, receipt_id bigint, error text, delay interval DEFAULT NULL::interval',
+     'job_id bigint, run_lease bigint, receipt_id bigint, error text, delay awa.duration DEFAULT NULL::awa.duration',
      'text',
      'c', true, 'volatile', false, 0, 'awa_retry'),
     ('snooze',
-     ARRAY['bigint', 'bigint', 'bigint', 'interval'],
+     ARRAY['bigint', 'bigint', 'bigint', 'awa.duration'],
      'text',
-     'job_id bigint, run_lease bigint, receipt_id bigint, delay interval',
+     'job_id bigint, run_lease bigint, receipt_id bigint, delay awa.duration',
      'text',
      'c', true, 'volatile', false, 0, 'awa_snooze'),
     ('fail',
@@ -133,10 +135,10 @@ INSERT INTO api VALUES
      'boolean',
      'c', true, 'volatile', false, 0, 'awa_rebuild_counters'),
     ('configure_queue',
-     ARRAY['text', 'boolean', 'interval', 'interval'],
+     ARRAY['text', 'boolean', 'awa.duration', 'awa.duration'],
      'void',
-     'queue text, dlq_enabled boolean DEFAULT NULL::boolean, aging_interval interval DEFAULT NULL::interval, '
-     'default_deadline interval DEFAULT NULL::interval',
+     'queue text, dlq_enabled boolean DEFAULT NULL::boolean, aging_interval awa.duration DEFAULT NULL::awa.duration, '
+     'default_deadline awa.duration DEFAULT NULL::awa.duration',
      'void',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('pause_queue',
@@ -195,7 +197,7 @@ INSERT INTO api VALUES
      'completed bigint, failed bigint, cancelled bigint, dlq bigint, '
      'oldest_available_at timestamp with time zone, oldest_available_age_seconds double precision, '
      'waiting_claims bigint, paused boolean)',
-     'sql', true, 'volatile', false, 1000, NULL),
+     'c', true, 'volatile', false, 1000, 'awa_queue_metrics'),
     ('job_event_totals',
      ARRAY[]::name[],
      'setof record',
@@ -359,6 +361,12 @@ INSERT INTO api VALUES
      '',
      'text',
      'c', false, 'volatile', false, 0, 'awa_internal_ensure_counters'),
+    ('_flush_enqueues',
+     ARRAY[]::name[],
+     'integer',
+     '',
+     'integer',
+     'c', false, 'volatile', false, 0, 'awa_internal_flush_enqueues'),
     ('_wake_launcher',
      ARRAY[]::name[],
      'void',
@@ -414,6 +422,18 @@ INSERT INTO api VALUES
      'p_queue text',
      'timestamp with time zone',
      'plpgsql', false, 'stable', false, 0, NULL),
+    ('_lane_heads',
+     ARRAY['text'],
+     'setof record',
+     'queue text',
+     'TABLE(priority integer, state text, lane_seq bigint, run_at timestamp with time zone)',
+     'c', false, 'volatile', false, 1000, 'awa_lane_heads'),
+    ('_oldest_unknown_queues',
+     ARRAY[]::name[],
+     'bigint',
+     '',
+     'bigint',
+     'c', false, 'volatile', false, 0, 'awa_oldest_unknown_queues'),
     ('_periodic_job_opts',
      ARRAY['text', 'jsonb', 'timestamp with time zone'],
      'jsonb',
@@ -576,16 +596,39 @@ INSERT INTO api VALUES
      'setof record',
      'requested text',
      'TABLE(step text, outcome text, detail jsonb)',
-     'plpgsql', false, 'volatile', false, 1000, NULL);
+     'plpgsql', false, 'volatile', false, 1000, NULL),
+    -- The type awa.duration (an interval, or a number of seconds): its input,
+    -- output, receive and send, and its casts from numbers (C, immutable,
+    -- strict: a conversion, run as the caller).
+    ('_duration_in', ARRAY['cstring', 'oid', 'integer'], 'awa.duration', 'cstring, oid, integer', 'awa.duration',
+     'c', false, 'immutable', true, 0, 'awa_duration_in'),
+    ('_duration_out', ARRAY['awa.duration'], 'cstring', 'awa.duration', 'cstring',
+     'c', false, 'immutable', true, 0, 'awa_duration_out'),
+    ('_duration_recv', ARRAY['internal', 'oid', 'integer'], 'awa.duration', 'internal, oid, integer', 'awa.duration',
+     'c', false, 'immutable', true, 0, 'awa_duration_recv'),
+    ('_duration_send', ARRAY['awa.duration'], 'bytea', 'awa.duration', 'bytea',
+     'c', false, 'immutable', true, 0, 'awa_duration_send'),
+    ('duration_from_int2', ARRAY['smallint'], 'awa.duration', 'smallint', 'awa.duration',
+     'c', false, 'immutable', true, 0, 'awa_duration_from_int2'),
+    ('duration_from_int4', ARRAY['integer'], 'awa.duration', 'integer', 'awa.duration',
+     'c', false, 'immutable', true, 0, 'awa_duration_from_int4'),
+    ('duration_from_int8', ARRAY['bigint'], 'awa.duration', 'bigint', 'awa.duration',
+     'c', false, 'immutable', true, 0, 'awa_duration_from_int8'),
+    ('duration_from_float4', ARRAY['real'], 'awa.duration', 'real', 'awa.duration',
+     'c', false, 'immutable', true, 0, 'awa_duration_from_float4'),
+    ('duration_from_float8', ARRAY['double precision'], 'awa.duration', 'double precision', 'awa.duration',
+     'c', false, 'immutable', true, 0, 'awa_duration_from_float8'),
+    ('duration_from_numeric', ARRAY['numeric'], 'awa.duration', 'numeric', 'awa.duration',
+     'c', false, 'immutable', true, 0, 'awa_duration_from_numeric');
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 33 public functions and the 53 awa._* building blocks');
+                     'schema awa has exactly the 39 public functions and the 60 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 86,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 99,
           'no function is overloaded');
 
--- Per function, 10 checks: 86 x 10 = 860
+-- Per function, 10 checks: 99 x 10 = 990
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -628,7 +671,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 42
+-- Per C function, its symbol in $libdir/awa: 52
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a
@@ -638,7 +681,8 @@ SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
 
 -- Catalog-wide, so a function added later cannot slip past: every SQL and
 -- PL/pgSQL function of awa pins its search path and turns JIT off, and nothing
--- is parallel safe (the API writes; the rest runs inside it): 3
+-- is parallel safe (the API writes; the rest runs inside it) but the
+-- functions of the type awa.duration (conversions): 3
 SELECT is(
     ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
            WHERE p.pronamespace = 'awa'::regnamespace AND l.lanname <> 'c'
@@ -656,9 +700,11 @@ SELECT is(
 SELECT is(
     ARRAY(SELECT p.proname::text FROM pg_catalog.pg_proc p
            WHERE p.pronamespace = 'awa'::regnamespace AND p.proparallel <> 'u'
-           ORDER BY 1),
-    ARRAY[]::text[],
-    'every awa function is PARALLEL UNSAFE');
+           ORDER BY p.proname COLLATE "C"),
+    ARRAY['_duration_in', '_duration_out', '_duration_recv', '_duration_send', 'duration_from_float4',
+          'duration_from_float8', 'duration_from_int2', 'duration_from_int4', 'duration_from_int8',
+          'duration_from_numeric'],
+    'every awa function is PARALLEL UNSAFE but the ten of awa.duration, which are PARALLEL SAFE');
 
 SELECT * FROM finish();
 ROLLBACK;

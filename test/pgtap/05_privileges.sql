@@ -1,6 +1,7 @@
 -- 05_privileges.sql: roles and who may do what. EXECUTE is revoked from PUBLIC;
 -- awa_producer may enqueue; awa_worker may claim and end attempts (complete,
--- heartbeat, retry, snooze, fail); both may wait for durability (await_durable); awa_admin may call every public function and
+-- heartbeat, retry, snooze, fail) and run the casts from numbers to
+-- awa.duration; both may wait for durability (await_durable); awa_admin may call every public function and
 -- read (only read) every table and the views lanes, dlq and periodic_jobs;
 -- awa_monitor may call the metrics surface (queue_metrics, job_event_totals,
 -- waiting_claims, periodic_status, storage_status, maintenance_status) and
@@ -8,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(558);
+SELECT plan(623);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -31,13 +32,13 @@ INSERT INTO grants VALUES
     ('enqueue_many', ARRAY['text[]', 'jsonb[]', 'text', 'integer[]', 'timestamp with time zone[]', 'integer',
                            'jsonb[]'],
      true, false, true, false),
-    ('claim', ARRAY['text', 'integer', 'interval', 'interval', 'boolean'], false, true, true, false),
+    ('claim', ARRAY['text', 'integer', 'awa.duration', 'awa.duration', 'boolean'], false, true, true, false),
     ('complete', ARRAY['bigint', 'bigint', 'bigint'], false, true, true, false),
     ('complete_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]'], false, true, true, false),
     ('heartbeat', ARRAY['bigint', 'bigint', 'bigint', 'jsonb'], false, true, true, false),
     ('heartbeat_many', ARRAY['bigint[]', 'bigint[]', 'bigint[]', 'jsonb[]'], false, true, true, false),
-    ('retry', ARRAY['bigint', 'bigint', 'bigint', 'text', 'interval'], false, true, true, false),
-    ('snooze', ARRAY['bigint', 'bigint', 'bigint', 'interval'], false, true, true, false),
+    ('retry', ARRAY['bigint', 'bigint', 'bigint', 'text', 'awa.duration'], false, true, true, false),
+    ('snooze', ARRAY['bigint', 'bigint', 'bigint', 'awa.duration'], false, true, true, false),
     ('fail', ARRAY['bigint', 'bigint', 'bigint', 'text'], false, true, true, false),
     ('await_durable', ARRAY[]::name[], true, true, true, false),
     ('cancel', ARRAY['bigint'], false, false, true, false),
@@ -46,7 +47,7 @@ INSERT INTO grants VALUES
     ('queue_counts', ARRAY['text'], false, false, true, false),
     ('queue_counts_exact', ARRAY['text'], false, false, true, false),
     ('rebuild_counters', ARRAY[]::name[], false, false, true, false),
-    ('configure_queue', ARRAY['text', 'boolean', 'interval', 'interval'], false, false, true, false),
+    ('configure_queue', ARRAY['text', 'boolean', 'awa.duration', 'awa.duration'], false, false, true, false),
     ('pause_queue', ARRAY['text'], false, false, true, false),
     ('resume_queue', ARRAY['text'], false, false, true, false),
     ('dlq_retry', ARRAY['bigint[]'], false, false, true, false),
@@ -73,6 +74,8 @@ INSERT INTO grants VALUES
      false, false, false, false),
     ('_job_defaults', ARRAY[]::name[], false, false, false, false),
     ('_oldest_available_at', ARRAY['text'], false, false, false, false),
+    ('_lane_heads', ARRAY['text'], false, false, false, false),
+    ('_oldest_unknown_queues', ARRAY[]::name[], false, false, false, false),
     ('_periodic_job_opts', ARRAY['text', 'jsonb', 'timestamp with time zone'], false, false, false, false),
     ('_periodic_latest', ARRAY['text', 'text', 'timestamp with time zone', 'timestamp with time zone'],
      false, false, false, false),
@@ -98,6 +101,7 @@ INSERT INTO grants VALUES
     ('_enqueue_generation_in_use', ARRAY['bigint'], false, false, false, false),
     ('_note_outcome', ARRAY['text', 'text'], false, false, false, false),
     ('_ensure_counters', ARRAY[]::name[], false, false, false, false),
+    ('_flush_enqueues', ARRAY[]::name[], false, false, false, false),
     ('_wake_launcher', ARRAY[]::name[], false, false, false, false),
     ('_advance_cursors', ARRAY[]::name[], false, false, false, false),
     ('_rescue_attempt', ARRAY['bigint', 'bigint', 'bigint', 'timestamp with time zone'], false, false, false, false),
@@ -120,7 +124,20 @@ INSERT INTO grants VALUES
     ('_forget_finished', ARRAY['text'], false, false, false, false),
     ('_keep_history', ARRAY['integer'], false, false, false, false),
     ('_history', ARRAY[]::name[], false, false, false, false),
-    ('_run_maintenance', ARRAY['text'], false, false, false, false);
+    ('_run_maintenance', ARRAY['text'], false, false, false, false),
+    -- awa.duration: the casts from numbers run as the caller, so the roles
+    -- that call a function taking a duration may execute them; its input and
+    -- output need no privilege (PostgreSQL does not check one).
+    ('duration_from_int2', ARRAY['smallint'], false, true, true, false),
+    ('duration_from_int4', ARRAY['integer'], false, true, true, false),
+    ('duration_from_int8', ARRAY['bigint'], false, true, true, false),
+    ('duration_from_float4', ARRAY['real'], false, true, true, false),
+    ('duration_from_float8', ARRAY['double precision'], false, true, true, false),
+    ('duration_from_numeric', ARRAY['numeric'], false, true, true, false),
+    ('_duration_in', ARRAY['cstring', 'oid', 'integer'], false, false, false, false),
+    ('_duration_out', ARRAY['awa.duration'], false, false, false, false),
+    ('_duration_recv', ARRAY['internal', 'oid', 'integer'], false, false, false, false),
+    ('_duration_send', ARRAY['awa.duration'], false, false, false, false);
 
 -- The matrix covers every function of awa: 1
 SELECT is(
@@ -129,7 +146,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 86 x 5 = 430
+-- EXECUTE per function and role (PUBLIC included): 99 x 5 = 495
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
@@ -151,10 +168,13 @@ SELECT is(
                                               ELSE array_to_string(r.fns, ', ') END)
   FROM (VALUES
     ('awa_producer', ARRAY['await_durable', 'enqueue', 'enqueue_many']),
-    ('awa_worker', ARRAY['await_durable', 'claim', 'complete', 'complete_many', 'fail', 'heartbeat',
-                         'heartbeat_many', 'retry', 'snooze']),
+    ('awa_worker', ARRAY['await_durable', 'claim', 'complete', 'complete_many', 'duration_from_float4',
+                         'duration_from_float8', 'duration_from_int2', 'duration_from_int4', 'duration_from_int8',
+                         'duration_from_numeric', 'fail', 'heartbeat', 'heartbeat_many', 'retry', 'snooze']),
     ('awa_admin', ARRAY['await_durable', 'cancel', 'claim', 'complete', 'complete_many', 'configure_queue', 'cursor_value',
-                        'dlq_purge', 'dlq_retry', 'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
+                        'dlq_purge', 'dlq_retry', 'duration_from_float4', 'duration_from_float8',
+                        'duration_from_int2', 'duration_from_int4', 'duration_from_int8', 'duration_from_numeric',
+                        'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
                         'heartbeat_many', 'job_event_totals', 'maintenance_status', 'pause_queue', 'periodic_next',
                         'periodic_status', 'promote_due', 'queue_counts', 'queue_counts_exact', 'queue_metrics',
                         'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance', 'schedule_periodic',

@@ -86,6 +86,8 @@ SELECT count(*) AS claimed FROM awa.claim('cur_b');
 SELECT awa.enqueue('c.P', queue => 'cur_c') AS c_p \gset
 BEGIN;
 SELECT awa.enqueue('c.X', queue => 'cur_c') AS c_x \gset
+-- Written now (a read-back), so its lane position is held until the rollback.
+SELECT awa._flush_enqueues();
 ROLLBACK;
 SELECT awa.enqueue('c.Y', queue => 'cur_c') AS c_y \gset
 SELECT job_id = :c_p AS is_p, job_id = :c_y AS is_y, lane_seq FROM awa.ready_entries
@@ -112,6 +114,7 @@ SELECT lane_ranges FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_c' OR
 SELECT awa.enqueue('d.P', queue => 'cur_d') AS d_p \gset
 BEGIN;
 SELECT awa.enqueue('d.X', queue => 'cur_d') IS NOT NULL AS ok;
+SELECT awa._flush_enqueues();
 ROLLBACK;
 SELECT awa.enqueue('d.Y', queue => 'cur_d') AS d_y \gset
 SELECT awa.enqueue('d.Z1', queue => 'cur_d') AS d_z1 \gset
@@ -197,8 +200,11 @@ SELECT job_id = :f_a AS is_a, job_id = :f_b AS is_b, job_id = :f_c AS is_c, run_
 --     must hand it out again (more segments lie between the cursor and job
 --     36 than one claim reads in its first page).
 -- ---------------------------------------------------------------------------
+-- (Each job written on its own, as 40 transactions would: one transaction's
+-- jobs of a lane make one segment.)
 SELECT count(*) AS jobs
-  FROM (SELECT awa.enqueue('g' || i, queue => 'cur_g') AS id FROM generate_series(1, 40) i) s;
+  FROM (SELECT awa.enqueue('g' || i, queue => 'cur_g') AS id, awa._flush_enqueues()
+          FROM generate_series(1, 40) i) s;
 SELECT count(*) AS segments FROM awa.ready_segments WHERE queue = 'cur_g';
 SELECT count(*) AS claimed FROM awa.claim('cur_g', 35);
 SELECT kind AS g_lost_kind, receipt_id AS g_lost_receipt FROM awa.claim('cur_g') \gset

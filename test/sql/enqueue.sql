@@ -130,15 +130,18 @@ SELECT count(*) AS lanes FROM awa.queue_lanes WHERE queue = 'enq_future_only';
 -- On a new queue: not even its lane.
 BEGIN;
 SELECT awa.enqueue('enq.rollback', queue => 'enq_rollback_new') AS rb1 \gset
-SELECT count(*) AS visible_inside FROM awa.ready_entries WHERE job_id = :rb1;
+-- Until its transaction commits, a due job waits in the producer's memory: no
+-- ready row, no lane, no lane position (docs/architecture.md §2).
+SELECT (SELECT count(*) FROM awa.ready_entries WHERE job_id = :rb1) AS ready_inside,
+       (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_rollback_new') AS lanes_inside;
 ROLLBACK;
 SELECT (SELECT count(*) FROM awa.ready_entries WHERE job_id = :rb1) AS ready,
        (SELECT count(*) FROM awa.ready_segments WHERE queue = 'enq_rollback_new') AS segments,
        (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_rollback_new') AS lanes,
        (SELECT count(*) FROM awa.claim('enq_rollback_new')) AS claimed;
 
--- On an existing lane: no row, no segment; the reserved lane_seq is burnt
--- (the enqueue cursor is a sequence) and the next job gets the next one.
+-- On an existing lane: no row, no segment, and no lane_seq taken (positions
+-- are taken at commit): the next job gets the next one, no gap.
 SELECT awa.enqueue('enq.kept', queue => 'enq_rollback') AS kept1 \gset
 BEGIN;
 SELECT awa.enqueue('enq.rollback', queue => 'enq_rollback') AS rb2 \gset
@@ -156,6 +159,47 @@ SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'enq_rollback';
 SELECT job_id = :kept1 AS first, job_id = :kept2 AS second FROM awa.claim('enq_rollback');
 SELECT job_id = :kept1 AS first, job_id = :kept2 AS second FROM awa.claim('enq_rollback');
 SELECT count(*) AS claimed FROM awa.claim('enq_rollback');
+
+-- A transaction that reads its own job back (get_job, cancel, claim,
+-- queue_counts_exact, run_maintenance) writes it then, and holds its lane
+-- position until it ends: rolled back, that position is a gap that claims
+-- prove dead, and the next job gets the one after.
+SELECT awa.enqueue('enq.kept', queue => 'enq_rollback_read') AS kept3 \gset
+BEGIN;
+SELECT awa.enqueue('enq.rollback', queue => 'enq_rollback_read') AS rb4 \gset
+SELECT awa.get_job(:rb4)->>'state' AS read_back;
+SELECT count(*) AS ready_inside FROM awa.ready_entries WHERE job_id = :rb4;
+ROLLBACK;
+SELECT awa.enqueue('enq.kept', queue => 'enq_rollback_read') AS kept4 \gset
+SELECT job_id = :kept3 AS first, job_id = :kept4 AS second, lane_seq
+  FROM awa.ready_entries WHERE queue = 'enq_rollback_read' ORDER BY lane_seq;
+SELECT count(*) AS claimed FROM awa.claim('enq_rollback_read', 10);
+
+-- A job enqueued before a savepoint and written inside it (read back there)
+-- survives the savepoint's rollback: it is written again at commit. (The
+-- first version lost it.) Jobs of the rolled-back savepoint are gone.
+BEGIN;
+SELECT awa.enqueue('enq.outer', queue => 'enq_savepoint') AS sp_outer \gset
+SAVEPOINT s1;
+SELECT awa.enqueue('enq.inner', queue => 'enq_savepoint') AS sp_inner \gset
+SELECT awa.get_job(:sp_outer)->>'state' AS outer_read_back, awa.get_job(:sp_inner)->>'state' AS inner_read_back;
+ROLLBACK TO SAVEPOINT s1;
+SELECT count(*) AS ready_after_rollback_to FROM awa.ready_entries WHERE queue = 'enq_savepoint';
+SAVEPOINT s2;
+SELECT awa.enqueue('enq.inner2', queue => 'enq_savepoint') AS sp_inner2 \gset
+SELECT awa.get_job(:sp_outer)->>'state' AS outer_again;
+RELEASE SAVEPOINT s2;
+COMMIT;
+SELECT kind, job_id = :sp_outer AS is_outer, job_id = :sp_inner2 AS is_inner2
+  FROM awa.claim('enq_savepoint', 10) ORDER BY job_id;
+SELECT awa.get_job(:sp_inner) AS inner_job;
+
+-- Many enqueue calls of one transaction into one lane: one segment.
+BEGIN;
+SELECT count(awa.enqueue('enq.many_calls', queue => 'enq_calls')) AS enqueued FROM generate_series(1, 50);
+COMMIT;
+SELECT count(*) AS ready, (SELECT count(*) FROM awa.ready_segments WHERE queue = 'enq_calls') AS segments
+  FROM awa.ready_entries WHERE queue = 'enq_calls';
 
 -- ---------------------------------------------------------------------------
 -- Invalid input: the SQLSTATE, message and hint, and nothing written.
@@ -223,3 +267,20 @@ SELECT count(*) >= 2 AS has_lane_sequences,
               AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'awa'))) AS all_extension_members
   FROM pg_class c
  WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'S' AND c.relname LIKE 'lane\_%';
+
+-- A scheduled job's lane, like a due job's, is made when its transaction
+-- commits (so a new queue's first producer holds up no other); rolled back,
+-- there is no lane at all.
+BEGIN;
+SELECT awa.enqueue('enq.later', queue => 'enq_sched_lane', run_at => now() + interval '1 hour') IS NOT NULL AS ok;
+SELECT count(*) AS lanes_inside FROM awa.queue_lanes WHERE queue = 'enq_sched_lane';
+ROLLBACK;
+SELECT count(*) AS lanes_after_rollback FROM awa.queue_lanes WHERE queue = 'enq_sched_lane';
+BEGIN;
+SELECT awa.enqueue('enq.later', queue => 'enq_sched_lane', run_at => now() + interval '1 hour') IS NOT NULL AS ok;
+SAVEPOINT s;
+SELECT awa.enqueue('enq.later', queue => 'enq_sched_lane', priority => 4, run_at => now() + interval '1 hour') IS NOT NULL AS ok;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT priority, (SELECT count(*) FROM awa.deferred_jobs d WHERE d.queue = l.queue) AS deferred
+  FROM awa.queue_lanes l WHERE queue = 'enq_sched_lane' ORDER BY priority;

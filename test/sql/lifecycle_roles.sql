@@ -5,8 +5,10 @@
 -- all of those plus cancel, get_job, promote_due, queue_counts,
 -- queue_counts_exact, configure_queue, pause_queue, resume_queue, dlq_retry,
 -- dlq_purge, run_maintenance, storage_status, maintenance_status (called in
--- test/sql/maintenance.sql) and SELECT on tables and views. Internal awa._*
--- functions (maintenance's included): nobody.
+-- test/sql/maintenance.sql) and SELECT on tables and views. awa_worker and
+-- awa_admin: the casts from numbers to awa.duration. Internal awa._*
+-- functions (maintenance's and awa.duration's input and output included):
+-- nobody.
 -- Roles (cluster-wide) are named regress_awa_lr_* and dropped at the end.
 -- Queues used here: lr_q, lr_flow.
 --
@@ -44,7 +46,8 @@ SELECT p.oid::regprocedure AS function,
  ORDER BY p.proname, p.oid::regprocedure::text;
 -- Nothing in the schema is executable by PUBLIC; the API is SECURITY DEFINER
 -- but for awa.await_durable (it reads and writes no table: it runs as its
--- caller), the internal functions are not.
+-- caller) and the six casts to awa.duration (conversions, run by the caller),
+-- the internal functions are not.
 SELECT count(*) AS public_execute_grants
   FROM pg_proc p, aclexplode(p.proacl) a
  WHERE p.pronamespace = 'awa'::regnamespace AND a.grantee = 0;

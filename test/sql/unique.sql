@@ -297,7 +297,7 @@ SELECT pg_temp.written(:'before_skip') AS written,
 BEGIN;
 SELECT awa.enqueue('uq.skip.tx', '{}', 'uq_skip_tx', opts => '{"unique": {"on_conflict": "skip"}}') AS sktx \gset
 SELECT awa.enqueue('uq.skip.tx', '{}', 'uq_skip_tx', opts => '{"unique": {"on_conflict": "skip"}}') = :sktx AS same_transaction_holder,
-       (SELECT count(*) FROM awa.ready_entries WHERE queue = 'uq_skip_tx') AS ready_rows;
+       (SELECT count(*) FROM awa.job_unique_claims WHERE job_id = :sktx) AS keys_held;
 ROLLBACK;
 -- "error", explicit, is the default: 23505, nothing written.
 SELECT pg_temp.try($$SELECT awa.enqueue('uq.skip', '{"o": 1}', 'uq_skip', opts => '{"unique": {"on_conflict": "error"}}')$$, false) AS explicit_error;

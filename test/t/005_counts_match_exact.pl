@@ -18,6 +18,8 @@
 #   - queue_counts(NULL) = queue_counts_exact(NULL), row for row;
 #   - queue_counts_exact of qa, qb, qd = the model's counts;
 #   - awa.get_job's state of every tracked job = the model's;
+#   - queue_metrics' oldest available job (kept in shared memory, see
+#     src/pg/counters.hpp) = the SQL walk awa._oldest_available_at;
 #   - every call returned what the model predicted (collected, one assertion).
 # Inside open transactions (including after ROLLBACK TO SAVEPOINT) the first
 # two hold as well: queue_counts includes the caller's uncommitted changes.
@@ -635,6 +637,22 @@ sub check_counts
 		"$label: queue_counts(NULL) rows = queue_counts_exact(NULL) rows");
 	is_deeply(exact_rows_for_model(), model_rows(),
 		"$label: queue_counts_exact of qa, qb, qd = the Perl model's counts");
+	check_oldest($label, "('qa', 'qb', 'qd')");
+}
+
+# queue_metrics' oldest available job (lane heads kept in shared memory,
+# walked when not kept) = the SQL walk awa._oldest_available_at, for the
+# queues listed (only this session writes qa, qb, qd; qc only while no
+# worker runs).
+sub check_oldest
+{
+	my ($label, $queues) = @_;
+	my $where = defined $queues ? "AND m.queue IN $queues" : '';
+	my @differ = rows(sq(
+		"SELECT m.queue, m.oldest_available_at, awa._oldest_available_at(m.queue) FROM awa.queue_metrics() m
+		  WHERE m.oldest_available_at IS DISTINCT FROM awa._oldest_available_at(m.queue) $where"));
+	is(scalar(@differ), 0, "$label: queue_metrics' oldest available job = the SQL walk")
+	  or diag(join "\n", @differ);
 }
 
 # Full check point (outside transactions).
@@ -642,6 +660,7 @@ sub check_all
 {
 	my ($label) = @_;
 	check_counts($label);
+	check_oldest("$label (every queue)");
 	is_deeply([ rows(sq("SELECT * FROM awa.queue_counts('qd')")) ],
 		[ rows(sq("SELECT * FROM awa.queue_counts_exact('qd')")) ],
 		"$label: queue_counts('qd') = queue_counts_exact('qd')");

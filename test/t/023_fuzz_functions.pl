@@ -8,7 +8,9 @@
 # names, quotes; 0, negative, minimum and maximum numbers; JSON of the wrong
 # shape (array, string, number, null where an object is expected, deep
 # nesting); arrays empty, with NULL elements, of mismatched lengths; negative,
-# zero, huge and mixed-sign intervals; infinite and far timestamps. For each
+# zero, huge and mixed-sign intervals; durations given as numbers of seconds
+# (NaN, infinite, out of range) and as bad strings; infinite and far
+# timestamps. For each
 # function and role: the valid-looking call, one call with NULL in each
 # argument, and AWA_FUZZ_ROUNDS (8) calls with random picks.
 #
@@ -123,6 +125,17 @@ my %values = (
 		"('{\"k\": \"' || repeat('y', 1048576) || '\"}')" ],
 	'interval' => [ 'NULL', q{'0'}, q{'-1 second'}, q{'1 second'}, q{'10 ms'}, q{'1 month -29 days'},
 		q{'1000000 years'}, q{'2 days'}, q{'-1000000 years'} ],
+	# awa.duration: an interval's strings, and numbers of seconds (short ones: a
+	# claim that finds nothing sleeps for its wait).
+	'awa.duration' => [ 'NULL', q{'0'}, q{'-1 second'}, q{'1 second'}, q{'10 ms'}, q{'1 month -29 days'},
+		q{'1000000 years'}, q{'2 days'}, q{'-1000000 years'}, '0.01', '-1', '86401', q{'NaN'::numeric},
+		q{'Infinity'::float8}, '1e300', '9223372036855', q{'soon'} ],
+	'real' => [ 'NULL', '1.5', q{'NaN'}, q{'Infinity'}, '-1', '3.4e38' ],
+	'double precision' => [ 'NULL', '2.5', q{'NaN'}, q{'-Infinity'}, '1e308', '-1e-300', '0' ],
+	'numeric' => [ 'NULL', '2.5', q{'NaN'}, q{'Infinity'}, '1e400', '-0.0000005', '9223372036854.775807' ],
+	# The input function of awa.duration (nobody but the owner may call it).
+	'cstring' => [ 'NULL', q{'1 second'}, q{'abc'}, q{''}, q{'5'} ],
+	'oid' => [ 'NULL', '0', '1186' ],
 	'timestamp with time zone' => [ 'NULL', q{'infinity'}, q{'-infinity'}, q{'1970-01-01'}, 'now()',
 		q{'294276-12-31'}, q{'4713-01-01 BC'} ],
 	'regclass' => [ 'NULL', q{'pg_class'}, q{'awa.job_id_seq'}, '0', '4294967295' ],
@@ -162,6 +175,9 @@ for my $f (@functions)
 	my ($name, $types, $allowed) = @$f;
 	my %may = map { $_ => 1 } split /;/, $allowed;
 	my @types = $types eq '' ? () : split /;/, $types;
+	# No SQL value has type internal: awa._duration_recv (awa.duration's
+	# binary input) cannot be called from SQL at all.
+	next if grep { $_ eq 'internal' } @types;
 	for my $t (@types) { die "no values for type $t of awa.$name" unless $values{$t}; }
 	my @vectors;
 	push @vectors, [ map { $valid{$_} } @types ];

@@ -1,7 +1,7 @@
 # 031_bench_smoke.pl
 #
-# Every benchmark script in bench/ (not bench/peers, which has its own
-# harness) runs to its end on a machine set up by scripts/install-deps.sh and
+# Every benchmark script in bench/ runs to its end on a machine set up by
+# scripts/install-deps.sh and
 # writes its report: each is run once here with tiny sizes and durations (its
 # environment knobs, listed below), on its own scratch server
 # (bench/scratch_server.sh, or bench/run.sh's own), with PGBIN taken from the
@@ -17,7 +17,13 @@
 # are written but do not decide its exit status (its other integrity checks,
 # counters = exact counts, one maintenance worker, no error in the logs, do).
 #
-# The whole test takes about two and a half minutes on 2 cores.
+# bench/peers/run.sh runs once too, with SKIP LOCKED and awa only (PgQ and
+# pgmq need files the test does not install): the W2 batch-1 drain durable
+# and with synchronous_commit = off, and the P pressure phases (clean, idle in
+# transaction, REPEATABLE READ readers, burst, recovery) of 2 s each. Its
+# report has the cost-per-job table and the phase tables.
+#
+# The whole test takes about three and a half minutes on 2 cores.
 use strict;
 use warnings;
 
@@ -40,8 +46,9 @@ mkdir $out;
 my @runs = (
 	[ 'enqueue_many_scaling', { SIZES => '1000' }, 'result.md', qr/^jobs\s+run_at\s+ms\s+us_per_job$/m ],
 	[ 'many_queues', { COUNTS => '10', REPS => '1' }, 'result.md', qr/^\| 10 \|/m ],
-	[ 'queue_metrics', { QUEUES => '5', DEEP => '20', MANY => '10', REPS => '1' }, 'result.md',
-		qr/^\| 10 \| 10 \|/m ],
+	[ 'queue_metrics', { SIZES => '10', PER_QUEUE => '4', REPS => '1', LOAD_SECONDS => '1', SCRAPE_QUEUES => '10',
+		HOT_SECONDS => '1', HOT_REPS => '1', DRAIN_PRELOAD => '2000' }, 'result.md',
+		qr/^\| 10 \| idle .*\n.*^\| enqueue-1 \|/ms ],
 	[ 'mixed', { N => '1000', WORKERS => '2' }, 'result.md', qr/^\| 2 \|/m ],
 	[ 'queue_counts', { SMALL_N => '10000', LARGE_N => '20000', FINISHED => '3', DURATION => '1' },
 		'result.md', qr/^\| 20,000 \|/m ],
@@ -71,6 +78,23 @@ for my $run (@runs)
 	my $path = $report eq 'result.md' ? "$workdir/result.md" : "$out/$report";
 	my $text = -e $path ? slurp_file($path) : '';
 	like($text, $expect, "bench/$name.sh wrote its report ($report)");
+}
+
+# bench/peers: cost per job and the pressure phases, on the smallest sizes.
+{
+	my $outdir = "$out/peers";
+	local %ENV = (%ENV, PGBIN => $pgbin, WORKDIR => "$out/peers_work", OUTDIR => $outdir,
+		PORT => PostgreSQL::Test::Cluster::get_free_port(),
+		SYSTEMS => 'skip awa', WORKLOADS => 'W2 P', T => '1', REPS => '1', W2_N => '2', W2_B => '1',
+		PRELOAD => '2000', P_T => '2', P_RATE => '20', P_N => '2', P_READERS => '2');
+	delete $ENV{PGMQ_SQL};
+	my ($stdout, $stderr) = ('', '');
+	my $ok = IPC::Run::run([ 'bash', "$bench/peers/run.sh" ], '<', \undef, '>', \$stdout, '2>', \$stderr);
+	ok($ok, 'bench/peers/run.sh exits 0') or diag("stdout:\n$stdout\nstderr:\n$stderr");
+	my $text = -e "$outdir/report.md" ? slurp_file("$outdir/report.md") : '';
+	like($text, qr/^\| W2 drain, sync_commit off N=2 B=1 \| awa \| /m,
+		'bench/peers report: cost per job of the synchronous_commit = off drain');
+	like($text, qr/^\| 5 recovery \| (?:[0-9.]+|n\/a) \| (?:[0-9.]+|n\/a) \| /m, 'bench/peers report: the pressure phases side by side');
 }
 
 # The soak report has its figures, or says why not.

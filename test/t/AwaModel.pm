@@ -156,6 +156,7 @@ sub reset_txn
 	$s->{txn}       = undef;
 	$s->{saved}     = {};
 	$s->{created}   = [];
+	$s->{unwritten} = [];
 	$s->{ukey_saved} = {};
 	$s->{locks}     = {};
 	$s->{enq_lanes} = {};
@@ -258,6 +259,12 @@ sub batch_locked_elsewhere
 sub commit_model
 {
 	my ($self, $s) = @_;
+	# Lane positions at commit, in enqueue order, in the generation current now.
+	for my $j (@{ $s->{unwritten} })
+	{
+		$j->{seq} = ++$self->{seq};
+		$j->{gen} = $self->{gen};
+	}
 	for my $id (keys %{ $s->{saved} }) { delete $self->{jobs}{$id}{owner}; }
 	for my $id (@{ $s->{created} }) { delete $self->{jobs}{$id}{owner} if $self->{jobs}{$id}; }
 	push @{ $self->{dead} }, @{ $s->{closed} };
@@ -306,15 +313,20 @@ sub claimable_by_lane
 	return \%l;
 }
 
-# An open enqueue of another session in the lane can hide a hole a claim
-# cannot prove dead: the claim may stop before it.
+# A lane position held by another session's open transaction can hide a hole
+# a claim cannot prove dead: the claim may stop before it. Since lane
+# positions are taken at commit, an open producer holds none (its jobs are in
+# its memory): no claim may stop short because of it (issue 19 §1; on the
+# design that reserved at enqueue, this model failed with "returned [], the
+# model's lane head is [...]"). Only a transaction that wrote its jobs early
+# (it read them back) would hold one, and the model's producers never do.
 sub lane_maybe_blocked
 {
 	my ($self, $s, $lane) = @_;
 	for my $t (@{ $self->{sess} })
 	{
 		next if $t == $s;
-		return 1 if $t->{txn} && $t->{enq_lanes}{$lane};
+		return 1 if $t->{txn} && $t->{written_lanes} && $t->{written_lanes}{$lane};
 	}
 	return 0;
 }
@@ -357,7 +369,10 @@ sub bump_W
 {
 	my ($self, $dbh, $ids) = @_;
 	my $r = $self->qok($dbh,
-		"SELECT max((awa.get_job(j) ->> 'run_at')::timestamptz)::text FROM unnest(ARRAY[" . join(',', @$ids) . "]::bigint[]) j");
+		# From the table, not awa.get_job: a read-back in the session's own
+		# transaction would write its pending due jobs early (and hold their
+		# lane positions), which the model's producers must not do.
+		"SELECT max(d.run_at)::text FROM awa.deferred_jobs d WHERE d.job_id = ANY (ARRAY[" . join(',', @$ids) . "]::bigint[])");
 	my $w = $r->[0][0];
 	$self->bad("deferred job without run_at: @$ids") unless defined $w;
 	if (defined $self->{W})
@@ -470,13 +485,19 @@ sub do_enqueue
 		{
 			$j->{owner} = $s->{idx};
 			push @{ $s->{created} }, $ids[$k];
+			# A due job of an open transaction has no lane position yet: it
+			# takes one when the transaction commits (pending_enqueues.hpp).
+			if (!$future[$k])
+			{
+				delete $j->{seq};
+				delete $j->{gen};
+				push @{ $s->{unwritten} }, $j;
+			}
 			$s->{enq_lanes}{ lane($j) } = 1;
 		}
 		$self->set_ukey($s, $ukey[$k], $ids[$k]) if defined $ukey[$k];
 		push @deferred, $ids[$k] if $future[$k];
 	}
-	# enqueue_many reserves positions in every lane it has due jobs for,
-	# even when the transaction later rolls back; a single enqueue too.
 	$self->bump_W($s->{dbh}, \@deferred) if @deferred;
 	$self->{stats}{enqueued} += @new;
 }
@@ -1102,16 +1123,18 @@ sub step
 	if (!$s->{txn})
 	{
 		if ($t < 0.12) { return $self->do_begin($s, 'worker'); }
-		if ($t < 0.18) { return $self->do_begin($s, 'producer'); }
+		# A long producer stays open across many claims, rotations and
+		# prunes of the others (issue 19 §4).
+		if ($t < 0.18) { return $self->do_begin($s, rand() < 0.3 ? 'long_producer' : 'producer'); }
 		if ($t < 0.38) { return $self->do_enqueue($s, 0); }
 		if ($t < 0.52) { return $self->do_enqueue($s, 1); }
 		if ($t < 0.74) { return $self->do_claim($s); }
 		if ($t < 0.94) { return $self->do_end($s); }
 		return $self->do_stale($s);
 	}
-	if ($s->{txn} eq 'producer')
+	if ($s->{txn} eq 'producer' || $s->{txn} eq 'long_producer')
 	{
-		return $self->do_end_txn($s) if $t < 0.3;
+		return $self->do_end_txn($s) if $t < ($s->{txn} eq 'producer' ? 0.3 : 0.03);
 		return $self->do_enqueue($s, $t < 0.7 ? 0 : 1);
 	}
 	return $self->do_end_txn($s) if $t < 0.2;

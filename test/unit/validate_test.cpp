@@ -229,6 +229,92 @@ TEST(CheckClaimWait, Boundaries)
 	ExpectViolation(v, ViolationCode::kInvalidParameter, "wait must be between 0 and 1 day", hint);
 }
 
+// ---- durations given as a number of seconds (awa.duration's casts) ---------
+
+const char kSecondsHint[] = "Pass a number of seconds, such as 30 or 2.5, or an interval, such as '30 seconds'.";
+const char kSecondsRangeHint[] =
+    "Pass a number of seconds between -9223372036854 and 9223372036854 (the argument itself may allow less).";
+
+TEST(SecondsToMicros, FractionsRoundToTheMicrosecond)
+{
+	Violation v = Dirty();
+	int64_t micros = -7;
+	EXPECT_TRUE(SecondsToMicros(2.5, &micros, &v));
+	EXPECT_EQ(micros, 2500000);
+	EXPECT_TRUE(SecondsToMicros(0.1, &micros, &v));
+	EXPECT_EQ(micros, 100000);
+	EXPECT_TRUE(SecondsToMicros(1.000001, &micros, &v));
+	EXPECT_EQ(micros, 1000001);
+	EXPECT_TRUE(SecondsToMicros(0.0000004, &micros, &v));
+	EXPECT_EQ(micros, 0);
+	EXPECT_TRUE(SecondsToMicros(-3, &micros, &v));  // the sign is the argument's rule to judge
+	EXPECT_EQ(micros, -3000000);
+	EXPECT_TRUE(SecondsToMicros(0.0, &micros, &v));
+	EXPECT_EQ(micros, 0);
+}
+
+TEST(SecondsToMicros, NotFinite)
+{
+	int64_t micros = 0;
+	Violation v = Dirty();
+	EXPECT_FALSE(SecondsToMicros(std::numeric_limits<double>::quiet_NaN(), &micros, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "a duration must be a number of seconds, not NaN",
+	                kSecondsHint);
+	v = Dirty();
+	EXPECT_FALSE(SecondsToMicros(std::numeric_limits<double>::infinity(), &micros, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "a duration must be a finite number of seconds, not infinity",
+	                kSecondsHint);
+	v = Dirty();
+	EXPECT_FALSE(SecondsToMicros(-std::numeric_limits<double>::infinity(), &micros, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter,
+	                "a duration must be a finite number of seconds, not -infinity", kSecondsHint);
+}
+
+TEST(SecondsToMicros, Range)
+{
+	int64_t micros = 0;
+	Violation v = Dirty();
+	// A double of seconds is exact to the microsecond for decades (its 53 bits
+	// hold 2^31 s to 0.5 us); near the bound the product is off by < 2^11 us.
+	EXPECT_TRUE(SecondsToMicros(50.0 * 365 * 86400 + 0.000001, &micros, &v));
+	EXPECT_EQ(micros, int64_t{50} * 365 * 86400 * 1000000 + 1);
+	EXPECT_TRUE(SecondsToMicros(static_cast<double>(kMaxDurationSeconds), &micros, &v));
+	EXPECT_NEAR(static_cast<double>(micros), static_cast<double>(kMaxDurationSeconds * 1000000), 2048.0);
+	EXPECT_TRUE(SecondsToMicros(-static_cast<double>(kMaxDurationSeconds), &micros, &v));
+	EXPECT_NEAR(static_cast<double>(micros), static_cast<double>(-kMaxDurationSeconds * 1000000), 2048.0);
+	EXPECT_FALSE(SecondsToMicros(9223372036854.776, &micros, &v));  // 2^63 microseconds
+	ExpectViolation(v, ViolationCode::kOutOfRange, "duration out of range", kSecondsRangeHint);
+	v = Dirty();
+	EXPECT_FALSE(SecondsToMicros(-9223372036855.0, &micros, &v));
+	ExpectViolation(v, ViolationCode::kOutOfRange, "duration out of range", kSecondsRangeHint);
+	v = Dirty();
+	EXPECT_FALSE(SecondsToMicros(std::numeric_limits<double>::max(), &micros, &v));
+	ExpectViolation(v, ViolationCode::kOutOfRange, "duration out of range", kSecondsRangeHint);
+}
+
+TEST(WholeSecondsToMicros, Range)
+{
+	int64_t micros = 0;
+	Violation v = Dirty();
+	EXPECT_TRUE(WholeSecondsToMicros(5, &micros, &v));
+	EXPECT_EQ(micros, 5000000);
+	EXPECT_TRUE(WholeSecondsToMicros(kMaxDurationSeconds, &micros, &v));
+	EXPECT_EQ(micros, kMaxDurationSeconds * 1000000);
+	EXPECT_TRUE(WholeSecondsToMicros(-kMaxDurationSeconds, &micros, &v));
+	EXPECT_EQ(micros, -kMaxDurationSeconds * 1000000);
+	EXPECT_FALSE(WholeSecondsToMicros(kMaxDurationSeconds + 1, &micros, &v));
+	ExpectViolation(v, ViolationCode::kOutOfRange, "duration out of range", kSecondsRangeHint);
+	v = Dirty();
+	EXPECT_FALSE(WholeSecondsToMicros(-kMaxDurationSeconds - 1, &micros, &v));
+	ExpectViolation(v, ViolationCode::kOutOfRange, "duration out of range", kSecondsRangeHint);
+	v = Dirty();
+	EXPECT_FALSE(WholeSecondsToMicros(kI64Max, &micros, &v));
+	ExpectViolation(v, ViolationCode::kOutOfRange, "duration out of range", kSecondsRangeHint);
+	v = Dirty();
+	EXPECT_FALSE(WholeSecondsToMicros(kI64Min, &micros, &v));
+	ExpectViolation(v, ViolationCode::kOutOfRange, "duration out of range", kSecondsRangeHint);
+}
+
 // ---- NULL and array shape ---------------------------------------------------
 
 TEST(CheckNotNull, Rule)

@@ -1,0 +1,91 @@
+--
+-- enqueue_at_commit: jobs held until commit (src/pg/pending_enqueues.cpp) meet
+-- what else a transaction may do before or during its commit. Each case is
+-- a transaction an application can write; the expected output is what the
+-- change "lane positions are taken at commit" promised: everything commits
+-- or rolls back with the transaction, as when enqueue wrote at once.
+-- Queues used here: rv_audit, rv_fresh, rv_bulk, rv_ro, rv_rot, rv_ghost.
+--
+\set VERBOSITY terse
+
+-- ---------------------------------------------------------------------------
+-- 1. An enqueue made while the commit writes the pending jobs. A new queue's
+-- lane is created at commit (CREATE SEQUENCE, ALTER EXTENSION, GRANT); an
+-- event trigger on ddl_command_end that enqueues (an audit queue, say) runs
+-- inside the flush. Its jobs must be written too (they are counted).
+-- ---------------------------------------------------------------------------
+SELECT awa.enqueue('audit', '{}', 'rv_audit') IS NOT NULL AS audit_lane_exists;
+SELECT count(*) FROM awa.claim('rv_audit', 10);
+CREATE FUNCTION rv_audit_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM awa.enqueue('audit', jsonb_build_object('tag', tg_tag), 'rv_audit');
+END $$;
+CREATE EVENT TRIGGER rv_audit_ddl ON ddl_command_end EXECUTE FUNCTION rv_audit_ddl();
+BEGIN;
+SELECT awa.enqueue('k', '{}', 'rv_fresh') IS NOT NULL AS enqueued;
+COMMIT;
+-- The lane's DDL fired the trigger 5 times: 5 audit jobs, counted and written.
+SELECT available FROM awa.queue_counts('rv_audit');
+SELECT available FROM awa.queue_counts_exact('rv_audit');
+SELECT args->>'tag' AS tag, count(*) FROM awa.claim('rv_audit', 100) GROUP BY 1 ORDER BY 1;
+-- The same at the 10,000-job bound (a flush during the enqueue), on a new
+-- queue: the trigger's enqueue must not start another flush of the lane whose
+-- creation is under way.
+BEGIN;
+SELECT count(awa.enqueue('k', '{}', 'rv_bulk')) AS enqueued FROM generate_series(1, 10000);
+COMMIT;
+DROP EVENT TRIGGER rv_audit_ddl;
+SELECT available FROM awa.queue_counts_exact('rv_bulk');
+SELECT available FROM awa.queue_counts_exact('rv_audit');
+
+-- ---------------------------------------------------------------------------
+-- 2. SET TRANSACTION READ ONLY after an enqueue. PostgreSQL lets a
+-- transaction that wrote become read-only; the enqueue was accepted while it
+-- could write, and its job must commit (before the change it did).
+-- ---------------------------------------------------------------------------
+BEGIN;
+SELECT awa.enqueue('k', '{"ro": 1}', 'rv_ro') IS NOT NULL AS enqueued;
+SET TRANSACTION READ ONLY;
+COMMIT;
+SELECT args FROM awa.claim('rv_ro', 10);
+
+-- ---------------------------------------------------------------------------
+-- 3. A flush inside a savepoint that rotates a ring, then ROLLBACK TO: the
+-- rotation is undone, the job enqueued before the savepoint must commit.
+-- ---------------------------------------------------------------------------
+BEGIN;
+SELECT awa.enqueue('k', '{"rot": 1}', 'rv_rot') IS NOT NULL AS enqueued;
+SAVEPOINT s;
+SELECT count(*) > 0 AS ran FROM awa.run_maintenance('rotate');
+ROLLBACK TO s;
+COMMIT;
+SELECT args FROM awa.claim('rv_rot', 10);
+
+-- ---------------------------------------------------------------------------
+-- 4. DROP EXTENSION in the transaction that enqueued: the job goes with the
+-- extension. The COMMIT must not fail, and a job of the dropped extension
+-- must not be written into a new one (its job_id would be drawn again).
+-- In a database of its own.
+-- ---------------------------------------------------------------------------
+SELECT current_database() AS regdb \gset
+CREATE DATABASE rv_drop;
+\c rv_drop
+\set VERBOSITY terse
+CREATE EXTENSION awa;
+BEGIN;
+SELECT awa.enqueue('k', '{"old": true}', 'rv_ghost') AS id;
+DROP EXTENSION awa;
+CREATE EXTENSION awa;
+COMMIT;
+-- Nothing from the dropped extension; job_ids are unique.
+SELECT awa.enqueue('k', jsonb_build_object('new', g), 'rv_ghost') AS id FROM generate_series(1, 3) g;
+SELECT args FROM awa.claim('rv_ghost', 10) ORDER BY job_id;
+-- 4b (kept apart: this COMMIT failed before the change too, from another
+-- PRE_COMMIT callback): DROP EXTENSION alone after an enqueue.
+BEGIN;
+SELECT awa.enqueue('k') AS id;
+DROP EXTENSION awa;
+COMMIT;
+SELECT count(*) AS awa_installed FROM pg_extension WHERE extname = 'awa';
+\c :regdb
+DROP DATABASE rv_drop;
