@@ -5,7 +5,7 @@
 # enqueue (single and batch, some rolled back, some scheduled, priorities
 # 1-4, some with unique keys, half of those with on_conflict "skip"; in
 # producer transactions, some held open across many other ops, which no claim
-# may wait behind), claim (autocommit, and in transactions that
+# may wait behind, some ended by pg_terminate_backend), claim (autocommit, and in transactions that
 # commit, roll back, are cut short by statement_timeout or by
 # pg_terminate_backend), complete, retry, snooze, fail, heartbeat, send stale
 # endings that must be refused, cancel, pause and resume queues, on three

@@ -720,6 +720,12 @@ sub do_end_txn
 		$self->logop($s->{id}, 'COMMIT');
 		$self->commit_model($s);
 	}
+	elsif ($s->{txn} ne 'worker' && $r >= 0.9)
+	{
+		# A producer killed while its jobs wait for its commit: nothing of
+		# them may appear (issue 19 §4).
+		$self->terminate($s);
+	}
 	elsif ($r < 0.75 || $s->{txn} ne 'worker')
 	{
 		$s->{dbh}->rollback;
