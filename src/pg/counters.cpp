@@ -915,50 +915,55 @@ HeadGeneration(text *queue)
 	return generation;
 }
 
+namespace {
+
+// The pending lane a head note of n jobs goes to, with the n jobs noted on
+// its queue's slot; NULL when there is nothing to note (no preload, no jobs,
+// no slot to be had).
+PendingLane *
+NotedLane(text *queue, int priority, int64 n)
+{
+	if (shared == NULL || n == 0)
+		return NULL;
+	Pending *slot = SlotFor(queue);
+	if (slot == NULL)
+		return NULL;
+	slot->available_noted += n;
+	return LaneOf(slot, priority);
+}
+
+}  // namespace
+
 void
 NoteHeadAdd(text *queue, int priority, int64 lane_seq, TimestampTz run_at, int64 n)
 {
-	if (shared == NULL || n == 0)
-		return;
-	Pending *slot = SlotFor(queue);
-	if (slot == NULL)
-		return;
-	PendingLane *lane = LaneOf(slot, priority);
-	if (lane_seq < lane->add_seq) {
+	PendingLane *lane = NotedLane(queue, priority, n);
+	if (lane != NULL && lane_seq < lane->add_seq) {
 		lane->add_seq = lane_seq;
 		lane->add_at = run_at;
 	}
-	slot->available_noted += n;
 }
 
 void
 NoteHeadRemove(text *queue, int priority, int64 lane_seq, int64 n)
 {
-	if (shared == NULL || n == 0)
+	PendingLane *lane = NotedLane(queue, priority, n);
+	if (lane == NULL)
 		return;
-	Pending *slot = SlotFor(queue);
-	if (slot == NULL)
-		return;
-	PendingLane *lane = LaneOf(slot, priority);
 	lane->remove_seq = Min(lane->remove_seq, lane_seq);
 	lane->cancels++;
-	slot->available_noted += n;
 }
 
 void
 NoteHeadClaim(text *queue, int priority, int64 first, int64 n, const ClaimHeadNote &note)
 {
-	if (shared == NULL || n == 0)
+	PendingLane *lane = NotedLane(queue, priority, n);
+	if (lane == NULL)
 		return;
-	Pending *slot = SlotFor(queue);
-	if (slot == NULL)
-		return;
-	PendingLane *lane = LaneOf(slot, priority);
 	lane->remove_seq = Min(lane->remove_seq, first);
 	if (lane->claims == 0)
 		lane->claim = note;
 	lane->claims++;
-	slot->available_noted += n;
 }
 
 int
