@@ -399,6 +399,15 @@ FlushPendingEnqueues()
 		WriteUnwritten(GetCurrentSubTransactionId());
 	}
 	pending.writing = false;
+	// Everything settled (a write at the top level): start afresh, so that
+	// the next write goes through the lanes used since, not every lane of
+	// the transaction (a transaction that enqueues into many queues and
+	// claims between them would otherwise pay for all its lanes at each
+	// claim).
+	if (pending.log_count == 0) {
+		MemoryContextDelete(pending.context);
+		pending = Pending{};
+	}
 	SPI_finish();
 	if (snapshot)
 		PopActiveSnapshot();
