@@ -8,7 +8,7 @@
 --                              lease_claim_closures, lease_claim_closure_batches
 --   lease ring  (lease_slot) : leases
 --   plain                    : attempt_state, deferred_jobs, dlq_entries
---   control                  : queue_lanes (+ two sequences per lane), ring state,
+--   control                  : queue_lanes (a lane's cursors live in its row), ring state,
 --                              rotation ledgers and slot tables
 -- Hot-path rows are inserted once and never updated or deleted by enqueue,
 -- claim or completion; rings are reclaimed whole by TRUNCATE.

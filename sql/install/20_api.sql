@@ -126,22 +126,20 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'awa_rebuild_counters'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 
--- A lane cursor's value, read under AccessShareLock (pg_sequence_last_value
--- would hold RowExclusiveLock until the reader's transaction ends, and that
--- would hold up the lock a claim takes to prove a lane gap dead). Checks that
--- the caller may SELECT the sequence.
-CREATE FUNCTION awa.cursor_value(seq regclass)
-RETURNS bigint
-AS 'MODULE_PATHNAME', 'awa_cursor_value'
-LANGUAGE C STABLE STRICT;
+-- Every lane of a queue (every lane of the database when NULL) with its two
+-- cursors, each read under its page's share lock: the cursors are rewritten
+-- in place (03_lanes.sql), so a plain SELECT of awa.queue_lanes may see one
+-- half-written.
+CREATE FUNCTION awa.lane_cursors(p_queue text DEFAULT NULL,
+                                 OUT queue text, OUT priority smallint, OUT lane_id bigint,
+                                 OUT enqueue_cursor bigint, OUT claim_cursor bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'awa_lane_cursors'
+LANGUAGE C STABLE SECURITY DEFINER;
 
 -- Read-only view of every lane and its two cursors.
 CREATE VIEW awa.lanes AS
-SELECT l.queue,
-       l.priority,
-       l.lane_id,
-       awa.cursor_value(l.enqueue_seq) AS enqueue_cursor,
-       awa.cursor_value(l.claim_seq)   AS claim_cursor
-FROM awa.queue_lanes l;
+SELECT l.queue, l.priority, l.lane_id, l.enqueue_cursor, l.claim_cursor
+FROM awa.lane_cursors() l;
 
 -- ---------------------------------------------------------------------------

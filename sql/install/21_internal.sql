@@ -17,6 +17,14 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'awa_internal_tombstone'
 LANGUAGE C VOLATILE;
 
+-- Reserves `count` consecutive positions of the lane (created if new) and
+-- returns the first, as an enqueue does before it writes its rows: for tests
+-- that write ready rows by hand.
+CREATE FUNCTION awa._reserve_lane_positions(queue text, priority int, count bigint)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'awa_internal_reserve_lane_positions'
+LANGUAGE C VOLATILE STRICT;
+
 -- Moves the given deferred jobs into the ready ring now.
 CREATE FUNCTION awa._promote_jobs(job_ids bigint[])
 RETURNS int

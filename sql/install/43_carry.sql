@@ -35,8 +35,8 @@ BEGIN
     END IF;
     EXECUTE format($q$
         WITH lanes AS MATERIALIZED (
-            SELECT l.queue, l.priority, awa.cursor_value(l.claim_seq) AS cursor
-              FROM awa.queue_lanes l
+            SELECT l.queue, l.priority, l.claim_cursor AS cursor
+              FROM awa.lane_cursors() l
              WHERE EXISTS (SELECT 1 FROM awa.%1$I g WHERE g.queue = l.queue AND g.priority = l.priority)
         ), spent AS MATERIALIZED (
             SELECT a.queue, a.priority, range_agg(a.lane_ranges) AS ranges FROM awa.%2$I a GROUP BY a.queue, a.priority

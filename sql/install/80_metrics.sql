@@ -44,8 +44,8 @@ DECLARE
     lane_oldest timestamptz;
     oldest timestamptz;
 BEGIN
-    FOR l IN SELECT q.priority, q.claim_seq FROM awa.queue_lanes q WHERE q.queue = p_queue LOOP
-        cursor_at := awa.cursor_value(l.claim_seq);
+    FOR l IN SELECT q.priority, q.claim_cursor FROM awa.lane_cursors(p_queue) q LOOP
+        cursor_at := l.claim_cursor;
         SELECT coalesce(range_agg(x.lanes), '{}'::int8multirange) INTO claimed
           FROM awa.ready_claim_attempt_batches b, unnest(b.lane_ranges) AS x(lanes)
          WHERE b.queue = p_queue AND b.priority = l.priority AND b.next_lane_seq > cursor_at;

@@ -47,7 +47,7 @@ GRANT EXECUTE ON FUNCTION awa.cancel(bigint),
                           awa.resume_queue(text),
                           awa.dlq_retry(bigint[]),
                           awa.dlq_purge(bigint[]),
-                          awa.cursor_value(regclass),
+                          awa.lane_cursors(text),
                           awa.run_maintenance(text),
                           awa.storage_status(),
                           awa.maintenance_status()

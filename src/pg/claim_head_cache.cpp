@@ -1,6 +1,8 @@
 // claim_head_cache.cpp: see claim_head_cache.hpp.
 #include "pg/claim_head_cache.hpp"
 
+#include "pg/rings.hpp"
+
 #include <type_traits>
 
 namespace awa::pg {
@@ -10,7 +12,8 @@ namespace {
 constexpr int kHeadCacheSize = 256;
 
 struct HeadCacheEntry {
-	Oid claim_seq;
+	Oid incarnation;
+	int64 lane_id;
 	int64 cursor;
 	int64 generation;
 };
@@ -21,20 +24,21 @@ HeadCacheEntry head_cache[kHeadCacheSize];
 }  // namespace
 
 int64
-HeadGenerationFloor(Oid claim_seq, int64 cursor, int64 fallback)
+HeadGenerationFloor(int64 lane_id, int64 cursor, int64 fallback)
 {
-	const HeadCacheEntry &entry = head_cache[claim_seq % kHeadCacheSize];
-	if (entry.claim_seq != claim_seq || cursor < entry.cursor)
+	const HeadCacheEntry &entry = head_cache[static_cast<uint64>(lane_id) % kHeadCacheSize];
+	if (entry.lane_id != lane_id || entry.incarnation != ExtensionIncarnation() || cursor < entry.cursor)
 		return fallback;
 	return Max(entry.generation, fallback);
 }
 
 void
-RememberHeadGenerationFloor(Oid claim_seq, int64 cursor, int64 generation)
+RememberHeadGenerationFloor(int64 lane_id, int64 cursor, int64 generation)
 {
 	if (generation < 0)
 		return;
-	head_cache[claim_seq % kHeadCacheSize] = HeadCacheEntry{claim_seq, cursor, generation};
+	head_cache[static_cast<uint64>(lane_id) % kHeadCacheSize] =
+	    HeadCacheEntry{ExtensionIncarnation(), lane_id, cursor, generation};
 }
 
 }  // namespace awa::pg

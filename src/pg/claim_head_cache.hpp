@@ -7,8 +7,8 @@
 // a claim above the cursor may still roll back and leave its lanes, in an
 // earlier generation, as the head (issue 9, finding 1). The claim cursor only
 // moves forward, so an entry stays true while the lane's cursor is at or past
-// its `cursor`. Keyed by the lane's claim sequence OID (unique per lane
-// incarnation). All types here are trivially destructible (guard.hpp).
+// its `cursor`. Keyed by the lane's id and the extension's incarnation (lane
+// ids start again in a recreated extension). All types here are trivially destructible (guard.hpp).
 #pragma once
 
 #include "pg/postgres_headers.hpp"
@@ -17,9 +17,9 @@ namespace awa::pg {
 
 // The floor known for lanes above `cursor`, or `fallback` (the oldest live
 // generation) when none is known; never below `fallback`.
-int64 HeadGenerationFloor(Oid claim_seq, int64 cursor, int64 fallback);
+int64 HeadGenerationFloor(int64 lane_id, int64 cursor, int64 fallback);
 
 // Records a floor learnt by a walk (generation < 0: nothing learnt).
-void RememberHeadGenerationFloor(Oid claim_seq, int64 cursor, int64 generation);
+void RememberHeadGenerationFloor(int64 lane_id, int64 cursor, int64 generation);
 
 }  // namespace awa::pg

@@ -10,7 +10,7 @@
 #include "pg/gucs.hpp"
 #include "pg/inflight.hpp"
 #include "pg/lane_locks.hpp"
-#include "pg/sequences.hpp"
+#include "pg/lane_cursors.hpp"
 #include "pg/spi_plans.hpp"
 
 namespace awa::pg {
@@ -322,7 +322,7 @@ LearnNextHead(LaneWalk *walk, const LaneView &view, const Lane &lane)
 	// lane_seq from `next` on was ever reserved (then no row, in no
 	// generation, is there or can appear but by a later enqueue, whose
 	// commit lowers the kept head itself); otherwise not known.
-	if (SequenceValue(lane.enqueue_seq) < next)
+	if (ReadLaneCursors(lane).enqueue < next)
 		walk->head.next = LaneHead{kHeadEmpty, 0, 0};
 }
 
@@ -342,9 +342,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	LaneQuery q;
 	q.queue = queue;
 	q.priority = lane.priority;
-	// Maintenance's walk of every lane behind (awa._advance_cursors) keeps
-	// no lock per lane to its transaction's end (fn_advance_cursors.cpp).
-	q.cursor = SequenceValue(lane.claim_seq, !advance_only);
+	q.cursor = ReadLaneCursors(lane).claim;
 	q.slot_count = ring.queue_slot_count;
 	// Segments per page: the first page covers the claim and a short lag of
 	// the cursor; a walk that runs past it loads pages twice as large each
@@ -356,7 +354,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	RingPositions live = ring;
 	int64 newest = live.queue_generation;
 	int64 oldest = OldestQueueGeneration(live);
-	int64 start = FirstLiveGenerationFrom(live, HeadGenerationFloor(lane.claim_seq, q.cursor, oldest));
+	int64 start = FirstLiveGenerationFrom(live, HeadGenerationFloor(lane.lane_id, q.cursor, oldest));
 
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
@@ -421,7 +419,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 			// lane position when the proof began has ended, then look again
 			// at every generation from the start with fresh snapshots.
 			int64 horizon;
-			if (!ProveLaneReservationsEnded(lane.enqueue_seq, gap_timeout_ms, &horizon))
+			if (!ProveLaneReservationsEnded(lane, gap_timeout_ms, &horizon))
 				break;
 			proof_horizon = horizon;
 			live = RingNow();
@@ -456,11 +454,10 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 bool
 ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk)
 {
-	RememberHeadGenerationFloor(lane.claim_seq, walk.plan.new_cursor, walk.plan.head_generation_floor);
+	RememberHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
 	if (walk.plan.new_cursor <= walk.cursor)
 		return false;
-	SequenceSet(lane.claim_seq, walk.plan.new_cursor);
-	return true;
+	return AdvanceClaimCursor(lane, walk.plan.new_cursor);
 }
 
 LaneHead
@@ -473,11 +470,11 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 	// The lock is released at once: awa.queue_metrics walks every lane of
 	// every queue whose head is not kept, 10,000 of them after a restart,
 	// more than the lock table holds for one transaction.
-	q.cursor = SequenceValue(lane.claim_seq, false);
+	q.cursor = ReadLaneCursors(lane).claim;
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
 	int64 newest = ring.queue_generation;
-	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.claim_seq, q.cursor, OldestQueueGeneration(ring)));
+	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.lane_id, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start, true);
 	for (int step = 0;; step++) {
@@ -545,10 +542,10 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	LaneQuery q;
 	q.queue = queue;
 	q.priority = lane.priority;
-	q.cursor = SequenceValue(lane.claim_seq);
+	q.cursor = ReadLaneCursors(lane).claim;
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
-	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.claim_seq, q.cursor, OldestQueueGeneration(ring)));
+	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.lane_id, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
 	LoadGeneration(&view, q, start);
 	// Walk over the spent prefix (claimed, own or tombstoned lanes).

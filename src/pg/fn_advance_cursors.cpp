@@ -13,12 +13,8 @@
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
 #include "pg/rings.hpp"
-#include "pg/sequences.hpp"
+#include "pg/lane_cursors.hpp"
 #include "pg/spi_plans.hpp"
-
-extern "C" {
-#include "utils/resowner.h"
-}
 
 namespace awa::pg {
 
@@ -33,20 +29,6 @@ AdvanceLaneCursor(text *queue, const Lane &lane, const RingPositions &ring)
 		return false;
 	LaneWalk walk = WalkLane(queue, lane, ring, 1, WalkMode::kAdvanceOnly);
 	bool moved = ApplyCursorAdvance(lane, walk);
-	// setval keeps RowExclusiveLock on the cursor to the end of the
-	// transaction, an interlock with DDL only (setval is not transactional,
-	// and no proof reads the claim cursor's lock): released per lane, so one
-	// call over thousands of lanes does not fill the lock table. sequence.c
-	// takes it under the top transaction's resource owner, so it is released
-	// there. (Its per-backend cache still thinks the lock held: a later setval
-	// of this cursor in this transaction would not take it again, which only
-	// loses that DDL interlock for the rest of this maintenance transaction.)
-	if (moved) {
-		ResourceOwner saved = CurrentResourceOwner;
-		CurrentResourceOwner = TopTransactionResourceOwner;
-		UnlockRelationOid(lane.claim_seq, RowExclusiveLock);
-		CurrentResourceOwner = saved;
-	}
 	UnlockLaneClaim(lane.lane_id);
 	return moved;
 }
@@ -71,22 +53,18 @@ AWA_FUNCTION(awa_internal_advance_cursors)
 		HeapTuple tuple = SPI_tuptable->vals[i];
 		TupleDesc desc = SPI_tuptable->tupdesc;
 		bool isnull;
-		queues[i] = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 1, &isnull));
-		lanes[i].priority = DatumGetInt16(SPI_getbinval(tuple, desc, 2, &isnull));
-		lanes[i].lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull));
-		lanes[i].enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
-		lanes[i].claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 5, &isnull));
+		lanes[i] = LaneOfRow(tuple, desc);
+		queues[i] = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 4, &isnull));
 	}
 	int moved = 0;
 	bool have_ring = false;
 	RingPositions ring;
 	for (int i = 0; i < count; i++) {
 		CHECK_FOR_INTERRUPTS();  // between lanes: no lane lock is held here
-		// A look, not a hold: the lock is released at once, or a call over
-		// thousands of lanes kept two relation locks per lane to its end and
-		// ran out of the shared lock table (review of issue 19: about 7,000
-		// lanes; test/t/018_many_queues.pl counts them).
-		if (SequenceValue(lanes[i].claim_seq, false) >= SequenceValue(lanes[i].enqueue_seq, false))
+		// No lock per lane (test/t/018_many_queues.pl counts them: a
+		// relation lock per lane once ran out of the shared lock table).
+		LaneCursors cursors = ReadLaneCursors(lanes[i]);
+		if (cursors.claim >= cursors.enqueue)
 			continue;
 		if (!have_ring) {
 			int64 epoch;

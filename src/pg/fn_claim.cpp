@@ -30,7 +30,7 @@
 #include "pg/pending_enqueues.hpp"
 #include "pg/queue_settings.hpp"
 #include "pg/rings.hpp"
-#include "pg/sequences.hpp"
+#include "pg/lane_cursors.hpp"
 #include "pg/wakeups.hpp"
 #include "pg/claim_sleep.hpp"
 #include "pg/claim_waiters.hpp"
@@ -169,7 +169,8 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 	int candidates = 0;
 	for (int i = 0; i < lane_count; i++) {
 		// Cheap check first: an empty lane costs two sequence reads.
-		if (SequenceValue(lanes[i].claim_seq) >= SequenceValue(lanes[i].enqueue_seq))
+		LaneCursors cursors = ReadLaneCursors(lanes[i]);
+		if (cursors.claim >= cursors.enqueue)
 			continue;
 		order[candidates++] = LaneOrder{i, lanes[i].priority, 0};
 	}

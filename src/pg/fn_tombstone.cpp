@@ -20,7 +20,7 @@
 #include "pg/wakeups.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
-#include "pg/sequences.hpp"
+#include "pg/lane_cursors.hpp"
 #include "pg/spi_plans.hpp"
 
 using namespace awa::pg;
@@ -62,7 +62,7 @@ AWA_FUNCTION(awa_internal_tombstone)
 		if (SPI_processed > 0)
 			result = "already_tombstoned";
 	}
-	if (result == NULL && lane_seq <= SequenceValue(lane.claim_seq))
+	if (result == NULL && lane_seq <= ReadLaneCursors(lane).claim)
 		result = "claimed";
 	if (result != NULL) {
 		UnlockLaneClaim(lane.lane_id);

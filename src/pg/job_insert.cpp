@@ -4,12 +4,12 @@
 #include "pg/core_calls.hpp"
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
+#include "pg/lane_cursors.hpp"
 #include "pg/lanes.hpp"
 #include "pg/pending_enqueues.hpp"
 #include "pg/enqueue_generations.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/rings.hpp"
-#include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
 #include "pg/wakeups.hpp"
 
@@ -24,9 +24,9 @@ using core::JobState;
 // Reserves one lane_seq per job (in order) and returns the ring position that
 // held at the reservation instant. The epoch bracket (rings.hpp) makes ready
 // generations non-decreasing along a lane without any lock shared by
-// enqueuers; nextval itself holds RowExclusiveLock on the lane's enqueue
-// sequence until this transaction ends, which is what a claim's gap proof
-// waits for (lane_locks.hpp). If a rotation committed during the reservation,
+// enqueuers; the reservation takes the lane reserve lock, held until this
+// transaction ends, which is what a claim's gap proof waits for
+// (lane_locks.hpp). If a rotation committed during the reservation,
 // the reserved lane_seqs are abandoned (they become gaps that claims prove
 // dead once this transaction ends) and the reservation is made again.
 RingPositions
@@ -45,21 +45,13 @@ ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
 		// Until the rows are in (and their child locked), prune must not
 		// truncate this generation (enqueue_generations.hpp).
 		PublishEnqueueGeneration(ring.queue_generation);
-		for (int i = 0; i < count; i++) {
-			// An error here aborts the transaction, whose callback clears the
-			// published generation.
-			CHECK_FOR_INTERRUPTS();
-			lane_seqs[i] = SequenceNext(lane.enqueue_seq);
+		// An error here aborts the transaction, whose callback clears the
+		// published generation.
+		if (count > 0) {
+			int64 first = ReserveLanePositions(lane, count);
+			for (int i = 0; i < count; i++)
+				lane_seqs[i] = first + i;
 		}
-		// A sequence created in this transaction and nextval'd in it keeps
-		// the 32 values nextval pre-logs as "logged", and with wal_level =
-		// minimal its creation is not WAL-logged at all: after a crash later
-		// nextvals (which wrote no WAL) are forgotten and lane positions are
-		// handed out twice. setval leaves nothing pre-logged, so the next
-		// nextval, in a later transaction, writes WAL. Only on a lane's first
-		// use (test/t/015_lane_sequence_after_crash.pl).
-		if (count > 0 && LaneCreatedInThisTransaction())
-			SequenceSet(lane.enqueue_seq, lane_seqs[count - 1]);
 		if (epoch % 2 == 0 && RingEpoch() == epoch)
 			return ring;
 		if (ReadRingPositions().queue_generation == ring.queue_generation)

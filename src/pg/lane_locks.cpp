@@ -1,7 +1,7 @@
 // lane_locks.cpp: the locks awa takes itself (see lane_locks.hpp).
 #include "pg/lane_locks.hpp"
 
-#include "pg/sequences.hpp"
+#include "pg/lane_cursors.hpp"
 
 #include <type_traits>
 
@@ -21,6 +21,7 @@ enum KeySpace : uint16 {
 	kLaneClaim = 0x4101,
 	kClaimBatch = 0x4104,
 	kLaneCreate = 0x4105,
+	kLaneReserve = 0x4106,
 };
 
 LOCKTAG
@@ -186,15 +187,24 @@ UnlockLaneClaim(int64 lane_id)
 		ConditionVariableSignal(LaneWaitOf(lane_id));
 }
 
+void
+LockLaneReserve(int64 lane_id)
+{
+	LOCKTAG tag = Tag(kLaneReserve, lane_id);
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	(void)LockAcquire(&tag, RowExclusiveLock, false, false);
+	CurrentResourceOwner = caller_owner;
+}
+
 bool
-ProveLaneReservationsEnded(Oid enqueue_seq, int timeout_ms, int64 *horizon)
+ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon)
 {
 	// Every reservation up to the value read here was made by a transaction
-	// that holds RowExclusiveLock on the sequence from its nextval until it
-	// ends, so it is among the holders listed next, or has ended.
-	*horizon = SequenceValue(enqueue_seq);
-	LOCKTAG tag;
-	SET_LOCKTAG_RELATION(tag, MyDatabaseId, enqueue_seq);
+	// that took the lane reserve lock before it and holds it until it ends,
+	// so it is among the holders listed next, or has ended.
+	*horizon = ReadLaneCursors(lane).enqueue;
+	LOCKTAG tag = Tag(kLaneReserve, lane.lane_id);
 	int count = 0;
 	VirtualTransactionId *holders = GetLockConflicts(&tag, ShareLock, &count);
 	TimestampTz until = GetCurrentTimestamp() + int64{timeout_ms} * 1000;

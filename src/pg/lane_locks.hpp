@@ -10,17 +10,19 @@
 //               claim batch (completion races).
 //  lane create  advisory-type tag (field4 0x4105, objsubid 16645): first use
 //               of a lane.
-//  gap proof    no lock of its own: every transaction that reserved a
-//               lane_seq holds RowExclusiveLock on the lane's enqueue
-//               sequence until it ends (nextval takes it for the top
-//               transaction), so waiting for the current holders of that
-//               lock proves every earlier reservation's transaction has
-//               ended (ProveLaneReservationsEnded).
+//  lane reserve advisory-type tag (field4 0x4106, objsubid 16646), taken in
+//               RowExclusiveLock mode for the top transaction before each
+//               reservation of lane positions and held until it ends
+//               (lane_cursors.hpp). Reservers never conflict; waiting for the
+//               current holders proves every earlier reservation's
+//               transaction has ended (ProveLaneReservationsEnded). Since
+//               positions are taken at commit (pending_enqueues.hpp), it is
+//               held from a transaction's pre-commit to its end.
 // The advisory-type tags use key spaces of their own, so they never collide
 // with an application's pg_advisory_lock keys.
 #pragma once
 
-#include "pg/postgres_headers.hpp"
+#include "pg/lanes.hpp"
 
 namespace awa::pg {
 
@@ -38,15 +40,18 @@ bool LockLaneClaimWithin(int64 lane_id, int timeout_ms);
 // Waits for the lane claim lock (cancel: claimers hold it only while they plan).
 void LockLaneClaim(int64 lane_id);
 void UnlockLaneClaim(int64 lane_id);
+// Taken before each reservation of the lane's positions, for the top
+// transaction (a subtransaction's abort does not release it).
+void LockLaneReserve(int64 lane_id);
 // The proof that every transaction that reserved a lane position up to
-// *horizon (the enqueue sequence's value, read first) has ended: waits, at
-// most `timeout_ms` in all, for the transactions that hold RowExclusiveLock
-// on the sequence (each reservation holds it until its transaction ends) and
-// returns false if one is still running then. Unlike a ShareLock request,
-// which made every new producer of the lane queue behind it, this holds up
-// nobody (as CREATE INDEX CONCURRENTLY waits for lockers). Errors other than
-// the timeout (cancel) propagate.
-bool ProveLaneReservationsEnded(Oid enqueue_seq, int timeout_ms, int64 *horizon);
+// *horizon (the enqueue cursor, read first) has ended: waits, at most
+// `timeout_ms` in all, for the transactions that hold the lane reserve lock
+// (each reservation holds it until its transaction ends) and returns false if
+// one is still running then. Unlike a ShareLock request, which would make
+// every new producer of the lane queue behind it, this holds up nobody (as
+// CREATE INDEX CONCURRENTLY waits for lockers). Errors other than the timeout
+// (cancel) propagate.
+bool ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon);
 void LockClaimBatch(int64 claim_batch_id);
 // The same lock without waiting (maintenance); false when another holds it.
 bool TryLockClaimBatch(int64 claim_batch_id);

@@ -3,12 +3,12 @@
 
 #include "pg/lane_locks.hpp"
 #include "pg/rings.hpp"
-#include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
 
 extern "C" {
 #include "common/hashfn.h"
 #include "utils/inval.h"
+#include "storage/itemptr.h"
 #include "utils/syscache.h"
 }
 
@@ -67,11 +67,11 @@ CacheLane(Oid incarnation, uint32 hash, text *queue, const Lane &lane)
 	entry.lane = lane;
 }
 
-// Per-backend cache of the lanes of a queue, for claims. A new lane creates
-// two sequences, so its commit sends pg_class invalidations; every pg_class
-// invalidation empties this cache, and invalidations are processed at the
-// start of each transaction. A claim therefore sees every lane committed
-// before its transaction began.
+// Per-backend cache of the lanes of a queue, for claims. A new lane's
+// transaction sends a relcache invalidation of awa.queue_lanes at commit;
+// that (like every pg_class invalidation) empties this cache, and
+// invalidations are processed at the start of each transaction. A claim
+// therefore sees every lane committed before its transaction began.
 constexpr int kQueueCacheSize = 64;
 struct QueueCacheEntry {
 	Oid incarnation;
@@ -83,12 +83,37 @@ struct QueueCacheEntry {
 };
 QueueCacheEntry queue_cache[kQueueCacheSize];
 bool queue_cache_callback_registered = false;
+uint64 lane_rows_epoch = 1;
+// awa.queue_lanes's OID once known (InvalidOid: every relcache invalidation
+// counts as one of it).
+Oid known_lanes_relid = InvalidOid;
 
 void
 ForgetQueues(Datum, int, uint32)
 {
 	for (QueueCacheEntry &entry : queue_cache)
 		entry.incarnation = InvalidOid;
+}
+
+void
+ForgetLaneRows(Datum, Oid relid)
+{
+	if (OidIsValid(relid) && OidIsValid(known_lanes_relid) && relid != known_lanes_relid)
+		return;
+	lane_rows_epoch++;
+	ForgetQueues((Datum)0, 0, 0);
+	for (LaneCacheEntry &entry : lane_cache)
+		entry.incarnation = InvalidOid;
+}
+
+void
+RegisterCallbacks()
+{
+	if (queue_cache_callback_registered)
+		return;
+	CacheRegisterSyscacheCallback(RELOID, ForgetQueues, (Datum)0);
+	CacheRegisterRelcacheCallback(ForgetLaneRows, (Datum)0);
+	queue_cache_callback_registered = true;
 }
 
 }  // namespace
@@ -98,6 +123,26 @@ ForgetCachedLanes()
 {
 	ForgetQueues((Datum)0, 0, 0);
 }
+
+uint64
+LaneRowsEpoch()
+{
+	return lane_rows_epoch;
+}
+
+Lane
+LaneOfRow(HeapTuple tuple, TupleDesc desc)
+{
+	bool isnull;
+	Lane lane;
+	lane.row = *reinterpret_cast<ItemPointer>(DatumGetPointer(SPI_getbinval(tuple, desc, 1, &isnull)));
+	lane.lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+	lane.priority = DatumGetInt16(SPI_getbinval(tuple, desc, 3, &isnull));
+	lane.rows_epoch = lane_rows_epoch;
+	return lane;
+}
+
+
 
 namespace {
 
@@ -111,13 +156,7 @@ FindLane(text *queue, int16 priority, bool latest, Lane *lane)
 		Execute(Stmt::kLaneOf, 0, values, NULL, 1);
 	if (SPI_processed == 0)
 		return false;
-	HeapTuple tuple = SPI_tuptable->vals[0];
-	TupleDesc desc = SPI_tuptable->tupdesc;
-	bool isnull;
-	lane->lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-	lane->priority = priority;
-	lane->enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
-	lane->claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
+	*lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
 	return true;
 }
 
@@ -126,6 +165,8 @@ FindLane(text *queue, int16 priority, bool latest, Lane *lane)
 Lane
 EnsureLane(text *queue, int16 priority)
 {
+	RegisterCallbacks();
+	known_lanes_relid = AwaObjectOid(AwaObject::kQueueLanes);
 	Lane lane;
 	Oid incarnation = ExtensionIncarnation();
 	uint32 hash = LaneHash(queue, priority);
@@ -143,42 +184,21 @@ EnsureLane(text *queue, int16 priority)
 	lanes_created_by = GetTopTransactionId();
 
 	Oid id_seq = AwaObjectOid(AwaObject::kQueueLaneIdSeq);
-	int64 lane_id = SequenceNext(id_seq);
-	char sql[1024];
-	// The sequences are members of the extension (like queue_lanes, which
-	// names them): DROP EXTENSION removes them and pg_dump leaves them out
-	// together with the lane rows, so a restored database starts consistent.
-	snprintf(sql, sizeof(sql),
-	         "CREATE SEQUENCE awa.lane_" INT64_FORMAT "_enqueue_seq AS bigint MINVALUE 0 START 1 "
-	         "OWNED BY awa.queue_lanes.lane_id; "
-	         "CREATE SEQUENCE awa.lane_" INT64_FORMAT "_claim_seq AS bigint MINVALUE 0 START 1 "
-	         "OWNED BY awa.queue_lanes.lane_id; "
-	         "ALTER EXTENSION awa ADD SEQUENCE awa.lane_" INT64_FORMAT "_enqueue_seq; "
-	         "ALTER EXTENSION awa ADD SEQUENCE awa.lane_" INT64_FORMAT "_claim_seq; "
-	         "GRANT SELECT ON SEQUENCE awa.lane_" INT64_FORMAT "_enqueue_seq, awa.lane_" INT64_FORMAT
-	         "_claim_seq TO awa_admin",
-	         lane_id, lane_id, lane_id, lane_id, lane_id, lane_id);
-	ExecuteUtility(sql);
-
+	int64 lane_id = nextval_internal(id_seq, false);
 	Datum values[3] = {PointerGetDatum(queue), Int16GetDatum(priority), Int64GetDatum(lane_id)};
 	Execute(Stmt::kRegisterLane, 0, values, NULL, 1);
-	HeapTuple tuple = SPI_tuptable->vals[0];
-	TupleDesc desc = SPI_tuptable->tupdesc;
-	bool isnull;
-	lane.lane_id = lane_id;
-	lane.priority = priority;
-	lane.enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
-	lane.claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
+	lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+	// Other backends' caches of the queue's lanes forget them when this
+	// transaction commits (LanesOfQueue).
+	CacheInvalidateRelcacheByRelid(known_lanes_relid);
 	return lane;
 }
 
 int
 LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 {
-	if (!queue_cache_callback_registered) {
-		CacheRegisterSyscacheCallback(RELOID, ForgetQueues, (Datum)0);
-		queue_cache_callback_registered = true;
-	}
+	RegisterCallbacks();
+	known_lanes_relid = AwaObjectOid(AwaObject::kQueueLanes);
 	Oid incarnation = ExtensionIncarnation();
 	int length = VARSIZE_ANY_EXHDR(queue);
 	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), length);
@@ -193,14 +213,8 @@ LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 	Execute(Stmt::kLanesOfQueue, 0, values, NULL, kMaxLanesPerQueue);
 	int count = static_cast<int>(SPI_processed);
 	TupleDesc desc = SPI_tuptable->tupdesc;
-	for (int i = 0; i < count; i++) {
-		HeapTuple tuple = SPI_tuptable->vals[i];
-		bool isnull;
-		lanes[i].lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		lanes[i].priority = DatumGetInt16(SPI_getbinval(tuple, desc, 2, &isnull));
-		lanes[i].enqueue_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
-		lanes[i].claim_seq = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
-	}
+	for (int i = 0; i < count; i++)
+		lanes[i] = LaneOfRow(SPI_tuptable->vals[i], desc);
 	if (length <= kMaxQueueBytes && !LaneCreatedInThisTransaction()) {
 		entry.incarnation = incarnation;
 		entry.hash = hash;

@@ -1,5 +1,6 @@
-// lanes.hpp: the lane registry. A lane is (queue, priority); it is created on
-// first enqueue with its two cursor sequences and never changes afterwards.
+// lanes.hpp: the lane registry. A lane is (queue, priority); its row in
+// awa.queue_lanes is inserted on first enqueue and carries the lane's two
+// cursors, which lane_cursors.hpp reads and moves in place.
 #pragma once
 
 #include "pg/postgres_headers.hpp"
@@ -9,9 +10,20 @@ namespace awa::pg {
 struct Lane {
 	int64 lane_id;
 	int16 priority;
-	Oid enqueue_seq;
-	Oid claim_seq;
+	// Where the row was found: a hint, checked (and the row looked up again
+	// by lane_id) at every use, since VACUUM FULL or CLUSTER moves rows.
+	ItemPointerData row;
+	uint64 rows_epoch;  // LaneRowsEpoch() when `row` was read
 };
+
+// Moves on at every relcache invalidation of awa.queue_lanes (VACUUM FULL,
+// CLUSTER and TRUNCATE rewrite it and send one; so does a new lane's commit).
+// A Lane read under an older epoch looks its row up again.
+uint64 LaneRowsEpoch();
+
+// The lane of an SPI row that begins (ctid, lane_id, priority), as the lane
+// statements of spi_plans.cpp return them.
+Lane LaneOfRow(HeapTuple tuple, TupleDesc desc);
 
 constexpr int kMaxLanesPerQueue = 4;
 
@@ -19,8 +31,8 @@ constexpr int kMaxLanesPerQueue = 4;
 // so it rolls back with it). Requires SPI. May ereport.
 Lane EnsureLane(text *queue, int16 priority);
 
-// True while the current transaction has created a lane (its sequences are
-// new in this transaction).
+// True while the current transaction has created a lane (its row may still
+// roll back).
 bool LaneCreatedInThisTransaction();
 
 // The queue's lanes by priority; returns how many (0 for an unknown queue).

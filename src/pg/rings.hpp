@@ -67,6 +67,8 @@ enum class AwaObject {
 	kJobUniqueClaims,
 	kQueueMeta,
 	kClaimFenceSeq,
+	kQueueLanes,
+	kQueueLanesLaneIdKey,
 	kCount
 };
 

@@ -1,4 +1,4 @@
-// sequences.cpp: lane cursors in sequences (see sequences.hpp).
+// sequences.cpp: awa's database-wide sequences (see sequences.hpp).
 #include "pg/sequences.hpp"
 
 extern "C" {

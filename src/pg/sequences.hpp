@@ -1,6 +1,6 @@
-// sequences.hpp: lane cursors kept in sequences (non-transactional, WAL-logged,
-// no dead tuples). A cursor's value is the sequence's last value, 0 before the
-// first nextval/setval.
+// sequences.hpp: awa's database-wide sequences (job ids, batch ids, the claim
+// fence), read and moved from C. A value is the sequence's last value, 0
+// before the first nextval/setval.
 #pragma once
 
 #include "pg/postgres_headers.hpp"

@@ -37,17 +37,15 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "       awa.queue_ring_state qs, awa.claim_ring_state cs",
 	 0, {}},
 	// kLaneOf
-	{Stmt::kLaneOf, "SELECT lane_id, enqueue_seq::oid, claim_seq::oid FROM awa.queue_lanes WHERE queue = $1 AND priority = $2",
+	{Stmt::kLaneOf, "SELECT ctid, lane_id, priority FROM awa.queue_lanes WHERE queue = $1 AND priority = $2",
 	 2, {TEXTOID, INT2OID}},
 	// kLanesOfQueue
-	{Stmt::kLanesOfQueue, "SELECT lane_id, priority, enqueue_seq::oid, claim_seq::oid FROM awa.queue_lanes"
+	{Stmt::kLanesOfQueue, "SELECT ctid, lane_id, priority FROM awa.queue_lanes"
 	 " WHERE queue = $1 ORDER BY priority",
 	 1, {TEXTOID}},
-	// kRegisterLane: the sequences were created just before, named after the lane id
-	{Stmt::kRegisterLane, "INSERT INTO awa.queue_lanes (queue, priority, lane_id, enqueue_seq, claim_seq)"
-	 " VALUES ($1, $2, $3, ('awa.lane_' || $3 || '_enqueue_seq')::regclass,"
-	 "         ('awa.lane_' || $3 || '_claim_seq')::regclass)"
-	 " RETURNING enqueue_seq::oid, claim_seq::oid",
+	// kRegisterLane: $1 queue, $2 priority, $3 lane_id; cursors start at 0
+	{Stmt::kRegisterLane, "INSERT INTO awa.queue_lanes (queue, priority, lane_id) VALUES ($1, $2, $3)"
+	 " RETURNING ctid, lane_id, priority",
 	 3, {TEXTOID, INT2OID, INT8OID}},
 	// kInsertDeferredMany: $1 job_ids, $2 queues, $3 priorities, $4 kinds, $5 args, $6 run_ats,
 	// $7 run_leases, $8 attempts, $9 max_attempts, $10 created_ats, $11 unique keys, $12 unique states,
@@ -196,7 +194,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 14, {INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID, INT2OID, TEXTOID, JSONBOID, INT2OID,
 	      TIMESTAMPTZOID, TIMESTAMPTZOID, BYTEAOID, JSONBOID}},
 	// kAllLanes: every lane of the database (maintenance).
-	{Stmt::kAllLanes, "SELECT queue, priority, lane_id, enqueue_seq::oid, claim_seq::oid FROM awa.queue_lanes"
+	{Stmt::kAllLanes, "SELECT ctid, lane_id, priority, queue FROM awa.queue_lanes"
 	 " ORDER BY lane_id", 0, {}},
 	// kAttemptHeartbeat: the attempt's last heartbeat. $1 job_id, $2 run_lease
 	{Stmt::kAttemptHeartbeat, "SELECT heartbeat_at FROM awa.attempt_state WHERE job_id = $1 AND run_lease = $2",

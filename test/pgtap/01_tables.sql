@@ -115,7 +115,7 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('claim_ring_slots', ARRAY['slot']),
     ('lease_ring_slots', ARRAY['slot']),
     ('history_ring_slots', ARRAY['slot']),
-    ('queue_lanes', ARRAY['queue', 'priority', 'lane_id', 'enqueue_seq', 'claim_seq', 'created_at']),
+    ('queue_lanes', ARRAY['lane_id', 'enqueue_cursor', 'claim_cursor', 'priority', 'queue', 'created_at']),
     ('ready_entries', ARRAY['ready_slot', 'ready_generation', 'queue', 'priority', 'lane_seq', 'job_id',
                             'run_lease', 'attempt', 'max_attempts', 'kind', 'args', 'run_at', 'created_at',
                             'attempted_at', 'unique_key', 'unique_states', 'payload']),
@@ -189,11 +189,11 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('claim_ring_slots', 'slot', 'smallint'),
     ('lease_ring_slots', 'slot', 'smallint'),
     ('history_ring_slots', 'slot', 'smallint'),
-    ('queue_lanes', 'queue', 'text'),
-    ('queue_lanes', 'priority', 'smallint'),
     ('queue_lanes', 'lane_id', 'bigint'),
-    ('queue_lanes', 'enqueue_seq', 'regclass'),
-    ('queue_lanes', 'claim_seq', 'regclass'),
+    ('queue_lanes', 'enqueue_cursor', 'bigint'),
+    ('queue_lanes', 'claim_cursor', 'bigint'),
+    ('queue_lanes', 'priority', 'smallint'),
+    ('queue_lanes', 'queue', 'text'),
     ('queue_lanes', 'created_at', 'timestamp with time zone'),
     ('ready_entries', 'ready_slot', 'smallint'),
     ('ready_entries', 'ready_generation', 'bigint'),
@@ -455,7 +455,8 @@ SELECT results_eq(
              ('lease_ring_rotations', 'rotated_at', 'now()'),
              ('lease_ring_state', 'singleton', 'true'),
              ('periodic_schedules', 'created_at', 'now()'), ('periodic_schedules', 'updated_at', 'now()'),
-             ('queue_lanes', 'created_at', 'now()'),
+             ('queue_lanes', 'claim_cursor', '0'), ('queue_lanes', 'created_at', 'now()'),
+             ('queue_lanes', 'enqueue_cursor', '0'),
              ('queue_meta', 'aging_interval', '''00:01:00''::interval'),
              ('queue_meta', 'dlq_enabled', 'false'), ('queue_meta', 'paused', 'false'),
              ('queue_meta', 'updated_at', 'now()'),
@@ -560,7 +561,7 @@ SELECT results_eq(
     $$VALUES (true, true, true, true)$$,
     'a new periodic_schedules row has no last tick or job and is created and updated now');
 
--- queue_lanes.lane_id is unique (lane sequences are named after it): 1
+-- queue_lanes.lane_id is unique (the cursors find a moved row by it): 1
 SELECT col_is_unique('awa', 'queue_lanes', ARRAY['lane_id']::name[], 'awa.queue_lanes.lane_id is unique');
 
 -- The views lanes, dlq and periodic_jobs, their columns and column types:

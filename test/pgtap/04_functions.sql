@@ -1,8 +1,8 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (30 of the
--- 39 public functions; never await_durable, cursor_value, periodic_next, the
+-- types, names, defaults), return types, language, SECURITY DEFINER (31 of the
+-- 39 public functions; never await_durable, periodic_next, the
 -- six casts to awa.duration or an awa._* building block), volatility,
--- strictness (only cursor_value, the internal ring arithmetic _slot_of,
+-- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
 -- _oldest_live_generation, _prune_target, the internal tick arithmetic
 -- _periodic_latest and the ten functions of the type awa.duration are STRICT:
 -- NULL arguments of the API must reach the code that raises 22004), row
@@ -14,7 +14,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1051);
+SELECT plan(1062);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -240,14 +240,15 @@ INSERT INTO api VALUES
      'schedule text, timezone text DEFAULT ''UTC''::text, after timestamp with time zone DEFAULT now()',
      'timestamp with time zone',
      'c', false, 'stable', false, 0, 'awa_periodic_next'),
-    -- The lane cursor reader behind awa.lanes: runs as the caller, who needs
-    -- SELECT on the sequence.
-    ('cursor_value',
-     ARRAY['regclass'],
-     'bigint',
-     'seq regclass',
-     'bigint',
-     'c', false, 'stable', true, 0, 'awa_cursor_value'),
+    -- The lane cursor reader behind awa.lanes (it reads awa.queue_lanes,
+    -- which awa_admin cannot).
+    ('lane_cursors',
+     ARRAY['text'],
+     'setof record',
+     'p_queue text DEFAULT NULL::text, OUT queue text, OUT priority smallint, OUT lane_id bigint, '
+     'OUT enqueue_cursor bigint, OUT claim_cursor bigint',
+     'SETOF record',
+     'c', true, 'stable', false, 1000, 'awa_lane_cursors'),
     -- Internal building blocks (C)
     ('_attempt',
      ARRAY['bigint', 'bigint', 'bigint', 'text'],
@@ -263,6 +264,12 @@ INSERT INTO api VALUES
      'queue text, priority integer, lane_seq bigint, ready_slot integer, ready_generation bigint, job_id bigint',
      'text',
      'c', false, 'volatile', false, 0, 'awa_internal_tombstone'),
+    ('_reserve_lane_positions',
+     ARRAY['text', 'integer', 'bigint'],
+     'bigint',
+     'queue text, priority integer, count bigint',
+     'bigint',
+     'c', false, 'volatile', true, 0, 'awa_internal_reserve_lane_positions'),
     ('_promote_jobs',
      ARRAY['bigint[]'],
      'integer',
@@ -625,7 +632,7 @@ INSERT INTO api VALUES
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
                      'schema awa has exactly the 39 public functions and the 60 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 99,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 100,
           'no function is overloaded');
 
 -- Per function, 10 checks: 99 x 10 = 990

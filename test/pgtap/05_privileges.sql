@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(623);
+SELECT plan(628);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -55,7 +55,7 @@ INSERT INTO grants VALUES
     ('run_maintenance', ARRAY['text'], false, false, true, false),
     ('storage_status', ARRAY[]::name[], false, false, true, true),
     ('maintenance_status', ARRAY[]::name[], false, false, true, true),
-    ('cursor_value', ARRAY['regclass'], false, false, true, false),
+    ('lane_cursors', ARRAY['text'], false, false, true, false),
     ('queue_metrics', ARRAY[]::name[], false, false, true, true),
     ('job_event_totals', ARRAY[]::name[], false, false, true, true),
     ('waiting_claims', ARRAY[]::name[], false, false, true, true),
@@ -66,6 +66,7 @@ INSERT INTO grants VALUES
     ('periodic_next', ARRAY['text', 'text', 'timestamp with time zone'], false, false, true, false),
     ('_attempt', ARRAY['bigint', 'bigint', 'bigint', 'text'], false, false, false, false),
     ('_tombstone', ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint'], false, false, false, false),
+    ('_reserve_lane_positions', ARRAY['text', 'integer', 'bigint'], false, false, false, false),
     ('_promote_jobs', ARRAY['bigint[]'], false, false, false, false),
     ('_count_move', ARRAY['text', 'text', 'text', 'bigint'], false, false, false, false),
     ('_backoff', ARRAY['integer'], false, false, false, false),
@@ -171,11 +172,11 @@ SELECT is(
     ('awa_worker', ARRAY['await_durable', 'claim', 'complete', 'complete_many', 'duration_from_float4',
                          'duration_from_float8', 'duration_from_int2', 'duration_from_int4', 'duration_from_int8',
                          'duration_from_numeric', 'fail', 'heartbeat', 'heartbeat_many', 'retry', 'snooze']),
-    ('awa_admin', ARRAY['await_durable', 'cancel', 'claim', 'complete', 'complete_many', 'configure_queue', 'cursor_value',
+    ('awa_admin', ARRAY['await_durable', 'cancel', 'claim', 'complete', 'complete_many', 'configure_queue',
                         'dlq_purge', 'dlq_retry', 'duration_from_float4', 'duration_from_float8',
                         'duration_from_int2', 'duration_from_int4', 'duration_from_int8', 'duration_from_numeric',
                         'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
-                        'heartbeat_many', 'job_event_totals', 'maintenance_status', 'pause_queue', 'periodic_next',
+                        'heartbeat_many', 'job_event_totals', 'lane_cursors', 'maintenance_status', 'pause_queue', 'periodic_next',
                         'periodic_status', 'promote_due', 'queue_counts', 'queue_counts_exact', 'queue_metrics',
                         'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance', 'schedule_periodic',
                         'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),

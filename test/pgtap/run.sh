@@ -4,7 +4,7 @@
 # non-root user after `make install`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export PATH=/usr/lib/postgresql/15/bin:$PATH
+export PATH=${AWA_PGBIN:-/usr/lib/postgresql/15/bin}:$PATH
 dir=$PWD/tmp_pgtap
 port=${PGTAP_PORT:-54390}
 rm -rf "$dir"

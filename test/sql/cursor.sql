@@ -107,7 +107,7 @@ SELECT lane_ranges FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_c' OR
 
 -- ---------------------------------------------------------------------------
 -- (d) Gap then spent head: the cursor falls back below a dead hole and two
---     claimed rows (setval simulates a lost cursor advance). The next claim
+--     claimed rows (an UPDATE by hand simulates a lost cursor advance). The next claim
 --     must not hand out a claimed job again, must repair the cursor and must
 --     still return the jobs behind them.
 -- ---------------------------------------------------------------------------
@@ -124,7 +124,7 @@ RETURNING job_id = :d_p AS is_p;
 INSERT INTO cur_claimed SELECT 'd', job_id, run_lease, attempt, receipt_id FROM awa.claim('cur_d')
 RETURNING job_id = :d_y AS is_y;
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_d';
-SELECT setval(claim_seq, 0, true) FROM awa.queue_lanes WHERE queue = 'cur_d';
+UPDATE awa.queue_lanes SET claim_cursor = 0 WHERE queue = 'cur_d';
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_d';
 INSERT INTO cur_claimed SELECT 'd', job_id, run_lease, attempt, receipt_id FROM awa.claim('cur_d', 10)
 RETURNING job_id = :d_z1 AS is_z1, job_id = :d_z2 AS is_z2, run_lease, attempt;
@@ -137,7 +137,7 @@ SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_d';
 SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['d2.A', 'd2.B', 'd2.C'], NULL, 'cur_d2');
 INSERT INTO cur_claimed SELECT 'd2', job_id, run_lease, attempt, receipt_id FROM awa.claim('cur_d2', 2)
 RETURNING run_lease;
-SELECT setval(claim_seq, 0, true) FROM awa.queue_lanes WHERE queue = 'cur_d2';
+UPDATE awa.queue_lanes SET claim_cursor = 0 WHERE queue = 'cur_d2';
 WITH c AS (INSERT INTO cur_claimed SELECT 'd2', job_id, run_lease, attempt, receipt_id
              FROM awa.claim('cur_d2', 10) RETURNING *)
 SELECT r.kind, c.run_lease, c.attempt FROM c JOIN awa.ready_entries r USING (job_id);
@@ -212,18 +212,39 @@ SELECT :'g_lost_kind' AS lost_kind;
 SELECT kind FROM awa.claim('cur_g');
 DELETE FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_g' AND batch_id = :g_lost_receipt >> 18;
 DELETE FROM awa.lease_claim_batches WHERE queue = 'cur_g' AND batch_id = :g_lost_receipt >> 18;
-SELECT setval(claim_seq, 0, true) FROM awa.queue_lanes WHERE queue = 'cur_g';
+UPDATE awa.queue_lanes SET claim_cursor = 0 WHERE queue = 'cur_g';
 SELECT kind, run_lease, attempt FROM awa.claim('cur_g');
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_g';
 SELECT kind FROM awa.claim('cur_g', 10);
 
 -- ---------------------------------------------------------------------------
--- awa.cursor_value (behind awa.lanes): a relation that is not a sequence, or
--- no relation at all, is refused with its SQLSTATE and a hint.
+-- awa.lane_cursors (behind awa.lanes): one queue's lanes, or every lane for
+-- NULL; an unknown queue has none.
 -- ---------------------------------------------------------------------------
-\i test/sql/include/try.sql
-SELECT pg_temp.try($$SELECT awa.cursor_value('pg_class'::regclass)$$);
-SELECT pg_temp.try($$SELECT awa.cursor_value(4294967295::oid::regclass)$$);
-SELECT pg_temp.try($$SELECT awa.cursor_value(NULL)$$);
-SELECT awa.cursor_value(claim_seq) = claim_cursor AS same_as_view
-  FROM awa.queue_lanes JOIN awa.lanes USING (queue, priority) WHERE queue = 'cur_g';
+SELECT count(*) = (SELECT count(*) FROM awa.queue_lanes) AS every_lane FROM awa.lane_cursors(NULL);
+SELECT count(*) AS unknown_queue FROM awa.lane_cursors('cur_no_such_queue');
+SELECT l.enqueue_cursor = v.enqueue_cursor AND l.claim_cursor = v.claim_cursor AS same_as_view
+  FROM awa.lane_cursors('cur_g') l JOIN awa.lanes v USING (queue, priority);
+
+-- ---------------------------------------------------------------------------
+-- The cursors live in the lane's row and are rewritten in place: no relation
+-- per lane, and a row that VACUUM FULL moved (a new file, new row positions)
+-- is found again by every call that kept where it was.
+-- ---------------------------------------------------------------------------
+SELECT count(*) AS relations_before FROM pg_class WHERE relnamespace = 'awa'::regnamespace \gset
+SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['v.1', 'v.2'], NULL, 'cur_v1');
+SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['v.1', 'v.2'], NULL, 'cur_v2', ARRAY[1, 3]);
+SELECT count(*) - :relations_before AS new_relations FROM pg_class WHERE relnamespace = 'awa'::regnamespace;
+SELECT (SELECT relfilenode FROM pg_class WHERE oid = 'awa.queue_lanes'::regclass) AS lanes_file \gset
+VACUUM FULL awa.queue_lanes;
+SELECT relfilenode <> :lanes_file AS rewritten FROM pg_class WHERE oid = 'awa.queue_lanes'::regclass;
+SELECT awa.enqueue('v.3', queue => 'cur_v1') IS NOT NULL AS enqueued;
+SELECT kind FROM awa.claim('cur_v1', 10) ORDER BY kind;
+SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue LIKE 'cur_v_' ORDER BY 1, 2;
+-- The dead versions a hand UPDATE leaves behind are never written: the
+-- cursors move in the live one.
+UPDATE awa.queue_lanes SET created_at = created_at WHERE queue = 'cur_v1';
+SELECT awa.enqueue('v.4', queue => 'cur_v1') IS NOT NULL AS enqueued;
+SELECT kind FROM awa.claim('cur_v1', 10) ORDER BY kind;
+SELECT count(*) AS nothing_left FROM awa.claim('cur_v1', 10);
+SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_v1';

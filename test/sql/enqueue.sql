@@ -258,15 +258,11 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
 SELECT pg_temp.footprint() = :'before'::jsonb AS nothing_written,
        (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_bad') AS enq_bad_lanes;
 
--- Lane sequences are members of the extension (DROP EXTENSION removes them,
--- pg_dump leaves them out together with the lane rows).
-SELECT count(*) >= 2 AS has_lane_sequences,
-       count(*) = count(*) FILTER (WHERE EXISTS (
-           SELECT FROM pg_depend d
-            WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
-              AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'awa'))) AS all_extension_members
+-- A lane is a row of awa.queue_lanes, not a relation: schema awa holds no
+-- per-lane object (it held two sequences per lane before).
+SELECT count(*) AS lane_relations
   FROM pg_class c
- WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'S' AND c.relname LIKE 'lane\_%';
+ WHERE c.relnamespace = 'awa'::regnamespace AND c.relname LIKE 'lane\_%';
 
 -- A scheduled job's lane, like a due job's, is made when its transaction
 -- commits (so a new queue's first producer holds up no other); rolled back,

@@ -24,7 +24,8 @@ CREATE EVENT TRIGGER rv_audit_ddl ON ddl_command_end EXECUTE FUNCTION rv_audit_d
 BEGIN;
 SELECT awa.enqueue('k', '{}', 'rv_fresh') IS NOT NULL AS enqueued;
 COMMIT;
--- The lane's DDL fired the trigger 5 times: 5 audit jobs, counted and written.
+-- A new lane is a row, not DDL (its two sequences once fired the trigger 5
+-- times, and the audit jobs' enqueue ran inside the lane's own flush): no audit job.
 SELECT available FROM awa.queue_counts('rv_audit');
 SELECT available FROM awa.queue_counts_exact('rv_audit');
 SELECT args->>'tag' AS tag, count(*) FROM awa.claim('rv_audit', 100) GROUP BY 1 ORDER BY 1;

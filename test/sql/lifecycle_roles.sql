@@ -52,7 +52,7 @@ SELECT count(*) AS public_execute_grants
   FROM pg_proc p, aclexplode(p.proacl) a
  WHERE p.pronamespace = 'awa'::regnamespace AND a.grantee = 0;
 SELECT p.proname LIKE '\_%' AS internal, p.prosecdef, count(*) AS functions
-  FROM pg_proc p WHERE p.pronamespace = 'awa'::regnamespace AND p.proname <> 'cursor_value'
+  FROM pg_proc p WHERE p.pronamespace = 'awa'::regnamespace 
  GROUP BY 1, 2 ORDER BY 1, 2;
 
 -- ---------------------------------------------------------------------------

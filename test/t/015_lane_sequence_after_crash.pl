@@ -2,8 +2,10 @@
 #
 # A lane's enqueue cursor never hands out a position twice after a crash, also
 # with wal_level = minimal (the test framework's default, and a valid
-# production setting). A lane is created by the first enqueue into it, which
-# also takes its first positions with nextval: PostgreSQL then keeps the 32
+# production setting). The cursor is rewritten in place in the lane's row with
+# a generic WAL record per reservation (src/pg/lane_cursors.cpp); this test
+# was written when it was a sequence per lane. A lane is created by the first
+# enqueue into it, which also takes its first positions with nextval: PostgreSQL then kept the 32
 # values nextval pre-logs as logged, and with wal_level = minimal a sequence
 # created in the transaction is not WAL-logged at all, so later nextvals (in
 # other transactions, writing no WAL) were forgotten by a crash and the lane's
@@ -26,7 +28,7 @@ my $node = start_awa_node('seqcrash');
 is($node->safe_psql('postgres', 'SHOW wal_level'), 'minimal', 'the server runs with wal_level = minimal');
 
 # Each lane is created by the first statement, then used by two more
-# transactions whose nextval writes no WAL of its own.
+# transactions (with sequences, their nextval wrote no WAL of its own).
 $node->safe_psql('postgres', q{
 	SELECT awa.enqueue('k', '{"n": 1}', 'single');
 	SELECT count(*) FROM awa.enqueue_many(ARRAY['k', 'k'], ARRAY['{"n": 1}', '{"n": 2}']::jsonb[], 'many');

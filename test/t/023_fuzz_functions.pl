@@ -70,6 +70,9 @@ BEGIN
         END IF;
         out := out || r.rel::text || '=' || n || ' ';
     END LOOP;
+    -- The lanes' cursors, which live in their rows (moved in place).
+    SELECT out || 'lane_cursors=' || coalesce(sum(l.enqueue_cursor), 0) || '/' || coalesce(sum(l.claim_cursor), 0)
+      INTO out FROM awa.lane_cursors() l;
     RETURN out;
 END
 $f$;

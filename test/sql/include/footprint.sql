@@ -1,6 +1,6 @@
 -- footprint.sql: shared by the pg_regress files (included with \i test/sql/include/footprint.sql from the tree root).
 -- footprint(): row counts of every table an awa call can write, and the number
--- of sequences in schema awa. written(before): what changed since `before`,
+-- of relations in schema awa (a new lane makes none). written(before): what changed since `before`,
 -- only the keys that moved, as {key: difference}.
 CREATE FUNCTION pg_temp.footprint() RETURNS jsonb LANGUAGE sql AS $f$
 SELECT jsonb_build_object(
@@ -14,12 +14,11 @@ SELECT jsonb_build_object(
     'dlq', (SELECT count(*) FROM awa.dlq_entries),
     'done', (SELECT count(*) FROM awa.done_entries),
     'history', (SELECT count(*) FROM awa.job_history),
-    'lane_sequences', (SELECT count(*) FROM pg_class
-                        WHERE relnamespace = 'awa'::regnamespace AND relkind = 'S'),
     'lanes', (SELECT count(*) FROM awa.queue_lanes),
     'lease_claims', (SELECT count(*) FROM awa.lease_claims),
     'leases', (SELECT count(*) FROM awa.leases),
     'ready', (SELECT count(*) FROM awa.ready_entries),
+    'relations', (SELECT count(*) FROM pg_class WHERE relnamespace = 'awa'::regnamespace),
     'segments', (SELECT count(*) FROM awa.ready_segments),
     'tombstones', (SELECT count(*) FROM awa.ready_tombstones),
     'unique_claims', (SELECT count(*) FROM awa.job_unique_claims))

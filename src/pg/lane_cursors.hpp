@@ -1,0 +1,39 @@
+// lane_cursors.hpp: a lane's two cursors, kept in its row of awa.queue_lanes
+// and rewritten in place (docs/architecture.md, "Lane cursors live in the
+// lane's row").
+//
+//  enqueue cursor  the highest lane_seq reserved; moves up by each
+//                  reservation and never back (a rolled-back reservation
+//                  leaves a hole that claims prove dead, claim_walk.hpp).
+//  claim cursor    the highest lane_seq proven spent; moves forward only.
+//
+// Each change is made under the row's page's exclusive buffer lock and logged
+// as a generic WAL record, so it is not transactional (like nextval/setval),
+// leaves no dead tuple, survives a crash and is replayed on standbys. No
+// relation and no lock per lane: a lane costs one row. Readers take the
+// page's share lock, so they never see a cursor half-written.
+#pragma once
+
+#include "pg/lanes.hpp"
+
+namespace awa::pg {
+
+struct LaneCursors {
+	int64 enqueue;
+	int64 claim;
+};
+
+// Both cursors, read together. May ereport.
+LaneCursors ReadLaneCursors(const Lane &lane);
+
+// Reserves `count` (>= 1) consecutive lane positions and returns the first.
+// Takes the lane's reservation lock for the top transaction first
+// (lane_locks.hpp), so a gap proof that reads the cursor after this
+// reservation finds this transaction among the lock's holders. May ereport.
+int64 ReserveLanePositions(const Lane &lane, int64 count);
+
+// Moves the claim cursor to `value` if it is behind it; returns whether it
+// moved. May ereport.
+bool AdvanceClaimCursor(const Lane &lane, int64 value);
+
+}  // namespace awa::pg
