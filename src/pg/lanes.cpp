@@ -189,8 +189,11 @@ EnsureLane(text *queue, int16 priority)
 	Execute(Stmt::kRegisterLane, 0, values, NULL, 1);
 	lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
 	// Other backends' caches of the queue's lanes forget them when this
-	// transaction commits (LanesOfQueue).
+	// transaction commits (LanesOfQueue); this backend's at once, since no
+	// command boundary may come before its next claim reads them (a claim
+	// that writes this transaction's pending jobs first, test/t/005).
 	CacheInvalidateRelcacheByRelid(known_lanes_relid);
+	ForgetQueues((Datum)0, 0, 0);
 	return lane;
 }
 

@@ -63,6 +63,24 @@ COMMIT;
 SELECT args FROM awa.claim('rv_rot', 10);
 
 -- ---------------------------------------------------------------------------
+-- 3b. A claim that knows a queue's lanes, then an enqueue into a new lane of
+-- that queue in the same transaction (in a savepoint), then a claim: the
+-- claim writes the job and must see its new lane, though no command boundary
+-- came between (found by test/t/005_counts_match_exact.pl when lanes became
+-- rows).
+-- ---------------------------------------------------------------------------
+SELECT awa.enqueue('k', '{"n": 1}', 'rv_newlane') IS NOT NULL AS enqueued;
+BEGIN;
+SELECT args FROM awa.claim('rv_newlane', 5);
+SAVEPOINT s1;
+SELECT awa.enqueue('k', '{"n": 2}', 'rv_newlane', 3) IS NOT NULL AS enqueued;
+SELECT args FROM awa.claim('rv_newlane', 5);
+ROLLBACK TO SAVEPOINT s1;
+SELECT count(*) AS after_rollback FROM awa.claim('rv_newlane', 5);
+COMMIT;
+SELECT priority, enqueue_cursor FROM awa.lanes WHERE queue = 'rv_newlane' ORDER BY priority;
+
+-- ---------------------------------------------------------------------------
 -- 4. DROP EXTENSION in the transaction that enqueued: the job goes with the
 -- extension. The COMMIT must not fail, and a job of the dropped extension
 -- must not be written into a new one (its job_id would be drawn again).

@@ -112,6 +112,20 @@ is( $standby2->safe_psql(
 is($standby2->safe_psql('postgres', "SELECT job_id FROM awa.claim('other')"),
 	$other, 'standby2: has the flushing enqueue');
 
+# The lanes' cursors are rewritten in place under generic WAL (no sequence):
+# they reached the standby with the rest, so after promotion a new enqueue
+# takes the next position of the lane, never one handed out before.
+my $lanes = q{SELECT string_agg(queue || ':' || enqueue_cursor || '/' || claim_cursor, ' ' ORDER BY queue)
+  FROM awa.lanes WHERE queue IN ('q', 'other')};
+is($standby2->safe_psql('postgres', $lanes), $primary->safe_psql('postgres', $lanes),
+	'standby2: the lane cursors are the primary\'s');
+my $reserved = $standby2->safe_psql('postgres', "SELECT enqueue_cursor FROM awa.lanes WHERE queue = 'q'");
+my $next = $standby2->safe_psql('postgres', "SELECT awa.enqueue('k', '{}', 'q')");
+is($standby2->safe_psql('postgres', "SELECT c.job_id || ':' || r.lane_seq FROM awa.claim('q') c
+  JOIN awa.ready_entries r USING (job_id)"),
+	$next . ':' . ($reserved + 1),
+	'standby2: a new enqueue takes the lane position after the replicated cursor and is claimed');
+
 $standby2->stop;
 $standby1->stop;
 $primary->stop;
