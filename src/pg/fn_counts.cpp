@@ -9,6 +9,7 @@
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"
+#include "pg/gucs.hpp"
 #include "pg/spi_plans.hpp"
 
 namespace awa::pg {
@@ -57,40 +58,57 @@ AWA_FUNCTION(awa_queue_counts)
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
-	int64 zero[kJobStateCount] = {0};
-	if (!EnsureCountersTrusted()) {
-		Datum key[1] = {PointerGetDatum(queue)};
-		char nulls[2] = {static_cast<char>(queue == NULL ? 'n' : ' '), '\0'};
-		Execute(Stmt::kCountsScanOne, 0, key, nulls);
-		for (uint64 i = 0; i < SPI_processed; i++) {
-			CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
-			int64 counts[kJobStateCount];
-			bool isnull;
-			for (int s = 0; s < kJobStateCount; s++)
-				counts[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, s + 2, &isnull));
-			EmitRow(rsinfo, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull), counts);
+	if (EnsureCountersTrusted()) {
+		if (awa_debug_counts_read_lock != 0)
+			(void)DirectFunctionCall1(pg_advisory_xact_lock_int8, Int64GetDatum(awa_debug_counts_read_lock));
+		// The counters may stop being trusted after the check (a transaction
+		// that moved jobs of too many queues, a rebuild): every queue is read
+		// before any row is emitted, and one read that finds them untrusted
+		// sends the whole answer to the exact pass (it emitted zeros before).
+		if (queue != NULL) {
+			QueueCounts counts;
+			if (ReadCounters(queue, &counts)) {
+				SPI_finish();
+				EmitRow(rsinfo, PointerGetDatum(queue), counts.count);
+				return (Datum)0;
+			}
+		} else {
+			Execute(Stmt::kQueueList, 0, NULL, NULL);
+			uint64 count = SPI_processed;
+			QueueCounts *counts = static_cast<QueueCounts *>(palloc(sizeof(QueueCounts) * (count + 1)));
+			bool all = true;
+			for (uint64 i = 0; i < count && all; i++) {
+				CHECK_FOR_INTERRUPTS();  // outside counters_lock (ReadCounters takes it briefly)
+				bool isnull;
+				Datum name = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+				all = ReadCounters(DatumGetTextPP(name), &counts[i]);
+			}
+			if (all) {
+				for (uint64 i = 0; i < count; i++) {
+					bool isnull;
+					EmitRow(rsinfo, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull),
+					        counts[i].count);
+				}
+				SPI_finish();
+				return (Datum)0;
+			}
 		}
-		if (queue != NULL && SPI_processed == 0)
-			EmitRow(rsinfo, PointerGetDatum(queue), zero);
-		SPI_finish();
-		return (Datum)0;
 	}
-	if (queue != NULL) {
-		QueueCounts counts;
-		(void)ReadCounters(queue, &counts);
-		SPI_finish();
-		EmitRow(rsinfo, PointerGetDatum(queue), counts.count);
-		return (Datum)0;
-	}
-	Execute(Stmt::kQueueList, 0, NULL, NULL);
+	// The exact pass: the counters are not trusted.
+	int64 zero[kJobStateCount] = {0};
+	Datum key[1] = {PointerGetDatum(queue)};
+	char nulls[2] = {static_cast<char>(queue == NULL ? 'n' : ' '), '\0'};
+	Execute(Stmt::kCountsScanOne, 0, key, nulls);
 	for (uint64 i = 0; i < SPI_processed; i++) {
-		CHECK_FOR_INTERRUPTS();  // outside counters_lock (ReadCounters takes it briefly)
+		CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
+		int64 counts[kJobStateCount];
 		bool isnull;
-		Datum name = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-		QueueCounts counts;
-		(void)ReadCounters(DatumGetTextPP(name), &counts);
-		EmitRow(rsinfo, name, counts.count);
+		for (int s = 0; s < kJobStateCount; s++)
+			counts[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, s + 2, &isnull));
+		EmitRow(rsinfo, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull), counts);
 	}
+	if (queue != NULL && SPI_processed == 0)
+		EmitRow(rsinfo, PointerGetDatum(queue), zero);
 	SPI_finish();
 	return (Datum)0;
 }

@@ -175,10 +175,28 @@ AWA_FUNCTION(awa_queue_metrics)
 		// moves the generation, so nothing read here is kept stale.
 		QueueHeads heads;
 		bool kept = ReadHeads(row.queue, &heads);
+		// Counts read from the counters; they may have stopped being trusted
+		// since the check above: then this queue is counted exactly, and
+		// nothing is concluded from its counts (they read zeros before).
+		bool counted = false;
 		if (trusted) {
+			if (i == 0 && awa_debug_counts_read_lock != 0)
+				(void)DirectFunctionCall1(pg_advisory_xact_lock_int8, Int64GetDatum(awa_debug_counts_read_lock));
 			QueueCounts counts;
-			(void)ReadCounters(row.queue, &counts);
-			memcpy(row.counts, counts.count, sizeof(row.counts));
+			counted = ReadCounters(row.queue, &counts);
+			if (counted) {
+				memcpy(row.counts, counts.count, sizeof(row.counts));
+			} else {
+				Datum key[1] = {PointerGetDatum(row.queue)};
+				Execute(Stmt::kCountsScanOne, 0, key, NULL);
+				memset(row.counts, 0, sizeof(row.counts));
+				if (SPI_processed > 0)
+					for (int s = 0; s < kJobStateCount; s++) {
+						bool isnull;
+						row.counts[s] =
+						    DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, s + 2, &isnull));
+					}
+			}
 		}
 		char *name = text_to_cstring(row.queue);
 		TimestampTz oldest = 0;
@@ -189,7 +207,7 @@ AWA_FUNCTION(awa_queue_metrics)
 			// counts only between two commits' callbacks; look afresh.
 			if (!has_oldest && kept)
 				has_oldest = OldestAvailableAt(row.queue, heads, false, &ring, &have_ring, &oldest);
-		} else if (trusted && kept && heads.storable) {
+		} else if (counted && kept && heads.storable) {
 			// Nothing available (trusted counts): every lane is empty.
 			for (int priority = 1; priority <= kHeadLanes; priority++)
 				if (heads.lanes[priority - 1].state == kHeadUnknown)

@@ -15,6 +15,7 @@ extern int awa_max_job_bytes;
 extern int awa_max_call_bytes;
 extern int awa_debug_counter_rebuild_lock;
 extern int awa_debug_head_walk_lock;
+extern int awa_debug_counts_read_lock;
 extern int awa_debug_clock_offset_s;
 extern bool awa_maintenance_enabled;
 extern int awa_queue_rotate_interval_ms;

@@ -28,6 +28,7 @@ constexpr int kMaxJobBytes = 1024 * 1024;
 constexpr int kMaxCallBytes = 64 * 1024 * 1024;
 constexpr int kDebugCounterRebuildLock = 0;
 constexpr int kDebugHeadWalkLock = 0;
+constexpr int kDebugCountsReadLock = 0;
 constexpr int kDebugClockOffsetS = 0;
 constexpr bool kMaintenanceEnabled = true;
 constexpr int kQueueRotateIntervalMs = 1000;
@@ -69,6 +70,7 @@ int awa_max_job_bytes = boot::kMaxJobBytes;
 int awa_max_call_bytes = boot::kMaxCallBytes;
 int awa_debug_counter_rebuild_lock = boot::kDebugCounterRebuildLock;
 int awa_debug_head_walk_lock = boot::kDebugHeadWalkLock;
+int awa_debug_counts_read_lock = boot::kDebugCountsReadLock;
 int awa_debug_clock_offset_s = boot::kDebugClockOffsetS;
 bool awa_maintenance_enabled = boot::kMaintenanceEnabled;
 int awa_queue_rotate_interval_ms = boot::kQueueRotateIntervalMs;
@@ -252,6 +254,12 @@ _PG_init(void)
 	    "When not 0, awa.queue_metrics takes pg_advisory_xact_lock(value) after it has walked a lane whose head "
 	    "was not kept and before it keeps the result, so a test can commit transactions in between.",
 	    &awa_debug_head_walk_lock, boot::kDebugHeadWalkLock, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+	    "awa.debug_counts_read_lock",
+	    "Test hook: awa.queue_counts and awa.queue_metrics wait for this advisory lock before they read the counters.",
+	    "When not 0, they take pg_advisory_xact_lock(value) after they found the counters trusted and before they "
+	    "read them, so a test can make the counters untrusted in between.",
+	    &awa_debug_counts_read_lock, boot::kDebugCountsReadLock, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 	    "awa.debug_clock_offset", "Test hook: added to the maintenance worker's readings of the wall clock.",
 	    "For tests only (test/t/027_clock_jumps.pl): stands in for setting the system clock by this much, as the "
