@@ -11,6 +11,8 @@ CREATE TABLE awa.queue_meta (
     dlq_enabled      boolean     NOT NULL DEFAULT false,
     aging_interval   interval    NOT NULL DEFAULT '60 seconds' CHECK (aging_interval >= interval '0'),
     default_deadline interval    CHECK (default_deadline > interval '0'),
+    -- At most this many running attempts (NULL: no limit; docs/flow-control.md).
+    max_running      integer     CHECK (max_running > 0),
     updated_at       timestamptz NOT NULL DEFAULT now()
 ) WITH (fillfactor = 70);
 

@@ -6,10 +6,13 @@ LANGUAGE C VOLATILE;  -- raises: never evaluated ahead of time; not STRICT: NULL
 
 -- Creates or changes a queue's settings; NULL leaves a setting as it is.
 -- aging_interval and default_deadline are awa.duration: an interval or a
--- number of seconds (14_duration.sql), made intervals once here.
+-- number of seconds (14_duration.sql), made intervals once here. max_running:
+-- at most that many attempts of the queue run at once (0 removes the limit;
+-- src/pg/running_limits.hpp, docs/flow-control.md).
 CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL,
                                     aging_interval awa.duration DEFAULT NULL,
-                                    default_deadline awa.duration DEFAULT NULL)
+                                    default_deadline awa.duration DEFAULT NULL,
+                                    max_running int DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -28,12 +31,17 @@ BEGIN
         RAISE EXCEPTION 'default_deadline must be positive' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass how long an attempt may run, such as interval ''5 minutes''.';
     END IF;
-    INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline)
-    VALUES ($1, coalesce($2, false), coalesce(p_aging, interval '60 seconds'), p_deadline)
+    IF $5 < 0 THEN
+        RAISE EXCEPTION 'max_running must not be negative' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass how many attempts of the queue may run at once, or 0 for no limit.';
+    END IF;
+    INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline, max_running)
+    VALUES ($1, coalesce($2, false), coalesce(p_aging, interval '60 seconds'), p_deadline, nullif($5, 0))
     ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
        SET dlq_enabled = coalesce($2, m.dlq_enabled),
            aging_interval = coalesce(p_aging, m.aging_interval),
            default_deadline = coalesce(p_deadline, m.default_deadline),
+           max_running = CASE WHEN $5 IS NULL THEN m.max_running ELSE nullif($5, 0) END,
            updated_at = now();
     PERFORM awa._queue_meta_changed(queue);
 END

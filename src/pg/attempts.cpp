@@ -8,7 +8,9 @@
 #include "pg/errors.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/rings.hpp"
+#include "pg/queue_settings.hpp"
 #include "pg/sequences.hpp"
+#include "pg/wakeups.hpp"
 #include "pg/spi_plans.hpp"
 
 extern "C" {
@@ -332,6 +334,10 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	}
 	CountMove(DatumGetTextPP(queue), static_cast<int>(JobState::kRunning), static_cast<int>(StateOfOutcome(close_as)),
 	          accepted, IsRescueOutcome(close_as) ? core::JobEvent::kRescued : core::JobEvent::kNone);
+	// Slots of a queue with a concurrency limit free at this commit: the
+	// claims waiting at the limit look again then (running_limits.hpp).
+	if (SettingsOf(DatumGetTextPP(queue)).max_running > 0)
+		WakeQueueAtCommit(DatumGetTextPP(queue));
 	for (int i = 0; i < accepted; i++) {
 		closed_out->job_ids[closed_out->count] = closed_jobs[i];
 		closed_out->run_leases[closed_out->count] = closed_leases[i];

@@ -63,6 +63,7 @@
 #include "pg/pending_enqueues.hpp"
 #include "pg/maintenance_shmem.hpp"
 #include "pg/ring_epoch.hpp"
+#include "pg/running_limits.hpp"
 #include "pg/spi_plans.hpp"
 #include "pg/wakeups.hpp"
 #include "pg/worker_registry.hpp"
@@ -112,12 +113,17 @@ OnTransactionEvent(XactEvent event, void *)
 	OnPendingEnqueuesTransactionEvent(event);
 	OnPlannerTransactionEvent(event);
 	OnRingEpochTransactionEvent(event);
-	if (!preloaded)
+	if (!preloaded) {
+		OnRunningLimitsTransactionEvent(event);
 		return;
+	}
 	OnEnqueueGenerationTransactionEvent(event);
 	OnDdlHoldTransactionEvent(event);
 	OnWorkerRegistryTransactionEvent(event);
 	OnCountersTransactionEvent(event);
+	// After the counters: a committed claim's running attempts are applied
+	// before its reservation is given back (running_limits.hpp).
+	OnRunningLimitsTransactionEvent(event);
 	OnClaimWaitersTransactionEvent(event);
 	OnWakeupsTransactionEvent(event);
 	OnInflightTransactionEvent(event);
@@ -129,6 +135,7 @@ OnSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTr
 	OnPendingEnqueuesSubTransactionEvent(event, subtransaction, parent);
 	OnRingEpochSubTransactionEvent(event, subtransaction, parent);
 	OnPlannerSubTransactionEvent(event);
+	OnRunningLimitsSubTransactionEvent(event, subtransaction, parent);
 	if (!preloaded)
 		return;
 	OnCountersSubTransactionEvent(event);

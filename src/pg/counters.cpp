@@ -54,6 +54,11 @@ struct QueueCounters {
 	// Event totals since the server started (or the extension was created
 	// again), whatever the counts' trust: events are added, never recounted.
 	pg_atomic_uint64 events[core::kJobEventCount];
+	// Attempts reserved by claims under a concurrency limit whose transaction
+	// has not ended (running_limits.hpp), whatever the counts' trust. A
+	// claim's commit applies its running count first, then takes its
+	// reservation off, so running + in flight never counts one short.
+	pg_atomic_uint64 claims_in_flight;
 	// The head of each lane (counters.hpp, "oldest available job"), under
 	// head_lock. head_changes counts the applied events that touched the
 	// queue's available jobs, head_removals those that took some out.
@@ -477,6 +482,7 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 		}
 		for (int e = 0; e < core::kJobEventCount; e++)
 			pg_atomic_init_u64(&entry->events[e], 0);
+		pg_atomic_init_u64(&entry->claims_in_flight, 0);
 		SpinLockInit(&entry->head_lock);
 		entry->head_changes = 0;
 		entry->head_removals = 0;
@@ -1144,6 +1150,51 @@ ReadCounters(text *queue, QueueCounts *out)
 		if (SlotOfQueue(pending[i], entry, VARDATA_ANY(queue), length, hash))
 			for (int s = 0; s < kStates; s++)
 				out->count[s] += pending[i].delta[s];
+	return true;
+}
+
+bool
+ReadRunning(text *queue, int64 *running, int64 *in_flight, bool *has_entry)
+{
+	*running = 0;
+	*in_flight = 0;
+	*has_entry = false;
+	if (shared == NULL || RecoveryInProgress())
+		return false;
+	int length = VARSIZE_ANY_EXHDR(queue);
+	const char *chars = VARDATA_ANY(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
+	bool counted;
+	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
+	if (entry == NULL)
+		return false;
+	*has_entry = true;
+	LWLockAcquire(counters_lock, LW_SHARED);
+	bool trusted = shared->dbs[entry->db_index].state == kTrusted;
+	constexpr int kRunning = static_cast<int>(core::JobState::kRunning);
+	if (trusted)
+		*running = static_cast<int64>(pg_atomic_read_u64(&entry->main[kRunning]));
+	*in_flight = static_cast<int64>(pg_atomic_read_u64(&entry->claims_in_flight));
+	LWLockRelease(counters_lock);
+	return trusted;
+}
+
+bool
+AddClaimsInFlight(text *queue, int64 delta)
+{
+	if (shared == NULL)
+		return false;
+	int length = VARSIZE_ANY_EXHDR(queue);
+	const char *chars = VARDATA_ANY(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
+	bool counted;
+	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
+	if (entry == NULL)
+		return false;
+	if (delta >= 0)
+		pg_atomic_fetch_add_u64(&entry->claims_in_flight, static_cast<uint64>(delta));
+	else
+		pg_atomic_fetch_sub_u64(&entry->claims_in_flight, static_cast<uint64>(-delta));
 	return true;
 }
 

@@ -91,6 +91,15 @@ bool RebuildCounters();
 // when the counters are not trusted.
 bool ReadCounters(text *queue, QueueCounts *out);
 
+// For concurrency limits (running_limits.hpp): the queue's committed running
+// attempts (the counters', valid only when this returns true: trusted) and its
+// claims in flight, which are counted whatever the trust when the queue has an
+// entry (*has_entry). No shared memory, a standby, no entry: false, zeros.
+bool ReadRunning(text *queue, int64 *running, int64 *in_flight, bool *has_entry);
+// Adds `delta` (negative: takes off) to the queue's claims in flight; false
+// when it has no entry (nothing recorded).
+bool AddClaimsInFlight(text *queue, int64 delta);
+
 // ---------------------------------------------------------------------------
 // The oldest available job of each queue (awa.queue_metrics,
 // docs/monitoring.md): the head of each of its lanes (priority 1..4), i.e.

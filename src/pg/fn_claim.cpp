@@ -31,6 +31,7 @@
 #include "pg/queue_settings.hpp"
 #include "pg/rings.hpp"
 #include "pg/lane_cursors.hpp"
+#include "pg/running_limits.hpp"
 #include "pg/wakeups.hpp"
 #include "pg/claim_sleep.hpp"
 #include "pg/claim_waiters.hpp"
@@ -145,24 +146,10 @@ ClaimWaitMicros(Interval *wait, TimestampTz now)
 	return until - now;
 }
 
-// One look for work: claims up to max_jobs from the first lane, most urgent
-// first, that yields any. Returns the number of jobs emitted.
+// One look for work over the queue's lanes (ClaimOnce), up to max_jobs.
 int
-ClaimOnce(ClaimRequest *request, TimestampTz now)
+ClaimFromLanes(ClaimRequest *request, const QueueSettings &settings, TimestampTz now)
 {
-	request->unsure = false;
-	QueueSettings settings = SettingsOf(request->queue);
-	if (settings.paused)
-		return 0;
-	if (request->deadline == NULL) {
-		// The queue's default deadline, else five minutes.
-		request->deadline = static_cast<Interval *>(MemoryContextAllocZero(request->keep, sizeof(Interval)));
-		if (settings.has_deadline)
-			*request->deadline = settings.deadline;
-		else
-			request->deadline->time = 5 * 60 * USECS_PER_SEC;
-	}
-
 	Lane lanes[kMaxLanesPerQueue];
 	int lane_count = LanesOfQueue(request->queue, lanes);
 	LaneOrder order[kMaxLanesPerQueue];
@@ -233,6 +220,38 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 			break;
 	}
 	return 0;
+}
+
+// One look for work: claims up to max_jobs from the first lane, most urgent
+// first, that yields any, and no more than the queue's concurrency limit
+// leaves room for (running_limits.hpp). Returns the number of jobs emitted.
+int
+ClaimOnce(ClaimRequest *request, TimestampTz now)
+{
+	request->unsure = false;
+	QueueSettings settings = SettingsOf(request->queue);
+	if (settings.paused)
+		return 0;
+	if (request->deadline == NULL) {
+		// The queue's default deadline, else five minutes.
+		request->deadline = static_cast<Interval *>(MemoryContextAllocZero(request->keep, sizeof(Interval)));
+		if (settings.has_deadline)
+			*request->deadline = settings.deadline;
+		else
+			request->deadline->time = 5 * 60 * USECS_PER_SEC;
+	}
+
+	if (settings.max_running <= 0)
+		return ClaimFromLanes(request, settings, now);
+	int want = request->max_jobs;
+	int granted = ReserveRunning(request->queue, settings.max_running, want);
+	if (granted == 0)
+		return 0;  // at the limit: a waiting claim is woken when an attempt ends
+	request->max_jobs = granted;
+	int claimed = ClaimFromLanes(request, settings, now);
+	request->max_jobs = want;
+	ReturnRunning(request->queue, granted - claimed);
+	return claimed;
 }
 
 // One look for work in an internal subtransaction: when it finds nothing,

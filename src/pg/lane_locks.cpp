@@ -22,6 +22,7 @@ enum KeySpace : uint16 {
 	kClaimBatch = 0x4104,
 	kLaneCreate = 0x4105,
 	kLaneReserve = 0x4106,
+	kQueueLimit = 0x4107,
 };
 
 LOCKTAG
@@ -240,6 +241,35 @@ LockLaneCreate(uint32 lane_hash)
 {
 	LOCKTAG tag = Tag(kLaneCreate, lane_hash);
 	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+}  // namespace awa::pg
+
+namespace awa::pg {
+
+namespace {
+
+LOCKTAG
+QueueLimitTag(text *queue)
+{
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), VARSIZE_ANY_EXHDR(queue));
+	return Tag(kQueueLimit, hash);
+}
+
+}  // namespace
+
+void
+LockQueueLimit(text *queue)
+{
+	LOCKTAG tag = QueueLimitTag(queue);
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
+UnlockQueueLimit(text *queue)
+{
+	LOCKTAG tag = QueueLimitTag(queue);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 }  // namespace awa::pg

@@ -94,6 +94,8 @@ SettingsOf(text *queue)
 		settings.has_deadline = !isnull;
 		if (!isnull)
 			settings.deadline = *DatumGetIntervalP(deadline);
+		Datum max_running = SPI_getbinval(tuple, desc, 5, &isnull);
+		settings.max_running = isnull ? 0 : DatumGetInt32(max_running);
 	}
 	// Not cached while this transaction may have changed the settings itself
 	// (its invalidation reaches other backends only at commit).

@@ -1,5 +1,6 @@
 // queue_settings.hpp: per-queue settings (awa.queue_meta) as claims and
-// promotion see them: paused, priority aging, default deadline, DLQ.
+// promotion see them: paused, priority aging, default deadline, DLQ,
+// concurrency limit.
 //
 // Served from a per-backend cache. awa.configure_queue, pause_queue and
 // resume_queue send a relcache invalidation for awa.queue_meta with their
@@ -18,6 +19,7 @@ struct QueueSettings {
 	int64 aging_micros;      // 0: strict priorities
 	bool has_deadline;       // default_deadline set
 	Interval deadline;       // ... its value
+	int32 max_running;       // concurrency limit (running_limits.hpp); 0: none
 };
 
 constexpr int64 kDefaultAgingMicros = 60 * USECS_PER_SEC;

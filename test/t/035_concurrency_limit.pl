@@ -1,0 +1,88 @@
+# 035_concurrency_limit.pl
+#
+# A queue's concurrency limit (awa.configure_queue(queue, max_running => 3))
+# holds over many sessions, with the maintenance worker on at its default
+# cadence: 16 pgbench consumers (claim up to 10, hold them 20 ms, complete
+# them; every claim and completion logged in the same statement, as
+# test/t/AwaLoad.pm's consumers do) drain 3,000 jobs while the test kills some
+# of them (pg_terminate_backend: an open claim rolls back). Checked:
+#   - no snapshot ever sees more than 3 attempts of the queue running (a claim
+#     and its evidence commit together, so every snapshot's count of open
+#     attempts is an instant of the queue's history; sampled throughout);
+#   - no slot is lost: the consumers drain the queue to the last job, every
+#     job is claimed and completed exactly once, nothing is left running;
+#   - after a crash (kill -9 of a backend with an open claim at the limit)
+#     the state is rebuilt from the open attempts: the lost claim's slots are
+#     free.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use FindBin;
+use lib $FindBin::Bin;
+use AwaLoad;
+use AwaTap;
+
+my $node = start_awa_node('conclimit', maintenance => 1, conf => "restart_after_crash = on\n");
+sub q1 { return $node->safe_psql('postgres', $_[0]); }
+
+my $jobs = 3000;
+create_load_log($node, 'cl');
+q1(qq{INSERT INTO cl_enq SELECT j FROM awa.enqueue_many(array_fill('k'::text, ARRAY[$jobs]), NULL, 'cl') j;
+  SELECT awa.configure_queue('cl', max_running => 3);});
+
+my $consumers = AwaLoad::_start_pgbench($node, 'cl_consumer', <<'SQL', clients => 16);
+WITH c AS (SELECT job_id, run_lease, receipt_id FROM awa.claim('cl', 10)),
+     logged AS (INSERT INTO cl_claim SELECT job_id, run_lease, receipt_id FROM c)
+SELECT count(*) AS n, coalesce(array_agg(job_id), '{}') AS j, coalesce(array_agg(run_lease), '{}') AS l,
+       coalesce(array_agg(receipt_id), '{}') AS r FROM c \gset
+\if :n > 0
+\sleep 20 ms
+INSERT INTO cl_done SELECT job_id FROM awa.complete_many(:j, :l, :r) WHERE accepted;
+\else
+\sleep 5 ms
+\endif
+SQL
+my $sampler = $node->background_psql('postgres');
+my $max = 0;
+my $killed = 0;
+my $samples = 0;
+while ($sampler->query_safe('SELECT count(*) FROM cl_done') < $jobs && $samples < 100000)
+{
+	$samples++;
+	my $running = $sampler->query_safe("SELECT running FROM awa.queue_counts_exact('cl')");
+	$max = $running if $running > $max;
+	if ($samples % 50 == 0 && $killed < 4)
+	{
+		$killed += q1(q{SELECT count(pg_terminate_backend(pid)) FROM (SELECT pid FROM pg_stat_activity
+		  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND query LIKE '%awa.claim(''cl''%'
+		  ORDER BY random() LIMIT 1) p});
+	}
+}
+$sampler->quit;
+stop_load($consumers);
+drain_load($node, 'cl');
+cmp_ok($killed, '>', 0, "consumers were killed mid-run ($killed)");
+cmp_ok($max, '<=', 3, "no snapshot saw more than 3 running (max seen: $max, $samples samples)");
+cmp_ok($max, '>', 0, 'attempts were running while sampled');
+check_exactly_once($node, 'cl', 'limit 3, 16 consumers');
+
+# A crash with a claim open at the limit: the slots come back.
+q1(q{SELECT count(*) FROM awa.enqueue_many(array_fill('k'::text, ARRAY[4]), NULL, 'cl2');
+  SELECT awa.configure_queue('cl2', max_running => 2);});
+my $open = $node->background_psql('postgres');
+$open->query_safe('BEGIN');
+is($open->query_safe(q{SELECT count(*) FROM awa.claim('cl2', 5)}), '2', 'an open claim takes the 2 slots');
+is(q1(q{SELECT count(*) FROM awa.claim('cl2', 5)}), '0', 'another claim finds the queue at its limit');
+my $pid = $open->query_safe('SELECT pg_backend_pid()');
+kill 'KILL', $pid;
+eval { $open->quit; };
+$node->poll_query_until('postgres', 'SELECT true') or die 'the server did not come back';
+is(q1(q{SELECT count(*) FROM awa.claim('cl2', 5)}), '2', 'after the crash the lost claim\'s slots are free');
+is(q1(q{SELECT count(*) FROM awa.claim('cl2', 5)}), '0', 'and the limit holds again');
+
+$node->stop;
+done_testing();
