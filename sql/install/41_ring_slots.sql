@@ -63,10 +63,14 @@ BEGIN
 END
 $$;
 
--- The slots of a ring that a session other than this one holds a lock on
--- (any child of the slot, granted, prepared transactions included): a prune
--- of such a slot would wait for it, so it is left out of reuse while the
--- ring has spare slots (docs/maintenance.md §2).
+-- The slots of a ring that another transaction holds: it has a granted lock
+-- on a child of the slot and it is not just running a statement (idle in
+-- transaction, a prepared transaction, or a transaction older than
+-- awa.prune_lock_timeout). A prune of such a slot would wait for it, so it is
+-- left out of reuse while the ring has spare slots (docs/maintenance.md §2).
+-- A statement in flight (a claim, awa.storage_status) holds its locks only
+-- until it ends: the prune's lock, bounded by awa.prune_lock_timeout, waits
+-- for it as before.
 CREATE FUNCTION awa._ring_held_slots(ring text)
 RETURNS int[]
 LANGUAGE sql VOLATILE
@@ -78,8 +82,12 @@ SELECT coalesce(array_agg(DISTINCT c.slot ORDER BY c.slot), '{}')
           FROM awa._ring_position(ring) p, generate_series(0, p.slot_count - 1) s,
                unnest(awa._slot_children(ring, s)) child) c
   JOIN pg_locks l ON l.locktype = 'relation' AND l.relation = c.rel
+  LEFT JOIN pg_stat_activity a ON a.pid = l.pid
  WHERE l.granted AND l.pid IS DISTINCT FROM pg_backend_pid()
    AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+   AND (l.pid IS NULL
+        OR a.state IN ('idle in transaction', 'idle in transaction (aborted)')
+        OR a.xact_start < clock_timestamp() - current_setting('awa.prune_lock_timeout')::interval)
 $$;
 
 -- The slots of a ring with a block on disk (rows written since their last
