@@ -44,8 +44,8 @@ for spare in $SPARES; do
 	job=$(sql "SELECT awa.enqueue('k', '{}', 'cost')")
 	locks_get=$(sql "BEGIN; SELECT awa.get_job($job) IS NOT NULL; SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'relation'; ROLLBACK" | tail -1)
 	locks_exact=$(sql "BEGIN; SELECT count(*) FROM awa.queue_counts_exact('cost'); SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'relation'; ROLLBACK" | tail -1)
-	times=$(sql "CREATE TEMP TABLE t (step text, ms float8);
-		DO \$\$
+	sql "CREATE TABLE step_times (step text, ms float8)" >/dev/null
+	sql "DO \$\$
 		DECLARE t0 timestamptz;
 		BEGIN
 		  FOR i IN 1 .. 200 LOOP
@@ -55,15 +55,15 @@ for spare in $SPARES; do
 		    COMMIT;
 		    t0 := clock_timestamp();
 		    PERFORM awa.run_maintenance('prune_queue');
-		    INSERT INTO t VALUES ('prune', extract(epoch FROM clock_timestamp() - t0) * 1000);
+		    INSERT INTO step_times VALUES ('prune', extract(epoch FROM clock_timestamp() - t0) * 1000);
 		    COMMIT;
 		    t0 := clock_timestamp();
 		    PERFORM awa.run_maintenance('rotate_queue');
-		    INSERT INTO t VALUES ('rotate', extract(epoch FROM clock_timestamp() - t0) * 1000);
+		    INSERT INTO step_times VALUES ('rotate', extract(epoch FROM clock_timestamp() - t0) * 1000);
 		    COMMIT;
 		  END LOOP;
-		END \$\$;
-		SELECT round(avg(ms) FILTER (WHERE step = 'prune')::numeric, 2) || ' | ' || round(avg(ms) FILTER (WHERE step = 'rotate')::numeric, 2) FROM t")
+		END \$\$" >/dev/null
+	times=$(sql "SELECT round(avg(ms) FILTER (WHERE step = 'prune')::numeric, 2) || ' | ' || round(avg(ms) FILTER (WHERE step = 'rotate')::numeric, 2) FROM step_times")
 	enq=$("${PGBENCH[@]}" -n -M prepared -c 1 -T "$DURATION" -f "$BENCH_DIR/awa_enqueue_1.sql" spares 2>&1 | sed -nE 's/^tps = ([0-9.]+).*/\1/p')
 	drain=$("${PGBENCH[@]}" -n -M prepared -c 1 -T "$DURATION" -f "$BENCH_DIR/awa_drain_b1.sql" spares 2>&1 | sed -nE 's/^tps = ([0-9.]+).*/\1/p')
 	echo "| $spare | $parts | $rels | $locks_get | $locks_exact | $times | $enq | $drain |"
