@@ -1,7 +1,10 @@
 -- ---------------------------------------------------------------------------
 -- Ring partitions. Slot counts come from awa.queue_slot_count,
 -- awa.claim_slot_count, awa.lease_slot_count and awa.history_slot_count when
--- set at CREATE EXTENSION time, else 16 / 8 / 8 / 8, and are fixed afterwards.
+-- set at CREATE EXTENSION time, else 16 / 8 / 8 / 8, and are fixed afterwards;
+-- the queue and claim rings get awa.ring_spare_slots (16) more partitions,
+-- made up front because a partition cannot be attached while a session holds
+-- its parent without waiting for it (docs/architecture.md).
 -- Which families belong to a ring is said once, by awa._slot_children: the
 -- partitions are made from it, and rotation, prune and storage_status read it.
 -- ---------------------------------------------------------------------------
@@ -31,15 +34,22 @@ DECLARE
         'claim', coalesce(nullif(current_setting('awa.claim_slot_count', true), '')::int, 8),
         'lease', coalesce(nullif(current_setting('awa.lease_slot_count', true), '')::int, 8),
         'history', coalesce(nullif(current_setting('awa.history_slot_count', true), '')::int, 8));
+    spare int := coalesce(nullif(current_setting('awa.ring_spare_slots', true), '')::int, 16);
     ring text;
+    w int;
     n int;
     child text;
 BEGIN
     -- Each ring: its state, its first ledger entry, and per slot its slot row and
     -- one partition of each of its families (awa._slot_children, the one list).
     FOREACH ring IN ARRAY ARRAY['queue', 'claim', 'lease', 'history'] LOOP
-        n := (slot_counts ->> ring)::int;
-        EXECUTE format('INSERT INTO awa.%I (slot_count) VALUES ($1)', ring || '_ring_state') USING n;
+        w := (slot_counts ->> ring)::int;
+        -- The queue and claim rings get spare partitions (at most 64 and 16
+        -- in all: a receipt has 4 bits for its claim slot).
+        n := CASE ring WHEN 'queue' THEN least(64, w + spare)
+                       WHEN 'claim' THEN least(16, w + spare)
+                       ELSE w END;
+        EXECUTE format('INSERT INTO awa.%I (slot_count, width) VALUES ($1, $2)', ring || '_ring_state') USING n, w;
         EXECUTE format('INSERT INTO awa.%I (generation, slot) VALUES (0, 0)', ring || '_ring_rotations');
         FOR s IN 0 .. n - 1 LOOP
             EXECUTE format('INSERT INTO awa.%I VALUES ($1)', ring || '_ring_slots') USING s;

@@ -18,14 +18,26 @@ BEGIN
 END
 $$;
 
--- The queue prune's target: the generation owning the slot the next rotation
--- enters. A sealed slot whose available rows exceed awa.carry_max_rows stays
--- out of the rotation instead (kept, while fewer than half the slots are),
--- and the next slot is looked at: copying a big backlog forward every ring
--- wrap would cost more than the slot frees (docs/maintenance.md §3.6).
--- generation NULL: the slot the next rotation enters was never used (the
--- ring has not filled); a target whose slot has no block is already pruned.
-CREATE FUNCTION awa._queue_prune_target(OUT generation bigint, OUT slot int, OUT kept int[])
+-- A prune's target in the queue or claim ring: the oldest slot in use that
+-- is not left out of reuse: without spare slots, when the rotation would
+-- enter it next; with spare slots, once width - 1 rotations have passed since
+-- its generation or the ring uses every slot up to its cap
+-- (docs/maintenance.md §2, §3.6). Looked at in the order
+-- the rotation enters them (the oldest first), a slot in use is left out:
+--  - (queue ring) kept: its available rows exceed awa.carry_max_rows, while
+--    fewer than (cap - width) + width / 2 - 1 slots are kept: copying a big
+--    backlog forward every wrap would cost more than the slot frees;
+--  - held: another session holds a lock on one of its children (an idle
+--    transaction after a claim or a read), while the ring has spare slots
+--    (cap > width): its prune would only wait, so the ring takes a spare
+--    slot instead, and prunes it once the session has let go.
+-- due is false when nothing needs pruning: generation and slot then name the
+-- first slot the rotation would enter that holds nothing (generation NULL: it
+-- was never used, the ring has not filled yet). in_use counts the slots with
+-- rows, cap is awa._ring_slot_cap. The decision is made again at every turn,
+-- from the data: nothing records it.
+CREATE FUNCTION awa._ring_prune_target(ring text, OUT generation bigint, OUT slot int, OUT due boolean,
+                                       OUT kept int[], OUT held int[], OUT in_use int, OUT cap int)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -34,27 +46,77 @@ DECLARE
     pos record;
     s int;
     owner bigint;
+    used int[];
+    locked int[] := '{}';
+    keep_limit int;
+    rotations int;
+    unused_before boolean := false;
     limit_rows bigint := current_setting('awa.carry_max_rows')::bigint;
 BEGIN
-    pos := awa._ring_position('queue');
+    pos := awa._ring_position(ring);
+    cap := awa._ring_slot_cap(ring);
+    used := awa._ring_slots_in_use(ring);
+    in_use := cardinality(used);
     kept := '{}';
+    held := '{}';
+    due := false;
+    keep_limit := (cap - pos.width) + pos.width / 2 - 1;
+    IF cap > pos.width THEN
+        locked := awa._ring_held_slots(ring);
+    END IF;
     FOR k IN 1 .. pos.slot_count - 1 LOOP
         s := awa._slot_of(pos.generation + k, pos.slot_count);
-        SELECT max(r.generation) INTO owner FROM awa.queue_ring_rotations r WHERE r.slot = s;
-        IF owner IS NULL OR awa._slot_has_no_blocks('queue', s) THEN
-            generation := owner;
-            slot := s;
-            RETURN;
+        EXECUTE format('SELECT max(r.generation) FROM awa.%I r WHERE r.slot = $1', ring || '_ring_rotations')
+           INTO owner USING s;
+        IF NOT s = ANY (used) THEN
+            unused_before := unused_before OR s < cap;
+            IF slot IS NULL THEN
+                generation := owner;
+                slot := s;
+            END IF;
+            CONTINUE;
         END IF;
-        IF cardinality(kept) < pos.slot_count / 2 - 1 AND awa._slot_live_rows(s) > limit_rows THEN
+        IF ring = 'queue' AND cardinality(kept) < keep_limit AND awa._slot_live_rows(s) > limit_rows THEN
             kept := kept || s;
             CONTINUE;
         END IF;
-        generation := owner;
-        slot := s;
+        IF s = ANY (locked) THEN
+            held := held || s;
+            CONTINUE;
+        END IF;
+        IF cap = pos.width THEN
+            -- No spare slots: due when the rotation would enter it next
+            -- (only kept slots before it), as in the fixed ring.
+            due := NOT unused_before;
+        ELSE
+            -- Spare slots: due once width - 1 rotations have passed since its
+            -- generation (left-out slots cost no rotating slot its time), or
+            -- at once when the ring uses every slot up to its cap.
+            EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM awa.%I r WHERE r.generation > $1
+                                                   ORDER BY r.generation LIMIT $2) x', ring || '_ring_rotations')
+               INTO rotations USING owner, pos.width;
+            due := rotations >= pos.width - 1
+                   OR NOT EXISTS (SELECT 1 FROM generate_series(0, cap - 1) u WHERE NOT u = ANY (used));
+        END IF;
+        IF due THEN
+            generation := owner;
+            slot := s;
+        END IF;
         RETURN;
     END LOOP;
 END
+$$;
+
+-- The queue prune's target (awa._ring_prune_target('queue')): the generation
+-- and slot, NULL when nothing is due; kept: the slots kept out of the
+-- rotation for their many live rows.
+CREATE FUNCTION awa._queue_prune_target(OUT generation bigint, OUT slot int, OUT kept int[])
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT CASE WHEN t.due THEN t.generation END, CASE WHEN t.due THEN t.slot END, t.kept
+  FROM awa._ring_prune_target('queue') t
 $$;
 
 -- The generations that own a queue slot (newest per slot), oldest first: the

@@ -1,7 +1,8 @@
--- Rotation: appends (generation + 1, next slot) to the ring's ledger with
--- ON CONFLICT DO NOTHING (a compare-and-swap; no row is ever updated), only
--- when the incoming slot is empty (else the ring is full: prune is behind)
--- and some slot of the ring holds a row (an idle ring does not rotate).
+-- Rotation: appends (generation, slot) for the next empty slot to the ring's
+-- ledger with ON CONFLICT DO NOTHING (a compare-and-swap; no row is ever
+-- updated), only when some slot of the ring holds a row (an idle ring does not
+-- rotate). It never waits: with spare slots it passes every slot still in use
+-- (left out of reuse) up to awa.ring_max_slots.
 CREATE FUNCTION awa._rotate(ring text, OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -14,6 +15,7 @@ DECLARE
     kept int[] := '{}';
     family text;
     busy boolean := false;
+    cap int;
     n bigint;
 BEGIN
     IF NOT awa._try_ring_lock() THEN
@@ -22,19 +24,36 @@ BEGIN
         RETURN;
     END IF;
     pos := awa._ring_position(ring);
+    cap := awa._ring_slot_cap(ring);
     detail := jsonb_build_object('generation', pos.generation, 'slot', pos.slot);
-    -- The next generation enters the next slot; in the queue ring, past the
-    -- slots kept out of the rotation for their many live rows (their
-    -- generation numbers are skipped, so a generation's slot stays
-    -- generation % slot_count; docs/maintenance.md §3.6).
-    IF ring = 'queue' THEN
-        SELECT t.kept INTO kept FROM awa._queue_prune_target() t;
+    -- The next generation enters the next empty slot, in slot order from the
+    -- current one (generation numbers of the slots passed are skipped, so a
+    -- generation's slot stays generation % slot_count, awa._slot_of;
+    -- docs/maintenance.md §2). Passed over: with spare slots (cap > width),
+    -- every slot still in use, whatever holds it (an open transaction, a
+    -- kept backlog, a prune behind), and every slot at or past the cap;
+    -- without, only the queue slots kept out of the rotation for their many
+    -- live rows (§3.6): a full ring waits for its prune, as before.
+    IF ring = 'queue' AND cap = pos.width THEN
+        SELECT t.kept INTO kept FROM awa._ring_prune_target('queue') t;
     END IF;
     step := 1;
     LOOP
+        IF step >= pos.slot_count THEN
+            outcome := 'skipped_busy';
+            detail := detail || jsonb_build_object('reason', format('every one of the ring''s %s slots is in use', cap),
+                                                   'cap_reached', true, 'slot_cap', cap);
+            IF cap > pos.width THEN
+                RAISE WARNING 'awa: the % ring uses all % of its slots (awa.ring_max_slots): it cannot rotate', ring, cap
+                      USING HINT = 'Sessions idle in transaction hold old slots, see awa.storage_status(); end them, or raise awa.ring_max_slots.';
+            END IF;
+            RETURN;
+        END IF;
         next_slot := awa._slot_of(pos.generation + step, pos.slot_count);
-        EXIT WHEN awa._slot_is_empty(ring, next_slot);
-        IF NOT next_slot = ANY (kept) OR step = pos.slot_count - 1 THEN
+        IF next_slot < cap THEN
+            EXIT WHEN awa._slot_is_empty(ring, next_slot);
+        END IF;
+        IF cap = pos.width AND next_slot < cap AND NOT next_slot = ANY (kept) THEN
             outcome := 'skipped_busy';
             detail := detail || jsonb_build_object('reason', 'the incoming slot is not empty: prune is behind',
                                                    'incoming_slot', next_slot);

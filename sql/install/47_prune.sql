@@ -1,29 +1,90 @@
 -- Prune: TRUNCATE the ring's oldest sealed slot, whole, on proof that nothing
--- in it is live; the proof is made again once the slot is locked.
+-- in it is live; the proof is made again once the slot is locked. In the
+-- queue and claim rings, while the ring uses more slots than its width (it
+-- grew past slots left out of reuse, docs/maintenance.md §2), the next
+-- oldest is pruned in the same call too, up to 4 slots, so a ring that grew
+-- comes back to its width while it keeps rotating.
 CREATE FUNCTION awa._prune(ring text, OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
-    pos record;
-    target bigint;
-    target_slot int;
-    kept int[] := '{}';
-    blocker text;
+    more jsonb := '[]';
+    r record;
 BEGIN
     IF NOT awa._try_ring_lock() THEN
         outcome := 'skipped_busy';
         detail := jsonb_build_object('reason', 'another maintenance step holds the ring lock');
         RETURN;
     END IF;
+    SELECT x.outcome, x.detail INTO outcome, detail FROM awa._prune_slot(ring) x;
+    IF outcome <> 'pruned' OR ring NOT IN ('queue', 'claim') THEN
+        RETURN;
+    END IF;
+    FOR round IN 2 .. 4 LOOP
+        SELECT x.outcome, x.detail INTO r FROM awa._prune_slot(ring) x;
+        EXIT WHEN r.outcome <> 'pruned';
+        more := more || jsonb_build_array(r.detail);
+    END LOOP;
+    IF jsonb_array_length(more) > 0 THEN
+        detail := detail || jsonb_build_object('more', more);
+    END IF;
+END
+$$;
+
+-- One slot of awa._prune, under its ring lock.
+CREATE FUNCTION awa._prune_slot(ring text, OUT outcome text, OUT detail jsonb)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    pos record;
+    t record;
+    target bigint;
+    target_slot int;
+    kept int[] := '{}';
+    held int[] := '{}';
+    due boolean := true;
+    blocker text;
+BEGIN
     pos := awa._ring_position(ring);
-    -- The target is the generation whose slot the next rotation enters, so
-    -- every slot keeps its rows for slot_count - 1 rotations, from the
-    -- ring's first use on; in the queue ring, past the slots kept out of the
-    -- rotation for their many live rows (docs/maintenance.md §3.6).
-    IF ring = 'queue' THEN
-        SELECT t.generation, t.slot, t.kept INTO target, target_slot, kept FROM awa._queue_prune_target() t;
+    -- The target is the oldest slot in use once the ring uses its width, so
+    -- every slot keeps its rows for width - 1 rotations, from the ring's
+    -- first use on; in the queue and claim rings, past the slots left out of
+    -- reuse (awa._ring_prune_target; docs/maintenance.md §2, §3.6).
+    IF ring IN ('queue', 'claim') THEN
+        t := awa._ring_prune_target(ring);
+        kept := t.kept;
+        held := t.held;
+        due := t.due;
+        IF NOT due AND cardinality(held) > 0 AND t.in_use >= t.cap THEN
+            outcome := 'blocked';
+            detail := jsonb_build_object('reason', 'every sealed slot in use is held by another session or kept, '
+                                                   'and the ring uses all its slots (awa.ring_max_slots)',
+                                         'held_slots', to_jsonb(held), 'slot_cap', t.cap);
+            RETURN;
+        END IF;
+        target := t.generation;
+        target_slot := t.slot;
+        IF NOT due AND target IS NULL AND t.cap > pos.width THEN
+            -- With spare slots the next empty slot may never have been used:
+            -- the ring has filled once it has rotated width - 1 times.
+            EXECUTE format('SELECT count(*) >= $1 FROM (SELECT 1 FROM awa.%I LIMIT $1) x', ring || '_ring_rotations')
+               INTO due USING pos.width;
+            IF due THEN
+                outcome := 'already_pruned';
+                detail := jsonb_build_object('slot', target_slot, 'generation', NULL);
+                IF cardinality(kept) > 0 THEN
+                    detail := detail || jsonb_build_object('kept_slots', to_jsonb(kept));
+                END IF;
+                IF cardinality(held) > 0 THEN
+                    detail := detail || jsonb_build_object('held_slots', to_jsonb(held));
+                END IF;
+                RETURN;
+            END IF;
+        END IF;
     ELSE
         target := awa._prune_target(pos.generation, pos.slot_count);
         target_slot := CASE WHEN target >= 0 THEN awa._slot_of(target, pos.slot_count) END;
@@ -36,6 +97,13 @@ BEGIN
     detail := jsonb_build_object('slot', target_slot, 'generation', target);
     IF cardinality(kept) > 0 THEN
         detail := detail || jsonb_build_object('kept_slots', to_jsonb(kept));
+    END IF;
+    IF cardinality(held) > 0 THEN
+        detail := detail || jsonb_build_object('held_slots', to_jsonb(held));
+    END IF;
+    IF NOT due THEN
+        outcome := 'already_pruned';
+        RETURN;
     END IF;
     IF awa._slot_has_no_blocks(ring, target_slot) THEN
         outcome := 'already_pruned';

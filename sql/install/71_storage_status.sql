@@ -1,6 +1,9 @@
 -- Each ring: where it is, its oldest live slot, the last rotate and prune
 -- outcomes, and the dead tuples of each of its table families (children
--- summed; from the statistics collector, so up to a few hundred ms old).
+-- summed; from the statistics collector, so up to a few hundred ms old); its
+-- width, the slots it uses (rows written since their last truncation), the
+-- most it may use (awa.ring_max_slots) and the sealed slots other sessions
+-- hold a lock on (left out of reuse; docs/maintenance.md §2).
 -- The statistics are read in one pass over awa's tables: a pass per family
 -- and ring read every relation of the database 24 times, and each queue's
 -- lane adds two sequences (about 25 ms a call at 1,000 queues).
@@ -8,7 +11,7 @@ CREATE FUNCTION awa.storage_status()
 RETURNS TABLE (ring text, slot_count int, current_slot int, generation bigint, oldest_live_slot int,
                oldest_live_generation bigint, last_rotated_at timestamptz, last_rotate text,
                last_rotate_at timestamptz, last_prune text, last_prune_at timestamptz, prune_backoff_level int,
-               dead_tuples jsonb)
+               dead_tuples jsonb, width int, slots_in_use int, slot_cap int, held_slots int[])
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -29,7 +32,18 @@ BEGIN
         slot_count := pos.slot_count;
         current_slot := pos.slot;
         generation := pos.generation;
+        width := pos.width;
+        slot_cap := awa._ring_slot_cap(ring);
+        slots_in_use := cardinality(awa._ring_slots_in_use(ring));
+        held_slots := CASE WHEN ring IN ('queue', 'claim') AND slot_cap > width
+                           THEN (SELECT coalesce(array_agg(h ORDER BY h), '{}')
+                                   FROM unnest(awa._ring_held_slots(ring)) h WHERE h <> pos.slot)
+                           ELSE '{}' END;
         oldest_live_generation := CASE WHEN ring = 'queue' THEN (awa._queue_live_generations())[1]
+                                       WHEN slot_cap > width THEN
+                                           (SELECT min(g) FROM unnest(awa._ring_slots_in_use(ring)) u(s),
+                                                   LATERAL (SELECT max(r.generation) AS g FROM awa.claim_ring_rotations r
+                                                             WHERE r.slot = u.s) o)
                                        ELSE awa._oldest_live_generation(pos.generation, pos.slot_count) END;
         oldest_live_slot := awa._slot_of(oldest_live_generation, pos.slot_count);
         EXECUTE format('SELECT max(rotated_at) FROM awa.%I', ring || '_ring_rotations') INTO last_rotated_at;

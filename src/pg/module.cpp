@@ -46,6 +46,8 @@ constexpr int kRescueBatchSize = 500;
 constexpr int kDlqRetentionS = 30 * 24 * 3600;
 constexpr int kHistoryRetentionS = 3600;
 constexpr int kCarryMaxRows = 10000;
+constexpr int kRingSpareSlots = 16;
+constexpr int kRingMaxSlots = 64;
 constexpr int kCleanupIntervalS = 60;
 constexpr int kCleanupBatchSize = 1000;
 constexpr int kLauncherNaptimeS = 60;
@@ -88,6 +90,8 @@ static int awa_rescue_batch_size = boot::kRescueBatchSize;
 static int awa_dlq_retention_s = boot::kDlqRetentionS;
 static int awa_history_retention_s = boot::kHistoryRetentionS;
 static int awa_carry_max_rows = boot::kCarryMaxRows;
+static int awa_ring_spare_slots = boot::kRingSpareSlots;
+static int awa_ring_max_slots = boot::kRingMaxSlots;
 int awa_cleanup_interval_s = boot::kCleanupIntervalS;
 static int awa_cleanup_batch_size = boot::kCleanupBatchSize;
 int awa_launcher_naptime_s = boot::kLauncherNaptimeS;
@@ -205,6 +209,17 @@ _PG_init(void)
 	    "in-flight enqueues to end; 0 only tries.",
 	    &awa_gap_proof_lock_timeout_ms, boot::kGapProofLockTimeoutMs, 0, 60000, PGC_USERSET, GUC_UNIT_MS, NULL, NULL,
 	    NULL);
+	DefineCustomIntVariable("awa.ring_spare_slots",
+	                        "Spare slots CREATE EXTENSION creates in the queue and claim rings, beyond their slot counts.",
+	                        "A slot that an open transaction still holds, or that keeps a large backlog, is left out of "
+	                        "reuse and the ring takes a spare one (docs/maintenance.md, section 2); at most 64 queue "
+	                        "slots and 16 claim slots in all.",
+	                        &awa_ring_spare_slots, boot::kRingSpareSlots, 0, 60, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.ring_max_slots",
+	                        "Most slots the queue and claim rings use while slots are left out of reuse.",
+	                        "Never fewer than a ring's slot count nor more than its partitions; a rotation that finds "
+	                        "every one of them in use is skipped and logs a WARNING (docs/maintenance.md, section 2).",
+	                        &awa_ring_max_slots, boot::kRingMaxSlots, 2, 64, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.queue_slot_count", "Queue-ring slots created by CREATE EXTENSION.", NULL,
 	                        &awa_queue_slot_count, boot::kQueueSlotCount, 4, 64, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.claim_slot_count", "Claim-ring slots created by CREATE EXTENSION.", NULL,

@@ -3,7 +3,7 @@
 -- storage parameters and primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(432);
+SELECT plan(436);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -24,14 +24,14 @@ SELECT tables_are('awa',
                FROM unnest(ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
                                  'ready_claim_attempt_batches', 'done_entries',
                                  'receipt_completion_batches']) f,
-                    generate_series(0, 15) s)
+                    generate_series(0, 31) s)
     || ARRAY(SELECT (f || '_' || s)::name
                FROM unnest(ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                                  'lease_claim_closure_batches']) f,
-                    generate_series(0, 7) s)
+                    generate_series(0, 15) s)
     || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s)
     || ARRAY(SELECT ('job_history_' || s)::name FROM generate_series(0, 7) s),
-    'schema awa has exactly the 31 tables and their 144 ring partitions');
+    'schema awa has exactly the 31 tables and their 272 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
 
 -- has_table: 31
 SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
@@ -103,10 +103,10 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
 -- columns_are, exact column sets: 31
 SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
   FROM (VALUES
-    ('queue_ring_state', ARRAY['singleton', 'slot_count']),
-    ('claim_ring_state', ARRAY['singleton', 'slot_count']),
-    ('lease_ring_state', ARRAY['singleton', 'slot_count']),
-    ('history_ring_state', ARRAY['singleton', 'slot_count']),
+    ('queue_ring_state', ARRAY['singleton', 'slot_count', 'width']),
+    ('claim_ring_state', ARRAY['singleton', 'slot_count', 'width']),
+    ('lease_ring_state', ARRAY['singleton', 'slot_count', 'width']),
+    ('history_ring_state', ARRAY['singleton', 'slot_count', 'width']),
     ('queue_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
     ('claim_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
     ('lease_ring_rotations', ARRAY['generation', 'slot', 'rotated_at']),
@@ -167,12 +167,16 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
     ('queue_ring_state', 'slot_count', 'integer'),
+    ('queue_ring_state', 'width', 'integer'),
     ('claim_ring_state', 'singleton', 'boolean'),
     ('claim_ring_state', 'slot_count', 'integer'),
+    ('claim_ring_state', 'width', 'integer'),
     ('lease_ring_state', 'singleton', 'boolean'),
     ('lease_ring_state', 'slot_count', 'integer'),
+    ('lease_ring_state', 'width', 'integer'),
     ('history_ring_state', 'singleton', 'boolean'),
     ('history_ring_state', 'slot_count', 'integer'),
+    ('history_ring_state', 'width', 'integer'),
     ('queue_ring_rotations', 'generation', 'bigint'),
     ('queue_ring_rotations', 'slot', 'smallint'),
     ('queue_ring_rotations', 'rotated_at', 'timestamp with time zone'),
@@ -479,6 +483,7 @@ SELECT results_eq(
     $$VALUES ('claim_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
              ('claim_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
              ('claim_ring_state', 'c', 'CHECK (((slot_count >= 2) AND (slot_count <= 16)))'),
+             ('claim_ring_state', 'c', 'CHECK (((width >= 2) AND (width <= slot_count)))'),
              ('claim_ring_state', 'c', 'CHECK (singleton)'),
              ('deferred_jobs', 'c', 'CHECK (((priority >= 1) AND (priority <= 4)))'),
              ('deferred_jobs', 'c', 'CHECK ((state = ANY (ARRAY[''scheduled''::text, ''retryable''::text])))'),
@@ -487,6 +492,7 @@ SELECT results_eq(
              ('history_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
              ('history_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
              ('history_ring_state', 'c', 'CHECK (((slot_count >= 4) AND (slot_count <= 64)))'),
+             ('history_ring_state', 'c', 'CHECK (((width >= 4) AND (width <= slot_count)))'),
              ('history_ring_state', 'c', 'CHECK (singleton)'),
              ('lease_claim_closures', 'c',
               'CHECK ((outcome = ANY (ARRAY[''completed''::text, ''retryable''::text, ''scheduled''::text, '
@@ -495,6 +501,7 @@ SELECT results_eq(
              ('lease_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
              ('lease_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
              ('lease_ring_state', 'c', 'CHECK (((slot_count >= 2) AND (slot_count <= 64)))'),
+             ('lease_ring_state', 'c', 'CHECK (((width >= 2) AND (width <= slot_count)))'),
              ('lease_ring_state', 'c', 'CHECK (singleton)'),
              ('leases', 'c', 'CHECK ((state = ANY (ARRAY[''running''::text, ''waiting_external''::text])))'),
              ('periodic_schedules', 'c', 'CHECK (((length(name) >= 1) AND (length(name) <= 200)))'),
@@ -508,6 +515,7 @@ SELECT results_eq(
              ('queue_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
              ('queue_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
              ('queue_ring_state', 'c', 'CHECK (((slot_count >= 4) AND (slot_count <= 64)))'),
+             ('queue_ring_state', 'c', 'CHECK (((width >= 4) AND (width <= slot_count)))'),
              ('queue_ring_state', 'c', 'CHECK (singleton)')$$,
     'exactly these CHECK and UNIQUE constraints, and no foreign key');
 

@@ -1,24 +1,25 @@
 -- 02_partitions.sql: the rings. Every ring family is a LIST-partitioned parent
--- with exactly one partition <family>_<slot> per slot (queue ring 16, claim
--- ring 8, lease ring 8, history ring 8), each holding exactly its slot value,
+-- with exactly one partition <family>_<slot> per slot (queue ring 16 + 16
+-- spare, claim ring 8 + 8 spare, lease ring 8, history ring 8), each holding
+-- exactly its slot value,
 -- and nothing more.
 -- The ring configuration rows agree with the partitions.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(229);
+SELECT plan(357);
 
 CREATE TEMP TABLE ring_family (family name, slot_column name, slots int) ON COMMIT DROP;
 INSERT INTO ring_family VALUES
-    ('ready_entries',               'ready_slot', 16),
-    ('ready_segments',              'ready_slot', 16),
-    ('ready_tombstones',            'ready_slot', 16),
-    ('ready_claim_attempt_batches', 'ready_slot', 16),
-    ('done_entries',                'ready_slot', 16),
-    ('receipt_completion_batches',  'ready_slot', 16),
-    ('lease_claims',                'claim_slot', 8),
-    ('lease_claim_batches',         'claim_slot', 8),
-    ('lease_claim_closures',        'claim_slot', 8),
-    ('lease_claim_closure_batches', 'claim_slot', 8),
+    ('ready_entries',               'ready_slot', 32),
+    ('ready_segments',              'ready_slot', 32),
+    ('ready_tombstones',            'ready_slot', 32),
+    ('ready_claim_attempt_batches', 'ready_slot', 32),
+    ('done_entries',                'ready_slot', 32),
+    ('receipt_completion_batches',  'ready_slot', 32),
+    ('lease_claims',                'claim_slot', 16),
+    ('lease_claim_batches',         'claim_slot', 16),
+    ('lease_claim_closures',        'claim_slot', 16),
+    ('lease_claim_closure_batches', 'claim_slot', 16),
     ('leases',                      'lease_slot', 8),
     ('job_history',                 'history_slot', 8);
 
@@ -32,7 +33,7 @@ SELECT is(pg_catalog.pg_get_partkeydef(('awa.' || family)::regclass),
           'awa.' || family || ' is partitioned by LIST (' || slot_column || ')')
   FROM ring_family ORDER BY family;
 
--- Every child of every family: 6 x 16 + 4 x 8 + 8 + 8 = 144
+-- Every child of every family: 6 x 32 + 4 x 16 + 8 + 8 = 272
 SELECT is_partition_of('awa', (family || '_' || s)::name, 'awa', family,
                        'awa.' || family || '_' || s || ' is a partition of awa.' || family)
   FROM ring_family, generate_series(0, slots - 1) s
@@ -88,14 +89,14 @@ SELECT isnt_partitioned('awa', t::name, 'awa.' || t || ' is not partitioned')
                     'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
 
 -- Ring configuration agrees with the partitions: 12
-SELECT results_eq('SELECT singleton, slot_count FROM awa.queue_ring_state',
-                  $$VALUES (true, 16)$$, 'queue ring has 16 slots');
-SELECT results_eq('SELECT singleton, slot_count FROM awa.claim_ring_state',
-                  $$VALUES (true, 8)$$, 'claim ring has 8 slots');
-SELECT results_eq('SELECT singleton, slot_count FROM awa.lease_ring_state',
-                  $$VALUES (true, 8)$$, 'lease ring has 8 slots');
-SELECT results_eq('SELECT singleton, slot_count FROM awa.history_ring_state',
-                  $$VALUES (true, 8)$$, 'history ring has 8 slots');
+SELECT results_eq('SELECT singleton, slot_count, width FROM awa.queue_ring_state',
+                  $$VALUES (true, 32, 16)$$, 'queue ring has 32 slots, 16 in use while none is held');
+SELECT results_eq('SELECT singleton, slot_count, width FROM awa.claim_ring_state',
+                  $$VALUES (true, 16, 8)$$, 'claim ring has 16 slots, 8 in use while none is held');
+SELECT results_eq('SELECT singleton, slot_count, width FROM awa.lease_ring_state',
+                  $$VALUES (true, 8, 8)$$, 'lease ring has 8 slots');
+SELECT results_eq('SELECT singleton, slot_count, width FROM awa.history_ring_state',
+                  $$VALUES (true, 8, 8)$$, 'history ring has 8 slots');
 SELECT results_eq('SELECT generation, slot::int FROM awa.queue_ring_rotations ORDER BY generation',
                   $$VALUES (0::bigint, 0)$$, 'queue ring starts at generation 0, slot 0');
 SELECT results_eq('SELECT generation, slot::int FROM awa.claim_ring_rotations ORDER BY generation',
@@ -105,18 +106,18 @@ SELECT results_eq('SELECT generation, slot::int FROM awa.lease_ring_rotations OR
 SELECT results_eq('SELECT generation, slot::int FROM awa.history_ring_rotations ORDER BY generation',
                   $$VALUES (0::bigint, 0)$$, 'history ring starts at generation 0, slot 0');
 SELECT results_eq('SELECT slot::int FROM awa.queue_ring_slots ORDER BY slot',
-                  'SELECT generate_series(0, 15)', 'queue ring slot rows are 0..15');
+                  'SELECT generate_series(0, 31)', 'queue ring slot rows are 0..31');
 SELECT results_eq('SELECT slot::int FROM awa.claim_ring_slots ORDER BY slot',
-                  'SELECT generate_series(0, 7)', 'claim ring slot rows are 0..7');
+                  'SELECT generate_series(0, 15)', 'claim ring slot rows are 0..15');
 SELECT results_eq('SELECT slot::int FROM awa.lease_ring_slots ORDER BY slot',
                   'SELECT generate_series(0, 7)', 'lease ring slot rows are 0..7');
 SELECT results_eq('SELECT slot::int FROM awa.history_ring_slots ORDER BY slot',
                   'SELECT generate_series(0, 7)', 'history ring slot rows are 0..7');
 
 -- The ring_state singletons admit only one row and the configured bounds: 3
-SELECT throws_ok($$INSERT INTO awa.queue_ring_state (singleton, slot_count) VALUES (false, 16)$$,
+SELECT throws_ok($$INSERT INTO awa.queue_ring_state (singleton, slot_count, width) VALUES (false, 16, 16)$$,
                  '23514', NULL, 'queue_ring_state admits only singleton = true');
-SELECT throws_ok($$INSERT INTO awa.queue_ring_state (slot_count) VALUES (16)$$,
+SELECT throws_ok($$INSERT INTO awa.queue_ring_state (slot_count, width) VALUES (16, 16)$$,
                  '23505', NULL, 'queue_ring_state admits only one row');
 SELECT throws_ok($$INSERT INTO awa.claim_ring_rotations (generation, slot) VALUES (-1, 0)$$,
                  '23514', NULL, 'ring generations are >= 0');

@@ -3,7 +3,7 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(113);
+SELECT plan(114);
 
 -- Hot-path indexes with their exact key columns: 12
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
@@ -74,6 +74,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX queue_ring_rotations_slot_idx ON awa.queue_ring_rotations USING btree (slot, generation)'),
     ('claim_ring_rotations_pkey',
      'CREATE UNIQUE INDEX claim_ring_rotations_pkey ON awa.claim_ring_rotations USING btree (generation)'),
+    ('claim_ring_rotations_slot_idx',
+     'CREATE INDEX claim_ring_rotations_slot_idx ON awa.claim_ring_rotations USING btree (slot, generation)'),
     ('lease_ring_rotations_pkey',
      'CREATE UNIQUE INDEX lease_ring_rotations_pkey ON awa.lease_ring_rotations USING btree (generation)'),
     ('history_ring_rotations_pkey',
@@ -160,7 +162,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('lease_ring_state',            ARRAY['lease_ring_state_pkey']),
     ('history_ring_state',          ARRAY['history_ring_state_pkey']),
     ('queue_ring_rotations',        ARRAY['queue_ring_rotations_pkey', 'queue_ring_rotations_slot_idx']),
-    ('claim_ring_rotations',        ARRAY['claim_ring_rotations_pkey']),
+    ('claim_ring_rotations',        ARRAY['claim_ring_rotations_pkey', 'claim_ring_rotations_slot_idx']),
     ('lease_ring_rotations',        ARRAY['lease_ring_rotations_pkey']),
     ('history_ring_rotations',      ARRAY['history_ring_rotations_pkey']),
     ('queue_ring_slots',            ARRAY['queue_ring_slots_pkey']),
@@ -204,22 +206,22 @@ SELECT is(
     slots,
     'awa.' || idx || ' is attached on all ' || slots || ' partitions of ' || family)
   FROM (VALUES
-    ('ready_entries', 'ready_entries_pkey', 16),
-    ('ready_entries', 'ready_entries_job_id_idx', 16),
-    ('ready_segments', 'ready_segments_pkey', 16),
-    ('ready_tombstones', 'ready_tombstones_pkey', 16),
-    ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_pkey', 16),
-    ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx', 16),
-    ('done_entries', 'done_entries_pkey', 16),
-    ('done_entries', 'done_entries_job_id_idx', 16),
-    ('done_entries', 'done_entries_failed_idx', 16),
-    ('receipt_completion_batches', 'receipt_completion_batches_pkey', 16),
-    ('receipt_completion_batches', 'receipt_completion_batches_claim_batch_idx', 16),
-    ('lease_claims', 'lease_claims_pkey', 8),
-    ('lease_claim_batches', 'lease_claim_batches_pkey', 8),
-    ('lease_claim_closures', 'lease_claim_closures_pkey', 8),
-    ('lease_claim_closure_batches', 'lease_claim_closure_batches_pkey', 8),
-    ('lease_claim_closure_batches', 'lease_claim_closure_batches_claim_batch_idx', 8),
+    ('ready_entries', 'ready_entries_pkey', 32),
+    ('ready_entries', 'ready_entries_job_id_idx', 32),
+    ('ready_segments', 'ready_segments_pkey', 32),
+    ('ready_tombstones', 'ready_tombstones_pkey', 32),
+    ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_pkey', 32),
+    ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx', 32),
+    ('done_entries', 'done_entries_pkey', 32),
+    ('done_entries', 'done_entries_job_id_idx', 32),
+    ('done_entries', 'done_entries_failed_idx', 32),
+    ('receipt_completion_batches', 'receipt_completion_batches_pkey', 32),
+    ('receipt_completion_batches', 'receipt_completion_batches_claim_batch_idx', 32),
+    ('lease_claims', 'lease_claims_pkey', 16),
+    ('lease_claim_batches', 'lease_claim_batches_pkey', 16),
+    ('lease_claim_closures', 'lease_claim_closures_pkey', 16),
+    ('lease_claim_closure_batches', 'lease_claim_closure_batches_pkey', 16),
+    ('lease_claim_closure_batches', 'lease_claim_closure_batches_claim_batch_idx', 16),
     ('leases', 'leases_pkey', 8),
     ('leases', 'leases_attempt_idx', 8),
     ('job_history', 'job_history_job_id_idx', 8)

@@ -14,7 +14,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1062);
+SELECT plan(1112);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -179,7 +179,8 @@ INSERT INTO api VALUES
      'TABLE(ring text, slot_count integer, current_slot integer, generation bigint, oldest_live_slot integer, '
      'oldest_live_generation bigint, last_rotated_at timestamp with time zone, last_rotate text, '
      'last_rotate_at timestamp with time zone, last_prune text, last_prune_at timestamp with time zone, '
-     'prune_backoff_level integer, dead_tuples jsonb)',
+     'prune_backoff_level integer, dead_tuples jsonb, width integer, slots_in_use integer, slot_cap integer, '
+     'held_slots integer[])',
      'plpgsql', true, 'volatile', false, 1000, NULL),
     ('maintenance_status',
      ARRAY[]::name[],
@@ -457,7 +458,31 @@ INSERT INTO api VALUES
     ('_ring_position',
      ARRAY['text'],
      'record',
-     'ring text, OUT generation bigint, OUT slot integer, OUT slot_count integer',
+     'ring text, OUT generation bigint, OUT slot integer, OUT slot_count integer, OUT width integer',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_ring_slot_cap',
+     ARRAY['text'],
+     'integer',
+     'ring text',
+     'integer',
+     'plpgsql', false, 'stable', false, 0, NULL),
+    ('_ring_held_slots',
+     ARRAY['text'],
+     'integer[]',
+     'ring text',
+     'integer[]',
+     'sql', false, 'volatile', false, 0, NULL),
+    ('_ring_slots_in_use',
+     ARRAY['text'],
+     'integer[]',
+     'ring text',
+     'integer[]',
+     'sql', false, 'volatile', false, 0, NULL),
+    ('_ring_prune_target',
+     ARRAY['text'],
+     'record',
+     'ring text, OUT generation bigint, OUT slot integer, OUT due boolean, OUT kept integer[], OUT held integer[], OUT in_use integer, OUT cap integer',
      'record',
      'plpgsql', false, 'volatile', false, 0, NULL),
     ('_slot_is_empty',
@@ -515,6 +540,12 @@ INSERT INTO api VALUES
      'record',
      'plpgsql', false, 'volatile', false, 0, NULL),
     ('_prune',
+     ARRAY['text'],
+     'record',
+     'ring text, OUT outcome text, OUT detail jsonb',
+     'record',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_prune_slot',
      ARRAY['text'],
      'record',
      'ring text, OUT outcome text, OUT detail jsonb',
@@ -585,7 +616,7 @@ INSERT INTO api VALUES
      'record',
      'OUT generation bigint, OUT slot integer, OUT kept integer[]',
      'record',
-     'plpgsql', false, 'volatile', false, 0, NULL),
+     'sql', false, 'volatile', false, 0, NULL),
     ('_queue_live_generations',
      ARRAY[]::name[],
      'bigint[]',
@@ -630,12 +661,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 39 public functions and the 60 awa._* building blocks');
+                     'schema awa has exactly the 39 public functions and the 65 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 100,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 105,
           'no function is overloaded');
 
--- Per function, 10 checks: 99 x 10 = 990
+-- Per function, 10 checks: 104 x 10 = 1040
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

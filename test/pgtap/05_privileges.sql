@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(628);
+SELECT plan(653);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -118,6 +118,11 @@ INSERT INTO grants VALUES
     ('_try_ring_lock', ARRAY[]::name[], false, false, false, false),
     ('_rotate', ARRAY['text'], false, false, false, false),
     ('_prune', ARRAY['text'], false, false, false, false),
+    ('_prune_slot', ARRAY['text'], false, false, false, false),
+    ('_ring_slot_cap', ARRAY['text'], false, false, false, false),
+    ('_ring_held_slots', ARRAY['text'], false, false, false, false),
+    ('_ring_slots_in_use', ARRAY['text'], false, false, false, false),
+    ('_ring_prune_target', ARRAY['text'], false, false, false, false),
     ('_rescue', ARRAY[]::name[], false, false, false, false),
     ('_promote', ARRAY[]::name[], false, false, false, false),
     ('_dlq_retention', ARRAY[]::name[], false, false, false, false),
@@ -147,7 +152,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 99 x 5 = 495
+-- EXECUTE per function and role (PUBLIC included): 104 x 5 = 520
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
@@ -348,7 +353,7 @@ SELECT results_eq(
     'an admin may run a maintenance step (nothing is due)');
 SELECT results_eq(
     $$SELECT ring, slot_count, generation FROM awa.storage_status()$$,
-    $$VALUES ('queue', 16, 0::bigint), ('claim', 8, 0::bigint), ('lease', 8, 0::bigint)$$,
+    $$VALUES ('queue', 32, 0::bigint), ('claim', 16, 0::bigint), ('lease', 8, 0::bigint)$$,
     'an admin may read the storage status (one row per ring)');
 SELECT results_eq(
     $$SELECT task, last_outcome FROM awa.maintenance_status() WHERE runs > 0$$,
@@ -448,7 +453,7 @@ SELECT results_eq(
     'a monitor may read the periodic status (the admin''s schedule, without args or options)');
 SELECT results_eq(
     $$SELECT ring, slot_count, generation FROM awa.storage_status()$$,
-    $$VALUES ('queue', 16, 0::bigint), ('claim', 8, 0::bigint), ('lease', 8, 0::bigint)$$,
+    $$VALUES ('queue', 32, 0::bigint), ('claim', 16, 0::bigint), ('lease', 8, 0::bigint)$$,
     'a monitor may read the storage status');
 SELECT results_eq(
     $$SELECT task, last_outcome FROM awa.maintenance_status() WHERE runs > 0 ORDER BY task$$,

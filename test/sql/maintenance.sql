@@ -172,7 +172,7 @@ SELECT w.word, w.word = ANY (awa._outcome_names()) AS known, string_agg(DISTINCT
          CROSS JOIN LATERAL regexp_split_to_table(p.prosrc, E'\n') AS line
          CROSS JOIN LATERAL regexp_matches(line, $$'([a-z_]+)'$$, 'g') AS m
          WHERE p.pronamespace = 'awa'::regnamespace
-           AND p.proname IN ('_rotate', '_prune', '_history', '_rescue', '_promote', '_dlq_retention', '_periodic')
+           AND p.proname IN ('_rotate', '_prune', '_prune_slot', '_history', '_rescue', '_promote', '_dlq_retention', '_periodic')
            AND line ~ 'outcome\s*:=') w
  GROUP BY w.word ORDER BY w.word;
 

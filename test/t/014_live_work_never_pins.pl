@@ -79,12 +79,14 @@ while (($queue_gen < $start_queue + 20 || $claim_gen < $start_claim + 12) && tim
 	my $hb = q1("SELECT awa.heartbeat($long_job, $long_lease, $long_receipt)");
 	push @refused_heartbeats, "$queue_gen: $hb" if $hb ne 'alive';
 	# Rows older than the live window: a queue slot holds one generation, the
-	# live ones are the newest slot_count.
+	# live ones are the newest width (the slots in use while none is held),
+	# plus the 3 ticks a prune can back off while the ring rotates on through
+	# its spare slots (docs/maintenance.md §1, §2), plus one.
 	my $stale = q1(q{
 		SELECT (SELECT count(*) FROM awa.ready_entries e, awa.storage_status() s
-		         WHERE s.ring = 'queue' AND e.ready_generation <= s.generation - s.slot_count)
+		         WHERE s.ring = 'queue' AND e.ready_generation <= s.generation - s.width - 4)
 		     + (SELECT count(*) FROM awa.lease_claim_batches b, awa.storage_status() s
-		         WHERE s.ring = 'claim' AND b.claim_generation <= s.generation - s.slot_count
+		         WHERE s.ring = 'claim' AND b.claim_generation <= s.generation - s.width - 4
 		           AND b.claim_slot = b.claim_generation % s.slot_count)});
 	push @stale_rows, "$queue_gen: $stale" if $stale != 0;
 	my ($qg, $cg, $prune) = split /\|/, q1(q{

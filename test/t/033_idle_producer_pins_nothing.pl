@@ -84,7 +84,7 @@ while ($queue_gen < $start_queue + 20 && time < $deadline)
 {
 	my $stale = q1(q{
 		SELECT count(*) FROM awa.ready_entries e, awa.storage_status() s
-		 WHERE s.ring = 'queue' AND e.ready_generation <= s.generation - s.slot_count});
+		 WHERE s.ring = 'queue' AND e.ready_generation <= s.generation - s.width - 4});
 	push @stale_rows, "$queue_gen: $stale" if $stale != 0;
 	my ($qg, $prune) = split /\|/,
 	  q1(q{SELECT generation, last_prune FROM awa.storage_status() WHERE ring = 'queue'});

@@ -822,8 +822,22 @@ sub pruned
 	my ($self, $rows) = @_;
 	my ($p) = grep { $_->[0] eq 'prune_queue' && $_->[1] eq 'pruned' } @$rows;
 	return unless $p;
-	my ($g) = $p->[2] =~ /"generation": (\d+)/;
-	$self->bad("prune_queue detail without generation: $p->[2]") unless defined $g;
+	# One prune can reclaim several generations (the first, and those under
+	# "more": a ring that grew past held slots comes back to its width,
+	# maintenance.md 2).
+	my @gens = $p->[2] =~ /"generation": (\d+)/g;
+	$self->bad("prune_queue detail without generation: $p->[2]") unless @gens;
+	# How often a prune passed over a slot an open transaction held, and
+	# reclaimed more than one slot (shown in the run's statistics).
+	$self->{stats}{pruned_past_held}++ if $p->[2] =~ /"held_slots"/;
+	$self->{stats}{pruned_more}++ if @gens > 1;
+	$self->pruned_generation($_, $p->[2]) for @gens;
+}
+
+sub pruned_generation
+{
+	my ($self, $g, $detail) = @_;
+	my $p = [ undef, undef, $detail ];
 	$self->{stats}{pruned}++;
 	# What is live in the pruned generation moves to the newest one (the
 	# generation the prune's call started in: it prunes before it rotates):
