@@ -215,6 +215,13 @@ ReserveLanePositions(const Lane &lane, int64 count)
 	// cursor, then waits for the lock's holders.
 	LockLaneReserve(lane.lane_id);
 	Relation rel = OpenLanes(RowExclusiveLock);
+	// As nextval does: a transaction with an xid flushes its WAL at commit,
+	// so the positions it was given are not handed out again after a crash
+	// (one without an xid commits without a flush;
+	// test/t/035_reservation_durable_at_commit.pl). A claim cursor move needs
+	// no flush: a lost one is found again by the next claim.
+	if (RelationNeedsWAL(rel))
+		(void)GetTopTransactionId();
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
 	int64 last = Field(locked.data, kEnqueueOffset);
 	if (last > PG_INT64_MAX - count) {
