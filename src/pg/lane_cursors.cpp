@@ -10,6 +10,9 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "access/xact.h"
 #include "storage/bufmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -116,6 +119,24 @@ LocateLane(Relation rel, int64 lane_id)
 	return row;
 }
 
+// The transaction of an UPDATE or DELETE of the row at `offset` that has not
+// ended yet, else invalid. Row locks (SELECT FOR ...) do not count, nor does
+// the caller's own transaction: the index finds its new version, which it
+// commits or, rolling back, loses with the cursor moves made in it.
+TransactionId
+OpenUpdater(Page page, OffsetNumber offset)
+{
+	HeapTupleHeader header = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, PageGetItemId(page, offset)));
+	if ((header->t_infomask & HEAP_XMAX_INVALID) || HEAP_XMAX_IS_LOCKED_ONLY(header->t_infomask))
+		return InvalidTransactionId;
+	TransactionId updater = HeapTupleHeaderGetUpdateXid(header);
+	if (!TransactionIdIsValid(updater))
+		return InvalidTransactionId;
+	if (TransactionIdIsCurrentTransactionId(updater) || !TransactionIdIsInProgress(updater))
+		return InvalidTransactionId;
+	return updater;
+}
+
 struct LockedRow {
 	Buffer buffer;
 	OffsetNumber offset;
@@ -134,8 +155,23 @@ LockRow(Relation rel, const Lane &lane, int mode)
 		Buffer buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(&row));
 		LockBuffer(buffer, mode);
 		OffsetNumber offset = ItemPointerGetOffsetNumber(&row);
-		if (char *data = RowData(BufferGetPage(buffer), ItemPointerGetBlockNumber(&row), offset, lane.lane_id, remembered))
-			return LockedRow{buffer, offset, data};
+		if (char *data = RowData(BufferGetPage(buffer), ItemPointerGetBlockNumber(&row), offset, lane.lane_id, remembered)) {
+			// A writer must not move a cursor in a version that an open
+			// UPDATE (by hand) is replacing: the new version carries the
+			// cursors as that UPDATE read them, so the move would be lost when
+			// it commits and a lane position handed out twice
+			// (test/specs/lane_row_update_by_hand.spec). Wait for it to end,
+			// then find the row again.
+			TransactionId updater = mode == BUFFER_LOCK_EXCLUSIVE ? OpenUpdater(BufferGetPage(buffer), offset)
+			                                                     : InvalidTransactionId;
+			if (!TransactionIdIsValid(updater))
+				return LockedRow{buffer, offset, data};
+			UnlockReleaseBuffer(buffer);
+			XactLockTableWait(updater, rel, &row, XLTW_Update);
+			remembered = false;
+			row = LocateLane(rel, lane.lane_id);
+			continue;
+		}
 		UnlockReleaseBuffer(buffer);
 		if (!remembered)
 			elog(ERROR, "awa: lane " INT64_FORMAT " is not where its index points", lane.lane_id);
@@ -179,6 +215,13 @@ ReserveLanePositions(const Lane &lane, int64 count)
 	// cursor, then waits for the lock's holders.
 	LockLaneReserve(lane.lane_id);
 	Relation rel = OpenLanes(RowExclusiveLock);
+	// As nextval does: a transaction with an xid flushes its WAL at commit,
+	// so the positions it was given are not handed out again after a crash
+	// (one without an xid commits without a flush;
+	// test/t/037_reservation_durable_at_commit.pl). A claim cursor move needs
+	// no flush: a lost one is found again by the next claim.
+	if (RelationNeedsWAL(rel))
+		(void)GetTopTransactionId();
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
 	int64 last = Field(locked.data, kEnqueueOffset);
 	if (last > PG_INT64_MAX - count) {
