@@ -46,6 +46,8 @@ mkdir $out;
 my @runs = (
 	[ 'enqueue_many_scaling', { SIZES => '1000' }, 'result.md', qr/^jobs\s+run_at\s+ms\s+us_per_job$/m ],
 	[ 'many_queues', { COUNTS => '10', REPS => '1' }, 'result.md', qr/^\| 10 \|/m ],
+	[ 'lanes', { COUNTS => '10', TX => '20' }, 'result.md', qr/^\| build \| 10 \| \d+ → \d+ \|/m ],
+	[ 'lanes_tight', { COUNTS => '10', CALLS => '20', REPS => '1' }, 'result.md', qr/^\| 10 \| build \| [0-9.]+ \| [0-9.]+ \|$/m ],
 	[ 'queue_metrics', { SIZES => '10', PER_QUEUE => '4', REPS => '1', LOAD_SECONDS => '1', SCRAPE_QUEUES => '10',
 		HOT_SECONDS => '1', HOT_REPS => '1', DRAIN_PRELOAD => '2000' }, 'result.md',
 		qr/^\| 10 \| idle .*\n.*^\| enqueue-1 \|/ms ],
