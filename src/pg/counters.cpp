@@ -1179,23 +1179,21 @@ ReadRunning(text *queue, int64 *running, int64 *in_flight, bool *has_entry)
 	return trusted;
 }
 
-bool
+int64
 AddClaimsInFlight(text *queue, int64 delta)
 {
 	if (shared == NULL)
-		return false;
+		return -1;
 	int length = VARSIZE_ANY_EXHDR(queue);
 	const char *chars = VARDATA_ANY(queue);
 	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
 	bool counted;
 	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
 	if (entry == NULL)
-		return false;
+		return -1;
 	if (delta >= 0)
-		pg_atomic_fetch_add_u64(&entry->claims_in_flight, static_cast<uint64>(delta));
-	else
-		pg_atomic_fetch_sub_u64(&entry->claims_in_flight, static_cast<uint64>(-delta));
-	return true;
+		return static_cast<int64>(pg_atomic_add_fetch_u64(&entry->claims_in_flight, static_cast<uint64>(delta)));
+	return static_cast<int64>(pg_atomic_sub_fetch_u64(&entry->claims_in_flight, static_cast<uint64>(-delta)));
 }
 
 bool

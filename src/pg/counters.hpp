@@ -96,9 +96,9 @@ bool ReadCounters(text *queue, QueueCounts *out);
 // claims in flight, which are counted whatever the trust when the queue has an
 // entry (*has_entry). No shared memory, a standby, no entry: false, zeros.
 bool ReadRunning(text *queue, int64 *running, int64 *in_flight, bool *has_entry);
-// Adds `delta` (negative: takes off) to the queue's claims in flight; false
-// when it has no entry (nothing recorded).
-bool AddClaimsInFlight(text *queue, int64 delta);
+// Adds `delta` (negative: takes off) to the queue's claims in flight and
+// returns the new total; -1 when it has no entry (nothing recorded).
+int64 AddClaimsInFlight(text *queue, int64 delta);
 
 // ---------------------------------------------------------------------------
 // The oldest available job of each queue (awa.queue_metrics,

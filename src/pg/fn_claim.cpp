@@ -243,6 +243,17 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 
 	if (settings.max_running <= 0)
 		return ClaimFromLanes(request, settings, now);
+	// Nothing to claim: no reservation (an idle poll of a limited queue costs
+	// what one of an unlimited queue does).
+	Lane lanes[kMaxLanesPerQueue];
+	int lane_count = LanesOfQueue(request->queue, lanes);
+	bool work = false;
+	for (int i = 0; i < lane_count && !work; i++) {
+		LaneCursors cursors = ReadLaneCursors(lanes[i]);
+		work = cursors.claim < cursors.enqueue;
+	}
+	if (!work)
+		return 0;
 	int want = request->max_jobs;
 	int granted = ReserveRunning(request->queue, settings.max_running, want);
 	if (granted == 0)

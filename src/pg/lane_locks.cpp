@@ -264,12 +264,4 @@ LockQueueLimit(text *queue)
 	LOCKTAG tag = QueueLimitTag(queue);
 	(void)LockAcquire(&tag, ExclusiveLock, false, false);
 }
-
-void
-UnlockQueueLimit(text *queue)
-{
-	LOCKTAG tag = QueueLimitTag(queue);
-	LockRelease(&tag, ExclusiveLock, false);
-}
-
 }  // namespace awa::pg

@@ -12,9 +12,8 @@
 //               of a lane.
 //  queue limit  advisory-type tag (field4 0x4107, objsubid 16647), exclusive,
 //               keyed by a hash of the queue name: a claim of a queue with a
-//               concurrency limit holds it while it reserves attempts
-//               (running_limits.hpp), or to its transaction's end when the
-//               queue has no counters entry.
+//               concurrency limit and no counters entry holds it to its
+//               transaction's end (running_limits.hpp).
 //  lane reserve advisory-type tag (field4 0x4106, objsubid 16646), taken in
 //               RowExclusiveLock mode for the top transaction before each
 //               reservation of lane positions and held until it ends
@@ -62,8 +61,7 @@ void LockClaimBatch(int64 claim_batch_id);
 bool TryLockClaimBatch(int64 claim_batch_id);
 void LockLaneCreate(uint32 lane_hash);
 // The queue limit lock (owned by the current resource owner: a
-// subtransaction's abort releases it) and its early release.
+// subtransaction's abort releases it).
 void LockQueueLimit(text *queue);
-void UnlockQueueLimit(text *queue);
 
 }  // namespace awa::pg

@@ -82,32 +82,54 @@ ReserveRunning(text *queue, int32 limit, int want)
 		                errmsg("awa: more than %d claims of limited queues in one transaction", kMaxReservations),
 		                errhint("Claim from fewer queues with a concurrency limit per transaction.")));
 
-	LockQueueLimit(queue);
-	int64 running;
-	int64 in_flight;
-	bool has_entry;
-	bool trusted = ReadRunning(queue, &running, &in_flight, &has_entry);
 	// This transaction's own claims and ends count as committed for it (they
 	// commit or roll back together with this claim): its pending moves in
 	// the counters' count, its own writes in the exact one; so its own
-	// reservations are taken out of those in flight.
+	// reservations are not counted among those in flight.
+	int64 own = 0;
 	for (int i = 0; i < reservation_count; i++)
 		if (reservations[i].in_shared && SameQueue(reservations[i].queue, queue))
-			in_flight -= reservations[i].count;
-	if (trusted) {
-		QueueCounts counts;
-		if (ReadCounters(queue, &counts))
-			running = counts.count[static_cast<int>(core::JobState::kRunning)];
-		else
-			trusted = false;
+			own += reservations[i].count;
+	int granted;
+	bool in_shared;
+	int64 after = AddClaimsInFlight(queue, want);
+	if (after >= 0) {
+		// Optimistic: take `want` first, then read running, then give back
+		// what does not fit. Every other reservation either was in flight
+		// when this one added (it is in `after`) or adds after it and sees
+		// this one in its own total; a claim that commits counts as running
+		// before it leaves the in-flight total, and running is read after
+		// the add: nothing is counted short, two racing claims at worst both
+		// give back.
+		in_shared = true;
+		int64 others = after - own - want;
+		int64 running;
+		int64 unused_in_flight;
+		bool has_entry;
+		bool trusted = ReadRunning(queue, &running, &unused_in_flight, &has_entry);
+		if (trusted) {
+			QueueCounts counts;
+			if (ReadCounters(queue, &counts))
+				running = counts.count[static_cast<int>(core::JobState::kRunning)];
+			else
+				trusted = false;
+		}
+		if (!trusted)
+			running = ExactRunning(queue);  // a snapshot taken after the add
+		int64 room = static_cast<int64>(limit) - running - others;
+		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
+		if (granted < want)
+			(void)AddClaimsInFlight(queue, -(want - granted));
+	} else {
+		// No counters entry: the other claims in flight are unknown, so the
+		// claims of the queue follow one another under the limit lock, held
+		// until this transaction ends, and count exactly.
+		in_shared = false;
+		LockQueueLimit(queue);
+		int64 room = static_cast<int64>(limit) - ExactRunning(queue);
+		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
 	}
-	if (!trusted)
-		running = ExactRunning(queue);  // after in_flight was read (running_limits.hpp)
-	int64 room = static_cast<int64>(limit) - running - in_flight;
-	int granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
-	bool in_shared = false;
 	if (granted > 0) {
-		in_shared = has_entry && AddClaimsInFlight(queue, granted);
 		if (slot == NULL) {
 			slot = &reservations[reservation_count++];
 			MemoryContext caller = MemoryContextSwitchTo(TopTransactionContext);
@@ -117,19 +139,15 @@ ReserveRunning(text *queue, int32 limit, int want)
 			slot->count = 0;
 			slot->in_shared = in_shared;
 			slot->subtransaction = subtransaction;
-		}
-		// (An entry that appeared since this slot's first reservation: the
-		// slot keeps its first answer, so what it gives back is what it added.)
-		if (slot->in_shared != in_shared && in_shared) {
-			(void)AddClaimsInFlight(queue, -granted);
-			in_shared = false;
+		} else if (slot->in_shared != in_shared) {
+			// (The entry appeared or went between two reservations of one
+			// subtransaction: keep what this one added apart.)
+			if (in_shared)
+				(void)AddClaimsInFlight(queue, -granted);
+			granted = in_shared ? 0 : granted;
 		}
 		slot->count += granted;
 	}
-	// Without a counters entry the other claims in flight are unknown: the
-	// lock orders them until this transaction ends.
-	if (has_entry)
-		UnlockQueueLimit(queue);
 	return granted;
 }
 

@@ -2,20 +2,19 @@
 // max_running; docs/flow-control.md): at most that many attempts of the queue
 // run at any instant, over every worker and session.
 //
-// A claim of a limited queue reserves attempts before it plans a lane, under
-// the queue's limit lock (an advisory-type lock, lane_locks.hpp), which every
-// reservation of the queue takes: the reservation sees every other one. It
-// grants min(want, limit - running - in flight), where running is the
-// committed running attempts and in flight the reservations of claims that
-// have not ended:
-//  - with trusted counters (counters.hpp), running is the counters' count and
-//    in flight their claims_in_flight; the lock is released at once;
-//  - otherwise running is counted exactly, with a snapshot taken after in
-//    flight was read (a claim takes its reservation off only after its commit
-//    is visible, so none is missed); without an entry for the queue (no
-//    preload, more queues than the counters hold) in flight is unknown and
-//    the lock is kept until the transaction ends, so the claims of the queue
-//    follow one another.
+// A claim of a limited queue with work reserves attempts before it plans a
+// lane, optimistically: it adds what it wants to the queue's claims in flight
+// (kept next to its counters), then reads the running attempts, then gives
+// back what does not fit under the limit. Running is the committed running
+// attempts: the counters' count when they are trusted, else an exact count
+// with a snapshot taken after the add. Every other reservation either was in
+// flight when this one added or adds after it and sees this one; a claim's
+// commit counts its attempts as running before they leave the in-flight
+// total: so nothing is counted short (two racing claims at worst both give
+// back). Without a counters entry for the queue (no preload, more queues than
+// the counters hold) the claims of the queue take its limit lock (an
+// advisory-type lock, lane_locks.hpp) and keep it until their transactions
+// end, and count exactly: they follow one another.
 // What the claim does not take is given back at once; the rest is given back
 // when the transaction ends (after a commit, its running attempts count in
 // its place) or when the subtransaction that reserved it aborts. An attempt's

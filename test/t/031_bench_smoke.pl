@@ -8,7 +8,8 @@
 # pg_config on PATH, WORKDIR and every output file under tmp_check, and a
 # free port. For each: the exit status is 0, and the report (the file the
 # script writes: OUT, or $WORKDIR/result.md) holds the script's table or
-# heading. What the numbers are is not checked: a smoke run measures nothing.
+# heading (or prints it: paused_growth, ring_spares_cost). What the numbers
+# are is not checked: a smoke run measures nothing.
 #
 # bench/soak.sh also runs bench/soak_report.py and bench/plot_soak.py; with
 # matplotlib (Debian's python3-matplotlib) its figures are drawn, without it
@@ -63,6 +64,10 @@ my @runs = (
 	[ 'run', { QUICK => '1', DURATION => '1', PRELOAD => '2000',
 			ONLY => '^drain-(awa|base)-default-N4-B10$',
 			OUT => "$out/run.md" }, 'run.md', qr/^\| drain \| 4 \| 10 \| \d+ \| \d+ \|/m ],
+	[ 'paused_growth', { SPARE => '16', TOTAL => '16000', PER_ROTATION => '500' }, '-', qr/^\| 16 \| 1 \| /m ],
+	[ 'ring_spares_cost', { SPARES => '0', DURATION => '1' }, '-', qr/^\| 0 \| /m ],
+	[ 'limit_overhead', { REPS => '1', JOBS => '2000', CLIENTS => '2', DURATION => '1' }, 'result.md',
+		qr/^\| 1 \| 10 \| \d+ \| \d+ \| [0-9.]+ \|$/m ],
 	[ 'soak', { WARMUP => '1', CLEAN => '3', IDLE_TX => '3', RECOVERY => '3', CLEAN2 => '3', SMOKE => '1',
 			PRODUCER_RATE => '100', OUT => "$out/soak.md", CSV_OUT => "$out/soak.csv",
 			FIGURES => "$out/soak_figures" }, 'soak.md', qr/^## Figures$/m ],
@@ -78,7 +83,8 @@ for my $run (@runs)
 	my $ok = IPC::Run::run([ 'bash', "$bench/$name.sh" ], '<', \undef, '>', \$stdout, '2>', \$stderr);
 	ok($ok, "bench/$name.sh exits 0") or diag("stdout:\n$stdout\nstderr:\n$stderr");
 	my $path = $report eq 'result.md' ? "$workdir/result.md" : "$out/$report";
-	my $text = -e $path ? slurp_file($path) : '';
+	# '-': the script prints its table on stdout.
+	my $text = $report eq '-' ? $stdout : -e $path ? slurp_file($path) : '';
 	like($text, $expect, "bench/$name.sh wrote its report ($report)");
 }
 
