@@ -264,4 +264,5 @@ LockQueueLimit(text *queue)
 	LOCKTAG tag = QueueLimitTag(queue);
 	(void)LockAcquire(&tag, ExclusiveLock, false, false);
 }
+
 }  // namespace awa::pg
