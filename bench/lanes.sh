@@ -50,6 +50,7 @@ PORT=${PORT:-5493}
 MAINT=${MAINT:-off}
 KEEP=${KEEP:-0}
 WORKDIR=${WORKDIR:-$(mktemp -d /tmp/awa-lanes.XXXXXX)}
+mkdir -p "$WORKDIR"
 DATA_PREFIX=${DATA_PREFIX:-$WORKDIR/data}
 mkdir -p "$WORKDIR/logs"
 CELLS="$WORKDIR/cells.tsv"

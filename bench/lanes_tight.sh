@@ -22,6 +22,7 @@ CALLS=${CALLS:-20000}
 REPS=${REPS:-3}
 PORT=${PORT:-5493}
 WORKDIR=${WORKDIR:-$(mktemp -d /tmp/awa-lanes-tight.XXXXXX)}
+mkdir -p "$WORKDIR"
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 if [ "$(id -u)" = 0 ]; then chown postgres "$WORKDIR"; fi
 DATA='' BIN=''
