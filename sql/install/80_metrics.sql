@@ -78,7 +78,7 @@ CREATE FUNCTION awa.queue_metrics()
 RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint,
                oldest_available_at timestamptz, oldest_available_age_seconds double precision,
-               waiting_claims bigint, paused boolean)
+               waiting_claims bigint, paused boolean, max_running int, claims_limited bigint)
 AS 'MODULE_PATHNAME', 'awa_queue_metrics'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 1000;
 

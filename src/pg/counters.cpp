@@ -59,6 +59,9 @@ struct QueueCounters {
 	// claim's commit applies its running count first, then takes its
 	// reservation off, so running + in flight never counts one short.
 	pg_atomic_uint64 claims_in_flight;
+	// Claims the limit gave fewer attempts than they asked for, since the
+	// server started (awa.queue_metrics' claims_limited).
+	pg_atomic_uint64 claims_limited;
 	// The head of each lane (counters.hpp, "oldest available job"), under
 	// head_lock. head_changes counts the applied events that touched the
 	// queue's available jobs, head_removals those that took some out.
@@ -483,6 +486,7 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 		for (int e = 0; e < core::kJobEventCount; e++)
 			pg_atomic_init_u64(&entry->events[e], 0);
 		pg_atomic_init_u64(&entry->claims_in_flight, 0);
+		pg_atomic_init_u64(&entry->claims_limited, 0);
 		SpinLockInit(&entry->head_lock);
 		entry->head_changes = 0;
 		entry->head_removals = 0;
@@ -1194,6 +1198,36 @@ AddClaimsInFlight(text *queue, int64 delta)
 	if (delta >= 0)
 		return static_cast<int64>(pg_atomic_add_fetch_u64(&entry->claims_in_flight, static_cast<uint64>(delta)));
 	return static_cast<int64>(pg_atomic_sub_fetch_u64(&entry->claims_in_flight, static_cast<uint64>(-delta)));
+}
+
+namespace {
+
+QueueCounters *
+EntryOf(text *queue)
+{
+	if (shared == NULL)
+		return NULL;
+	int length = VARSIZE_ANY_EXHDR(queue);
+	const char *chars = VARDATA_ANY(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
+	bool counted;
+	return FindEntry(chars, length, hash, &counted);
+}
+
+}  // namespace
+
+void
+NoteClaimLimited(text *queue)
+{
+	if (QueueCounters *entry = EntryOf(queue))
+		pg_atomic_fetch_add_u64(&entry->claims_limited, 1);
+}
+
+int64
+ReadClaimsLimited(text *queue)
+{
+	QueueCounters *entry = EntryOf(queue);
+	return entry == NULL ? 0 : static_cast<int64>(pg_atomic_read_u64(&entry->claims_limited));
 }
 
 bool

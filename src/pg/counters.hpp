@@ -99,6 +99,10 @@ bool ReadRunning(text *queue, int64 *running, int64 *in_flight, bool *has_entry)
 // Adds `delta` (negative: takes off) to the queue's claims in flight and
 // returns the new total; -1 when it has no entry (nothing recorded).
 int64 AddClaimsInFlight(text *queue, int64 delta);
+// Counts a claim that the queue's limit gave fewer attempts than it asked
+// for, and reads that count (0 without an entry); since the server started.
+void NoteClaimLimited(text *queue);
+int64 ReadClaimsLimited(text *queue);
 
 // ---------------------------------------------------------------------------
 // The oldest available job of each queue (awa.queue_metrics,

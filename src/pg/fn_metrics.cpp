@@ -42,6 +42,13 @@ CompareRows(const void *a, const void *b)
 	                  VARSIZE_ANY_EXHDR(y.queue), DEFAULT_COLLATION_OID);
 }
 
+// A queue with a concurrency limit. Its name comes first: CompareNames
+// compares the char * at the start of each element.
+struct Limited {
+	char *name;
+	int32 max_running;
+};
+
 bool
 Listed(char **sorted, int count, const char *name)
 {
@@ -118,7 +125,8 @@ using namespace awa::pg;
 
 // awa.queue_metrics() -> (queue, available, scheduled, retryable, running,
 // completed, failed, cancelled, dlq, oldest_available_at,
-// oldest_available_age_seconds, waiting_claims, paused): one row per queue,
+// oldest_available_age_seconds, waiting_claims, paused, max_running,
+// claims_limited): one row per queue,
 // ordered by name. Its cost grows with the queues, not the backlog, and a
 // queue whose lane heads are kept costs no statement at all.
 AWA_FUNCTION(awa_queue_metrics)
@@ -134,15 +142,24 @@ AWA_FUNCTION(awa_queue_metrics)
 	for (int i = 0; i < waiter_count; i++)
 		waiting[i] = waiters[i].queue;
 	qsort(waiting, waiter_count, sizeof(char *), CompareNames);
-	// The paused queues.
+	// The paused queues, and the queues with a concurrency limit (name, then
+	// the limit, in one string array per kind for bsearch).
 	Execute(Stmt::kPausedQueues, 0, NULL, NULL);
-	int paused_count = static_cast<int>(SPI_processed);
-	char **paused = static_cast<char **>(palloc(sizeof(char *) * (paused_count + 1)));
-	for (int i = 0; i < paused_count; i++) {
+	int paused_count = 0;
+	int limited_count = 0;
+	char **paused = static_cast<char **>(palloc(sizeof(char *) * (SPI_processed + 1)));
+	Limited *limited = static_cast<Limited *>(palloc(sizeof(Limited) * (SPI_processed + 1)));
+	for (uint64 i = 0; i < SPI_processed; i++) {
 		bool isnull;
-		paused[i] = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		char *name = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull)))
+			paused[paused_count++] = name;
+		Datum limit = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull);
+		if (!isnull)
+			limited[limited_count++] = Limited{name, DatumGetInt32(limit)};
 	}
 	qsort(paused, paused_count, sizeof(char *), CompareNames);
+	qsort(limited, limited_count, sizeof(Limited), CompareNames);
 	// The queues and their counts (copied: the walks below run statements).
 	bool trusted = EnsureCountersTrusted();
 	if (trusted)
@@ -225,8 +242,8 @@ AWA_FUNCTION(awa_queue_metrics)
 				waiting_claims = last - first + 1;
 			}
 		}
-		Datum values[13];
-		bool nulls[13] = {false};
+		Datum values[15];
+		bool nulls[15] = {false};
 		values[0] = PointerGetDatum(row.queue);
 		for (int s = 0; s < kJobStateCount; s++)
 			values[1 + s] = Int64GetDatum(row.counts[s]);
@@ -235,6 +252,12 @@ AWA_FUNCTION(awa_queue_metrics)
 		values[10] = Float8GetDatum(has_oldest ? Max(static_cast<double>(now - oldest) / USECS_PER_SEC, 0.0) : 0.0);
 		values[11] = Int64GetDatum(waiting_claims);
 		values[12] = BoolGetDatum(Listed(paused, paused_count, name));
+		const Limited *limit = limited_count > 0 ? static_cast<const Limited *>(bsearch(
+		                                               &name, limited, limited_count, sizeof(Limited), CompareNames))
+		                                         : NULL;
+		nulls[13] = limit == NULL;
+		values[13] = Int32GetDatum(limit != NULL ? limit->max_running : 0);
+		values[14] = Int64GetDatum(ReadClaimsLimited(row.queue));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(name);
 	}

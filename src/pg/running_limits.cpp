@@ -118,8 +118,10 @@ ReserveRunning(text *queue, int32 limit, int want)
 			running = ExactRunning(queue);  // a snapshot taken after the add
 		int64 room = static_cast<int64>(limit) - running - others;
 		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
-		if (granted < want)
+		if (granted < want) {
 			(void)AddClaimsInFlight(queue, -(want - granted));
+			NoteClaimLimited(queue);
+		}
 	} else {
 		// No counters entry: the other claims in flight are unknown, so the
 		// claims of the queue follow one another under the limit lock, held

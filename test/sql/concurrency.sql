@@ -61,6 +61,11 @@ SELECT awa.fail(job_id, run_lease, receipt_id, 'no') AS failed
   FROM cc_claimed WHERE job_id = (SELECT max(job_id) FROM cc_claimed);
 SELECT count(*) AS after_ends FROM awa.claim('cc_q', 5);
 
+-- awa.queue_metrics shows the limit and counts the claims it cut (the first
+-- claim above asked for 5 and got 2, the next ones got none).
+SELECT max_running, running, claims_limited > 0 AS some_claims_limited
+  FROM awa.queue_metrics() WHERE queue = 'cc_q';
+
 -- 0 removes the limit; NULL leaves it.
 SELECT awa.configure_queue('cc_q', max_running => 0);
 SELECT max_running IS NULL AS unlimited FROM awa.queue_meta WHERE queue = 'cc_q';

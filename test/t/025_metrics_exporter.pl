@@ -55,7 +55,7 @@ $node->safe_psql('postgres', q{
 	SELECT awa.enqueue('m', '{}', 'old', 2, now() - interval '1 hour') FROM generate_series(1, 2);
 	SELECT awa.enqueue('m', '{}', 'm2') FROM generate_series(1, 3);
 	SELECT awa.cancel(max(job_id)) FROM awa.enqueue_many(ARRAY['m'], ARRAY['{}'::jsonb], 'm2') AS e(job_id);
-	SELECT awa.configure_queue('empty', dlq_enabled => false);
+	SELECT awa.configure_queue('empty', dlq_enabled => false, max_running => 3);
 	SELECT awa.schedule_periodic('yearly', '@yearly', 'p.yearly', queue => 'periodic');
 	CREATE TABLE claimed AS SELECT * FROM awa.claim('m1', 5, deadline => '1 hour');
 	SELECT awa.complete(job_id, run_lease, receipt_id) FROM claimed ORDER BY job_id LIMIT 2;
@@ -174,6 +174,12 @@ $age = $m->{awa_queue_oldest_available_age_seconds}{'queue=m1'};
 ok($age > 0 && $age <= $elapsed + 1, "m1's oldest available job is as old as the test ($age s, at most $elapsed)");
 is($m->{awa_queue_oldest_available_age_seconds}{'queue=empty'}, 0, 'a queue with nothing available reports 0');
 is($m->{awa_queue_oldest_paused}{'queue=m2'}, 0, 'm2 is not paused');
+
+# The concurrency limit: a series only for the queue that has one.
+is($m->{awa_queue_limit_max_running}{'queue=empty'}, 3, 'awa_queue_limit_max_running{queue=empty} = 3');
+is($m->{awa_queue_limit_running}{'queue=empty'}, 0, 'awa_queue_limit_running{queue=empty} = 0');
+is($m->{awa_queue_limit_claims_limited}{'queue=empty'}, 0, 'awa_queue_limit_claims_limited{queue=empty} = 0');
+ok(!exists $m->{awa_queue_limit_max_running}{'queue=m1'}, 'no limit series for m1 (no limit)');
 
 # The waiting claim.
 is($m->{awa_queue_waiting_claims}{'queue=idle'}, 1, 'one claim waits on queue idle');
