@@ -13,6 +13,11 @@ CREATE TABLE awa.queue_meta (
     default_deadline interval    CHECK (default_deadline > interval '0'),
     -- At most this many running attempts (NULL: no limit; docs/flow-control.md).
     max_running      integer     CHECK (max_running > 0),
+    -- At most rate_count claimed attempts per rate_period, plus rate_burst at
+    -- once (NULL: no rate limit; docs/flow-control.md).
+    rate_count       integer     CHECK (rate_count > 0),
+    rate_period      interval    CHECK (rate_period > interval '0'),
+    rate_burst       integer     CHECK (rate_burst > 0),
     updated_at       timestamptz NOT NULL DEFAULT now()
 ) WITH (fillfactor = 70);
 

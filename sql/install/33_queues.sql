@@ -8,11 +8,15 @@ LANGUAGE C VOLATILE;  -- raises: never evaluated ahead of time; not STRICT: NULL
 -- aging_interval and default_deadline are awa.duration: an interval or a
 -- number of seconds (14_duration.sql), made intervals once here. max_running:
 -- at most that many attempts of the queue run at once (0 removes the limit;
--- src/pg/running_limits.hpp, docs/flow-control.md).
+-- src/pg/running_limits.hpp, docs/flow-control.md). rate_limit 'N per
+-- <interval>' ('none' removes it) and burst: claims start at most N attempts
+-- per interval, burst (default 1) at once (src/pg/rate_limits.hpp).
 CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL,
                                     aging_interval awa.duration DEFAULT NULL,
                                     default_deadline awa.duration DEFAULT NULL,
-                                    max_running int DEFAULT NULL)
+                                    max_running int DEFAULT NULL,
+                                    rate_limit text DEFAULT NULL,
+                                    burst int DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -21,8 +25,34 @@ AS $$
 DECLARE
     p_aging interval := aging_interval::interval;
     p_deadline interval := default_deadline::interval;
+    p_rate text[];
+    p_rate_count int;
+    p_rate_period interval;
+    p_clear_rate boolean := lower(btrim($6)) = 'none';
 BEGIN
     PERFORM awa._require_queue(queue);
+    IF $6 IS NOT NULL AND NOT p_clear_rate THEN
+        p_rate := regexp_match($6, '^\s*([0-9]{1,9})\s+per\s+(.+?)\s*$', 'i');
+        IF p_rate IS NULL THEN
+            RAISE EXCEPTION 'invalid rate_limit "%"', $6 USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Write how many attempts per how long, such as ''100 per 1 second'', or ''none''.';
+        END IF;
+        p_rate_count := p_rate[1]::int;
+        BEGIN
+            p_rate_period := p_rate[2]::interval;
+        EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+            RAISE EXCEPTION 'invalid rate_limit "%"', $6 USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Write how many attempts per how long, such as ''100 per 1 second'', or ''none''.';
+        END;
+        IF p_rate_count <= 0 OR p_rate_period <= interval '0' THEN
+            RAISE EXCEPTION 'rate_limit must be positive' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Write how many attempts per how long, such as ''100 per 1 second'', or ''none''.';
+        END IF;
+    END IF;
+    IF $7 IS NOT NULL AND $7 < 1 THEN
+        RAISE EXCEPTION 'burst must be at least 1' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass how many attempts may start at once before the rate applies.';
+    END IF;
     IF p_aging < interval '0' THEN
         RAISE EXCEPTION 'aging_interval must not be negative' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass 0 for strict priorities, or how long a waiting job takes to gain one priority level.';
@@ -35,13 +65,19 @@ BEGIN
         RAISE EXCEPTION 'max_running must not be negative' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass how many attempts of the queue may run at once, or 0 for no limit.';
     END IF;
-    INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline, max_running)
-    VALUES ($1, coalesce($2, false), coalesce(p_aging, interval '60 seconds'), p_deadline, nullif($5, 0))
+    INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline, max_running,
+                                     rate_count, rate_period, rate_burst)
+    VALUES ($1, coalesce($2, false), coalesce(p_aging, interval '60 seconds'), p_deadline, nullif($5, 0),
+            p_rate_count, p_rate_period, CASE WHEN p_rate_count IS NOT NULL THEN coalesce($7, 1) END)
     ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
        SET dlq_enabled = coalesce($2, m.dlq_enabled),
            aging_interval = coalesce(p_aging, m.aging_interval),
            default_deadline = coalesce(p_deadline, m.default_deadline),
            max_running = CASE WHEN $5 IS NULL THEN m.max_running ELSE nullif($5, 0) END,
+           rate_count = CASE WHEN p_clear_rate THEN NULL ELSE coalesce(p_rate_count, m.rate_count) END,
+           rate_period = CASE WHEN p_clear_rate THEN NULL ELSE coalesce(p_rate_period, m.rate_period) END,
+           rate_burst = CASE WHEN p_clear_rate OR coalesce(p_rate_count, m.rate_count) IS NULL THEN NULL
+                             ELSE coalesce($7, m.rate_burst, 1) END,
            updated_at = now();
     PERFORM awa._queue_meta_changed(queue);
 END

@@ -62,6 +62,11 @@ struct QueueCounters {
 	// Claims the limit gave fewer attempts than they asked for, since the
 	// server started (awa.queue_metrics' claims_limited).
 	pg_atomic_uint64 claims_limited;
+	// The queue's rate-limit bucket (rate_limits.hpp), under rate_lock.
+	slock_t rate_lock;
+	bool rate_started;
+	double rate_tokens;
+	TimestampTz rate_at;
 	// The head of each lane (counters.hpp, "oldest available job"), under
 	// head_lock. head_changes counts the applied events that touched the
 	// queue's available jobs, head_removals those that took some out.
@@ -487,6 +492,10 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 			pg_atomic_init_u64(&entry->events[e], 0);
 		pg_atomic_init_u64(&entry->claims_in_flight, 0);
 		pg_atomic_init_u64(&entry->claims_limited, 0);
+		SpinLockInit(&entry->rate_lock);
+		entry->rate_started = false;
+		entry->rate_tokens = 0;
+		entry->rate_at = 0;
 		SpinLockInit(&entry->head_lock);
 		entry->head_changes = 0;
 		entry->head_removals = 0;
@@ -1221,6 +1230,52 @@ NoteClaimLimited(text *queue)
 {
 	if (QueueCounters *entry = EntryOf(queue))
 		pg_atomic_fetch_add_u64(&entry->claims_limited, 1);
+}
+
+int
+TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros)
+{
+	*wait_micros = 0;
+	QueueCounters *entry = EntryOf(queue);
+	if (entry == NULL)
+		return -1;
+	double per_micro = static_cast<double>(limit.count) / static_cast<double>(limit.period_micros);
+	TimestampTz now = GetCurrentTimestamp();
+	int taken;
+	SpinLockAcquire(&entry->rate_lock);
+	if (!entry->rate_started) {
+		entry->rate_started = true;
+		entry->rate_tokens = limit.start_full ? limit.burst : 0;
+		entry->rate_at = now;
+	}
+	if (now > entry->rate_at) {
+		entry->rate_tokens = Min(static_cast<double>(limit.burst),
+		                         entry->rate_tokens + static_cast<double>(now - entry->rate_at) * per_micro);
+		entry->rate_at = now;
+	} else {
+		entry->rate_tokens = Min(static_cast<double>(limit.burst), entry->rate_tokens);
+	}
+	taken = static_cast<int>(Min(static_cast<double>(want), entry->rate_tokens));
+	if (taken < 0)
+		taken = 0;
+	entry->rate_tokens -= taken;
+	if (taken < want)
+		*wait_micros = static_cast<int64>((1.0 - (entry->rate_tokens - static_cast<int>(entry->rate_tokens))) / per_micro) + 1;
+	SpinLockRelease(&entry->rate_lock);
+	return taken;
+}
+
+void
+ReturnRateTokens(text *queue, int n, int32 burst)
+{
+	if (n <= 0)
+		return;
+	QueueCounters *entry = EntryOf(queue);
+	if (entry == NULL)
+		return;
+	SpinLockAcquire(&entry->rate_lock);
+	entry->rate_tokens = Min(static_cast<double>(burst), entry->rate_tokens + n);
+	SpinLockRelease(&entry->rate_lock);
 }
 
 int64

@@ -102,6 +102,22 @@ int64 AddClaimsInFlight(text *queue, int64 delta);
 // Counts a claim that the queue's limit gave fewer attempts than it asked
 // for, and reads that count (0 without an entry); since the server started.
 void NoteClaimLimited(text *queue);
+
+// A queue's rate limit (rate_limits.hpp): `count` attempts per `period_micros`,
+// `burst` at once; the bucket starts full when the limit was set after the
+// server started, else empty.
+struct RateLimit {
+	int64 count;
+	int64 period_micros;
+	int32 burst;
+	bool start_full;
+};
+// Takes up to `want` tokens from the queue's bucket (kept next to its
+// counters) and returns how many (0..want); when fewer, *wait_micros is the
+// time until the next token. -1: the queue has no counters entry.
+int TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros);
+// Puts back `n` tokens a claim did not use (at most `burst` in the bucket).
+void ReturnRateTokens(text *queue, int n, int32 burst);
 int64 ReadClaimsLimited(text *queue);
 
 // ---------------------------------------------------------------------------

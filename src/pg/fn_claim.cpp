@@ -76,6 +76,9 @@ struct ClaimRequest {
 	// no such care: the enqueue that holds it wakes the queue's waiters when
 	// it ends.)
 	bool unsure;
+	// The last look found the queue's rate limit out of tokens: the next one
+	// comes in this many microseconds (0: none expected).
+	int64 retry_after_micros;
 	// A claim with `wait`: a look that finds nothing must leave nothing
 	// behind (no xid, no lock), so it does not persist a cursor advance.
 	bool waiting;
@@ -223,12 +226,15 @@ ClaimFromLanes(ClaimRequest *request, const QueueSettings &settings, TimestampTz
 }
 
 // One look for work: claims up to max_jobs from the first lane, most urgent
-// first, that yields any, and no more than the queue's concurrency limit
-// leaves room for (running_limits.hpp). Returns the number of jobs emitted.
+// first, that yields any, and no more than the queue's rate limit has tokens
+// for and its concurrency limit leaves room for (rate limits: counters.hpp,
+// TakeRateTokens; concurrency: running_limits.hpp). Returns the number of
+// jobs emitted.
 int
 ClaimOnce(ClaimRequest *request, TimestampTz now)
 {
 	request->unsure = false;
+	request->retry_after_micros = 0;
 	QueueSettings settings = SettingsOf(request->queue);
 	if (settings.paused)
 		return 0;
@@ -241,10 +247,10 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 			request->deadline->time = 5 * 60 * USECS_PER_SEC;
 	}
 
-	if (settings.max_running <= 0)
+	if (settings.max_running <= 0 && settings.rate_count <= 0)
 		return ClaimFromLanes(request, settings, now);
-	// Nothing to claim: no reservation (an idle poll of a limited queue costs
-	// what one of an unlimited queue does).
+	// Nothing to claim: no reservation and no token (an idle poll of a
+	// limited queue costs one more read of its lane cursors).
 	Lane lanes[kMaxLanesPerQueue];
 	int lane_count = LanesOfQueue(request->queue, lanes);
 	bool work = false;
@@ -255,13 +261,35 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 	if (!work)
 		return 0;
 	int want = request->max_jobs;
-	int granted = ReserveRunning(request->queue, settings.max_running, want);
-	if (granted == 0)
-		return 0;  // at the limit: a waiting claim is woken when an attempt ends
-	request->max_jobs = granted;
-	int claimed = ClaimFromLanes(request, settings, now);
-	request->max_jobs = want;
-	ReturnRunning(request->queue, granted - claimed);
+	// The rate limit first (rate_limits.hpp): tokens for at most `want`.
+	int tokens = want;
+	if (settings.rate_count > 0) {
+		RateLimit limit{settings.rate_count, settings.rate_period_micros, settings.rate_burst,
+		                settings.rate_set_this_run};
+		int64 wait_micros;
+		tokens = TakeRateTokens(request->queue, limit, want, &wait_micros);
+		if (tokens <= 0) {
+			// Out of tokens (a waiting claim looks again when the next one
+			// comes); or no counters entry to keep the bucket in: no claim.
+			request->retry_after_micros = tokens < 0 ? 0 : wait_micros;
+			return 0;
+		}
+	}
+	// Then the concurrency limit (running_limits.hpp).
+	int granted = tokens;
+	if (settings.max_running > 0)
+		granted = ReserveRunning(request->queue, settings.max_running, tokens);
+	int claimed = 0;
+	if (granted > 0) {
+		request->max_jobs = granted;
+		claimed = ClaimFromLanes(request, settings, now);
+		request->max_jobs = want;
+		if (settings.max_running > 0)
+			ReturnRunning(request->queue, granted - claimed);
+	}
+	// (At the concurrency limit a waiting claim is woken when an attempt ends.)
+	if (settings.rate_count > 0)
+		ReturnRateTokens(request->queue, tokens - claimed, settings.rate_burst);
 	return claimed;
 }
 
@@ -325,6 +353,7 @@ AWA_FUNCTION(awa_claim)
 	request.wake_bucket = QueueWakeBucket(request.queue);
 	request.waiting = wait_micros > 0;
 	request.unsure = false;
+	request.retry_after_micros = 0;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	request.rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
@@ -367,6 +396,8 @@ AWA_FUNCTION(awa_claim)
 		int64 nap = until - now;
 		if (request.unsure)
 			nap = Min(nap, int64{Max(awa_gap_proof_lock_timeout_ms, 1)} * 1000);
+		if (request.retry_after_micros > 0)
+			nap = Min(nap, request.retry_after_micros);
 		BeginClaimWait(request.queue);
 		SleepWithoutSnapshot(fcinfo->flinfo->fn_oid, request.wake_bucket, seen, nap);
 		now = GetCurrentTimestamp();

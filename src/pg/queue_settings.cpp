@@ -96,6 +96,13 @@ SettingsOf(text *queue)
 			settings.deadline = *DatumGetIntervalP(deadline);
 		Datum max_running = SPI_getbinval(tuple, desc, 5, &isnull);
 		settings.max_running = isnull ? 0 : DatumGetInt32(max_running);
+		Datum rate_count = SPI_getbinval(tuple, desc, 6, &isnull);
+		if (!isnull) {
+			settings.rate_count = DatumGetInt32(rate_count);
+			settings.rate_period_micros = IntervalMicros(DatumGetIntervalP(SPI_getbinval(tuple, desc, 7, &isnull)));
+			settings.rate_burst = DatumGetInt32(SPI_getbinval(tuple, desc, 8, &isnull));
+			settings.rate_set_this_run = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 9, &isnull)) > PgStartTime;
+		}
 	}
 	// Not cached while this transaction may have changed the settings itself
 	// (its invalidation reaches other backends only at commit).

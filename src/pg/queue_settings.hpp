@@ -1,6 +1,6 @@
 // queue_settings.hpp: per-queue settings (awa.queue_meta) as claims and
 // promotion see them: paused, priority aging, default deadline, DLQ,
-// concurrency limit.
+// concurrency and rate limits.
 //
 // Served from a per-backend cache. awa.configure_queue, pause_queue and
 // resume_queue send a relcache invalidation for awa.queue_meta with their
@@ -20,6 +20,10 @@ struct QueueSettings {
 	bool has_deadline;       // default_deadline set
 	Interval deadline;       // ... its value
 	int32 max_running;       // concurrency limit (running_limits.hpp); 0: none
+	int64 rate_count;        // rate limit: attempts per rate_period (0: none)
+	int64 rate_period_micros;
+	int32 rate_burst;        // ... at most this many at once
+	bool rate_set_this_run;  // the settings changed after the server started
 };
 
 constexpr int64 kDefaultAgingMicros = 60 * USECS_PER_SEC;

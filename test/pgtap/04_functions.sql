@@ -135,10 +135,11 @@ INSERT INTO api VALUES
      'boolean',
      'c', true, 'volatile', false, 0, 'awa_rebuild_counters'),
     ('configure_queue',
-     ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer'],
+     ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer'],
      'void',
      'queue text, dlq_enabled boolean DEFAULT NULL::boolean, aging_interval awa.duration DEFAULT NULL::awa.duration, '
-     'default_deadline awa.duration DEFAULT NULL::awa.duration, max_running integer DEFAULT NULL::integer',
+     'default_deadline awa.duration DEFAULT NULL::awa.duration, max_running integer DEFAULT NULL::integer, '
+     'rate_limit text DEFAULT NULL::text, burst integer DEFAULT NULL::integer',
      'void',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('pause_queue',

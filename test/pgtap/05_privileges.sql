@@ -47,7 +47,7 @@ INSERT INTO grants VALUES
     ('queue_counts', ARRAY['text'], false, false, true, false),
     ('queue_counts_exact', ARRAY['text'], false, false, true, false),
     ('rebuild_counters', ARRAY[]::name[], false, false, true, false),
-    ('configure_queue', ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer'], false, false, true, false),
+    ('configure_queue', ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer'], false, false, true, false),
     ('pause_queue', ARRAY['text'], false, false, true, false),
     ('resume_queue', ARRAY['text'], false, false, true, false),
     ('dlq_retry', ARRAY['bigint[]'], false, false, true, false),

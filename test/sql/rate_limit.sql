@@ -1,0 +1,54 @@
+-- rate_limit.sql: a queue's rate limit, awa.configure_queue(queue,
+-- rate_limit => 'N per <interval>', burst => B): claims start at most N
+-- attempts per interval, B at once (a token bucket in shared memory). The
+-- rates here are per hour, so no token comes back while the test runs.
+\set VERBOSITY terse
+\i test/sql/include/try.sql
+
+SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('k'::text, ARRAY[10]), NULL, 'rl_q');
+SELECT awa.configure_queue('rl_q', rate_limit => '2 per 1 hour', burst => 3);
+SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl_q';
+-- Set while the server runs, the bucket starts full: a burst of 3, then none.
+SELECT count(*) AS burst FROM awa.claim('rl_q', 10);
+SELECT count(*) AS then_none FROM awa.claim('rl_q', 10);
+
+-- Tokens a claim does not use go back (up to the burst).
+SELECT awa.enqueue('k', '{}', 'rl_one') IS NOT NULL AS enqueued;
+SELECT awa.configure_queue('rl_one', rate_limit => '1 per 1 hour', burst => 5);
+SELECT count(*) AS one_job FROM awa.claim('rl_one', 10);
+SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('k'::text, ARRAY[10]), NULL, 'rl_one');
+SELECT count(*) AS the_other_four FROM awa.claim('rl_one', 10);
+
+-- A claim that rolls back keeps its tokens used (it may have started work).
+SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('k'::text, ARRAY[5]), NULL, 'rl_rb');
+SELECT awa.configure_queue('rl_rb', rate_limit => '1 per 1 hour', burst => 2);
+BEGIN;
+SELECT count(*) AS in_rolled_back FROM awa.claim('rl_rb', 5);
+ROLLBACK;
+SELECT count(*) AS after_rollback FROM awa.claim('rl_rb', 5);
+
+-- With a concurrency limit as well: the smaller one decides, and the tokens
+-- the concurrency limit left unused go back.
+SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('k'::text, ARRAY[6]), NULL, 'rl_both');
+SELECT awa.configure_queue('rl_both', rate_limit => '1 per 1 hour', burst => 4, max_running => 1);
+SELECT count(*) AS one_running FROM awa.claim('rl_both', 5);
+SELECT awa.configure_queue('rl_both', max_running => 0);
+SELECT count(*) AS three_tokens_left FROM awa.claim('rl_both', 5);
+
+-- NULL leaves the limit; 'none' removes it; a new burst alone keeps the rate.
+SELECT awa.configure_queue('rl_q', dlq_enabled => false);
+SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl_q';
+SELECT awa.configure_queue('rl_q', burst => 7);
+SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl_q';
+SELECT awa.configure_queue('rl_q', rate_limit => 'none');
+SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl_q';
+SELECT count(*) AS unlimited FROM awa.claim('rl_q', 10);
+
+-- Bad input: 22023 with a hint, nothing changed.
+SELECT awa.configure_queue('rl_q', rate_limit => '5 per 1 minute');
+SELECT pg_temp.try($$SELECT awa.configure_queue('rl_q', rate_limit => 'fast')$$);
+SELECT pg_temp.try($$SELECT awa.configure_queue('rl_q', rate_limit => '0 per 1 second')$$);
+SELECT pg_temp.try($$SELECT awa.configure_queue('rl_q', rate_limit => '5 per -1 second')$$);
+SELECT pg_temp.try($$SELECT awa.configure_queue('rl_q', rate_limit => '5 per soon')$$);
+SELECT pg_temp.try($$SELECT awa.configure_queue('rl_q', rate_limit => '5 per 1 second', burst => 0)$$);
+SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl_q';
