@@ -1166,49 +1166,6 @@ ReadCounters(text *queue, QueueCounts *out)
 	return true;
 }
 
-bool
-ReadRunning(text *queue, int64 *running, int64 *in_flight, bool *has_entry)
-{
-	*running = 0;
-	*in_flight = 0;
-	*has_entry = false;
-	if (shared == NULL || RecoveryInProgress())
-		return false;
-	int length = VARSIZE_ANY_EXHDR(queue);
-	const char *chars = VARDATA_ANY(queue);
-	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
-	bool counted;
-	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
-	if (entry == NULL)
-		return false;
-	*has_entry = true;
-	LWLockAcquire(counters_lock, LW_SHARED);
-	bool trusted = shared->dbs[entry->db_index].state == kTrusted;
-	constexpr int kRunning = static_cast<int>(core::JobState::kRunning);
-	if (trusted)
-		*running = static_cast<int64>(pg_atomic_read_u64(&entry->main[kRunning]));
-	*in_flight = static_cast<int64>(pg_atomic_read_u64(&entry->claims_in_flight));
-	LWLockRelease(counters_lock);
-	return trusted;
-}
-
-int64
-AddClaimsInFlight(text *queue, int64 delta)
-{
-	if (shared == NULL)
-		return -1;
-	int length = VARSIZE_ANY_EXHDR(queue);
-	const char *chars = VARDATA_ANY(queue);
-	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
-	bool counted;
-	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
-	if (entry == NULL)
-		return -1;
-	if (delta >= 0)
-		return static_cast<int64>(pg_atomic_add_fetch_u64(&entry->claims_in_flight, static_cast<uint64>(delta)));
-	return static_cast<int64>(pg_atomic_sub_fetch_u64(&entry->claims_in_flight, static_cast<uint64>(-delta)));
-}
-
 namespace {
 
 QueueCounters *
@@ -1224,6 +1181,18 @@ EntryOf(text *queue)
 }
 
 }  // namespace
+
+int64
+AddClaimsInFlight(text *queue, int64 delta)
+{
+	QueueCounters *entry = EntryOf(queue);
+	if (entry == NULL)
+		return -1;
+	if (delta >= 0)
+		return static_cast<int64>(pg_atomic_add_fetch_u64(&entry->claims_in_flight, static_cast<uint64>(delta)));
+	return static_cast<int64>(pg_atomic_sub_fetch_u64(&entry->claims_in_flight, static_cast<uint64>(-delta)));
+}
+
 
 void
 NoteClaimLimited(text *queue)

@@ -91,11 +91,6 @@ bool RebuildCounters();
 // when the counters are not trusted.
 bool ReadCounters(text *queue, QueueCounts *out);
 
-// For concurrency limits (running_limits.hpp): the queue's committed running
-// attempts (the counters', valid only when this returns true: trusted) and its
-// claims in flight, which are counted whatever the trust when the queue has an
-// entry (*has_entry). No shared memory, a standby, no entry: false, zeros.
-bool ReadRunning(text *queue, int64 *running, int64 *in_flight, bool *has_entry);
 // Adds `delta` (negative: takes off) to the queue's claims in flight and
 // returns the new total; -1 when it has no entry (nothing recorded).
 int64 AddClaimsInFlight(text *queue, int64 delta);

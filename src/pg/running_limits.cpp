@@ -103,19 +103,11 @@ ReserveRunning(text *queue, int32 limit, int want)
 		// give back.
 		in_shared = true;
 		int64 others = after - own - want;
-		int64 running;
-		int64 unused_in_flight;
-		bool has_entry;
-		bool trusted = ReadRunning(queue, &running, &unused_in_flight, &has_entry);
-		if (trusted) {
-			QueueCounts counts;
-			if (ReadCounters(queue, &counts))
-				running = counts.count[static_cast<int>(core::JobState::kRunning)];
-			else
-				trusted = false;
-		}
-		if (!trusted)
-			running = ExactRunning(queue);  // a snapshot taken after the add
+		// The counters' running count (with this transaction's own moves),
+		// else an exact count with a snapshot taken after the add.
+		QueueCounts counts;
+		int64 running = ReadCounters(queue, &counts) ? counts.count[static_cast<int>(core::JobState::kRunning)]
+		                                             : ExactRunning(queue);
 		int64 room = static_cast<int64>(limit) - running - others;
 		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
 		if (granted < want) {
