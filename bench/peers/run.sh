@@ -28,7 +28,7 @@ PEERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # ----------------------------------------------------------------------------- knobs
 # The command as typed, with the knobs that were set in the environment (for the report).
 CMD=""
-for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_READERS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
+for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
 	if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
 done
 CMD+="bench/peers/run.sh"
@@ -50,6 +50,7 @@ P_RATE=${P_RATE:-500}                         # P: offered load, jobs/s (burst: 
 P_BURST_X=${P_BURST_X:-10}                    # P: the burst phase's rate multiplier
 P_N=${P_N:-8}                                 # P: workers
 P_B=${P_B:-10}                                # P: claim batch
+P_WORK_MS=${P_WORK_MS:-0}                     # P: each claimed batch's work: the worker sleeps this long between claim and completion
 P_READERS=${P_READERS:-4}                     # P: REPEATABLE READ sessions in the readers phase
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PGMQ_SQL=${PGMQ_SQL:-}                        # a copy of pgmq-extension/sql/pgmq.sql; unset = no pgmq
@@ -84,7 +85,7 @@ count_words() { set -f; set -- $1; set +f; echo $#; }
 
 check_knobs() {
 	local v x
-	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP P_T P_RATE P_BURST_X P_N P_B P_READERS; do
+	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS; do
 		is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
 	done
 	[ "$T" -ge 1 ] && [ "$REPS" -ge 1 ] && [ "$PRELOAD" -ge 1 ] || die "T, REPS and PRELOAD must be at least 1"
@@ -746,7 +747,7 @@ run_phases() {
 	local le0 wp tp=""
 	le0=$(log_errors_total)
 	PGAPPNAME="bq_${tag}_w" pgbench -n -M prepared -T "$wt" -c "$P_N" -j "$(pgb_threads "$P_N")" -P 5 \
-		-f "$SQLD/${sys}_pworker.sql" -D B="$P_B" -D nq="$P_N" -D idle_ms="$IDLE_MS" $(awa_args sync) \
+		-f "$SQLD/${sys}_pworker.sql" -D B="$P_B" -D nq="$P_N" -D idle_ms="$IDLE_MS" -D work_ms="$P_WORK_MS" $(awa_args sync) \
 		$RUNDB >"$lf.work.log" 2>&1 &
 	wp=$!
 	BG_PIDS="$wp"
@@ -914,8 +915,8 @@ write_meta() {
 		printf 'knobs\tT=%s REPS=%s WORKLOADS="%s" W1_N="%s" W2_N="%s" W2_B="%s" PRELOAD=%s IDLE_MS=%s RATE=%s AWA_WAIT_MS=%s' \
 			"$T" "$REPS" "$WORKLOADS" "$W1_N" "$W2_N" "$W2_B" "$PRELOAD" "$IDLE_MS" "$RATE" "${AWA_WAIT_MS:-unset}"
 		if wants P; then
-			printf ' P_PHASES="%s" P_T=%s P_RATE=%s P_BURST_X=%s P_N=%s P_B=%s P_READERS=%s' \
-				"$P_PHASES" "$P_T" "$P_RATE" "$P_BURST_X" "$P_N" "$P_B" "$P_READERS"
+			printf ' P_PHASES="%s" P_T=%s P_RATE=%s P_BURST_X=%s P_N=%s P_B=%s P_WORK_MS=%s P_READERS=%s' \
+				"$P_PHASES" "$P_T" "$P_RATE" "$P_BURST_X" "$P_N" "$P_B" "$P_WORK_MS" "$P_READERS"
 		fi
 		printf '\n'
 		printf 'machine\t%s, %s CPUs (%s), %s MB RAM, load at start %s\n' "$(uname -srm)" "$(nproc)" \

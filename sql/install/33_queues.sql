@@ -10,7 +10,7 @@ LANGUAGE C VOLATILE;  -- raises: never evaluated ahead of time; not STRICT: NULL
 -- at most that many attempts of the queue run at once (0 removes the limit;
 -- src/pg/running_limits.hpp, docs/flow-control.md). rate_limit 'N per
 -- <interval>' ('none' removes it) and burst: claims start at most N attempts
--- per interval, burst (default 1) at once (src/pg/rate_limits.hpp).
+-- per interval, burst (default 1) at once (src/pg/counters.hpp, TakeRateTokens).
 CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL,
                                     aging_interval awa.duration DEFAULT NULL,
                                     default_deadline awa.duration DEFAULT NULL,

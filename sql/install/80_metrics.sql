@@ -73,12 +73,15 @@ $$;
 -- One row per queue, ordered by name: its jobs per state (the O(1) counters
 -- of awa.queue_counts), its oldest available job (the lane heads kept next to
 -- the counters; a lane whose head is not kept is walked once and kept,
--- src/pg/counters.hpp), the claims waiting on it, and whether it is paused.
+-- src/pg/counters.hpp), the claims waiting on it, whether it is paused, and
+-- its concurrency and rate limits with the claims each cut short since the
+-- server started (docs/flow-control.md).
 CREATE FUNCTION awa.queue_metrics()
 RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint,
                oldest_available_at timestamptz, oldest_available_age_seconds double precision,
-               waiting_claims bigint, paused boolean, max_running int, claims_limited bigint)
+               waiting_claims bigint, paused boolean, max_running int, claims_limited bigint,
+               rate_limit text, burst int, claims_rate_limited bigint)
 AS 'MODULE_PATHNAME', 'awa_queue_metrics'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 1000;
 

@@ -62,7 +62,10 @@ struct QueueCounters {
 	// Claims the limit gave fewer attempts than they asked for, since the
 	// server started (awa.queue_metrics' claims_limited).
 	pg_atomic_uint64 claims_limited;
-	// The queue's rate-limit bucket (rate_limits.hpp), under rate_lock.
+	// Claims the queue's rate limit gave fewer attempts than they asked for
+	// (out of tokens), since the server started (claims_rate_limited).
+	pg_atomic_uint64 claims_rate_limited;
+	// The queue's rate-limit bucket (TakeRateTokens; docs/flow-control.md), under rate_lock.
 	slock_t rate_lock;
 	bool rate_started;
 	double rate_tokens;
@@ -492,6 +495,7 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 			pg_atomic_init_u64(&entry->events[e], 0);
 		pg_atomic_init_u64(&entry->claims_in_flight, 0);
 		pg_atomic_init_u64(&entry->claims_limited, 0);
+		pg_atomic_init_u64(&entry->claims_rate_limited, 0);
 		SpinLockInit(&entry->rate_lock);
 		entry->rate_started = false;
 		entry->rate_tokens = 0;
@@ -1231,6 +1235,8 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 	if (taken < want)
 		*wait_micros = static_cast<int64>((1.0 - (entry->rate_tokens - static_cast<int>(entry->rate_tokens))) / per_micro) + 1;
 	SpinLockRelease(&entry->rate_lock);
+	if (taken < want)
+		pg_atomic_fetch_add_u64(&entry->claims_rate_limited, 1);
 	return taken;
 }
 
@@ -1252,6 +1258,13 @@ ReadClaimsLimited(text *queue)
 {
 	QueueCounters *entry = EntryOf(queue);
 	return entry == NULL ? 0 : static_cast<int64>(pg_atomic_read_u64(&entry->claims_limited));
+}
+
+int64
+ReadClaimsRateLimited(text *queue)
+{
+	QueueCounters *entry = EntryOf(queue);
+	return entry == NULL ? 0 : static_cast<int64>(pg_atomic_read_u64(&entry->claims_rate_limited));
 }
 
 bool

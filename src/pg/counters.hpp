@@ -98,7 +98,7 @@ int64 AddClaimsInFlight(text *queue, int64 delta);
 // for, and reads that count (0 without an entry); since the server started.
 void NoteClaimLimited(text *queue);
 
-// A queue's rate limit (rate_limits.hpp): `count` attempts per `period_micros`,
+// A queue's rate limit (docs/flow-control.md): `count` attempts per `period_micros`,
 // `burst` at once; the bucket starts full when the limit was set after the
 // server started, else empty.
 struct RateLimit {
@@ -114,6 +114,9 @@ int TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_mi
 // Puts back `n` tokens a claim did not use (at most `burst` in the bucket).
 void ReturnRateTokens(text *queue, int n, int32 burst);
 int64 ReadClaimsLimited(text *queue);
+// Claims the queue's rate limit gave fewer attempts than they asked for (a
+// TakeRateTokens that found fewer tokens than wanted); 0 without an entry.
+int64 ReadClaimsRateLimited(text *queue);
 
 // ---------------------------------------------------------------------------
 // The oldest available job of each queue (awa.queue_metrics,

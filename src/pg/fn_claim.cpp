@@ -261,7 +261,7 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 	if (!work)
 		return 0;
 	int want = request->max_jobs;
-	// The rate limit first (rate_limits.hpp): tokens for at most `want`.
+	// The rate limit first (counters.hpp, TakeRateTokens): tokens for at most `want`.
 	int tokens = want;
 	if (settings.rate_count > 0) {
 		RateLimit limit{settings.rate_count, settings.rate_period_micros, settings.rate_burst,

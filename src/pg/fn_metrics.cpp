@@ -42,11 +42,13 @@ CompareRows(const void *a, const void *b)
 	                  VARSIZE_ANY_EXHDR(y.queue), DEFAULT_COLLATION_OID);
 }
 
-// A queue with a concurrency limit. Its name comes first: CompareNames
-// compares the char * at the start of each element.
+// A queue with a concurrency or rate limit. Its name comes first:
+// CompareNames compares the char * at the start of each element.
 struct Limited {
 	char *name;
-	int32 max_running;
+	int32 max_running;  // 0: none
+	text *rate_limit;   // 'N per <interval>'; NULL: none
+	int32 burst;
 };
 
 bool
@@ -126,7 +128,7 @@ using namespace awa::pg;
 // awa.queue_metrics() -> (queue, available, scheduled, retryable, running,
 // completed, failed, cancelled, dlq, oldest_available_at,
 // oldest_available_age_seconds, waiting_claims, paused, max_running,
-// claims_limited): one row per queue,
+// claims_limited, rate_limit, burst, claims_rate_limited): one row per queue,
 // ordered by name. Its cost grows with the queues, not the backlog, and a
 // queue whose lane heads are kept costs no statement at all.
 AWA_FUNCTION(awa_queue_metrics)
@@ -142,8 +144,8 @@ AWA_FUNCTION(awa_queue_metrics)
 	for (int i = 0; i < waiter_count; i++)
 		waiting[i] = waiters[i].queue;
 	qsort(waiting, waiter_count, sizeof(char *), CompareNames);
-	// The paused queues, and the queues with a concurrency limit (name, then
-	// the limit, in one string array per kind for bsearch).
+	// The paused queues, and the queues with a concurrency or rate limit
+	// (sorted by name for bsearch).
 	Execute(Stmt::kPausedQueues, 0, NULL, NULL);
 	int paused_count = 0;
 	int limited_count = 0;
@@ -154,9 +156,17 @@ AWA_FUNCTION(awa_queue_metrics)
 		char *name = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 		if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull)))
 			paused[paused_count++] = name;
-		Datum limit = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull);
+		Limited limit{name, 0, NULL, 0};
+		Datum max_running = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull);
 		if (!isnull)
-			limited[limited_count++] = Limited{name, DatumGetInt32(limit)};
+			limit.max_running = DatumGetInt32(max_running);
+		Datum rate = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &isnull);
+		if (!isnull) {
+			limit.rate_limit = DatumGetTextPCopy(rate);
+			limit.burst = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5, &isnull));
+		}
+		if (limit.max_running > 0 || limit.rate_limit != NULL)
+			limited[limited_count++] = limit;
 	}
 	qsort(paused, paused_count, sizeof(char *), CompareNames);
 	qsort(limited, limited_count, sizeof(Limited), CompareNames);
@@ -242,8 +252,8 @@ AWA_FUNCTION(awa_queue_metrics)
 				waiting_claims = last - first + 1;
 			}
 		}
-		Datum values[15];
-		bool nulls[15] = {false};
+		Datum values[18];
+		bool nulls[18] = {false};
 		values[0] = PointerGetDatum(row.queue);
 		for (int s = 0; s < kJobStateCount; s++)
 			values[1 + s] = Int64GetDatum(row.counts[s]);
@@ -255,9 +265,13 @@ AWA_FUNCTION(awa_queue_metrics)
 		const Limited *limit = limited_count > 0 ? static_cast<const Limited *>(bsearch(
 		                                               &name, limited, limited_count, sizeof(Limited), CompareNames))
 		                                         : NULL;
-		nulls[13] = limit == NULL;
-		values[13] = Int32GetDatum(limit != NULL ? limit->max_running : 0);
+		nulls[13] = limit == NULL || limit->max_running <= 0;
+		values[13] = Int32GetDatum(nulls[13] ? 0 : limit->max_running);
 		values[14] = Int64GetDatum(ReadClaimsLimited(row.queue));
+		nulls[15] = nulls[16] = limit == NULL || limit->rate_limit == NULL;
+		values[15] = nulls[15] ? (Datum)0 : PointerGetDatum(limit->rate_limit);
+		values[16] = Int32GetDatum(nulls[16] ? 0 : limit->burst);
+		values[17] = Int64GetDatum(ReadClaimsRateLimited(row.queue));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(name);
 	}

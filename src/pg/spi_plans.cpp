@@ -136,8 +136,9 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kCountsScanOne, "SELECT * FROM awa._queue_counts_scan($1)", 1, {TEXTOID}},
 	// kQueueList: every queue that has a lane or settings
 	{Stmt::kQueueList, "SELECT queue FROM awa.queue_lanes UNION SELECT queue FROM awa.queue_meta ORDER BY 1", 0, {}},
-	// kPausedQueues: the queues that are paused or have a concurrency limit (queue_metrics)
-	{Stmt::kPausedQueues, "SELECT queue, paused, max_running FROM awa.queue_meta WHERE paused OR max_running IS NOT NULL",
+	// kPausedQueues: the queues that are paused or have a concurrency or rate limit (queue_metrics)
+	{Stmt::kPausedQueues, "SELECT queue, paused, max_running, rate_count || ' per ' || rate_period, rate_burst"
+	                      " FROM awa.queue_meta WHERE paused OR max_running IS NOT NULL OR rate_count IS NOT NULL",
 	 0, {}},
 	// kOldestAvailableSql: $1 queue: the SQL walk (awa.queue_metrics' fallback)
 	{Stmt::kOldestAvailableSql, "SELECT awa._oldest_available_at($1)", 1, {TEXTOID}},

@@ -198,7 +198,8 @@ INSERT INTO api VALUES
      'TABLE(queue text, available bigint, scheduled bigint, retryable bigint, running bigint, '
      'completed bigint, failed bigint, cancelled bigint, dlq bigint, '
      'oldest_available_at timestamp with time zone, oldest_available_age_seconds double precision, '
-     'waiting_claims bigint, paused boolean, max_running integer, claims_limited bigint)',
+     'waiting_claims bigint, paused boolean, max_running integer, claims_limited bigint, '
+     'rate_limit text, burst integer, claims_rate_limited bigint)',
      'c', true, 'volatile', false, 1000, 'awa_queue_metrics'),
     ('job_event_totals',
      ARRAY[]::name[],

@@ -11,6 +11,13 @@ SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl
 -- Set while the server runs, the bucket starts full: a burst of 3, then none.
 SELECT count(*) AS burst FROM awa.claim('rl_q', 10);
 SELECT count(*) AS then_none FROM awa.claim('rl_q', 10);
+-- awa.queue_metrics shows the limit as configure_queue takes it (that text
+-- sets it again, in the session's IntervalStyle), and counts the claims it
+-- cut: both (3 of 10, then none).
+SELECT rate_limit, burst, claims_rate_limited, max_running, claims_limited
+  FROM awa.queue_metrics() WHERE queue = 'rl_q';
+SELECT awa.configure_queue('rl_q', rate_limit => (SELECT rate_limit FROM awa.queue_metrics() WHERE queue = 'rl_q'));
+SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl_q';
 
 -- Tokens a claim does not use go back (up to the burst).
 SELECT awa.enqueue('k', '{}', 'rl_one') IS NOT NULL AS enqueued;
@@ -34,6 +41,10 @@ SELECT awa.configure_queue('rl_both', rate_limit => '1 per 1 hour', burst => 4, 
 SELECT count(*) AS one_running FROM awa.claim('rl_both', 5);
 SELECT awa.configure_queue('rl_both', max_running => 0);
 SELECT count(*) AS three_tokens_left FROM awa.claim('rl_both', 5);
+-- Each limit counts the claims it cut: the rate limit both (4 tokens for 5,
+-- then the 3 given back for 5), the concurrency limit the first (1 of 4).
+SELECT rate_limit, burst, claims_rate_limited, max_running, claims_limited
+  FROM awa.queue_metrics() WHERE queue = 'rl_both';
 
 -- NULL leaves the limit; 'none' removes it; a new burst alone keeps the rate.
 SELECT awa.configure_queue('rl_q', dlq_enabled => false);
@@ -43,6 +54,7 @@ SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl
 SELECT awa.configure_queue('rl_q', rate_limit => 'none');
 SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl_q';
 SELECT count(*) AS unlimited FROM awa.claim('rl_q', 10);
+SELECT rate_limit IS NULL AS no_rate_limit, burst IS NULL AS no_burst FROM awa.queue_metrics() WHERE queue = 'rl_q';
 
 -- Bad input: 22023 with a hint, nothing changed.
 SELECT awa.configure_queue('rl_q', rate_limit => '5 per 1 minute');

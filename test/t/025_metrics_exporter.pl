@@ -55,7 +55,7 @@ $node->safe_psql('postgres', q{
 	SELECT awa.enqueue('m', '{}', 'old', 2, now() - interval '1 hour') FROM generate_series(1, 2);
 	SELECT awa.enqueue('m', '{}', 'm2') FROM generate_series(1, 3);
 	SELECT awa.cancel(max(job_id)) FROM awa.enqueue_many(ARRAY['m'], ARRAY['{}'::jsonb], 'm2') AS e(job_id);
-	SELECT awa.configure_queue('empty', dlq_enabled => false, max_running => 3);
+	SELECT awa.configure_queue('empty', dlq_enabled => false, max_running => 3, rate_limit => '30 per 1 minute', burst => 5);
 	SELECT awa.schedule_periodic('yearly', '@yearly', 'p.yearly', queue => 'periodic');
 	CREATE TABLE claimed AS SELECT * FROM awa.claim('m1', 5, deadline => '1 hour');
 	SELECT awa.complete(job_id, run_lease, receipt_id) FROM claimed ORDER BY job_id LIMIT 2;
@@ -180,6 +180,11 @@ is($m->{awa_queue_limit_max_running}{'queue=empty'}, 3, 'awa_queue_limit_max_run
 is($m->{awa_queue_limit_running}{'queue=empty'}, 0, 'awa_queue_limit_running{queue=empty} = 0');
 is($m->{awa_queue_limit_claims_limited}{'queue=empty'}, 0, 'awa_queue_limit_claims_limited{queue=empty} = 0');
 ok(!exists $m->{awa_queue_limit_max_running}{'queue=m1'}, 'no limit series for m1 (no limit)');
+# The rate limit: per second, its burst and the claims it cut.
+is($m->{awa_queue_rate_limit_per_second}{'queue=empty'}, 0.5, 'awa_queue_rate_limit_per_second{queue=empty} = 0.5');
+is($m->{awa_queue_rate_limit_burst}{'queue=empty'}, 5, 'awa_queue_rate_limit_burst{queue=empty} = 5');
+is($m->{awa_queue_rate_limit_claims_limited}{'queue=empty'}, 0, 'awa_queue_rate_limit_claims_limited{queue=empty} = 0');
+ok(!exists $m->{awa_queue_rate_limit_per_second}{'queue=m1'}, 'no rate series for m1 (no rate limit)');
 
 # The waiting claim.
 is($m->{awa_queue_waiting_claims}{'queue=idle'}, 1, 'one claim waits on queue idle');

@@ -14,7 +14,8 @@
 #     rescued a killed consumer's attempt), nothing is left running;
 #   - after a crash (kill -9 of a backend with an open claim at the limit)
 #     the state is rebuilt from the open attempts: the lost claim's slots are
-#     free.
+#     free;
+#   - a claim that waits at the limit is woken when an attempt ends.
 use strict;
 use warnings;
 
@@ -98,6 +99,23 @@ eval { $open->quit; };
 $node->poll_query_until('postgres', 'SELECT true') or die 'the server did not come back';
 is(q1(q{SELECT count(*) FROM awa.claim('cl2', 5)}), '2', 'after the crash the lost claim\'s slots are free');
 is(q1(q{SELECT count(*) FROM awa.claim('cl2', 5)}), '0', 'and the limit holds again');
+
+# A claim that waits at the limit is woken by the end of an attempt: its wait
+# is an hour, so without the wake-up it would not return while the test runs
+# (the harness's timeout would end it, and the test would fail).
+q1(q{SELECT count(*) FROM awa.enqueue_many(array_fill('k'::text, ARRAY[2]), NULL, 'cl3');
+  SELECT awa.configure_queue('cl3', max_running => 1);});
+my ($job, $lease, $receipt) = split /\|/, q1(q{SELECT job_id || '|' || run_lease || '|' || receipt_id FROM awa.claim('cl3', 1)});
+my $waiter = $node->background_psql('postgres');
+$waiter->query_until(qr/waiting/, q{\echo waiting
+SELECT count(*) AS woken FROM awa.claim('cl3', 1, wait => '1 hour');
+});
+$node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM awa.waiting_claims() WHERE queue = 'cl3'})
+  or die 'the claim did not wait';
+is(q1(qq{SELECT accepted FROM awa.complete_many(ARRAY[$job]::bigint[], ARRAY[$lease]::bigint[], ARRAY[$receipt]::bigint[])}),
+	't', 'the running attempt completes');
+is($waiter->query_safe(q{SELECT 'done'}), "1\ndone", 'the waiting claim woke at the completion and took the job');
+$waiter->quit;
 
 $node->stop;
 done_testing();

@@ -9,7 +9,9 @@
 #   - the claims never started more than 50 x elapsed + 5 attempts;
 #   - they started some;
 #   - after a server restart the bucket starts empty (what was used just
-#     before is not kept): the first claim gets nothing, later ones get jobs.
+#     before is not kept): the first claim gets nothing, later ones get jobs;
+#   - a claim with `wait` that finds no token looks again when the next one
+#     is due.
 use strict;
 use warnings;
 
@@ -53,6 +55,23 @@ is(q1(q{SELECT count(*) FROM awa.claim('rl', 10)}), '0', 'the first claim after 
 $node->poll_query_until('postgres', q{SELECT count(*) > 0 FROM awa.claim('rl', 1)})
   or die 'no claim got a job after the restart';
 pass('a later claim gets a job');
+
+# A claim out of tokens that waits looks again when the next token is due: a
+# token every 2 s, a wait of an hour. Nothing else wakes it (no enqueue, no
+# end of an attempt; the maintenance worker, whose steps can wake waiting
+# claims, is turned off for this part), so without that look it would not
+# return while the test runs (the harness's timeout would end it, and the
+# test would fail; checked by removing the look).
+$node->append_conf('postgresql.conf', "awa.maintenance_enabled = off\n");
+$node->reload;
+q1(q{SELECT count(*) FROM awa.enqueue_many(array_fill('k'::text, ARRAY[3]), NULL, 'rl_wait');
+  SELECT awa.configure_queue('rl_wait', rate_limit => '1 per 2 seconds', burst => 1);});
+is(q1(q{SELECT count(*) FROM awa.claim('rl_wait', 3)}), '1', 'the burst of 1, then no token');
+is( $node->safe_psql(
+		'postgres', q{SELECT count(*) FROM awa.claim('rl_wait', 3, wait => '1 hour')},
+		timeout => $PostgreSQL::Test::Utils::timeout_default),
+	'1',
+	'a waiting claim got the next token when it was due');
 
 $node->stop;
 done_testing();
