@@ -3,8 +3,8 @@
 -- its own partition of pgboss.job). Loaded by run.sh after common_helpers.sql.
 
 -- enqueued = jobs in the queue's partition, done = those completed, remaining = the rest (created,
--- retry, active). One scan of the partition: pg-boss has no counters (the 1 s monitor pays ~10-20 ms
--- for 200,000 jobs, inside the run's CPU figure). Completed jobs stay in the partition until pg-boss's
+-- retry, active). One scan of the partition: pg-boss has no counters (the 1 s monitor pays a parallel
+-- scan of ~0.1 s for 200,000 jobs, inside the run's CPU figure). Completed jobs stay in the partition until pg-boss's
 -- maintenance archives them (archiveCompletedAfterSeconds, default 12 hours: never within a run).
 CREATE OR REPLACE FUNCTION public.bench_counts(OUT enqueued bigint, OUT done bigint, OUT remaining bigint)
 LANGUAGE sql AS $$
