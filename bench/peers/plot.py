@@ -26,8 +26,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-NAME = {"skip": "SKIP LOCKED", "pgq": "PgQ", "pgmq": "pgmq", "awa": "awa"}
-COLOR = {"skip": "#8c8c8c", "pgq": "#e08a2c", "pgmq": "#3b75af", "awa": "#2e9e5b"}
+NAME = {"skip": "SKIP LOCKED", "pgq": "PgQ", "pgmq": "pgmq", "awa": "awa", "pgboss": "pg-boss"}
+COLOR = {"skip": "#8c8c8c", "pgq": "#e08a2c", "pgmq": "#3b75af", "awa": "#2e9e5b", "pgboss": "#9a4fb0"}
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 

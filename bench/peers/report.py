@@ -14,8 +14,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-NAME = {"skip": "SKIP LOCKED", "pgq": "PgQ", "pgmq": "pgmq", "awa": "awa"}
-PEERS = ["skip", "pgq", "pgmq"]
+NAME = {"skip": "SKIP LOCKED", "pgq": "PgQ", "pgmq": "pgmq", "awa": "awa", "pgboss": "pg-boss"}
+PEERS = ["skip", "pgq", "pgmq", "pgboss"]
 
 
 def num(v):
@@ -447,6 +447,98 @@ class Report:
         self.table("W4: claim statement latency, ms", [(k[0], k[1], "cell") for k in keys[-2:]], "claim_ms",
                    "{:,.2f}", ratios=False)
 
+    # ------------------------------------------------------------------ L: limits
+    LVAR = {("awa", "free"): "awa, no limit", ("awa", "conc"): "awa, max_running (never binds)",
+            ("awa", "rate"): "awa, rate limit (never binds)", ("awa", "both"): "awa, both",
+            ("pgboss", "free"): "pg-boss, standard queue",
+            ("pgboss", "key1"): "pg-boss, singleton policy, a key per job (never binds)",
+            ("awa", "bind_conc"): "awa, max_running", ("pgboss", "bind_conc"): "pg-boss, singleton policy over keys",
+            ("awa", "bind_rate"): "awa, rate limit"}
+
+    def limits(self):
+        lrs = [r for r in self.rows if r["workload"] == "L"]
+        if not lrs:
+            return
+        kn = self.meta.get("knobs", "")
+        print("\n## L: what limits cost in the drain cells, and binding limits (issue 21 §7)\n")
+        m = re.search(r"\(non-binding: ([^)]*)\)", kn)
+        print("Each cell drains the same pre-loaded queue without a limit and with limits that never bind "
+              f"({m.group(1) if m else 'see meta.tsv'}; pg-boss: its singleton policy, every job its own "
+              "singleton key, so at most one active job per key), in one order on odd repetitions and the "
+              "reverse on even ones. `x/none`: the limited mean divided by the unlimited mean of the same "
+              "system and cell (each repetition's own ratio in parentheses); the issue's target for awa is "
+              "at least 0.90. Limits per key do not exist in awa yet, so awa's overhead *with keys* cannot be "
+              "measured; pg-boss's singleton-per-key column is its per-key limit.\n")
+        cells = sorted({(r["N"], r["B"]) for r in lrs if not r["variant"].startswith("bind")},
+                       key=lambda k: (int(k[1]), int(k[0])))
+        have = lambda s, v: any(r["system"] == s and r["variant"] == v for r in lrs)
+        cols = [(s, v) for s, v in [("awa", "free"), ("awa", "conc"), ("awa", "rate"), ("awa", "both"),
+                                    ("pgboss", "free"), ("pgboss", "key1")] if have(s, v)]
+        rcols = [(s, v) for s, v in cols if v not in ("free",) and have(s, "free")]
+
+        def jps(s, v, n, b):
+            return self.by.get(("L", v, s, n, b), [])
+
+        def rep_ratios(s, v, n, b):
+            lim = {r["rep"]: num(r["jobs_per_s"]) for r in jps(s, v, n, b)}
+            free = {r["rep"]: num(r["jobs_per_s"]) for r in jps(s, "free", n, b)}
+            out = [lim[k] / free[k] for k in sorted(lim) if lim.get(k) and free.get(k)]
+            return out
+        if cells:
+            print("### Jobs completed/s\n")
+            hdr = ["N", "B"] + [self.LVAR[c] for c in cols] + [f"{NAME[s]} {v}/none" for s, v in rcols]
+            if have("awa", "free") and have("pgboss", "free"):
+                hdr.append("awa/pg-boss, no limit")
+            print("| " + " | ".join(hdr) + " |")
+            print("|---|---|" + "---:|" * (len(hdr) - 2))
+            for n, b in cells:
+                vals = []
+                for s, v in cols:
+                    rs = jps(s, v, n, b)
+                    vals.append(cell([num(r["jobs_per_s"]) for r in rs]) + self.flags(rs, True))
+                for s, v in rcols:
+                    a = mean([num(r["jobs_per_s"]) for r in jps(s, v, n, b)])
+                    f = mean([num(r["jobs_per_s"]) for r in jps(s, "free", n, b)])
+                    rr = rep_ratios(s, v, n, b)
+                    vals.append(ratio(a, f) + (" (" + " / ".join(f"{x:.2f}" for x in rr) + ")" if len(rr) > 1 else ""))
+                if have("awa", "free") and have("pgboss", "free"):
+                    vals.append(ratio(mean([num(r["jobs_per_s"]) for r in jps("awa", "free", n, b)]),
+                                      mean([num(r["jobs_per_s"]) for r in jps("pgboss", "free", n, b)])))
+                print(f"| {n} | {b} | " + " | ".join(vals) + " |")
+            print("\n### Cost per job (whole cluster, as in the cost table above)\n")
+            print("| N | B | system, limit | jobs/s | WAL bytes/job | commits/job | WAL flushes/job | CPU ms/job |")
+            print("|---|---|---|---:|---:|---:|---:|---:|")
+            for n, b in cells:
+                for s, v in cols:
+                    rs = jps(s, v, n, b)
+                    vals = [cell([num(r["jobs_per_s"]) for r in rs]) + self.flags(rs, True)]
+                    for _, col, scale, fmt in self.COST:
+                        vals.append(cell([self.per_job(r, col, scale) for r in rs], fmt))
+                    print(f"| {n} | {b} | {self.LVAR[(s, v)]} | " + " | ".join(vals) + " |")
+        brs = [r for r in lrs if r["variant"].startswith("bind")]
+        if brs:
+            print("\n### Binding limits\n")
+            print("Concurrency: one session reads the queue's running (awa: `awa.queue_counts()`, pg-boss: its active "
+                  "jobs) every 10 ms for the whole run; `max seen` must not exceed the limit. Rate: the jobs done "
+                  "between the workers' start and end against rate × elapsed + burst. `claims_limited`: awa's claims "
+                  "its concurrency limit gave fewer jobs than asked. `ERROR lines`: the server log's ERROR lines "
+                  "during the run (pg-boss: a fetch that would make a second job of a singleton key active "
+                  "fails on its unique index; pg-boss swallows the error and returns no job).\n")
+            print("| system, limit | N | B | rep | jobs/s | check | held | claims_limited | ERROR lines |")
+            print("|---|---:|---:|---:|---:|---|---|---:|---:|")
+            for r in sorted(brs, key=lambda r: (r["variant"], r["system"], int(r["B"]), int(r["rep"]))):
+                kv = self.kv(r)
+                if r["variant"] == "bind_conc":
+                    chk = (f"limit {kv.get('limit')}: max seen {kv.get('max_running')}, mean "
+                           f"{num(kv.get('mean_running')) or 0:.2f} over {kv.get('samples')} samples")
+                else:
+                    chk = (f"{r['done']} jobs in {kv.get('elapsed_s')} s = {kv.get('achieved_per_s')}/s; bound "
+                           f"{kv.get('rate')} × {kv.get('elapsed_s')} + {kv.get('burst')} = {kv.get('bound')}")
+                held = "no" if "limit_exceeded" in r["note"].split(",") else "yes"
+                print(f"| {self.LVAR[(r['system'], r['variant'])]} | {r['N']} | {r['B']} | {r['rep']} | "
+                      f"{cell([num(r['jobs_per_s'])])} | {chk} | {held} | {kv.get('claims_limited', 'n/a')} | "
+                      f"{r['log_errors']} |")
+
     def checks(self):
         print("\n## Notes\n")
         bad = [r for r in self.rows if any(is_failure(n) for n in r["note"].split(","))]
@@ -470,6 +562,7 @@ class Report:
         self.w2_nosync()
         self.w4()
         self.cost()
+        self.limits()
         self.phases()
         self.empty_claims()
         self.checks()

@@ -8,9 +8,13 @@
 # Systems (SYSTEMS): skip = a classic FOR UPDATE SKIP LOCKED jobs table (sql/skip_schema.sql);
 # pgq = PgQ 3.5 (Debian postgresql-15-pgq3); pgmq = pgmq's pure-SQL install script, read from
 # $PGMQ_SQL (never kept in this repository); awa = this repository, installed into the
-# PostgreSQL tree of $PGBIN with `make install`.
+# PostgreSQL tree of $PGBIN with `make install`; pgboss = pg-boss (npm, pinned in
+# pgboss/package.json; `npm ci` in bench/peers/pgboss), driven by pgboss/driver.js through its own
+# API (W2 and L only).
 # Workloads (WORKLOADS): W1 enqueue, W2 drain, W3 steady mixed load, W4 slow WAL flush, P pressure
-# phases (clean, idle in transaction, REPEATABLE READ readers, burst, recovery). Every run also
+# phases (clean, idle in transaction, REPEATABLE READ readers, burst, recovery), L limits (drain
+# cells with a limit that never binds beside the same drain without one, and binding limits).
+# Every run also
 # reports its cost: WAL bytes, commits, WAL flushes and server CPU time (per job in report.md).
 # Every knob is an environment variable; bench/peers/README.md lists them and tells how each
 # system is driven and counted.
@@ -28,13 +32,13 @@ PEERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # ----------------------------------------------------------------------------- knobs
 # The command as typed, with the knobs that were set in the environment (for the report).
 CMD=""
-for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
+for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS L_N L_B L_BIND_N L_BIND_CONC L_BIND_RATE L_BIND_BURST PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
 	if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
 done
 CMD+="bench/peers/run.sh"
 T=${T:-20}                                    # seconds per pgbench run (-T)
 REPS=${REPS:-2}                               # repetitions of every cell
-SYSTEMS=${SYSTEMS:-"skip pgq pgmq awa"}
+SYSTEMS=${SYSTEMS:-"skip pgq pgmq awa pgboss"}
 WORKLOADS=${WORKLOADS:-"W1 W2 W3 W4"}
 W1_N=${W1_N:-"1 4 16"}                        # W1 enqueue clients
 W2_N=${W2_N:-"1 4 16 64"}                     # W2 drain workers
@@ -52,6 +56,16 @@ P_N=${P_N:-8}                                 # P: workers
 P_B=${P_B:-10}                                # P: claim batch
 P_WORK_MS=${P_WORK_MS:-0}                     # P: each claimed batch's work: the worker sleeps this long between claim and completion
 P_READERS=${P_READERS:-4}                     # P: REPEATABLE READ sessions in the readers phase
+L_N=${L_N:-"16 64"}                           # L: workers of the non-binding limit cells
+L_B=${L_B:-"1 10"}                            # L: claim batch sizes (non-binding and binding cells)
+L_BIND_N=${L_BIND_N:-16}                      # L: workers of the binding cells
+L_BIND_CONC=${L_BIND_CONC:-4}                 # L: the binding concurrency limit
+L_BIND_RATE=${L_BIND_RATE:-200}               # L: the binding rate limit, jobs per second
+L_BIND_BURST=${L_BIND_BURST:-10}              # L: its burst
+# L's limits that never bind (awa): far above anything 64 workers on 2 cores reach
+L_FREE_MAXRUN=100000
+L_FREE_RATE=1000000
+L_FREE_BURST=10000
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PGMQ_SQL=${PGMQ_SQL:-}                        # a copy of pgmq-extension/sql/pgmq.sql; unset = no pgmq
 PORT=${PORT:-5499}                            # only names the socket file (no TCP listener)
@@ -85,7 +99,7 @@ count_words() { set -f; set -- $1; set +f; echo $#; }
 
 check_knobs() {
 	local v x
-	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS; do
+	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS L_BIND_N L_BIND_CONC L_BIND_RATE L_BIND_BURST; do
 		is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
 	done
 	[ "$T" -ge 1 ] && [ "$REPS" -ge 1 ] && [ "$PRELOAD" -ge 1 ] || die "T, REPS and PRELOAD must be at least 1"
@@ -93,14 +107,16 @@ check_knobs() {
 		[ "$P_READERS" -ge 1 ] || die "P_T, P_RATE, P_BURST_X, P_N, P_B and P_READERS must be at least 1"
 	for x in $P_PHASES; do case $x in clean|idle_tx|readers|burst|recovery) ;; *) die "unknown phase '$x' in P_PHASES (clean idle_tx readers burst recovery)";; esac; done
 	[ -n "$P_PHASES" ] || die "P_PHASES must not be empty"
-	for v in W1_N W2_N W2_B; do
+	[ "$L_BIND_N" -ge 1 ] && [ "$L_BIND_CONC" -ge 1 ] && [ "$L_BIND_RATE" -ge 1 ] && [ "$L_BIND_BURST" -ge 1 ] ||
+		die "L_BIND_N, L_BIND_CONC, L_BIND_RATE and L_BIND_BURST must be at least 1"
+	for v in W1_N W2_N W2_B L_N L_B; do
 		for x in ${!v}; do is_uint "$x" && [ "$x" -ge 1 ] || die "$v must list positive integers (got '${!v}')"; done
 	done
 	if [ -n "$AWA_WAIT_MS" ]; then
 		is_uint "$AWA_WAIT_MS" && [ "$AWA_WAIT_MS" -ge 1 ] || die "AWA_WAIT_MS must be a positive integer (ms)"
 	fi
-	for x in $SYSTEMS; do case $x in skip|pgq|pgmq|awa) ;; *) die "unknown system '$x' (skip pgq pgmq awa)";; esac; done
-	for x in $WORKLOADS; do case $x in W1|W2|W3|W4|P) ;; *) die "unknown workload '$x' (W1 W2 W3 W4 P)";; esac; done
+	for x in $SYSTEMS; do case $x in skip|pgq|pgmq|awa|pgboss) ;; *) die "unknown system '$x' (skip pgq pgmq awa pgboss)";; esac; done
+	for x in $WORKLOADS; do case $x in W1|W2|W3|W4|P|L) ;; *) die "unknown workload '$x' (W1 W2 W3 W4 P L)";; esac; done
 	[ -n "$SYSTEMS" ] && [ -n "$WORKLOADS" ] || die "SYSTEMS and WORKLOADS must not be empty"
 }
 
@@ -138,6 +154,16 @@ check_prerequisites() {
 			fi
 			[ -r "$PGMQ_SQL" ] || die "PGMQ_SQL=$PGMQ_SQL is not readable"
 			grep -q 'FUNCTION pgmq.read' "$PGMQ_SQL" || die "PGMQ_SQL=$PGMQ_SQL does not look like pgmq-extension/sql/pgmq.sql" ;;
+		pgboss)
+			if ! command -v node >/dev/null 2>&1 || [ ! -f "$PEERS_DIR/pgboss/node_modules/pg-boss/package.json" ]; then
+				echo "run.sh: skipping pgboss: it needs Node (20 or newer) and pg-boss installed next to its driver:" >&2
+				echo "  (cd bench/peers/pgboss && npm ci)" >&2
+				SKIPPED+="pgboss "; continue
+			fi
+			if ! wants W2 L; then
+				echo "run.sh: skipping pgboss: it runs the W2 and L workloads only (WORKLOADS='$WORKLOADS')" >&2
+				SKIPPED+="pgboss "; continue
+			fi ;;
 		esac
 		ACTIVE+="$b "
 	done
@@ -306,7 +332,7 @@ prepare_awa() {
 	q bq_awa -c "CREATE EXTENSION awa"
 	make_template bq_t_awa_empty bq_awa awa_helpers.sql
 	q bq_t_awa_empty -c "VACUUM ANALYZE"
-	if wants W2 W4; then
+	if wants W2 W4 L; then
 		make_template bq_t_awa_200k bq_awa awa_helpers.sql
 		# One enqueue_many call per 100 jobs, as a producer would batch them. A PL/pgSQL loop:
 		# a LATERAL join over generate_series with constant arguments would run it only once.
@@ -315,6 +341,27 @@ prepare_awa() {
 			                         array_fill('$PAYLOAD'::jsonb, ARRAY[least(100, $PRELOAD - i * 100)]),
 			                         queue => 'default');
 			END LOOP; END \$\$" -c "VACUUM (FREEZE, ANALYZE)"
+	fi
+}
+
+# pg-boss makes its own schema (boss.start()) and is pre-loaded through its own insert API
+# (pgboss/driver.js). Templates: the plain queue for W2 and L; for L, a queue with pg-boss's
+# singleton policy whose jobs each have their own singleton key (a per-key concurrency of 1 that never
+# binds), and one whose jobs are spread round-robin over L_BIND_CONC keys (at most L_BIND_CONC active).
+pgboss_node() { node "$PEERS_DIR/pgboss/driver.js" "$@"; }
+pgboss_template() { # pgboss_template NAME POLICY KEYS
+	make_template "$1" bq_pgboss pgboss_helpers.sql
+	pgboss_node preload --db "$1" --queue default --jobs "$PRELOAD" --policy "$2" --keys "$3"
+	q "$1" -c "VACUUM (FREEZE, ANALYZE)"
+	log "template $1: enqueued|done|remaining = $(q "$1" -c 'SELECT * FROM bench_counts()')"
+}
+prepare_pgboss() {
+	q postgres -c "CREATE DATABASE bq_pgboss IS_TEMPLATE true"
+	pgboss_node install --db bq_pgboss
+	pgboss_template bq_t_pgboss_200k standard 0
+	if wants L; then
+		pgboss_template bq_t_pgboss_200k_key1 singleton -1
+		pgboss_template bq_t_pgboss_200k_bind singleton "$L_BIND_CONC"
 	fi
 }
 
@@ -330,7 +377,15 @@ prepare_templates() {
 }
 
 tmpl_w1() { case $1 in skip) echo bq_t_skip_empty ;; pgmq) echo bq_t_pgmq_empty ;; pgq) echo bq_t_pgq_w1 ;; awa) echo bq_t_awa_empty ;; esac; }
-tmpl_w2() { case $1 in skip) echo bq_t_skip_200k ;; pgmq) echo bq_t_pgmq_200k ;; pgq) echo "bq_t_pgq_n$2_b$3" ;; awa) echo bq_t_awa_200k ;; esac; }
+tmpl_w2() { case $1 in skip) echo bq_t_skip_200k ;; pgmq) echo bq_t_pgmq_200k ;; pgq) echo "bq_t_pgq_n$2_b$3" ;; awa) echo bq_t_awa_200k ;; pgboss) echo bq_t_pgboss_200k ;; esac; }
+# tmpl_l SYS VARIANT: L's template (awa's limits are set on the fresh copy: limit_setup)
+tmpl_l() {
+	case $1:$2 in
+	pgboss:key1) echo bq_t_pgboss_200k_key1 ;;
+	pgboss:bind_conc) echo bq_t_pgboss_200k_bind ;;
+	*) tmpl_w2 "$1" ;;
+	esac
+}
 tmpl_w3() { case $1 in skip) echo bq_t_skip_empty ;; pgmq) echo bq_t_pgmq_empty ;; pgq) echo bq_t_pgq_w3 ;; awa) echo bq_t_awa_empty ;; esac; }
 tmpl_p() { case $1 in pgq) echo bq_t_pgq_p ;; *) tmpl_w3 "$1" ;; esac; }
 
@@ -349,7 +404,7 @@ awa_args() {
 	echo "-D async=$async -D wait_ms=${AWA_WAIT_MS:-0} -D awa_init=0"
 }
 # A string that identifies the claim statement in pgbench -r's per-statement output.
-claim_pat() { case $1 in skip) echo 'WITH c AS' ;; pgmq) echo 'pgmq.read' ;; pgq) echo 'SELECT b.bid' ;; awa) echo 'awa.claim' ;; esac; }
+claim_pat() { case $1 in skip) echo 'WITH c AS' ;; pgmq) echo 'pgmq.read' ;; pgq) echo 'SELECT b.bid' ;; awa) echo 'awa.claim' ;; pgboss) echo 'boss.fetch' ;; esac; }
 # pgbench threads: at most 2 (the harness was made for a 2-core machine that also runs the server).
 pgb_threads() { if [ "$1" -lt 2 ]; then echo 1; else echo 2; fi; }
 pgb_field() { # pgb_field LOGFILE tps|lat|txns
@@ -544,29 +599,61 @@ empty_frac() {
 # after_run: dead tuples etc. of the run database, once the backends have flushed their stats.
 dead_stats() { q $RUNDB -F $'\t' -c "SELECT dead_total, replace(top3, ' ', ','), autovac, db_mb FROM bench_dead()"; }
 
-# run_drain REP WORKLOAD VARIANT SYS N B TEMPLATE SCRIPT: W2 and W4.
+# limit_setup SYS VARIANT: L's limits on the fresh run database, before the run (awa: with
+# awa.configure_queue; a limit set while the server runs starts with a full token bucket). pg-boss's
+# are in its templates (tmpl_l). Prints what was set, for the note.
+limit_setup() {
+	local a=""
+	case $1:$2 in
+	awa:conc) a="max_running => $L_FREE_MAXRUN" ;;
+	awa:rate) a="rate_limit => '$L_FREE_RATE per 1 second', burst => $L_FREE_BURST" ;;
+	awa:both) a="max_running => $L_FREE_MAXRUN, rate_limit => '$L_FREE_RATE per 1 second', burst => $L_FREE_BURST" ;;
+	awa:bind_conc) a="max_running => $L_BIND_CONC" ;;
+	awa:bind_rate) a="rate_limit => '$L_BIND_RATE per 1 second', burst => $L_BIND_BURST" ;;
+	esac
+	[ -z "$a" ] || q $RUNDB -c "SELECT awa.configure_queue('default', $a)" >/dev/null
+}
+
+# run_drain REP WORKLOAD VARIANT SYS N B TEMPLATE SCRIPT: W2, W4 and L (SCRIPT is ignored for
+# pgboss, whose workers are pgboss/driver.js).
 run_drain() {
 	local rep=$1 wl=$2 var=$3 sys=$4 n=$5 b=$6 tmpl=$7 script=$8
 	local tag="r${rep}_${wl}_${var}_${sys}_n${n}_b${b}"
 	local lf="$OUTDIR/$tag.log" mon="$OUTDIR/$tag.mon" rc=0
 	fresh_db "$tmpl" "$sys"
+	[ "$wl" != L ] || limit_setup "$sys" "$var"
 	local cnt0 rem0 c0
 	cnt0=$(q $RUNDB -c "SELECT done, remaining, bench_claims() FROM bench_counts()")
 	IFS='|' read -r _ rem0 c0 <<<"$cnt0"
 	local le0 k0 k1
 	le0=$(log_errors_total)
 	k0=$(cost_snap)
-	local t0
+	local t0 sp=""
+	# a binding concurrency limit: one session samples the queue's running attempts every 10 ms
+	# for the whole run (bench_sample_running)
+	if [ "$var" = bind_conc ]; then
+		q $RUNDB -F ' ' -c "SELECT * FROM bench_sample_running($T + 1, 10)" >"$OUTDIR/$tag.sample" 2>&1 &
+		sp=$!
+		BG_PIDS="$sp"
+	fi
 	t0=$(date +%s.%N)
 	start_monitor "$mon"
-	# -P 1: progress every second (report.py's worker loop latency before the queue emptied);
-	# -l --aggregate-interval=1: pgbench's transactions per second (tiny files), to count awa's
-	# empty claims up to the moment the queue emptied.
-	pgbench -n -M prepared -T "$T" -c "$n" -j "$(pgb_threads "$n")" -P 1 -r \
-		-l --aggregate-interval=1 --log-prefix="$OUTDIR/$tag.agg" -f "$script" \
-		-D B="$b" -D nq="$n" -D idle_ms="$IDLE_MS" $(awa_args "$([ "$var" = delay_asyncclaim ] && echo async)") \
-		$RUNDB >"$lf" 2>&1 || rc=$?
+	if [ "$sys" = pgboss ]; then
+		pgboss_node drain --db $RUNDB --queue default --workers "$n" --batch "$b" --seconds "$T" \
+			--idle-ms "$IDLE_MS" >"$lf" 2>&1 || rc=$?
+	else
+		# -P 1: progress every second (report.py's worker loop latency before the queue emptied);
+		# -l --aggregate-interval=1: pgbench's transactions per second (tiny files), to count awa's
+		# empty claims up to the moment the queue emptied.
+		pgbench -n -M prepared -T "$T" -c "$n" -j "$(pgb_threads "$n")" -P 1 -r \
+			-l --aggregate-interval=1 --log-prefix="$OUTDIR/$tag.agg" -f "$script" \
+			-D B="$b" -D nq="$n" -D idle_ms="$IDLE_MS" $(awa_args "$([ "$var" = delay_asyncclaim ] && echo async)") \
+			$RUNDB >"$lf" 2>&1 || rc=$?
+	fi
+	local t1
+	t1=$(date +%s.%N)
 	stop_monitor
+	if [ -n "$sp" ]; then wait "$sp" || rc=$((rc + 100)); BG_PIDS=""; fi
 	sleep 1.5   # backends flush their statistics when they exit
 	k1=$(cost_snap)
 	local cnt1 d1 rem c1 d0
@@ -590,10 +677,36 @@ run_drain() {
 		[ -z "$AWA_PREP$ac" ] || note="$note,$AWA_PREP$ac"
 		note=${note%,}
 	fi
+	[ "$wl" != L ] || note+=$(limit_check "$sys" "$var" "$OUTDIR/$tag.sample" "$t0" "$t1" "$done")
 	local le=$(($(log_errors_total) - le0))
 	emit "$rep" "$wl" "$var" "$sys" "$n" "$b" "${tps:-NA}" "$jps" "${lat:-NA}" "${cl:-NA}" "$done" "$rem" "$dr" \
 		"$dead" "${txns:-NA}" "$ef" "$(cost_delta "$k0" "$k1")" "$done" "$le" "$note"
 	log "$tag: jobs/s=$jps tps=${tps:-NA} done=$done rem=$rem drained=$dr empty_claims=$ef dead=[${dead//$'\t'/ }] log_errors=$le $note"
+}
+
+# limit_check SYS VARIANT SAMPLEFILE T0 T1 DONE: note fields of an L run (",key=value..."), and
+# limit_exceeded (a failure flag) when a binding limit was not held:
+#   bind_conc: max_running / samples / mean_running from the sampler; exceeded if max > L_BIND_CONC;
+#   bind_rate: the jobs done against L_BIND_RATE x (T1 - T0) + L_BIND_BURST (T0 just before the
+#              workers started, T1 when they had ended: the window holds every claim of the run);
+#   awa: claims_limited (claims its concurrency limit gave fewer jobs than asked, since the start).
+limit_check() {
+	local sys=$1 var=$2 sf=$3 t0=$4 t1=$5 done=$6 out=""
+	case $var in
+	bind_conc)
+		local mx smp mean
+		read -r mx smp mean <"$sf" 2>/dev/null || true
+		out+=",limit=$L_BIND_CONC,max_running=${mx:-NA},samples=${smp:-NA},mean_running=${mean:-NA}"
+		if ! is_uint "${mx:-x}" || [ "$mx" -gt "$L_BIND_CONC" ]; then out+=",limit_exceeded"; fi ;;
+	bind_rate)
+		local el bound
+		el=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
+		bound=$(awk -v e="$el" -v r="$L_BIND_RATE" -v bu="$L_BIND_BURST" 'BEGIN {printf "%d", r * e + bu}')
+		out+=",rate=$L_BIND_RATE,burst=$L_BIND_BURST,elapsed_s=$el,bound=$bound,achieved_per_s=$(awk -v d="$done" -v e="$el" 'BEGIN {printf "%.1f", d / e}')"
+		[ "$done" -le "$bound" ] || out+=",limit_exceeded" ;;
+	esac
+	[ "$sys" != awa ] || out+=",claims_limited=$(q $RUNDB -c 'SELECT bench_claims_limited()')"
+	echo "$out"
 }
 
 # run_enq REP VARIANT SYS N JOBS_PER_TX TEMPLATE SCRIPT: W1.
@@ -842,11 +955,58 @@ run_phases() {
 	log "$tag: workers rc=$wrc, backlog at the end ${fin}, log_errors=$le"
 }
 
+# only_w2 SYSTEMS: the systems without pgboss (it runs W2 and L only).
+only_w2() { local s out=""; for s in $1; do [ "$s" = pgboss ] || out+="$s "; done; echo "${out% }"; }
+
+# L: the cost of limits in the drain cells (issue 21 §7). Per batch size and worker count, the
+# same drain without a limit and with limits that never bind (awa: max_running far above the
+# workers, a rate far above the drain, both; pg-boss: its singleton policy with every job its own
+# key), in one order on odd repetitions and the reverse on even ones, so a drift of the machine
+# over the run falls on both sides alike. Then the binding cells at L_BIND_N workers: a
+# concurrency limit of L_BIND_CONC (awa: max_running; pg-boss: singleton policy over that many
+# keys), sampled every 10 ms, and a rate of L_BIND_RATE per second with a burst of L_BIND_BURST
+# (awa only: pg-boss 10 has no rate limit on fetching).
+l_cells() { # the "sys:variant" list of the non-binding cells, in the order of repetition $1
+	local s v out=""
+	for s in $ACTIVE; do
+		case $s in
+		awa) for v in free conc rate both; do out+="awa:$v "; done ;;
+		pgboss) out+="pgboss:free pgboss:key1 " ;;
+		esac
+	done
+	if [ $(($1 % 2)) = 0 ]; then echo "$out" | tr ' ' '\n' | tac | tr '\n' ' '; else echo "$out"; fi
+}
+run_limits() {
+	local rep=$1 b n c sys var
+	for b in $L_B; do for n in $L_N; do
+		for c in $(l_cells "$rep"); do
+			sys=${c%%:*} var=${c#*:}
+			run_drain "$rep" L "$var" "$sys" "$n" "$b" "$(tmpl_l "$sys" "$var")" "$(worker_script "$sys" sync)"
+		done
+	done; done
+	for b in $L_B; do
+		for c in awa:bind_conc pgboss:bind_conc awa:bind_rate; do
+			sys=${c%%:*} var=${c#*:}
+			has_word "$ACTIVE" "$sys" || continue
+			run_drain "$rep" L "$var" "$sys" "$L_BIND_N" "$b" "$(tmpl_l "$sys" "$var")" "$(worker_script "$sys" sync)"
+		done
+	done
+}
+
 run_workloads() {
 	local rep wl var jpt n b sys
+	local full=$ACTIVE
+	if has_word "$ACTIVE" pgboss && { wants W1 W3 W4 P; }; then
+		log "pgboss runs W2 and L only (not W1, W3, W4, P)"
+	fi
 	for rep in $(seq 1 "$REPS"); do
 		for wl in $WORKLOADS; do
+			ACTIVE=$full
+			case $wl in W1|W3|W4|P) ACTIVE=$(only_w2 "$full") ;; esac
+			[ -n "$ACTIVE" ] || continue
 			case $wl in
+			L)
+				run_limits "$rep" ;;
 			W1)
 				for var in enq1 enq100; do
 					jpt=1
@@ -885,20 +1045,27 @@ run_workloads() {
 			esac
 		done
 	done
+	ACTIVE=$full
 	drop_run_db
 }
 
 # ----------------------------------------------------------------------------- metadata, report
 # planned_runs: the number of measured runs, for the time estimate.
 planned_runs() {
-	local s
+	local s s2 bind=0
 	s=$(count_words "$ACTIVE")
+	s2=$(count_words "$(only_w2 "$ACTIVE")")
 	local per=0
-	wants W1 && per=$((per + 2 * $(count_words "$W1_N") * s))
+	if wants L; then
+		has_word "$ACTIVE" awa && per=$((per + 4 * $(count_words "$L_N") * $(count_words "$L_B"))) && bind=$((bind + 2))
+		has_word "$ACTIVE" pgboss && per=$((per + 2 * $(count_words "$L_N") * $(count_words "$L_B"))) && bind=$((bind + 1))
+		per=$((per + bind * $(count_words "$L_B")))
+	fi
+	wants W1 && per=$((per + 2 * $(count_words "$W1_N") * s2))
 	wants W2 && per=$((per + $(count_words "$W2_B") * $(count_words "$W2_N") * s))
 	wants W2 && has_word "$W2_B" 1 && per=$((per + $(count_words "$W2_N") * s))
-	wants W3 && per=$((per + s))
-	wants W4 && per=$((per + 2 * s))
+	wants W3 && per=$((per + s2))
+	wants W4 && per=$((per + 2 * s2))
 	echo $((per * REPS))
 }
 
@@ -914,6 +1081,10 @@ write_meta() {
 		printf 'skipped\t%s\n' "${SKIPPED:-none}"
 		printf 'knobs\tT=%s REPS=%s WORKLOADS="%s" W1_N="%s" W2_N="%s" W2_B="%s" PRELOAD=%s IDLE_MS=%s RATE=%s AWA_WAIT_MS=%s' \
 			"$T" "$REPS" "$WORKLOADS" "$W1_N" "$W2_N" "$W2_B" "$PRELOAD" "$IDLE_MS" "$RATE" "${AWA_WAIT_MS:-unset}"
+		if wants L; then
+			printf ' L_N="%s" L_B="%s" L_BIND_N=%s L_BIND_CONC=%s L_BIND_RATE=%s L_BIND_BURST=%s (non-binding: max_running %s, rate %s per 1 second, burst %s)' \
+				"$L_N" "$L_B" "$L_BIND_N" "$L_BIND_CONC" "$L_BIND_RATE" "$L_BIND_BURST" "$L_FREE_MAXRUN" "$L_FREE_RATE" "$L_FREE_BURST"
+		fi
 		if wants P; then
 			printf ' P_PHASES="%s" P_T=%s P_RATE=%s P_BURST_X=%s P_N=%s P_B=%s P_WORK_MS=%s P_READERS=%s' \
 				"$P_PHASES" "$P_T" "$P_RATE" "$P_BURST_X" "$P_N" "$P_B" "$P_WORK_MS" "$P_READERS"
@@ -925,6 +1096,8 @@ write_meta() {
 		printf 'postgresql\t%s (%s)\n' "$(q postgres -c 'SHOW server_version')" "$PGBIN"
 		printf 'awa\t%s, awa.so sha256 %s…, bench/peers at %s\n' "$(q bq_awa -c "SELECT extversion FROM pg_extension WHERE extname = 'awa'" 2>/dev/null || echo '?')" "$awa_so" "$rev"
 		if has_word "$ACTIVE" pgq; then printf 'pgq\t%s\n' "$(q bq_pgq -c 'SELECT pgq.version()')"; fi
+		if has_word "$ACTIVE" pgboss; then printf 'pgboss\tpg-boss %s (npm, pinned in bench/peers/pgboss/package.json), Node %s\n' \
+			"$(node -p "require('$PEERS_DIR/pgboss/node_modules/pg-boss/package.json').version")" "$(node --version)"; fi
 		if has_word "$ACTIVE" pgmq; then printf 'pgmq\t%s (sha256 %s…)\n' "$PGMQ_SQL" "$(sha256sum "$PGMQ_SQL" | cut -c1-16)"; fi
 		printf 'settings\t%s\n' "$(q postgres -c "SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name)
 			FROM pg_settings WHERE name IN ('shared_buffers', 'max_connections', 'max_wal_size', 'wal_level', 'synchronous_commit',
@@ -983,7 +1156,7 @@ main() {
 	local runs
 	runs=$(planned_runs)
 	local psec=0
-	if wants P; then psec=$((REPS * $(count_words "$ACTIVE") * ($(count_words "$P_PHASES") * (P_T + 1) + 20))); fi
+	if wants P; then psec=$((REPS * $(count_words "$(only_w2 "$ACTIVE")") * ($(count_words "$P_PHASES") * (P_T + 1) + 20))); fi
 	log "start: systems [$ACTIVE]${SKIPPED:+ (skipped: ${SKIPPED% })}, workloads [$WORKLOADS], T=$T REPS=$REPS: $runs measured runs$([ "$psec" -gt 0 ] && echo " and the P phases"), roughly $(((runs * (T + 4) + psec) / 60 + 1)) min plus the templates; out=$OUTDIR"
 	printf '%s\n' "$(IFS=$'\t'; echo "${RAW_HEADER[*]}")" >"$OUTDIR/raw.tsv"
 	start_cluster
@@ -996,7 +1169,7 @@ main() {
 	# A run whose pgbench failed or whose awa checks failed makes the whole run fail (after the
 	# report, which lists them under Notes); the data directory is then kept for inspection.
 	local failed
-	failed=$(awk -F '\t' 'NR > 1 && $NF ~ /(pgbench_rc|awa_check_failed|no_awa_worker|awa_counters_)/' "$OUTDIR/raw.tsv" | wc -l)
+	failed=$(awk -F '\t' 'NR > 1 && $NF ~ /(pgbench_rc|awa_check_failed|no_awa_worker|awa_counters_|limit_exceeded)/' "$OUTDIR/raw.tsv" | wc -l)
 	if [ "$failed" -gt 0 ]; then
 		log "$failed run(s) failed or were doubtful: see the Notes of $OUTDIR/report.md"
 		exit 1

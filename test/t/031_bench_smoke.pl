@@ -22,9 +22,11 @@
 # pgmq need files the test does not install): the W2 batch-1 drain durable
 # and with synchronous_commit = off, and the P pressure phases (clean, idle in
 # transaction, REPEATABLE READ readers, burst, recovery) of 2 s each. Its
-# report has the cost-per-job table and the phase tables.
+# report has the cost-per-job table and the phase tables. And once more with
+# awa and pg-boss in workload L (limits that never bind, binding limits);
+# pg-boss is skipped with a message where its node_modules are not installed.
 #
-# The whole test takes about three and a half minutes on 2 cores.
+# The whole test takes about four minutes on 2 cores.
 use strict;
 use warnings;
 
@@ -103,6 +105,35 @@ for my $run (@runs)
 	like($text, qr/^\| W2 drain, sync_commit off N=2 B=1 \| awa \| /m,
 		'bench/peers report: cost per job of the synchronous_commit = off drain');
 	like($text, qr/^\| 5 recovery \| (?:[0-9.]+|n\/a) \| (?:[0-9.]+|n\/a) \| /m, 'bench/peers report: the pressure phases side by side');
+}
+
+# bench/peers workload L (limits): awa's drain with limits that never bind beside the drain without
+# one, and the binding cells (run.sh fails the run if a binding limit was not held). pg-boss is
+# asked for too: without its node_modules (CI installs no npm packages) run.sh skips it with a
+# message and goes on; with them it runs as well.
+{
+	my $outdir = "$out/peers_limits";
+	local %ENV = (%ENV, PGBIN => $pgbin, WORKDIR => "$out/peers_limits_work", OUTDIR => $outdir,
+		PORT => PostgreSQL::Test::Cluster::get_free_port(),
+		SYSTEMS => 'awa pgboss', WORKLOADS => 'L', T => '1', REPS => '1', L_N => '2', L_B => '1',
+		L_BIND_N => '2', L_BIND_CONC => '1', L_BIND_RATE => '50', PRELOAD => '2000');
+	my ($stdout, $stderr) = ('', '');
+	my $ok = IPC::Run::run([ 'bash', "$bench/peers/run.sh" ], '<', \undef, '>', \$stdout, '2>', \$stderr);
+	ok($ok, 'bench/peers/run.sh WORKLOADS=L exits 0') or diag("stdout:\n$stdout\nstderr:\n$stderr");
+	my $text = -e "$outdir/report.md" ? slurp_file("$outdir/report.md") : '';
+	like($text, qr/^\| N \| B \| awa, no limit \| awa, max_running \(never binds\) \| awa, rate limit \(never binds\) \| awa, both \|/m,
+		'bench/peers report: the non-binding limit cells');
+	like($text, qr/^\| awa, max_running \| 2 \| 1 \| 1 \| .* \| limit 1: max seen [01], .* \| yes \|/m,
+		'bench/peers report: the binding concurrency limit held');
+	like($text, qr/^\| awa, rate limit \| 2 \| 1 \| 1 \| .* \| yes \|/m, 'bench/peers report: the binding rate limit held');
+	if (-e "$bench/peers/pgboss/node_modules/pg-boss/package.json")
+	{
+		like($text, qr/^\| pg-boss, singleton policy over keys \| 2 \| 1 \| 1 \|/m, 'bench/peers report: pg-boss ran');
+	}
+	else
+	{
+		like($stderr, qr/skipping pgboss: .*npm ci/s, 'bench/peers/run.sh says why pg-boss is skipped');
+	}
 }
 
 # The soak report has its figures, or says why not.
