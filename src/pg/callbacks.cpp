@@ -121,6 +121,8 @@ OnTransactionEvent(XactEvent event, void *)
 	OnDdlHoldTransactionEvent(event);
 	OnWorkerRegistryTransactionEvent(event);
 	OnCountersTransactionEvent(event);
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		OnRateTokensAbort(InvalidSubTransactionId);
 	// After the counters: a committed claim's running attempts are applied
 	// before its reservation is given back (running_limits.hpp).
 	OnRunningLimitsTransactionEvent(event);
@@ -139,6 +141,8 @@ OnSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTr
 	if (!preloaded)
 		return;
 	OnCountersSubTransactionEvent(event);
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		OnRateTokensAbort(subtransaction);
 	OnClaimWaitersSubTransactionEvent(event);
 	OnInflightSubTransactionEvent(event);
 }

@@ -66,9 +66,14 @@ struct QueueCounters {
 	// (out of tokens), since the server started (claims_rate_limited).
 	pg_atomic_uint64 claims_rate_limited;
 	// The queue's rate-limit bucket (TakeRateTokens; docs/flow-control.md), under rate_lock.
+	// rate_held: tokens taken by claims still in progress, which give back
+	// what they do not use; the refill stops at burst - rate_held, so
+	// rate_tokens + rate_held never exceeds the burst (a claim's give-back
+	// cannot add to a bucket refilled to the full burst meanwhile).
 	slock_t rate_lock;
 	bool rate_started;
 	double rate_tokens;
+	int64 rate_held;
 	TimestampTz rate_at;
 	// The head of each lane (counters.hpp, "oldest available job"), under
 	// head_lock. head_changes counts the applied events that touched the
@@ -499,6 +504,7 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 		SpinLockInit(&entry->rate_lock);
 		entry->rate_started = false;
 		entry->rate_tokens = 0;
+		entry->rate_held = 0;
 		entry->rate_at = 0;
 		SpinLockInit(&entry->head_lock);
 		entry->head_changes = 0;
@@ -1205,6 +1211,27 @@ NoteClaimLimited(text *queue)
 		pg_atomic_fetch_add_u64(&entry->claims_limited, 1);
 }
 
+namespace {
+
+// The tokens this backend's claim in progress holds (TakeRateTokens until
+// ReturnRateTokens; one claim at a time), so that an error between the two
+// gives them up (OnRateTokensAbort) instead of holding them for good.
+QueueCounters *held_entry = NULL;
+int held_tokens = 0;
+SubTransactionId held_subtransaction = InvalidSubTransactionId;
+
+// Ends the hold of `held` tokens and puts `unused` of them back (the others
+// count as used); under the entry's rate_lock.
+void
+ReleaseHeld(QueueCounters *entry, int held, int unused, int32 burst)
+{
+	entry->rate_held = Max(int64{0}, entry->rate_held - held);
+	double cap = Max(0.0, static_cast<double>(burst) - static_cast<double>(entry->rate_held));
+	entry->rate_tokens = Min(cap, entry->rate_tokens + unused);
+}
+
+}  // namespace
+
 int
 TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros)
 {
@@ -1219,37 +1246,65 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 	if (!entry->rate_started) {
 		entry->rate_started = true;
 		entry->rate_tokens = limit.start_full ? limit.burst : 0;
+		entry->rate_held = 0;
 		entry->rate_at = now;
 	}
+	// The bucket holds at most the burst, counting the tokens other claims
+	// in progress hold (they may give them back).
+	double cap = Max(0.0, static_cast<double>(limit.burst) - static_cast<double>(entry->rate_held));
 	if (now > entry->rate_at) {
-		entry->rate_tokens = Min(static_cast<double>(limit.burst),
-		                         entry->rate_tokens + static_cast<double>(now - entry->rate_at) * per_micro);
+		entry->rate_tokens = Min(cap, entry->rate_tokens + static_cast<double>(now - entry->rate_at) * per_micro);
 		entry->rate_at = now;
 	} else {
-		entry->rate_tokens = Min(static_cast<double>(limit.burst), entry->rate_tokens);
+		entry->rate_tokens = Min(cap, entry->rate_tokens);
 	}
 	taken = static_cast<int>(Min(static_cast<double>(want), entry->rate_tokens));
 	if (taken < 0)
 		taken = 0;
 	entry->rate_tokens -= taken;
+	entry->rate_held += taken;
 	if (taken < want)
 		*wait_micros = static_cast<int64>((1.0 - (entry->rate_tokens - static_cast<int>(entry->rate_tokens))) / per_micro) + 1;
 	SpinLockRelease(&entry->rate_lock);
 	if (taken < want)
 		pg_atomic_fetch_add_u64(&entry->claims_rate_limited, 1);
+	held_entry = taken > 0 ? entry : NULL;
+	held_tokens = taken;
+	held_subtransaction = GetCurrentSubTransactionId();
 	return taken;
 }
 
 void
-ReturnRateTokens(text *queue, int n, int32 burst)
+ReturnRateTokens(text *queue, int taken, int n, int32 burst)
 {
-	if (n <= 0)
-		return;
-	QueueCounters *entry = EntryOf(queue);
-	if (entry == NULL)
+	QueueCounters *entry = held_entry;
+	held_entry = NULL;
+	held_tokens = 0;
+	if (taken <= 0 || entry == NULL)
 		return;
 	SpinLockAcquire(&entry->rate_lock);
-	entry->rate_tokens = Min(static_cast<double>(burst), entry->rate_tokens + n);
+	ReleaseHeld(entry, taken, Max(0, n), burst);
+	SpinLockRelease(&entry->rate_lock);
+}
+
+void
+OnRateTokensAbort(SubTransactionId subtransaction)
+{
+	// A claim that failed between taking its tokens and giving back the
+	// unused ones: they count as used (as a rolled-back claim's do), and
+	// are no longer held. A subtransaction begun after the take (a timed
+	// lock wait inside the claim) aborts without ending the hold.
+	if (subtransaction != InvalidSubTransactionId && held_subtransaction != InvalidSubTransactionId &&
+	    subtransaction > held_subtransaction)
+		return;
+	QueueCounters *entry = held_entry;
+	int held = held_tokens;
+	held_entry = NULL;
+	held_tokens = 0;
+	if (entry == NULL || held <= 0)
+		return;
+	SpinLockAcquire(&entry->rate_lock);
+	ReleaseHeld(entry, held, 0, PG_INT32_MAX);
 	SpinLockRelease(&entry->rate_lock);
 }
 

@@ -111,8 +111,16 @@ struct RateLimit {
 // counters) and returns how many (0..want); when fewer, *wait_micros is the
 // time until the next token. -1: the queue has no counters entry.
 int TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros);
-// Puts back `n` tokens a claim did not use (at most `burst` in the bucket).
-void ReturnRateTokens(text *queue, int n, int32 burst);
+// Ends the hold of the `taken` tokens this backend's claim took last: puts
+// back the `n` it did not use (the bucket, with the tokens other claims hold,
+// at most `burst`). Until then the taken tokens count against the burst, so
+// the refill while a claim runs cannot add to what it gives back.
+void ReturnRateTokens(text *queue, int taken, int n, int32 burst);
+// A transaction's abort (subtransaction InvalidSubTransactionId) or a
+// subtransaction's (callbacks.cpp): a claim that failed between
+// TakeRateTokens and ReturnRateTokens, in it, holds its tokens no longer;
+// they count as used.
+void OnRateTokensAbort(SubTransactionId subtransaction);
 int64 ReadClaimsLimited(text *queue);
 // Claims the queue's rate limit gave fewer attempts than they asked for (a
 // TakeRateTokens that found fewer tokens than wanted); 0 without an entry.

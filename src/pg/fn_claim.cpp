@@ -289,7 +289,7 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 	}
 	// (At the concurrency limit a waiting claim is woken when an attempt ends.)
 	if (settings.rate_count > 0)
-		ReturnRateTokens(request->queue, tokens - claimed, settings.rate_burst);
+		ReturnRateTokens(request->queue, tokens, tokens - claimed, settings.rate_burst);
 	return claimed;
 }
 
