@@ -128,7 +128,8 @@ BEGIN
                                  x.completed_at, NULL);
     END IF;
     idx := array_position(c.job_ids, p_job_id);
-    SELECT k.outcome, k.closed_at INTO x FROM awa.lease_claim_closure_batches k
+    SELECT k.batch_id, k.outcome, k.closed_at, k.ready_slot, k.ready_generation INTO x
+      FROM awa.lease_claim_closure_batches k
      WHERE k.claim_batch_id = b.batch_id AND k.claim_slot = c.claim_slot AND (idx - 1) = ANY (k.claim_indexes);
     IF NOT FOUND THEN
         SELECT * INTO s FROM awa.attempt_state t WHERE t.job_id = p_job_id AND t.run_lease = r.run_lease + 1;
@@ -139,6 +140,31 @@ BEGIN
     END IF;
     IF x.outcome = 'dlq' THEN
         RETURN NULL;  -- dead-lettered, then purged
+    END IF;
+    -- A finished attempt is what its terminal record says, the record the
+    -- counts count: its completion batch or its done row (looked up above in
+    -- the ready row's slot, here in the closure's), written into the slot the
+    -- ready row was in when the attempt closed (x.ready_slot). A prune that
+    -- then carried the row onward, with its claim batch still open for other
+    -- jobs, reclaimed that slot: it copied the record to the history ring
+    -- (found above) or, with awa.history_retention = 0, dropped it and took
+    -- the job out of the counts. The job is then gone here too
+    -- (docs/maintenance.md §3.3); so it is once the history step forgets it.
+    IF x.outcome = 'completed' THEN
+        IF NOT EXISTS (SELECT FROM awa.receipt_completion_batches k
+                        WHERE k.batch_id = x.batch_id AND k.ready_slot = x.ready_slot) THEN
+            RETURN NULL;
+        END IF;
+    ELSIF x.outcome IN ('failed', 'cancelled') THEN
+        SELECT * INTO d FROM awa.done_entries e
+         WHERE e.queue = r.queue AND e.priority = r.priority AND e.lane_seq = r.lane_seq
+           AND e.ready_slot = x.ready_slot;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt,
+                                 r.max_attempts, d.run_lease, r.run_at, r.created_at, d.payload, NULL,
+                                 d.finalized_at, NULL);
     END IF;
     RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, x.outcome, c.attempts[idx],
                              r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, c.claimed_at,
