@@ -135,23 +135,31 @@ SELECT task, outcome FROM awa.run_maintenance('history');
 -- ---------------------------------------------------------------------------
 -- Retention 0 and a claim batch still open when its slot is pruned. The prune
 -- carries the batch with every ready row it covers, its closed ones too
--- (maintenance.md 3.5), but the terminal records of the closed ones (the
--- completion batch, the done rows) stay in the pruned slot, and retention 0
--- drops them with it: those jobs leave the counts, and get_job returns NULL
+-- (maintenance.md 3.5), but what the closed attempts' endings wrote into the
+-- slot (a completion batch, done rows, the ready row of a job snoozed and
+-- promoted there, and that row's own completion) stays in the pruned slot, and
+-- retention 0 drops it: those jobs leave the counts, and get_job returns NULL
 -- for them, as for every finished job of the slot. Before, get_job still
--- answered completed, failed and cancelled from the carried ready rows and the
--- claim ring's closures (found by test/t/012_model_stress.pl with
--- STRESS_HISTORY_RETENTION=0: "job 98 is completed; the model says gone").
--- The attempt still open completes after the carry, and shows completed.
+-- answered completed, failed, cancelled and scheduled from the carried ready
+-- rows and the claim ring's closures (found by test/t/012_model_stress.pl with
+-- STRESS_HISTORY_RETENTION=0: "job 98 is completed; the model says gone", then
+-- "job 103 is scheduled; the model says gone"). A job retried for later keeps
+-- its deferred row; the attempt still open completes after the carry, and
+-- shows completed.
 -- ---------------------------------------------------------------------------
 SET awa.history_retention = 0;
 CREATE TEMP TABLE b_jobs AS
-    SELECT i, awa.enqueue('h.batch', jsonb_build_object('i', i), 'h_b') AS job_id FROM generate_series(1, 4) i;
-CREATE TEMP TABLE b_claim AS SELECT c.* FROM awa.claim('h_b', 4) c;
+    SELECT i, awa.enqueue('h.batch', jsonb_build_object('i', i), 'h_b') AS job_id FROM generate_series(1, 6) i;
+CREATE TEMP TABLE b_claim AS SELECT j.i, c.* FROM awa.claim('h_b', 6) c JOIN b_jobs j USING (job_id);
 SELECT count(*) AS claimed, count(DISTINCT receipt_id >> 18) AS claim_batches FROM b_claim;
-SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) AS complete_1 FROM b_claim c JOIN b_jobs j USING (job_id) WHERE j.i = 1;
-SELECT awa.fail(c.job_id, c.run_lease, c.receipt_id, 'bad') AS fail_2 FROM b_claim c JOIN b_jobs j USING (job_id) WHERE j.i = 2;
+SELECT awa.complete(job_id, run_lease, receipt_id) AS complete_1 FROM b_claim WHERE i = 1;
+SELECT awa.fail(job_id, run_lease, receipt_id, 'bad') AS fail_2 FROM b_claim WHERE i = 2;
 SELECT awa.cancel(job_id) AS cancel_3 FROM b_jobs WHERE i = 3;
+SELECT awa.snooze(job_id, run_lease, receipt_id, interval '0') AS snooze_5 FROM b_claim WHERE i = 5;
+SELECT awa.retry(job_id, run_lease, receipt_id, 'later', interval '1 day') AS retry_6 FROM b_claim WHERE i = 6;
+SELECT task, outcome FROM awa.run_maintenance('promote');
+SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) AS complete_5_again, j.i
+  FROM awa.claim('h_b', 1) c JOIN b_jobs j USING (job_id);
 SELECT i, pg_temp.job(job_id) AS before_prune FROM b_jobs ORDER BY i;
 SELECT pg_temp.counts('h_b') AS before_prune;
 SELECT pg_temp.rotate_queue(15) AS rotations;
@@ -160,7 +168,7 @@ SELECT outcome, detail -> 'carried' -> 'running' AS carried_running, detail -> '
 SELECT count(*) AS job_history_rows FROM awa.job_history;
 SELECT i, pg_temp.job(job_id) AS after_prune FROM b_jobs ORDER BY i;
 SELECT pg_temp.counts('h_b') AS after_prune;
-SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) AS complete_4 FROM b_claim c JOIN b_jobs j USING (job_id) WHERE j.i = 4;
+SELECT awa.complete(job_id, run_lease, receipt_id) AS complete_4 FROM b_claim WHERE i = 4;
 SELECT i, pg_temp.job(job_id) AS after_last_completion FROM b_jobs ORDER BY i;
 SELECT pg_temp.counts('h_b') AS after_last_completion;
 RESET awa.history_retention;
