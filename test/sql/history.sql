@@ -143,9 +143,9 @@ SELECT task, outcome FROM awa.run_maintenance('history');
 -- answered completed, failed, cancelled and scheduled from the carried ready
 -- rows and the claim ring's closures (found by test/t/012_model_stress.pl with
 -- STRESS_HISTORY_RETENTION=0: "job 98 is completed; the model says gone", then
--- "job 103 is scheduled; the model says gone"). A job retried for later keeps
--- its deferred row; the attempt still open completes after the carry, and
--- shows completed.
+-- "job 103 is scheduled; the model says gone"; with another seed, cancel of
+-- such a job failed with 55P03). A job retried for later keeps its deferred
+-- row; the attempt still open completes after the carry, and shows completed.
 -- ---------------------------------------------------------------------------
 SET awa.history_retention = 0;
 CREATE TEMP TABLE b_jobs AS
@@ -171,6 +171,19 @@ SELECT pg_temp.counts('h_b') AS after_prune;
 SELECT awa.complete(job_id, run_lease, receipt_id) AS complete_4 FROM b_claim WHERE i = 4;
 SELECT i, pg_temp.job(job_id) AS after_last_completion FROM b_jobs ORDER BY i;
 SELECT pg_temp.counts('h_b') AS after_last_completion;
+-- cancel: the finished ones (also the one whose later ready row and its
+-- completion went with the slot: before, it looked for where the snooze had
+-- sent the job for 100 rounds and raised 55P03) answer already_finished; the
+-- retried one is cancelled.
+CREATE FUNCTION pg_temp.cancel(id bigint) RETURNS text LANGUAGE plpgsql AS $f$
+BEGIN
+    RETURN awa.cancel(id);
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END
+$f$;
+SELECT i, pg_temp.cancel(job_id) AS cancel FROM b_jobs ORDER BY i;
+SELECT pg_temp.counts('h_b') AS after_cancel;
 RESET awa.history_retention;
 
 -- Only awa_admin (through run_maintenance) runs it; the internals are not
