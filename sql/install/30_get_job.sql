@@ -128,7 +128,8 @@ BEGIN
                                  x.completed_at, NULL);
     END IF;
     idx := array_position(c.job_ids, p_job_id);
-    SELECT k.outcome, k.closed_at INTO x FROM awa.lease_claim_closure_batches k
+    SELECT k.batch_id, k.outcome, k.closed_at, k.ready_slot, k.ready_generation INTO x
+      FROM awa.lease_claim_closure_batches k
      WHERE k.claim_batch_id = b.batch_id AND k.claim_slot = c.claim_slot AND (idx - 1) = ANY (k.claim_indexes);
     IF NOT FOUND THEN
         SELECT * INTO s FROM awa.attempt_state t WHERE t.job_id = p_job_id AND t.run_lease = r.run_lease + 1;
@@ -137,12 +138,38 @@ BEGIN
                                  NULL, s.progress,
                                  jsonb_build_object('deadline_at', c.deadline_at, 'heartbeat_at', s.heartbeat_at));
     END IF;
-    IF x.outcome = 'dlq' THEN
-        RETURN NULL;  -- dead-lettered, then purged
+    -- A closed attempt. Its job is what the attempt's ending wrote, the record
+    -- the counts count: a completion batch (completed) or a done row (failed,
+    -- cancelled; looked up above in the ready row's slot, here in the
+    -- closure's), written into the slot the ready row was in when the attempt
+    -- closed (x.ready_slot); or a deferred row (retryable, scheduled, rescued,
+    -- deadline_expired), which promotion turns into a later ready row; or a DLQ
+    -- row. Every place but the queue-ring slot was looked up above. A prune
+    -- that carried this ready row onward with its claim batch, still open for
+    -- other jobs, reclaimed the slot of the record (or of the later ready row):
+    -- it copied the finished job to the history ring (found above) or, with
+    -- awa.history_retention = 0, dropped it and took it out of the counts. The
+    -- job is then gone here too (docs/maintenance.md §3.3), as it is once the
+    -- history step forgets it or the DLQ purges it.
+    IF x.outcome = 'completed' THEN
+        IF NOT EXISTS (SELECT FROM awa.receipt_completion_batches k
+                        WHERE k.batch_id = x.batch_id AND k.ready_slot = x.ready_slot) THEN
+            RETURN NULL;
+        END IF;
+        RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', c.attempts[idx],
+                                 r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, c.claimed_at,
+                                 x.closed_at, NULL);
+    ELSIF x.outcome IN ('failed', 'cancelled') THEN
+        SELECT * INTO d FROM awa.done_entries e
+         WHERE e.queue = r.queue AND e.priority = r.priority AND e.lane_seq = r.lane_seq
+           AND e.ready_slot = x.ready_slot;
+        IF FOUND THEN
+            RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt,
+                                     r.max_attempts, d.run_lease, r.run_at, r.created_at, d.payload, NULL,
+                                     d.finalized_at, NULL);
+        END IF;
     END IF;
-    RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, x.outcome, c.attempts[idx],
-                             r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, c.claimed_at,
-                             x.closed_at, NULL);
+    RETURN NULL;
 END
 $$;
 

@@ -25,6 +25,7 @@ DECLARE
     lease    bigint;
     tries    smallint;
     batch_slot int;  -- the claim slot holding the claim batch
+    moved_on bigint; -- run_lease of a ready row seen, last round, closed as moved on
 BEGIN
     IF p_job_id IS NULL THEN
         RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'null_value_not_allowed',
@@ -103,6 +104,25 @@ BEGIN
                       AND (idx - 1) = ANY (x.claim_indexes)
                       AND x.outcome IN ('completed', 'failed', 'cancelled', 'dlq')) THEN
             RETURN 'already_finished';
+        END IF;
+        -- Closed as moved on (retried, snoozed, rescued), also without the
+        -- lock: the job went to a deferred row, and from there to a later
+        -- ready row, the DLQ or a cancelled done row, each looked for at the
+        -- top of the next round. If that round still finds this row the
+        -- latest, its later record was there before the round began and is
+        -- gone: a prune reclaimed it with its slot while this row, carried
+        -- with its claim batch still open for other jobs, lived on (docs/
+        -- maintenance.md §3.5). Only finished work is reclaimed, so the job
+        -- finished (awa.get_job returns NULL for it).
+        IF EXISTS (SELECT FROM awa.lease_claim_closure_batches x
+                    WHERE x.claim_batch_id = b.batch_id AND x.claim_slot = batch_slot
+                      AND (idx - 1) = ANY (x.claim_indexes)
+                      AND x.outcome IN ('retryable', 'scheduled', 'rescued', 'deadline_expired')) THEN
+            IF moved_on = r.run_lease THEN
+                RETURN 'already_finished';
+            END IF;
+            moved_on := r.run_lease;
+            CONTINUE;
         END IF;
         SELECT * INTO a FROM awa._attempt(p_job_id, r.run_lease + 1, awa._receipt(b.batch_id, idx - 1, b.claim_slot),
                                           'cancelled');

@@ -51,6 +51,7 @@ sub new
 		db      => $o{db},
 		phase   => $o{phase} // 200,
 		keep_history => $o{keep_history} // 1,    # awa.history_retention > 0
+		db_settings  => $o{db_settings} // {},    # ALTER DATABASE ... SET, before any session connects
 		log     => [],
 		jobs    => {},    # job_id -> model job
 		seq     => 0,     # lane order counter
@@ -1102,6 +1103,10 @@ sub setup
 	my ($self) = @_;
 	my $node = $self->{node};
 	$node->safe_psql('postgres', "CREATE DATABASE $self->{db}");
+	for my $g (sort keys %{ $self->{db_settings} })
+	{
+		$node->safe_psql('postgres', "ALTER DATABASE $self->{db} SET $g = '$self->{db_settings}{$g}'");
+	}
 	$node->safe_psql($self->{db}, 'CREATE EXTENSION awa; CREATE TABLE stress_flush (at timestamptz)');
 	$self->open_sessions;
 	$self->read_gen;
