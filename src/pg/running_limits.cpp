@@ -115,9 +115,13 @@ ReserveRunning(text *queue, int32 limit, int want)
 			NoteClaimLimited(queue);
 		}
 	} else {
-		// No counters entry: the other claims in flight are unknown, so the
-		// claims of the queue follow one another under the limit lock, held
-		// until this transaction ends, and count exactly.
+		// No counters entry to be had (AddClaimsInFlight makes one when it
+		// can: no preload, the table or the database's share full): the
+		// other claims in flight are unknown, so the claims of the queue
+		// follow one another under the limit lock, held until this
+		// transaction ends, and count exactly. (An entry that appears while
+		// such a claim is open, after the limits are raised and the counters
+		// rebuilt, does not know it: docs/flow-control.md.)
 		in_shared = false;
 		LockQueueLimit(queue);
 		int64 room = static_cast<int64>(limit) - ExactRunning(queue);
