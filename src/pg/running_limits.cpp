@@ -194,9 +194,27 @@ OnRunningLimitsSubTransactionEvent(SubXactEvent event, SubTransactionId subtrans
 		}
 		reservation_count = kept;
 	} else if (event == SUBXACT_EVENT_COMMIT_SUB) {
-		for (int i = 0; i < reservation_count; i++)
-			if (reservations[i].subtransaction == subtransaction)
-				reservations[i].subtransaction = parent;
+		// Hand them to the parent, joining its reservation of the same queue:
+		// a transaction that claims a limited queue again and again, each
+		// time in a savepoint (drivers that wrap every statement in one) or
+		// with `wait` (every look is a subtransaction), keeps one reservation
+		// per queue and level instead of filling the table (test/sql/concurrency.sql).
+		int kept = 0;
+		for (int i = 0; i < reservation_count; i++) {
+			Reservation r = reservations[i];
+			if (r.subtransaction == subtransaction)
+				r.subtransaction = parent;
+			Reservation *same = NULL;
+			for (int j = 0; j < kept && same == NULL; j++)
+				if (reservations[j].subtransaction == r.subtransaction && reservations[j].in_shared == r.in_shared &&
+				    SameQueue(reservations[j].queue, r.queue))
+					same = &reservations[j];
+			if (same != NULL)
+				same->count += r.count;
+			else
+				reservations[kept++] = r;
+		}
+		reservation_count = kept;
 	}
 }
 
