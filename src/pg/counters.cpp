@@ -1237,8 +1237,12 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 	if (taken < 0)
 		taken = 0;
 	entry->rate_tokens -= taken;
-	if (taken < want)
-		*wait_micros = static_cast<int64>((1.0 - (entry->rate_tokens - static_cast<int>(entry->rate_tokens))) / per_micro) + 1;
+	if (taken < want) {
+		// (At most a day: a period of thousands of years would overflow
+		// the conversion; a waiting claim looks again by then.)
+		double wait = (1.0 - (entry->rate_tokens - static_cast<int>(entry->rate_tokens))) / per_micro;
+		*wait_micros = static_cast<int64>(Min(wait, static_cast<double>(USECS_PER_DAY))) + 1;
+	}
 	SpinLockRelease(&entry->rate_lock);
 	return taken;
 }

@@ -61,8 +61,16 @@ InstallQueueSettingsCache()
 int64
 IntervalMicros(const Interval *interval)
 {
-	return interval->time + static_cast<int64>(interval->day) * USECS_PER_DAY +
-	       static_cast<int64>(interval->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+	// Computed in 128 bits and clamped: an interval of more than about
+	// 292,000 years does not fit in 64, and wrapped it could read as any
+	// period, a millisecond as well (test/sql/rate_limit.sql, unique.sql).
+	int128 micros = static_cast<int128>(interval->time) + static_cast<int128>(interval->day) * USECS_PER_DAY +
+	                static_cast<int128>(interval->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+	if (micros > PG_INT64_MAX)
+		return PG_INT64_MAX;
+	if (micros < PG_INT64_MIN)
+		return PG_INT64_MIN;
+	return static_cast<int64>(micros);
 }
 
 QueueSettings

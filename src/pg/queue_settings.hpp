@@ -37,7 +37,7 @@ QueueSettings SettingsOf(text *queue);
 // ahead of the invalidation of a resumed queue; see ForgetCachedLanes).
 void ForgetCachedSettings();
 
-// Interval as microseconds (a month counts 30 days).
+// Interval as microseconds (a month counts 30 days), clamped to int64's range.
 int64 IntervalMicros(const Interval *interval);
 
 }  // namespace awa::pg
