@@ -126,6 +126,11 @@ ReserveRunning(text *queue, int32 limit, int want)
 		LockQueueLimit(queue);
 		int64 room = static_cast<int64>(limit) - ExactRunning(queue);
 		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
+		// A claim that reserves nothing has nothing to keep exact: it gives
+		// the lock back (kept, an idle transaction or a prepared one that
+		// made such a claim stopped every claim of the queue: test/t/042).
+		if (granted == 0)
+			UnlockQueueLimit(queue);
 	}
 	if (granted > 0) {
 		if (slot == NULL) {
