@@ -109,7 +109,10 @@ SettingsOf(text *queue)
 			settings.rate_count = DatumGetInt32(rate_count);
 			settings.rate_period_micros = IntervalMicros(DatumGetIntervalP(SPI_getbinval(tuple, desc, 7, &isnull)));
 			settings.rate_burst = DatumGetInt32(SPI_getbinval(tuple, desc, 8, &isnull));
-			settings.rate_set_this_run = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 9, &isnull)) > PgStartTime;
+			// Set since the server started (rate_set_at, not updated_at:
+			// a pause or another setting must not refill the bucket).
+			Datum set_at = SPI_getbinval(tuple, desc, 9, &isnull);
+			settings.rate_set_this_run = !isnull && DatumGetTimestampTz(set_at) > PgStartTime;
 		}
 	}
 	// Not cached while this transaction may have changed the settings itself
