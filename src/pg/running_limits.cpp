@@ -28,6 +28,25 @@ constexpr int kMaxReservations = 64;
 Reservation reservations[kMaxReservations];
 int reservation_count = 0;
 
+// What ReserveRunning has added to a queue's claims in flight and not yet
+// recorded in `reservations`: an error in between (a cancel while the
+// running attempts are counted exactly) gives it back with the
+// (sub)transaction; it stayed added for good (test/t/044).
+struct PendingAdd {
+	text *queue;  // in TopTransactionContext
+	int64 count;
+};
+static_assert(std::is_trivially_destructible_v<PendingAdd>, "lives across PostgreSQL errors");
+PendingAdd pending_add = {NULL, 0};
+
+void
+GiveBackPendingAdd()
+{
+	if (pending_add.count > 0)
+		(void)AddClaimsInFlight(pending_add.queue, -pending_add.count);
+	pending_add = PendingAdd{NULL, 0};
+}
+
 bool
 SameQueue(const text *a, const text *b)
 {
@@ -92,7 +111,16 @@ ReserveRunning(text *queue, int32 limit, int want)
 			own += reservations[i].count;
 	int granted;
 	bool in_shared;
+	MemoryContext caller = MemoryContextSwitchTo(TopTransactionContext);
+	text *copy = static_cast<text *>(palloc(VARSIZE_ANY(queue)));
+	memcpy(copy, queue, VARSIZE_ANY(queue));
+	MemoryContextSwitchTo(caller);
+	// Noted as soon as it is added (no interrupt or error can come between
+	// the addition and the note; one inside AddClaimsInFlight, making the
+	// entry, comes before the addition).
 	int64 after = AddClaimsInFlight(queue, want);
+	if (after >= 0)
+		pending_add = PendingAdd{copy, want};
 	if (after >= 0) {
 		// Optimistic: take `want` first, then read running, then give back
 		// what does not fit. Every other reservation either was in flight
@@ -112,6 +140,7 @@ ReserveRunning(text *queue, int32 limit, int want)
 		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
 		if (granted < want) {
 			(void)AddClaimsInFlight(queue, -(want - granted));
+			pending_add.count = granted;
 			NoteClaimLimited(queue);
 		}
 	} else {
@@ -135,22 +164,25 @@ ReserveRunning(text *queue, int32 limit, int want)
 	if (granted > 0) {
 		if (slot == NULL) {
 			slot = &reservations[reservation_count++];
-			MemoryContext caller = MemoryContextSwitchTo(TopTransactionContext);
-			slot->queue = static_cast<text *>(palloc(VARSIZE_ANY(queue)));
-			memcpy(slot->queue, queue, VARSIZE_ANY(queue));
-			MemoryContextSwitchTo(caller);
+			slot->queue = copy;
 			slot->count = 0;
 			slot->in_shared = in_shared;
 			slot->subtransaction = subtransaction;
 		} else if (slot->in_shared != in_shared) {
 			// (The entry appeared or went between two reservations of one
-			// subtransaction: keep what this one added apart.)
+			// subtransaction: this one is refused, rather than recorded as
+			// the other kind; a lock-path grant recorded as in flight would
+			// be taken off a total it was never added to.)
 			if (in_shared)
 				(void)AddClaimsInFlight(queue, -granted);
-			granted = in_shared ? 0 : granted;
+			else
+				UnlockQueueLimit(queue);
+			granted = 0;
 		}
 		slot->count += granted;
 	}
+	// Recorded (or nothing kept): the transaction's end gives it back now.
+	pending_add = PendingAdd{NULL, 0};
 	return granted;
 }
 
@@ -179,6 +211,7 @@ OnRunningLimitsTransactionEvent(XactEvent event)
 	case XACT_EVENT_PREPARE:
 		// After a commit the counters have applied its running attempts
 		// (callbacks.cpp calls them first): they hold the slots now.
+		GiveBackPendingAdd();
 		ForgetAll();
 		break;
 	default:
@@ -190,6 +223,8 @@ void
 OnRunningLimitsSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTransactionId parent)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB) {
+		// An error in ReserveRunning aborts the subtransaction it ran in.
+		GiveBackPendingAdd();
 		int kept = 0;
 		for (int i = 0; i < reservation_count; i++) {
 			if (reservations[i].subtransaction == subtransaction)
