@@ -4,6 +4,7 @@
 #include "pg/counters.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/spi_plans.hpp"
+#include "pg/wakeups.hpp"
 
 #include <type_traits>
 
@@ -22,6 +23,9 @@ struct Reservation {
 	int64 count;
 	bool in_shared;  // recorded in the counters' claims_in_flight
 	SubTransactionId subtransaction;
+	// The queue's claims_limited before this reservation was first added: a
+	// claim limited since may have been cut by it (see WakeIfCut).
+	int64 limited_before;
 };
 static_assert(std::is_trivially_destructible_v<Reservation>, "lives across PostgreSQL errors");
 constexpr int kMaxReservations = 64;
@@ -35,16 +39,36 @@ int reservation_count = 0;
 struct PendingAdd {
 	text *queue;  // in TopTransactionContext
 	int64 count;
+	int64 limited_before;
 };
 static_assert(std::is_trivially_destructible_v<PendingAdd>, "lives across PostgreSQL errors");
-PendingAdd pending_add = {NULL, 0};
+PendingAdd pending_add = {NULL, 0, 0};
+
+// A reservation given back without becoming running attempts (the claim took
+// fewer, rolled back, failed) may have made other claims of the queue get
+// less than there was room for, and a waiting one then sleeps until an
+// attempt of the queue ends, which may not come while nothing runs. Those
+// claims note that they were limited before they give their own reservation
+// back; so when the queue's claims_limited moved since this reservation was
+// added (`limited_before`; `own` notes of this claim excepted), the queue's
+// waiting claims are woken to look again. A claim limited by a total that no
+// longer holds when it gives back sees it in that total (ReserveRunning
+// looks again). (test/t/045)
+void
+WakeIfCut(text *queue, int64 limited_before, int64 own)
+{
+	if (ReadClaimsLimited(queue) - own > limited_before)
+		WakeQueueBucket(QueueWakeBucket(queue));
+}
 
 void
 GiveBackPendingAdd()
 {
-	if (pending_add.count > 0)
+	if (pending_add.count > 0) {
 		(void)AddClaimsInFlight(pending_add.queue, -pending_add.count);
-	pending_add = PendingAdd{NULL, 0};
+		WakeIfCut(pending_add.queue, pending_add.limited_before, 0);
+	}
+	pending_add = PendingAdd{NULL, 0, 0};
 }
 
 bool
@@ -68,21 +92,25 @@ ExactRunning(text *queue)
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, kRunningColumn, &isnull));
 }
 
+// `unused`: the attempts were not started (else a commit made them running).
 void
-GiveBack(Reservation *r, int64 n)
+GiveBack(Reservation *r, int64 n, bool unused)
 {
 	if (n <= 0)
 		return;
-	if (r->in_shared)
+	if (r->in_shared) {
 		(void)AddClaimsInFlight(r->queue, -n);
+		if (unused)
+			WakeIfCut(r->queue, r->limited_before, 0);
+	}
 	r->count -= n;
 }
 
 void
-ForgetAll()
+ForgetAll(bool unused)
 {
 	for (int i = 0; i < reservation_count; i++)
-		GiveBack(&reservations[i], reservations[i].count);
+		GiveBack(&reservations[i], reservations[i].count, unused);
 	reservation_count = 0;
 }
 
@@ -118,9 +146,10 @@ ReserveRunning(text *queue, int32 limit, int want)
 	// Noted as soon as it is added (no interrupt or error can come between
 	// the addition and the note; one inside AddClaimsInFlight, making the
 	// entry, comes before the addition).
+	int64 limited_before = ReadClaimsLimited(queue);
 	int64 after = AddClaimsInFlight(queue, want);
 	if (after >= 0)
-		pending_add = PendingAdd{copy, want};
+		pending_add = PendingAdd{copy, want, limited_before};
 	if (after >= 0) {
 		// Optimistic: take `want` first, then read running, then give back
 		// what does not fit. Every other reservation either was in flight
@@ -131,18 +160,37 @@ ReserveRunning(text *queue, int32 limit, int want)
 		// give back.
 		in_shared = true;
 		int64 others = after - own - want;
-		// The counters' running count (with this transaction's own moves),
-		// else an exact count with a snapshot taken after the add.
-		QueueCounts counts;
-		int64 running = ReadCounters(queue, &counts) ? counts.count[static_cast<int>(core::JobState::kRunning)]
-		                                             : ExactRunning(queue);
-		int64 room = static_cast<int64>(limit) - running - others;
-		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
-		if (granted < want) {
-			(void)AddClaimsInFlight(queue, -(want - granted));
-			pending_add.count = granted;
+		int notes = 0;
+		for (int again = 0;; again++) {
+			// The counters' running count (with this transaction's own
+			// moves), else an exact count with a snapshot taken after the add.
+			QueueCounts counts;
+			int64 running = ReadCounters(queue, &counts) ? counts.count[static_cast<int>(core::JobState::kRunning)]
+			                                             : ExactRunning(queue);
+			int64 room = static_cast<int64>(limit) - running - others;
+			granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
+			if (granted == want)
+				break;
+			// Noted before the give-back (see WakeIfCut).
 			NoteClaimLimited(queue);
+			notes++;
+			int64 now_total = AddClaimsInFlight(queue, -(want - granted));
+			pending_add.count = granted;
+			// Others gave back since the add: the room they left is this
+			// claim's to take, by adding again and reading running again
+			// after that add (at most twice more).
+			int64 now_others = now_total - own - granted;
+			if (again == 2 || now_others >= others || static_cast<int64>(limit) - running - now_others <= granted)
+				break;
+			CHECK_FOR_INTERRUPTS();
+			after = AddClaimsInFlight(queue, want - granted);
+			pending_add.count = want;
+			others = after - own - want;
 		}
+		// This claim's own give-back may have cut others (its own notes
+		// excepted).
+		if (granted < want)
+			WakeIfCut(queue, limited_before, notes);
 	} else {
 		// No counters entry to be had (AddClaimsInFlight makes one when it
 		// can: no preload, the table or the database's share full): the
@@ -168,6 +216,7 @@ ReserveRunning(text *queue, int32 limit, int want)
 			slot->count = 0;
 			slot->in_shared = in_shared;
 			slot->subtransaction = subtransaction;
+			slot->limited_before = limited_before;
 		} else if (slot->in_shared != in_shared) {
 			// (The entry appeared or went between two reservations of one
 			// subtransaction: this one is refused, rather than recorded as
@@ -182,7 +231,7 @@ ReserveRunning(text *queue, int32 limit, int want)
 		slot->count += granted;
 	}
 	// Recorded (or nothing kept): the transaction's end gives it back now.
-	pending_add = PendingAdd{NULL, 0};
+	pending_add = PendingAdd{NULL, 0, 0};
 	return granted;
 }
 
@@ -195,7 +244,7 @@ ReturnRunning(text *queue, int n)
 		if (r.subtransaction != subtransaction || !SameQueue(r.queue, queue))
 			continue;
 		int64 given = Min(static_cast<int64>(n), r.count);
-		GiveBack(&r, given);
+		GiveBack(&r, given, true);
 		n -= static_cast<int>(given);
 	}
 }
@@ -206,13 +255,16 @@ OnRunningLimitsTransactionEvent(XactEvent event)
 	switch (event) {
 	case XACT_EVENT_COMMIT:
 	case XACT_EVENT_PARALLEL_COMMIT:
-	case XACT_EVENT_ABORT:
-	case XACT_EVENT_PARALLEL_ABORT:
 	case XACT_EVENT_PREPARE:
 		// After a commit the counters have applied its running attempts
 		// (callbacks.cpp calls them first): they hold the slots now.
 		GiveBackPendingAdd();
-		ForgetAll();
+		ForgetAll(false);
+		break;
+	case XACT_EVENT_ABORT:
+	case XACT_EVENT_PARALLEL_ABORT:
+		GiveBackPendingAdd();
+		ForgetAll(true);
 		break;
 	default:
 		break;
@@ -228,7 +280,7 @@ OnRunningLimitsSubTransactionEvent(SubXactEvent event, SubTransactionId subtrans
 		int kept = 0;
 		for (int i = 0; i < reservation_count; i++) {
 			if (reservations[i].subtransaction == subtransaction)
-				GiveBack(&reservations[i], reservations[i].count);
+				GiveBack(&reservations[i], reservations[i].count, true);
 			else
 				reservations[kept++] = reservations[i];
 		}
