@@ -66,9 +66,10 @@ BEGIN
             HINT = 'Pass how many attempts of the queue may run at once, or 0 for no limit.';
     END IF;
     INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline, max_running,
-                                     rate_count, rate_period, rate_burst)
+                                     rate_count, rate_period, rate_burst, rate_set_at)
     VALUES ($1, coalesce($2, false), coalesce(p_aging, interval '60 seconds'), p_deadline, nullif($5, 0),
-            p_rate_count, p_rate_period, CASE WHEN p_rate_count IS NOT NULL THEN coalesce($7, 1) END)
+            p_rate_count, p_rate_period, CASE WHEN p_rate_count IS NOT NULL THEN coalesce($7, 1) END,
+            CASE WHEN $6 IS NOT NULL OR $7 IS NOT NULL THEN now() END)
     ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
        SET dlq_enabled = coalesce($2, m.dlq_enabled),
            aging_interval = coalesce(p_aging, m.aging_interval),
@@ -78,6 +79,7 @@ BEGIN
            rate_period = CASE WHEN p_clear_rate THEN NULL ELSE coalesce(p_rate_period, m.rate_period) END,
            rate_burst = CASE WHEN p_clear_rate OR coalesce(p_rate_count, m.rate_count) IS NULL THEN NULL
                              ELSE coalesce($7, m.rate_burst, 1) END,
+           rate_set_at = CASE WHEN $6 IS NOT NULL OR $7 IS NOT NULL THEN now() ELSE m.rate_set_at END,
            updated_at = now();
     PERFORM awa._queue_meta_changed(queue);
 END

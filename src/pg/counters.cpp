@@ -1178,8 +1178,14 @@ ReadCounters(text *queue, QueueCounts *out)
 
 namespace {
 
+// The queue's entry; with `make`, one is made when the queue has none yet
+// (MakeEntry: NULL only when none is to be had). A limit's claims make it:
+// after a server start no queue has an entry until the counters' rebuild or
+// the commit of a move of its jobs, and a claim that reserved without one
+// (under the limit lock, running_limits.cpp) would be unseen by the claims
+// that reserve against the entry once it exists (test/t/040).
 QueueCounters *
-EntryOf(text *queue)
+EntryOf(text *queue, bool make = false)
 {
 	if (shared == NULL)
 		return NULL;
@@ -1187,7 +1193,10 @@ EntryOf(text *queue)
 	const char *chars = VARDATA_ANY(queue);
 	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(chars), length);
 	bool counted;
-	return FindEntry(chars, length, hash, &counted);
+	QueueCounters *entry = FindEntry(chars, length, hash, &counted);
+	if (entry == NULL && counted && make)
+		entry = MakeEntry(chars, length, hash);
+	return entry;
 }
 
 }  // namespace
@@ -1195,7 +1204,7 @@ EntryOf(text *queue)
 int64
 AddClaimsInFlight(text *queue, int64 delta)
 {
-	QueueCounters *entry = EntryOf(queue);
+	QueueCounters *entry = EntryOf(queue, delta > 0);
 	if (entry == NULL)
 		return -1;
 	if (delta >= 0)
@@ -1236,7 +1245,7 @@ int
 TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros)
 {
 	*wait_micros = 0;
-	QueueCounters *entry = EntryOf(queue);
+	QueueCounters *entry = EntryOf(queue, true);
 	if (entry == NULL)
 		return -1;
 	double per_micro = static_cast<double>(limit.count) / static_cast<double>(limit.period_micros);
@@ -1263,8 +1272,12 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 		taken = 0;
 	entry->rate_tokens -= taken;
 	entry->rate_held += taken;
-	if (taken < want)
-		*wait_micros = static_cast<int64>((1.0 - (entry->rate_tokens - static_cast<int>(entry->rate_tokens))) / per_micro) + 1;
+	if (taken < want) {
+		// (At most a day: a period of thousands of years would overflow
+		// the conversion; a waiting claim looks again by then.)
+		double wait = (1.0 - (entry->rate_tokens - static_cast<int>(entry->rate_tokens))) / per_micro;
+		*wait_micros = static_cast<int64>(Min(wait, static_cast<double>(USECS_PER_DAY))) + 1;
+	}
 	SpinLockRelease(&entry->rate_lock);
 	if (taken < want)
 		pg_atomic_fetch_add_u64(&entry->claims_rate_limited, 1);

@@ -14,7 +14,8 @@
 // at most awa.max_counted_databases databases at once. A queue's entry is
 // made at the PRE_COMMIT of the first transaction that moves its jobs (until
 // then its pending moves keep the name), so a move that rolls back takes no
-// entry; and a database holds at most awa.max_queues_per_database entries, so
+// entry (or by a rebuild, or by a claim of a queue with a limit:
+// AddClaimsInFlight, TakeRateTokens); and a database holds at most awa.max_queues_per_database entries, so
 // that one database cannot take the table from the others: a database that
 // finds no entry for a queue (its share, or the whole table, is full) is
 // counted exactly from then on, alone.
@@ -92,7 +93,11 @@ bool RebuildCounters();
 bool ReadCounters(text *queue, QueueCounts *out);
 
 // Adds `delta` (negative: takes off) to the queue's claims in flight and
-// returns the new total; -1 when it has no entry (nothing recorded).
+// returns the new total; -1 when it has no entry (nothing recorded). A
+// positive `delta` makes the queue's entry when it has none yet (after a
+// server start, before the counters' rebuild), so that every claim of a
+// limited queue that can have an entry reserves in it; -1 then means that
+// none is to be had (see above). May ereport (out of memory).
 int64 AddClaimsInFlight(text *queue, int64 delta);
 // Counts a claim that the queue's limit gave fewer attempts than it asked
 // for, and reads that count (0 without an entry); since the server started.
@@ -109,7 +114,8 @@ struct RateLimit {
 };
 // Takes up to `want` tokens from the queue's bucket (kept next to its
 // counters) and returns how many (0..want); when fewer, *wait_micros is the
-// time until the next token. -1: the queue has no counters entry.
+// time until the next token. -1: the queue has no counters entry and none is
+// to be had (it makes one as AddClaimsInFlight does). May ereport.
 int TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros);
 // Ends the hold of the `taken` tokens this backend's claim took last: puts
 // back the `n` it did not use (the bucket, with the tokens other claims hold,

@@ -131,12 +131,19 @@ using namespace awa::pg;
 // claims_limited, rate_limit, burst, claims_rate_limited): one row per queue,
 // ordered by name. Its cost grows with the queues, not the backlog, and a
 // queue whose lane heads are kept costs no statement at all.
-AWA_FUNCTION(awa_queue_metrics)
+namespace {
+
+// One row of awa.queue_metrics, built before it is returned.
+constexpr int kMetricsColumns = 18;
+struct MetricsOut {
+	Datum values[kMetricsColumns];
+	bool nulls[kMetricsColumns];
+};
+
+// The rows of awa.queue_metrics (in CurrentMemoryContext). Requires SPI.
+int
+CollectMetrics(MetricsOut **result)
 {
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "awa: SPI_connect failed");
 	// The claims waiting, by queue name (sorted, counted by bsearch).
 	ClaimWaiter *waiters;
 	int waiter_count = ListClaimWaiters(&waiters);
@@ -180,6 +187,7 @@ AWA_FUNCTION(awa_queue_metrics)
 	}
 	int count = static_cast<int>(SPI_processed);
 	MetricsRow *rows = static_cast<MetricsRow *>(palloc(sizeof(MetricsRow) * (count + 1)));
+	MetricsOut *out = static_cast<MetricsOut *>(palloc0(sizeof(MetricsOut) * (count + 1)));
 	for (int i = 0; i < count; i++) {
 		CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
 		HeapTuple tuple = SPI_tuptable->vals[i];
@@ -252,8 +260,8 @@ AWA_FUNCTION(awa_queue_metrics)
 				waiting_claims = last - first + 1;
 			}
 		}
-		Datum values[18];
-		bool nulls[18] = {false};
+		Datum *values = out[i].values;
+		bool *nulls = out[i].nulls;
 		values[0] = PointerGetDatum(row.queue);
 		for (int s = 0; s < kJobStateCount; s++)
 			values[1 + s] = Int64GetDatum(row.counts[s]);
@@ -272,8 +280,54 @@ AWA_FUNCTION(awa_queue_metrics)
 		values[15] = nulls[15] ? (Datum)0 : PointerGetDatum(limit->rate_limit);
 		values[16] = Int32GetDatum(nulls[16] ? 0 : limit->burst);
 		values[17] = Int64GetDatum(ReadClaimsRateLimited(row.queue));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(name);
+	}
+	*result = out;
+	return count;
+}
+
+}  // namespace
+
+AWA_FUNCTION(awa_queue_metrics)
+{
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	// The reads run in an internal subtransaction that is rolled back once
+	// the rows are built: the ring children they lock (a lane head's walk,
+	// an exact count) are released then, not at the end of the caller's
+	// transaction, so a monitoring session left idle in its transaction
+	// holds no ring slot (docs/maintenance.md, "Held"; test/sql/metrics_oldest.sql).
+	// It writes nothing transactional (heads and counters live in shared
+	// memory). The rows are built in this (SPI) context, which outlives the
+	// subtransaction, and stored after it, so that a tuplestore that spills
+	// to a temporary file does not lose it with the subtransaction.
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	MetricsOut *out = NULL;
+	volatile int count = 0;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		count = CollectMetrics(&out);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(context);
+	CurrentResourceOwner = owner;
+	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out[i].values, out[i].nulls);
 	}
 	SPI_finish();
 	return (Datum)0;

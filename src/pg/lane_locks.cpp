@@ -265,4 +265,11 @@ LockQueueLimit(text *queue)
 	(void)LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+void
+UnlockQueueLimit(text *queue)
+{
+	LOCKTAG tag = QueueLimitTag(queue);
+	(void)LockRelease(&tag, ExclusiveLock, false);
+}
+
 }  // namespace awa::pg

@@ -63,5 +63,8 @@ void LockLaneCreate(uint32 lane_hash);
 // The queue limit lock (owned by the current resource owner: a
 // subtransaction's abort releases it).
 void LockQueueLimit(text *queue);
+// Gives back the hold LockQueueLimit just took (a claim that reserved
+// nothing); a hold taken before by this transaction stays.
+void UnlockQueueLimit(text *queue);
 
 }  // namespace awa::pg

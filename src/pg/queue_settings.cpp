@@ -61,8 +61,16 @@ InstallQueueSettingsCache()
 int64
 IntervalMicros(const Interval *interval)
 {
-	return interval->time + static_cast<int64>(interval->day) * USECS_PER_DAY +
-	       static_cast<int64>(interval->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+	// Computed in 128 bits and clamped: an interval of more than about
+	// 292,000 years does not fit in 64, and wrapped it could read as any
+	// period, a millisecond as well (test/sql/rate_limit.sql, unique.sql).
+	int128 micros = static_cast<int128>(interval->time) + static_cast<int128>(interval->day) * USECS_PER_DAY +
+	                static_cast<int128>(interval->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+	if (micros > PG_INT64_MAX)
+		return PG_INT64_MAX;
+	if (micros < PG_INT64_MIN)
+		return PG_INT64_MIN;
+	return static_cast<int64>(micros);
 }
 
 QueueSettings
@@ -101,7 +109,10 @@ SettingsOf(text *queue)
 			settings.rate_count = DatumGetInt32(rate_count);
 			settings.rate_period_micros = IntervalMicros(DatumGetIntervalP(SPI_getbinval(tuple, desc, 7, &isnull)));
 			settings.rate_burst = DatumGetInt32(SPI_getbinval(tuple, desc, 8, &isnull));
-			settings.rate_set_this_run = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 9, &isnull)) > PgStartTime;
+			// Set since the server started (rate_set_at, not updated_at:
+			// a pause or another setting must not refill the bucket).
+			Datum set_at = SPI_getbinval(tuple, desc, 9, &isnull);
+			settings.rate_set_this_run = !isnull && DatumGetTimestampTz(set_at) > PgStartTime;
 		}
 	}
 	// Not cached while this transaction may have changed the settings itself

@@ -23,7 +23,7 @@ struct QueueSettings {
 	int64 rate_count;        // rate limit: attempts per rate_period (0: none)
 	int64 rate_period_micros;
 	int32 rate_burst;        // ... at most this many at once
-	bool rate_set_this_run;  // the settings changed after the server started
+	bool rate_set_this_run;  // the rate limit (or its burst) was set after the server started
 };
 
 constexpr int64 kDefaultAgingMicros = 60 * USECS_PER_SEC;
@@ -37,7 +37,7 @@ QueueSettings SettingsOf(text *queue);
 // ahead of the invalidation of a resumed queue; see ForgetCachedLanes).
 void ForgetCachedSettings();
 
-// Interval as microseconds (a month counts 30 days).
+// Interval as microseconds (a month counts 30 days), clamped to int64's range.
 int64 IntervalMicros(const Interval *interval);
 
 }  // namespace awa::pg

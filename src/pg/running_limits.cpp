@@ -4,6 +4,7 @@
 #include "pg/counters.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/spi_plans.hpp"
+#include "pg/wakeups.hpp"
 
 #include <type_traits>
 
@@ -22,11 +23,53 @@ struct Reservation {
 	int64 count;
 	bool in_shared;  // recorded in the counters' claims_in_flight
 	SubTransactionId subtransaction;
+	// The queue's claims_limited before this reservation was first added: a
+	// claim limited since may have been cut by it (see WakeIfCut).
+	int64 limited_before;
 };
 static_assert(std::is_trivially_destructible_v<Reservation>, "lives across PostgreSQL errors");
 constexpr int kMaxReservations = 64;
 Reservation reservations[kMaxReservations];
 int reservation_count = 0;
+
+// What ReserveRunning has added to a queue's claims in flight and not yet
+// recorded in `reservations`: an error in between (a cancel while the
+// running attempts are counted exactly) gives it back with the
+// (sub)transaction; it stayed added for good (test/t/044).
+struct PendingAdd {
+	text *queue;  // in TopTransactionContext
+	int64 count;
+	int64 limited_before;
+};
+static_assert(std::is_trivially_destructible_v<PendingAdd>, "lives across PostgreSQL errors");
+PendingAdd pending_add = {NULL, 0, 0};
+
+// A reservation given back without becoming running attempts (the claim took
+// fewer, rolled back, failed) may have made other claims of the queue get
+// less than there was room for, and a waiting one then sleeps until an
+// attempt of the queue ends, which may not come while nothing runs. Those
+// claims note that they were limited before they give their own reservation
+// back; so when the queue's claims_limited moved since this reservation was
+// added (`limited_before`; `own` notes of this claim excepted), the queue's
+// waiting claims are woken to look again. A claim limited by a total that no
+// longer holds when it gives back sees it in that total (ReserveRunning
+// looks again). (test/t/045)
+void
+WakeIfCut(text *queue, int64 limited_before, int64 own)
+{
+	if (ReadClaimsLimited(queue) - own > limited_before)
+		WakeQueueBucket(QueueWakeBucket(queue));
+}
+
+void
+GiveBackPendingAdd()
+{
+	if (pending_add.count > 0) {
+		(void)AddClaimsInFlight(pending_add.queue, -pending_add.count);
+		WakeIfCut(pending_add.queue, pending_add.limited_before, 0);
+	}
+	pending_add = PendingAdd{NULL, 0, 0};
+}
 
 bool
 SameQueue(const text *a, const text *b)
@@ -49,21 +92,25 @@ ExactRunning(text *queue)
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, kRunningColumn, &isnull));
 }
 
+// `unused`: the attempts were not started (else a commit made them running).
 void
-GiveBack(Reservation *r, int64 n)
+GiveBack(Reservation *r, int64 n, bool unused)
 {
 	if (n <= 0)
 		return;
-	if (r->in_shared)
+	if (r->in_shared) {
 		(void)AddClaimsInFlight(r->queue, -n);
+		if (unused)
+			WakeIfCut(r->queue, r->limited_before, 0);
+	}
 	r->count -= n;
 }
 
 void
-ForgetAll()
+ForgetAll(bool unused)
 {
 	for (int i = 0; i < reservation_count; i++)
-		GiveBack(&reservations[i], reservations[i].count);
+		GiveBack(&reservations[i], reservations[i].count, unused);
 	reservation_count = 0;
 }
 
@@ -92,7 +139,17 @@ ReserveRunning(text *queue, int32 limit, int want)
 			own += reservations[i].count;
 	int granted;
 	bool in_shared;
+	MemoryContext caller = MemoryContextSwitchTo(TopTransactionContext);
+	text *copy = static_cast<text *>(palloc(VARSIZE_ANY(queue)));
+	memcpy(copy, queue, VARSIZE_ANY(queue));
+	MemoryContextSwitchTo(caller);
+	// Noted as soon as it is added (no interrupt or error can come between
+	// the addition and the note; one inside AddClaimsInFlight, making the
+	// entry, comes before the addition).
+	int64 limited_before = ReadClaimsLimited(queue);
 	int64 after = AddClaimsInFlight(queue, want);
+	if (after >= 0)
+		pending_add = PendingAdd{copy, want, limited_before};
 	if (after >= 0) {
 		// Optimistic: take `want` first, then read running, then give back
 		// what does not fit. Every other reservation either was in flight
@@ -103,45 +160,78 @@ ReserveRunning(text *queue, int32 limit, int want)
 		// give back.
 		in_shared = true;
 		int64 others = after - own - want;
-		// The counters' running count (with this transaction's own moves),
-		// else an exact count with a snapshot taken after the add.
-		QueueCounts counts;
-		int64 running = ReadCounters(queue, &counts) ? counts.count[static_cast<int>(core::JobState::kRunning)]
-		                                             : ExactRunning(queue);
-		int64 room = static_cast<int64>(limit) - running - others;
-		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
-		if (granted < want) {
-			(void)AddClaimsInFlight(queue, -(want - granted));
+		int notes = 0;
+		for (int again = 0;; again++) {
+			// The counters' running count (with this transaction's own
+			// moves), else an exact count with a snapshot taken after the add.
+			QueueCounts counts;
+			int64 running = ReadCounters(queue, &counts) ? counts.count[static_cast<int>(core::JobState::kRunning)]
+			                                             : ExactRunning(queue);
+			int64 room = static_cast<int64>(limit) - running - others;
+			granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
+			if (granted == want)
+				break;
+			// Noted before the give-back (see WakeIfCut).
 			NoteClaimLimited(queue);
+			notes++;
+			int64 now_total = AddClaimsInFlight(queue, -(want - granted));
+			pending_add.count = granted;
+			// Others gave back since the add: the room they left is this
+			// claim's to take, by adding again and reading running again
+			// after that add (at most twice more).
+			int64 now_others = now_total - own - granted;
+			if (again == 2 || now_others >= others || static_cast<int64>(limit) - running - now_others <= granted)
+				break;
+			CHECK_FOR_INTERRUPTS();
+			after = AddClaimsInFlight(queue, want - granted);
+			pending_add.count = want;
+			others = after - own - want;
 		}
+		// This claim's own give-back may have cut others (its own notes
+		// excepted).
+		if (granted < want)
+			WakeIfCut(queue, limited_before, notes);
 	} else {
-		// No counters entry: the other claims in flight are unknown, so the
-		// claims of the queue follow one another under the limit lock, held
-		// until this transaction ends, and count exactly.
+		// No counters entry to be had (AddClaimsInFlight makes one when it
+		// can: no preload, the table or the database's share full): the
+		// other claims in flight are unknown, so the claims of the queue
+		// follow one another under the limit lock, held until this
+		// transaction ends, and count exactly. (An entry that appears while
+		// such a claim is open, after the limits are raised and the counters
+		// rebuilt, does not know it: docs/flow-control.md.)
 		in_shared = false;
 		LockQueueLimit(queue);
 		int64 room = static_cast<int64>(limit) - ExactRunning(queue);
 		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
+		// A claim that reserves nothing has nothing to keep exact: it gives
+		// the lock back (kept, an idle transaction or a prepared one that
+		// made such a claim stopped every claim of the queue: test/t/042).
+		if (granted == 0)
+			UnlockQueueLimit(queue);
 	}
 	if (granted > 0) {
 		if (slot == NULL) {
 			slot = &reservations[reservation_count++];
-			MemoryContext caller = MemoryContextSwitchTo(TopTransactionContext);
-			slot->queue = static_cast<text *>(palloc(VARSIZE_ANY(queue)));
-			memcpy(slot->queue, queue, VARSIZE_ANY(queue));
-			MemoryContextSwitchTo(caller);
+			slot->queue = copy;
 			slot->count = 0;
 			slot->in_shared = in_shared;
 			slot->subtransaction = subtransaction;
+			slot->limited_before = limited_before;
 		} else if (slot->in_shared != in_shared) {
 			// (The entry appeared or went between two reservations of one
-			// subtransaction: keep what this one added apart.)
+			// subtransaction: this one is refused, rather than recorded as
+			// the other kind; a lock-path grant recorded as in flight would
+			// be taken off a total it was never added to.)
 			if (in_shared)
 				(void)AddClaimsInFlight(queue, -granted);
-			granted = in_shared ? 0 : granted;
+			else
+				UnlockQueueLimit(queue);
+			granted = 0;
 		}
 		slot->count += granted;
 	}
+	// Recorded (or nothing kept): the transaction's end gives it back now.
+	pending_add = PendingAdd{NULL, 0, 0};
 	return granted;
 }
 
@@ -154,7 +244,7 @@ ReturnRunning(text *queue, int n)
 		if (r.subtransaction != subtransaction || !SameQueue(r.queue, queue))
 			continue;
 		int64 given = Min(static_cast<int64>(n), r.count);
-		GiveBack(&r, given);
+		GiveBack(&r, given, true);
 		n -= static_cast<int>(given);
 	}
 }
@@ -165,12 +255,16 @@ OnRunningLimitsTransactionEvent(XactEvent event)
 	switch (event) {
 	case XACT_EVENT_COMMIT:
 	case XACT_EVENT_PARALLEL_COMMIT:
-	case XACT_EVENT_ABORT:
-	case XACT_EVENT_PARALLEL_ABORT:
 	case XACT_EVENT_PREPARE:
 		// After a commit the counters have applied its running attempts
 		// (callbacks.cpp calls them first): they hold the slots now.
-		ForgetAll();
+		GiveBackPendingAdd();
+		ForgetAll(false);
+		break;
+	case XACT_EVENT_ABORT:
+	case XACT_EVENT_PARALLEL_ABORT:
+		GiveBackPendingAdd();
+		ForgetAll(true);
 		break;
 	default:
 		break;
@@ -181,18 +275,38 @@ void
 OnRunningLimitsSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTransactionId parent)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB) {
+		// An error in ReserveRunning aborts the subtransaction it ran in.
+		GiveBackPendingAdd();
 		int kept = 0;
 		for (int i = 0; i < reservation_count; i++) {
 			if (reservations[i].subtransaction == subtransaction)
-				GiveBack(&reservations[i], reservations[i].count);
+				GiveBack(&reservations[i], reservations[i].count, true);
 			else
 				reservations[kept++] = reservations[i];
 		}
 		reservation_count = kept;
 	} else if (event == SUBXACT_EVENT_COMMIT_SUB) {
-		for (int i = 0; i < reservation_count; i++)
-			if (reservations[i].subtransaction == subtransaction)
-				reservations[i].subtransaction = parent;
+		// Hand them to the parent, joining its reservation of the same queue:
+		// a transaction that claims a limited queue again and again, each
+		// time in a savepoint (drivers that wrap every statement in one) or
+		// with `wait` (every look is a subtransaction), keeps one reservation
+		// per queue and level instead of filling the table (test/sql/concurrency.sql).
+		int kept = 0;
+		for (int i = 0; i < reservation_count; i++) {
+			Reservation r = reservations[i];
+			if (r.subtransaction == subtransaction)
+				r.subtransaction = parent;
+			Reservation *same = NULL;
+			for (int j = 0; j < kept && same == NULL; j++)
+				if (reservations[j].subtransaction == r.subtransaction && reservations[j].in_shared == r.in_shared &&
+				    SameQueue(reservations[j].queue, r.queue))
+					same = &reservations[j];
+			if (same != NULL)
+				same->count += r.count;
+			else
+				reservations[kept++] = r;
+		}
+		reservation_count = kept;
 	}
 }
 

@@ -11,10 +11,12 @@
 // flight when this one added or adds after it and sees this one; a claim's
 // commit counts its attempts as running before they leave the in-flight
 // total: so nothing is counted short (two racing claims at worst both give
-// back). Without a counters entry for the queue (no preload, more queues than
+// back; a claim cut by a reservation given back unused reserves again or is
+// woken: running_limits.cpp, WakeIfCut). Without a counters entry for the queue (no preload, more queues than
 // the counters hold) the claims of the queue take its limit lock (an
-// advisory-type lock, lane_locks.hpp) and keep it until their transactions
-// end, and count exactly: they follow one another.
+// advisory-type lock, lane_locks.hpp) and count exactly; one that reserves
+// keeps it until its transaction ends (they follow one another), one that
+// reserves nothing gives it back at once.
 // What the claim does not take is given back at once; the rest is given back
 // when the transaction ends (after a commit, its running attempts count in
 // its place) or when the subtransaction that reserved it aborts. An attempt's

@@ -90,7 +90,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
 	// kQueueSettings: $1 queue
 	{Stmt::kQueueSettings, "SELECT paused, dlq_enabled, aging_interval, default_deadline, max_running, rate_count, rate_period,"
-	 "       rate_burst, updated_at FROM awa.queue_meta WHERE queue = $1",
+	 "       rate_burst, rate_set_at FROM awa.queue_meta WHERE queue = $1",
 	 1, {TEXTOID}},
 	// kDeleteAttemptState: $1 job_ids, $2 run_leases
 	{Stmt::kDeleteAttemptState, "DELETE FROM awa.attempt_state s USING unnest($1, $2) AS u(job_id, run_lease)"

@@ -3,7 +3,7 @@
 -- storage parameters and primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(439);
+SELECT plan(440);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -156,7 +156,7 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                           'attempt', 'max_attempts', 'run_at', 'created_at', 'unique_key', 'unique_states',
                           'payload', 'dlq_reason', 'dlq_at']),
     ('queue_meta', ARRAY['queue', 'paused', 'paused_at', 'dlq_enabled', 'aging_interval', 'default_deadline',
-                         'max_running', 'rate_count', 'rate_period', 'rate_burst', 'updated_at']),
+                         'max_running', 'rate_count', 'rate_period', 'rate_burst', 'rate_set_at', 'updated_at']),
     ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at']),
     ('periodic_schedules', ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
                                  'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at'])
@@ -398,6 +398,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('queue_meta', 'rate_count', 'integer'),
     ('queue_meta', 'rate_period', 'interval'),
     ('queue_meta', 'rate_burst', 'integer'),
+    ('queue_meta', 'rate_set_at', 'timestamp with time zone'),
     ('queue_meta', 'updated_at', 'timestamp with time zone'),
     ('job_unique_claims', 'unique_key', 'bytea'),
     ('job_unique_claims', 'job_id', 'bigint'),
@@ -442,6 +443,7 @@ SELECT results_eq(
              ('periodic_schedules', 'last_run_at'),
              ('queue_meta', 'default_deadline'), ('queue_meta', 'max_running'), ('queue_meta', 'paused_at'),
              ('queue_meta', 'rate_burst'), ('queue_meta', 'rate_count'), ('queue_meta', 'rate_period'),
+             ('queue_meta', 'rate_set_at'),
              ('ready_entries', 'attempted_at'), ('ready_entries', 'payload'), ('ready_entries', 'unique_key'),
              ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');

@@ -76,3 +76,38 @@ SELECT max_running FROM awa.queue_meta WHERE queue = 'cc_q';
 -- Bad input: nothing changes.
 SELECT pg_temp.try($$SELECT awa.configure_queue('cc_q', max_running => -1)$$);
 SELECT max_running FROM awa.queue_meta WHERE queue = 'cc_q';
+
+-- Many claims of one limited queue in one transaction, each in a savepoint
+-- (drivers that wrap every statement in one) or with `wait` (each look runs
+-- in a subtransaction): each released subtransaction's reservation joins its
+-- parent's, so the transaction's table of reservations (64) does not fill
+-- (it did: "more than 64 claims of limited queues in one transaction").
+SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('k'::text, ARRAY[145]), NULL, 'cc_many');
+SELECT awa.configure_queue('cc_many', max_running => 140);
+CREATE FUNCTION pg_temp.claim_in_savepoints(n int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE claimed int := 0;
+BEGIN
+  FOR i IN 1..n LOOP
+    BEGIN
+      claimed := claimed + (SELECT count(*) FROM awa.claim('cc_many', 1));
+    EXCEPTION WHEN division_by_zero THEN NULL;  -- a block with a handler: a savepoint
+    END;
+  END LOOP;
+  RETURN claimed;
+END $$;
+CREATE FUNCTION pg_temp.claim_waiting(n int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE claimed int := 0;
+BEGIN
+  FOR i IN 1..n LOOP
+    claimed := claimed + (SELECT count(*) FROM awa.claim('cc_many', 1, wait => '1 second'));
+  END LOOP;
+  RETURN claimed;
+END $$;
+BEGIN;
+SELECT pg_temp.claim_in_savepoints(70) AS in_savepoints;
+SELECT pg_temp.claim_waiting(70) AS waiting;
+SELECT count(*) AS at_limit FROM awa.claim('cc_many', 5);
+SELECT running FROM awa.queue_counts('cc_many');
+ROLLBACK;
+SELECT running FROM awa.queue_counts('cc_many');
+SELECT count(*) AS after_rollback FROM awa.claim('cc_many', 200);

@@ -115,3 +115,18 @@ SELECT awa._count_move('mo_a', 'cancelled', 'available', 1) \g /dev/null
 COMMIT;
 SELECT pg_temp.kept('mo_a', 4) AS after;
 SELECT pg_temp.oldest('mo_a') AS oldest;
+
+-- awa.queue_metrics releases the ring children its walks lock when it
+-- returns, not at the end of the caller's transaction: a monitoring session
+-- left idle in its transaction holds no ring slot (docs/maintenance.md,
+-- "Held"). A cancel of a lane's head makes that head unknown: the next call
+-- walks the lane (it kept the ring children it read locked until the end).
+SELECT awa.enqueue('k', queue => 'mo_locks') AS mo_head \gset
+SELECT awa.enqueue('k', queue => 'mo_locks') IS NOT NULL AS second;
+SELECT count(*) > 0 AS some FROM awa.queue_metrics();
+SELECT awa.cancel(:mo_head);
+BEGIN;
+SELECT available, oldest_available_at IS NOT NULL AS has_oldest FROM awa.queue_metrics() WHERE queue = 'mo_locks';
+SELECT count(*) AS ring_children_locked FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+ WHERE l.pid = pg_backend_pid() AND c.relnamespace = 'awa'::regnamespace AND c.relname ~ '_[0-9]+$';
+COMMIT;

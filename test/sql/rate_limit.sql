@@ -56,6 +56,16 @@ SELECT rate_count, rate_period, rate_burst FROM awa.queue_meta WHERE queue = 'rl
 SELECT count(*) AS unlimited FROM awa.claim('rl_q', 10);
 SELECT rate_limit IS NULL AS no_rate_limit, burst IS NULL AS no_burst FROM awa.queue_metrics() WHERE queue = 'rl_q';
 
+-- A period too long for its microseconds to fit in 64 bits (about 292,000
+-- years and more; a month counts 30 days) is the longest period there is, not
+-- a wrapped one: this one (593,000 years, less 17.7 days) wrapped to 1 ms, a
+-- token every millisecond.
+SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('k'::text, ARRAY[3]), NULL, 'rl_long');
+SELECT awa.configure_queue('rl_long', rate_limit => '1 per 7116800 months -1526290447384 microseconds', burst => 1);
+SELECT count(*) AS the_burst FROM awa.claim('rl_long', 5);
+SELECT pg_sleep(0.05);
+SELECT count(*) AS no_token_yet FROM awa.claim('rl_long', 5);
+
 -- Bad input: 22023 with a hint, nothing changed.
 SELECT awa.configure_queue('rl_q', rate_limit => '5 per 1 minute');
 SELECT pg_temp.try($$SELECT awa.configure_queue('rl_q', rate_limit => 'fast')$$);

@@ -79,6 +79,11 @@ SELECT awa.enqueue('uq.period', '{}', 'uq_a', opts => '{"unique": {"period": "10
 SELECT pg_temp.try($$SELECT awa.enqueue('uq.period', '{}', 'uq_a', opts => '{"unique": {"period": "100 years"}}')$$, false) AS same_bucket;
 SELECT awa.enqueue('uq.kp1', '{}', 'uq_a', opts => '{"unique_key": "uq-key-p", "unique": {"period": "100 years"}}') IS NOT NULL AS first_with_key;
 SELECT pg_temp.try($$SELECT awa.enqueue('uq.kp2', '{}', 'uq_b', opts => '{"unique_key": "uq-key-p", "unique": {"period": "100 years"}}')$$, false) AS same_key_same_bucket;
+-- A period too long for 64-bit microseconds is one bucket, not a wrapped
+-- period (this one wrapped to 1 ms: a new bucket every millisecond).
+SELECT awa.enqueue('uq.long', '{}', 'uq_a', opts => '{"unique": {"period": "7116800 months -1526290447384 microseconds"}}') IS NOT NULL AS first;
+SELECT pg_sleep(0.05);
+SELECT pg_temp.try($$SELECT awa.enqueue('uq.long', '{}', 'uq_a', opts => '{"unique": {"period": "7116800 months -1526290447384 microseconds"}}')$$, false) AS same_bucket;
 -- ISO 8601 periods are accepted too, and name the same bucket as the SQL form.
 SELECT awa.enqueue('uq.iso', '{}', 'uq_a', opts => '{"unique": {"period": "P100Y"}}') IS NOT NULL AS iso_first;
 SELECT pg_temp.try($$SELECT awa.enqueue('uq.iso', '{}', 'uq_a', opts => '{"unique": {"period": "100 years"}}')$$, false) AS iso_same_bucket;

@@ -7,7 +7,8 @@
 # at its default cadence. The test then drives the whole job lifecycle
 # (enqueue single and batch, scheduled and unique jobs, claim, complete,
 # heartbeat, retry, snooze, fail, DLQ, cancel, promotion, get_job,
-# queue_counts, the admin functions and views) across several rotations
+# queue_counts, queue_metrics, the admin functions and views; the queues have a
+# concurrency and a rate limit) across several rotations
 # forced with awa.run_maintenance('rotate') plus the worker's own, and checks,
 # statement by statement, that none but the test's own top-level statements
 # (run by role jit_probe) has jit_functions > 0. Offenders are printed.
@@ -58,6 +59,9 @@ sub lifecycle
 {
 	my ($q) = @_;
 	q1("SELECT awa.configure_queue('$q', dlq_enabled => true)");
+	# The flow-control limits: every claim below reserves under a concurrency
+	# limit and takes rate tokens (docs/flow-control.md).
+	q1("SELECT awa.configure_queue('$q', max_running => 1000, rate_limit => '100000 per 1 second', burst => 1000)");
 	q1("SELECT awa.enqueue('single', jsonb_build_object('i', i), '$q') FROM generate_series(1, 20) i");
 	q1("SELECT awa.enqueue('prio', '{}', '$q', priority => 1)");
 	q1("SELECT count(*) FROM awa.enqueue_many(array_fill('batch'::text, ARRAY[50]),
@@ -111,6 +115,7 @@ for my $round (1 .. 4)
 	q1("SELECT * FROM awa.run_maintenance('rescue')");
 	q1("SELECT * FROM awa.storage_status()");
 	q1("SELECT * FROM awa.maintenance_status()");
+	q1("SELECT * FROM awa.queue_metrics()");
 	q1("SELECT * FROM awa.lanes");
 	q1("SELECT awa.rebuild_counters()");
 	# The worker rotates each ring once a second: let it run some steps.
