@@ -1,5 +1,7 @@
 // counters.cpp: per-queue job counters in shared memory (see counters.hpp).
 #include "pg/counters.hpp"
+
+#include "pg/server_run_key.hpp"
 #include "pg/core_calls.hpp"
 
 #include "pg/gucs.hpp"
@@ -1254,7 +1256,7 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 	SpinLockAcquire(&entry->rate_lock);
 	if (!entry->rate_started) {
 		entry->rate_started = true;
-		entry->rate_tokens = limit.start_full ? limit.burst : 0;
+		entry->rate_tokens = limit.set_at > PrimaryRunSince() ? limit.burst : 0;
 		entry->rate_held = 0;
 		entry->rate_at = now;
 	}

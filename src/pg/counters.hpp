@@ -104,13 +104,14 @@ int64 AddClaimsInFlight(text *queue, int64 delta);
 void NoteClaimLimited(text *queue);
 
 // A queue's rate limit (docs/flow-control.md): `count` attempts per `period_micros`,
-// `burst` at once; the bucket starts full when the limit was set after the
-// server started, else empty.
+// `burst` at once; the bucket starts full when the limit was set (`set_at`)
+// since this server run became a primary (PrimaryRunSince: its start, or its
+// promotion), else empty.
 struct RateLimit {
 	int64 count;
 	int64 period_micros;
 	int32 burst;
-	bool start_full;
+	TimestampTz set_at;  // 0: never
 };
 // Takes up to `want` tokens from the queue's bucket (kept next to its
 // counters) and returns how many (0..want); when fewer, *wait_micros is the

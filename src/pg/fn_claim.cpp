@@ -264,8 +264,7 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 	// The rate limit first (counters.hpp, TakeRateTokens): tokens for at most `want`.
 	int tokens = want;
 	if (settings.rate_count > 0) {
-		RateLimit limit{settings.rate_count, settings.rate_period_micros, settings.rate_burst,
-		                settings.rate_set_this_run};
+		RateLimit limit{settings.rate_count, settings.rate_period_micros, settings.rate_burst, settings.rate_set_at};
 		int64 wait_micros;
 		tokens = TakeRateTokens(request->queue, limit, want, &wait_micros);
 		if (tokens <= 0) {

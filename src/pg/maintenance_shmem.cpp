@@ -113,6 +113,7 @@ StartupMaintenanceShmem()
 	if (!found) {
 		memset(shared, 0, SharedSize());
 		pg_atomic_init_u64(&shared->epoch_word, 0);
+		pg_atomic_init_u64(&shared->primary_since, 0);
 		uint64 random = 0;
 		if (!pg_strong_random(&random, sizeof(random)))
 			random = static_cast<uint64>(MyProcPid) * UINT64CONST(0x9E3779B97F4A7C15);

@@ -55,6 +55,11 @@ struct Shared {
 	// Drawn when the shared memory is made: at every start and every crash
 	// restart (ServerRunKey).
 	uint64 run_nonce;
+	// When this run became a primary: the first start of the launcher after
+	// the shared memory was made (it starts once recovery has finished: at
+	// a start, after crash recovery, or at a standby's promotion); 0 before
+	// (PrimaryRunSince, server_run_key.hpp).
+	pg_atomic_uint64 primary_since;
 	int launcher_pgprocno;  // -1: no launcher
 	int backend_slot_count;
 	DatabaseStatus databases[kMaxDatabases];

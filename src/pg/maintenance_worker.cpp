@@ -24,6 +24,7 @@
 #include "pg/gucs.hpp"
 #include "pg/ddl_holds.hpp"
 #include "pg/task_status.hpp"
+#include "pg/server_run_key.hpp"
 #include "pg/worker_registry.hpp"
 #include "pg/wakeups.hpp"
 
@@ -756,6 +757,9 @@ awa_launcher_main(Datum)
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("awa launcher");
 	RegisterLauncher();
+	// Recovery has finished: this run is a primary from now (the first
+	// start of the run counts; a rate limit set before starts empty).
+	NotePrimaryRunStart();
 
 	static Served served[kMaxLauncherDatabases];
 	int served_count = 0;

@@ -109,10 +109,11 @@ SettingsOf(text *queue)
 			settings.rate_count = DatumGetInt32(rate_count);
 			settings.rate_period_micros = IntervalMicros(DatumGetIntervalP(SPI_getbinval(tuple, desc, 7, &isnull)));
 			settings.rate_burst = DatumGetInt32(SPI_getbinval(tuple, desc, 8, &isnull));
-			// Set since the server started (rate_set_at, not updated_at:
-			// a pause or another setting must not refill the bucket).
+			// When it was set (rate_set_at, not updated_at: a pause or
+			// another setting must not refill the bucket); the claim
+			// compares it with PrimaryRunSince() when it makes the bucket.
 			Datum set_at = SPI_getbinval(tuple, desc, 9, &isnull);
-			settings.rate_set_this_run = !isnull && DatumGetTimestampTz(set_at) > PgStartTime;
+			settings.rate_set_at = isnull ? 0 : DatumGetTimestampTz(set_at);
 		}
 	}
 	// Not cached while this transaction may have changed the settings itself

@@ -23,7 +23,7 @@ struct QueueSettings {
 	int64 rate_count;        // rate limit: attempts per rate_period (0: none)
 	int64 rate_period_micros;
 	int32 rate_burst;        // ... at most this many at once
-	bool rate_set_this_run;  // the rate limit (or its burst) was set after the server started
+	TimestampTz rate_set_at;  // when the rate limit (or its burst) was last set; 0: never
 };
 
 constexpr int64 kDefaultAgingMicros = 60 * USECS_PER_SEC;

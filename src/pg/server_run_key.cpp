@@ -21,4 +21,22 @@ ServerRunKey()
 	return key == 0 ? 1 : key;
 }
 
+TimestampTz
+PrimaryRunSince()
+{
+	using maintenance_shmem::shared;
+	uint64 since = shared == NULL ? 0 : pg_atomic_read_u64(&shared->primary_since);
+	return since == 0 ? GetCurrentTimestamp() : static_cast<TimestampTz>(since);
+}
+
+void
+NotePrimaryRunStart()
+{
+	using maintenance_shmem::shared;
+	if (shared == NULL)
+		return;
+	uint64 unset = 0;
+	(void)pg_atomic_compare_exchange_u64(&shared->primary_since, &unset, static_cast<uint64>(GetCurrentTimestamp()));
+}
+
 }  // namespace awa::pg

@@ -15,4 +15,13 @@ namespace awa::pg {
 // the WAL insertion timeline).
 uint64 ServerRunKey();
 
+// Since when this server run has been a primary: when its launcher first
+// started (recovery finished: the start, or a standby's promotion). Before
+// that, or without the preload, now: nothing set earlier counts as set in
+// this run. A rate limit set before it starts with an empty bucket
+// (docs/flow-control.md, "What is kept").
+TimestampTz PrimaryRunSince();
+// The launcher notes its start (the first one of the run counts).
+void NotePrimaryRunStart();
+
 }  // namespace awa::pg
