@@ -19,8 +19,10 @@ CREATE TABLE awa.queue_meta (
     rate_period      interval    CHECK (rate_period > interval '0'),
     rate_burst       integer     CHECK (rate_burst > 0),
     -- When the rate limit or its burst was last set: a bucket starts full
-    -- only for a limit set since the server started (not updated_at, which
-    -- every change of the queue's settings moves; test/t/043).
+    -- only for a limit set since the server became a primary (its start or
+    -- its promotion: PrimaryRunSince, src/pg/server_run_key.hpp); not
+    -- updated_at, which every change of the queue's settings moves
+    -- (test/t/043, test/t/046).
     rate_set_at      timestamptz,
     updated_at       timestamptz NOT NULL DEFAULT now()
 ) WITH (fillfactor = 70);

@@ -1290,15 +1290,16 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 }
 
 void
-ReturnRateTokens(text *queue, int taken, int n, int32 burst)
+ReturnRateTokens(int unused, int32 burst)
 {
 	QueueCounters *entry = held_entry;
+	int held = held_tokens;
 	held_entry = NULL;
 	held_tokens = 0;
-	if (taken <= 0 || entry == NULL)
+	if (entry == NULL || held <= 0)
 		return;
 	SpinLockAcquire(&entry->rate_lock);
-	ReleaseHeld(entry, taken, Max(0, n), burst);
+	ReleaseHeld(entry, held, Min(held, Max(0, unused)), burst);
 	SpinLockRelease(&entry->rate_lock);
 }
 

@@ -118,11 +118,12 @@ struct RateLimit {
 // time until the next token. -1: the queue has no counters entry and none is
 // to be had (it makes one as AddClaimsInFlight does). May ereport.
 int TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros);
-// Ends the hold of the `taken` tokens this backend's claim took last: puts
-// back the `n` it did not use (the bucket, with the tokens other claims hold,
-// at most `burst`). Until then the taken tokens count against the burst, so
-// the refill while a claim runs cannot add to what it gives back.
-void ReturnRateTokens(text *queue, int taken, int n, int32 burst);
+// Ends the hold of the tokens this backend's claim took last (TakeRateTokens):
+// puts back the `unused` ones (the bucket, with the tokens other claims hold,
+// at most `burst`); the others count as used. Until then the taken tokens
+// count against the burst, so the refill while a claim runs cannot add to
+// what it gives back.
+void ReturnRateTokens(int unused, int32 burst);
 // A transaction's abort (subtransaction InvalidSubTransactionId) or a
 // subtransaction's (callbacks.cpp): a claim that failed between
 // TakeRateTokens and ReturnRateTokens, in it, holds its tokens no longer;

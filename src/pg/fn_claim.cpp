@@ -35,6 +35,7 @@
 #include "pg/wakeups.hpp"
 #include "pg/claim_sleep.hpp"
 #include "pg/claim_waiters.hpp"
+#include "pg/subtransaction.hpp"
 
 extern "C" {
 #include "storage/proc.h"
@@ -288,7 +289,7 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 	}
 	// (At the concurrency limit a waiting claim is woken when an attempt ends.)
 	if (settings.rate_count > 0)
-		ReturnRateTokens(request->queue, tokens, tokens - claimed, settings.rate_burst);
+		ReturnRateTokens(tokens - claimed, settings.rate_burst);
 	return claimed;
 }
 
@@ -300,30 +301,7 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 int
 ClaimOnceReleasingLocks(ClaimRequest *request, TimestampTz now, MemoryContext scratch)
 {
-	MemoryContext context = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile int claimed = 0;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(scratch);
-	PG_TRY();
-	{
-		claimed = ClaimOnce(request, now);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(context);
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(context);
-		CurrentResourceOwner = owner;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	if (claimed > 0)
-		ReleaseCurrentSubTransaction();
-	else
-		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(context);
-	CurrentResourceOwner = owner;
+	int claimed = RunInSubtransaction(scratch, true, [request, now]() { return ClaimOnce(request, now); });
 	if (claimed == 0)
 		MemoryContextReset(scratch);
 	return claimed;

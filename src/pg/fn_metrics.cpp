@@ -2,6 +2,7 @@
 // counts, oldest available job, waiting claims and pause (awa.queue_metrics),
 // event totals per queue, and the claims waiting for work.
 #include "pg/core_calls.hpp"
+#include "pg/subtransaction.hpp"
 #include "pg/claim_walk.hpp"
 #include "pg/claim_waiters.hpp"
 #include "pg/counters.hpp"
@@ -303,28 +304,9 @@ AWA_FUNCTION(awa_queue_metrics)
 	// memory). The rows are built in this (SPI) context, which outlives the
 	// subtransaction, and stored after it, so that a tuplestore that spills
 	// to a temporary file does not lose it with the subtransaction.
-	MemoryContext context = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
 	MetricsOut *out = NULL;
-	volatile int count = 0;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(context);
-	PG_TRY();
-	{
-		count = CollectMetrics(&out);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(context);
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(context);
-		CurrentResourceOwner = owner;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(context);
-	CurrentResourceOwner = owner;
+	MetricsOut **result = &out;
+	int count = RunInSubtransaction(CurrentMemoryContext, false, [result]() { return CollectMetrics(result); });
 	for (int i = 0; i < count; i++) {
 		CHECK_FOR_INTERRUPTS();
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out[i].values, out[i].nulls);
