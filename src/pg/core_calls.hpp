@@ -23,6 +23,7 @@
 #include "core/maintenance_schedule.hpp"
 #include "core/receipt.hpp"
 #include "core/ring.hpp"
+#include "core/token_bucket.hpp"
 #include "core/validate.hpp"
 #include "pg/claim_bridge.hpp"
 
@@ -76,6 +77,15 @@ AWA_CHECK_NOEXCEPT(NextPosition(declval<RingPosition>(), declval<int32_t>()));
 AWA_CHECK_NOEXCEPT(IsLiveGeneration(declval<int64_t>(), declval<int64_t>(), declval<int32_t>()));
 AWA_CHECK_NOEXCEPT(PruneTargetGeneration(declval<int64_t>(), declval<int32_t>()));
 
+// core/token_bucket.hpp (the per-queue rate limit, counters.cpp)
+AWA_CHECK_NOEXCEPT(StartBucket(declval<TokenBucket *>(), declval<int64_t>(), declval<bool>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(RefillBucket(declval<TokenBucket *>(), declval<const RateSpec &>(), declval<int64_t>()));
+AWA_CHECK_NOEXCEPT(TakeTokens(declval<TokenBucket *>(), declval<const RateSpec &>(), declval<int64_t>(),
+                              declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(GiveBackTokens(declval<TokenBucket *>(), declval<int64_t>(), declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(MicrosUntilTokens(declval<const TokenBucket &>(), declval<const RateSpec &>(), declval<int64_t>()));
+AWA_CHECK_NOEXCEPT(BucketFull(declval<const TokenBucket &>(), declval<int32_t>()));
+
 // core/maintenance_schedule.hpp (the maintenance worker's loop)
 AWA_CHECK_NOEXCEPT(TaskName(declval<MaintenanceTask>()));
 AWA_CHECK_NOEXCEPT(ParseTaskName(declval<const char *>(), declval<MaintenanceTask *>()));
@@ -120,6 +130,10 @@ AWA_CHECK_TRIVIAL(Violation);
 AWA_CHECK_TRIVIAL(Receipt);
 AWA_CHECK_TRIVIAL(std::optional<Receipt>);
 AWA_CHECK_TRIVIAL(RingPosition);
+AWA_CHECK_TRIVIAL(RateSpec);
+AWA_CHECK_TRIVIAL(TokenBucket);
+AWA_CHECK_TRIVIAL(TokenTake);
+static_assert(std::is_trivially_copyable_v<TokenBucket>, "TokenBucket lives in shared memory");
 AWA_CHECK_TRIVIAL(PruneBackoff);
 AWA_CHECK_TRIVIAL(TaskClock);
 AWA_CHECK_TRIVIAL(ClockPair);

@@ -72,11 +72,9 @@ struct QueueCounters {
 	// what they do not use; the refill stops at burst - rate_held, so
 	// rate_tokens + rate_held never exceeds the burst (a claim's give-back
 	// cannot add to a bucket refilled to the full burst meanwhile).
+	// The arithmetic is core/token_bucket.hpp's (exact integers).
 	slock_t rate_lock;
-	bool rate_started;
-	double rate_tokens;
-	int64 rate_held;
-	TimestampTz rate_at;
+	awa::core::TokenBucket rate_bucket;
 	// The head of each lane (counters.hpp, "oldest available job"), under
 	// head_lock. head_changes counts the applied events that touched the
 	// queue's available jobs, head_removals those that took some out.
@@ -504,10 +502,7 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 		pg_atomic_init_u64(&entry->claims_limited, 0);
 		pg_atomic_init_u64(&entry->claims_rate_limited, 0);
 		SpinLockInit(&entry->rate_lock);
-		entry->rate_started = false;
-		entry->rate_tokens = 0;
-		entry->rate_held = 0;
-		entry->rate_at = 0;
+		entry->rate_bucket = awa::core::TokenBucket{};
 		SpinLockInit(&entry->head_lock);
 		entry->head_changes = 0;
 		entry->head_removals = 0;
@@ -1236,9 +1231,7 @@ SubTransactionId held_subtransaction = InvalidSubTransactionId;
 void
 ReleaseHeld(QueueCounters *entry, int held, int unused, int32 burst)
 {
-	entry->rate_held = Max(int64{0}, entry->rate_held - held);
-	double cap = Max(0.0, static_cast<double>(burst) - static_cast<double>(entry->rate_held));
-	entry->rate_tokens = Min(cap, entry->rate_tokens + unused);
+	awa::core::GiveBackTokens(&entry->rate_bucket, held, unused, burst);
 }
 
 }  // namespace
@@ -1250,39 +1243,21 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 	QueueCounters *entry = EntryOf(queue, true);
 	if (entry == NULL)
 		return -1;
-	double per_micro = static_cast<double>(limit.count) / static_cast<double>(limit.period_micros);
+	const awa::core::RateSpec rate{limit.count, limit.period_micros, limit.burst};
 	TimestampTz now = GetCurrentTimestamp();
-	int taken;
 	SpinLockAcquire(&entry->rate_lock);
-	if (!entry->rate_started) {
-		entry->rate_started = true;
-		entry->rate_tokens = limit.set_at > PrimaryRunSince() ? limit.burst : 0;
-		entry->rate_held = 0;
-		entry->rate_at = now;
-	}
+	if (!entry->rate_bucket.started)
+		awa::core::StartBucket(&entry->rate_bucket, now, limit.set_at > PrimaryRunSince(), limit.burst);
 	// The bucket holds at most the burst, counting the tokens other claims
-	// in progress hold (they may give them back).
-	double cap = Max(0.0, static_cast<double>(limit.burst) - static_cast<double>(entry->rate_held));
-	if (now > entry->rate_at) {
-		entry->rate_tokens = Min(cap, entry->rate_tokens + static_cast<double>(now - entry->rate_at) * per_micro);
-		entry->rate_at = now;
-	} else {
-		entry->rate_tokens = Min(cap, entry->rate_tokens);
-	}
-	taken = static_cast<int>(Min(static_cast<double>(want), entry->rate_tokens));
-	if (taken < 0)
-		taken = 0;
-	entry->rate_tokens -= taken;
-	entry->rate_held += taken;
-	if (taken < want) {
-		// (At most a day: a period of thousands of years would overflow
-		// the conversion; a waiting claim looks again by then.)
-		double wait = (1.0 - (entry->rate_tokens - static_cast<int>(entry->rate_tokens))) / per_micro;
-		*wait_micros = static_cast<int64>(Min(wait, static_cast<double>(USECS_PER_DAY))) + 1;
-	}
+	// in progress hold (they may give them back); the wait is at most a day
+	// (a waiting claim looks again by then).
+	awa::core::TokenTake take = awa::core::TakeTokens(&entry->rate_bucket, rate, now, want);
 	SpinLockRelease(&entry->rate_lock);
-	if (taken < want)
+	int taken = take.taken;
+	if (taken < want) {
+		*wait_micros = take.wait_micros;
 		pg_atomic_fetch_add_u64(&entry->claims_rate_limited, 1);
+	}
 	held_entry = taken > 0 ? entry : NULL;
 	held_tokens = taken;
 	held_subtransaction = GetCurrentSubTransactionId();
