@@ -23,6 +23,7 @@
 #include "core/maintenance_schedule.hpp"
 #include "pg/gucs.hpp"
 #include "pg/ddl_holds.hpp"
+#include "pg/maintenance_shmem.hpp"
 #include "pg/task_status.hpp"
 #include "pg/server_run_key.hpp"
 #include "pg/worker_registry.hpp"
@@ -38,6 +39,7 @@ extern "C" {
 #include "catalog/pg_database.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "miscadmin.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
@@ -47,6 +49,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/backend_status.h"
+#include "utils/hsearch.h"
 
 PGDLLEXPORT void awa_launcher_main(Datum argument);
 PGDLLEXPORT void awa_maintenance_main(Datum argument);
@@ -57,10 +60,6 @@ namespace awa::pg {
 namespace {
 
 using core::MaintenanceTask;
-
-// Databases the launcher serves at once (the rest wait for a free entry and
-// get a WARNING); every database is listed, whatever their number.
-constexpr int kMaxLauncherDatabases = 256;
 
 // ---------------------------------------------------------------------------
 // Clocks (docs/maintenance.md §1, "Clocks")
@@ -105,12 +104,47 @@ ReadStepClock()
 // ---------------------------------------------------------------------------
 // Launcher
 // ---------------------------------------------------------------------------
+// What the launcher keeps per database it lists: an entry of its own hash
+// table (TopMemoryContext), made when the database is first listed and
+// removed when it is gone, so there is no cap on the databases of a cluster.
 struct Served {
-	Oid database;
+	Oid database;  // the hash key
 	BackgroundWorkerHandle *handle;
 	int64 next_probe;  // when to start a worker again after it exited (MonotonicNow)
 	bool restart;      // start one at once (it stopped while serving awa)
+	bool probe;        // the worker was started to see whether the database has awa
 };
+
+// Workers started only to see whether their database has awa, running at
+// once: a cluster of many databases without awa must not fill
+// max_worker_processes with them every awa.launcher_naptime (the workers of
+// databases known to have awa, `restart`, are started regardless).
+constexpr int kMaxConcurrentProbes = 2;
+
+HTAB *
+MakeServedTable()
+{
+	HASHCTL control;
+	memset(&control, 0, sizeof(control));
+	control.keysize = sizeof(Oid);
+	control.entrysize = sizeof(Served);
+	control.hcxt = TopMemoryContext;
+	return hash_create("awa launcher databases", 64, &control, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+int
+CompareOids(const void *a, const void *b)
+{
+	Oid x = *static_cast<const Oid *>(a);
+	Oid y = *static_cast<const Oid *>(b);
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+bool
+Listed(const Oid *sorted, int count, Oid database)
+{
+	return bsearch(&database, sorted, count, sizeof(Oid), CompareOids) != NULL;
+}
 
 // Every connectable non-template database; palloc'd in the caller's context.
 int
@@ -176,58 +210,67 @@ Running(BackgroundWorkerHandle *handle)
 // worker unless one runs there, one exited there less than
 // awa.launcher_naptime ago without a reason to restart (it found no awa), or
 // a DDL command holds the database. Dropped databases leave `served` and the
-// status table. Its memory lives in `pass_context`, reset at the end.
+// status table. Its memory lives in `pass_context`, reset at the end. Its cost
+// is O(databases log databases): the list is sorted, `served` is hashed.
 void
-ServeDatabases(Served *served, int *served_count_io, MemoryContext pass_context)
+ServeDatabases(HTAB *served, MemoryContext pass_context)
 {
-	int served_count = *served_count_io;
 	MemoryContext previous = MemoryContextSwitchTo(pass_context);
 	// Databases whose worker stopped while serving awa, or that just
-	// created it, get a worker at once.
-	Oid wanted[kMaxLauncherDatabases];
-	int wanted_count = TakeStoppedWorkers(wanted, kMaxLauncherDatabases);
+	// created it, get a worker at once (the status table has kMaxDatabases
+	// entries, so no more can be stopped at once).
+	Oid *wanted = static_cast<Oid *>(palloc(sizeof(Oid) * maintenance_shmem::kMaxDatabases));
+	int wanted_count = TakeStoppedWorkers(wanted, maintenance_shmem::kMaxDatabases);
 	// Held before the list is read: a DROP DATABASE that commits
 	// and releases its hold after the list was read must not get a
-	// worker started into the database it dropped.
-	Oid held[kMaxLauncherDatabases];
-	int held_count = DatabasesHeldForDdl(held, kMaxLauncherDatabases);
+	// worker started into the database it dropped. (One hold per backend.)
+	Oid *held = static_cast<Oid *>(palloc(sizeof(Oid) * (MaxBackends + 1)));
+	int held_count = DatabasesHeldForDdl(held, MaxBackends + 1);
+	qsort(held, held_count, sizeof(Oid), CompareOids);
 	Oid *databases;
 	int count = ListDatabases(&databases);
-	// Dropped databases leave the launcher's list and the status table.
+	qsort(databases, count, sizeof(Oid), CompareOids);
+	// Dropped databases leave the launcher's table and the status table
+	// (an entry whose worker still runs stays until it exits).
 	ForgetDatabasesExcept(databases, count);
-	int kept = 0;
-	for (int j = 0; j < served_count; j++) {
-		bool exists = false;
-		for (int i = 0; i < count && !exists; i++)
-			exists = databases[i] == served[j].database;
-		if (exists || Running(served[j].handle))
-			served[kept++] = served[j];
-		else if (served[j].handle != NULL)
-			pfree(served[j].handle);
+	HASH_SEQ_STATUS scan;
+	hash_seq_init(&scan, served);
+	for (Served *entry; (entry = static_cast<Served *>(hash_seq_search(&scan))) != NULL;) {
+		CHECK_FOR_INTERRUPTS();
+		if (Listed(databases, count, entry->database) || Running(entry->handle))
+			continue;
+		if (entry->handle != NULL)
+			pfree(entry->handle);
+		(void)hash_search(served, &entry->database, HASH_REMOVE, NULL);
 	}
-	served_count = kept;
+	// (A wanted database the table does not know yet gets its entry below.)
+	for (int j = 0; j < wanted_count; j++) {
+		Served *entry = static_cast<Served *>(hash_search(served, &wanted[j], HASH_FIND, NULL));
+		if (entry != NULL)
+			entry->restart = true;
+	}
+	// Probes still looking (a probe that found awa has claimed its database
+	// and serves it).
+	int probes = 0;
+	hash_seq_init(&scan, served);
+	for (Served *entry; (entry = static_cast<Served *>(hash_seq_search(&scan))) != NULL;)
+		if (entry->probe && Running(entry->handle) && !DatabaseHasWorker(entry->database))
+			probes++;
+	bool warned = false;
 	int64 now = MonotonicNow();
 	for (int i = 0; i < count; i++) {
-		Served *entry = NULL;
-		for (int j = 0; j < served_count; j++)
-			if (served[j].database == databases[i])
-				entry = &served[j];
-		if (entry == NULL) {
-			if (served_count == kMaxLauncherDatabases) {
-				ereport(WARNING, (errmsg("awa: more than %d databases; database %u gets no maintenance worker "
-				                         "for now",
-				                         kMaxLauncherDatabases, databases[i])));
-				continue;
-			}
-			entry = &served[served_count++];
-			entry->database = databases[i];
+		CHECK_FOR_INTERRUPTS();
+		bool found;
+		Served *entry = static_cast<Served *>(hash_search(served, &databases[i], HASH_ENTER, &found));
+		if (!found) {
 			entry->handle = NULL;
 			entry->next_probe = 0;
 			entry->restart = false;
+			entry->probe = false;
+			for (int j = 0; j < wanted_count; j++)
+				if (wanted[j] == entry->database)
+					entry->restart = true;
 		}
-		for (int j = 0; j < wanted_count; j++)
-			if (wanted[j] == entry->database)
-				entry->restart = true;
 		if (Running(entry->handle))
 			continue;
 		if (entry->handle != NULL) {
@@ -241,26 +284,36 @@ ServeDatabases(Served *served, int *served_count_io, MemoryContext pass_context)
 			continue;
 		// A DDL command needs the database alone: not now (the
 		// command's end wakes the launcher; `restart` is kept).
-		bool held_then = false;
-		for (int j = 0; j < held_count && !held_then; j++)
-			held_then = held[j] == entry->database;
-		if (held_then || DatabaseHeldForDdl(entry->database))
+		if (bsearch(&entry->database, held, held_count, sizeof(Oid), CompareOids) != NULL ||
+		    DatabaseHeldForDdl(entry->database))
 			continue;
-		entry->restart = false;
+		// A probe waits for a running one to end (its exit wakes the
+		// launcher: bgw_notify_pid).
+		if (!entry->restart && probes >= kMaxConcurrentProbes)
+			continue;
+		entry->probe = !entry->restart;
 		MemoryContextSwitchTo(TopMemoryContext);
-		if (!StartMaintenanceWorker(entry->database, &entry->handle)) {
-			entry->handle = NULL;
-			entry->next_probe = now + int64{awa_launcher_naptime_s} * USECS_PER_SEC;
+		bool started = StartMaintenanceWorker(entry->database, &entry->handle);
+		MemoryContextSwitchTo(pass_context);
+		if (started) {
+			entry->restart = false;
+			probes += entry->probe ? 1 : 0;
+			continue;
+		}
+		// No free worker slot. A database known to have awa keeps `restart`
+		// and is tried again at the next pass; a probe after the naptime.
+		entry->handle = NULL;
+		entry->next_probe = now + int64{awa_launcher_naptime_s} * USECS_PER_SEC;
+		// Once a pass: every database after the first would say the same.
+		if (!warned)
 			ereport(WARNING,
 			        (errmsg("awa: could not start the maintenance worker of database %u", entry->database),
 			         errhint("Raise max_worker_processes: awa needs one per database that has it, plus "
 			                 "its launcher.")));
-		}
-		MemoryContextSwitchTo(pass_context);
+		warned = true;
 	}
 	MemoryContextSwitchTo(previous);
 	MemoryContextReset(pass_context);
-	*served_count_io = served_count;
 }
 
 // ---------------------------------------------------------------------------
@@ -761,8 +814,7 @@ awa_launcher_main(Datum)
 	// start of the run counts; a rate limit set before starts empty).
 	NotePrimaryRunStart();
 
-	static Served served[kMaxLauncherDatabases];
-	int served_count = 0;
+	HTAB *served = MakeServedTable();
 	MemoryContext pass_context =
 	    AllocSetContextCreate(TopMemoryContext, "awa launcher loop", ALLOCSET_DEFAULT_SIZES);
 	for (;;) {
@@ -772,7 +824,7 @@ awa_launcher_main(Datum)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		if (awa_maintenance_enabled)
-			ServeDatabases(served, &served_count, pass_context);
+			ServeDatabases(served, pass_context);
 		// Once a second; sooner when CREATE EXTENSION, a worker's exit or the
 		// end of a DDL hold sets the latch.
 		(void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L, PG_WAIT_EXTENSION);

@@ -175,7 +175,8 @@ DefineMaintenanceVariables()
 	DefineCustomIntVariable("awa.cleanup_batch_size", "Dead letters deleted per retention tick at most.", NULL,
 	                        &awa_cleanup_batch_size, boot::kCleanupBatchSize, 1, 1000000, PGC_SUSET, 0, NULL, NULL,
 	                        NULL);
-	DefineCustomIntVariable("awa.launcher_naptime", "How often the launcher looks for databases that have awa.",
+	DefineCustomIntVariable("awa.launcher_naptime",
+	                        "How long the launcher waits before it looks again whether a database without awa has it.",
 	                        "CREATE EXTENSION awa wakes it at once; this catches databases created from a template "
 	                        "that has awa.",
 	                        &awa_launcher_naptime_s, boot::kLauncherNaptimeS, 1, 3600, PGC_SIGHUP, GUC_UNIT_S, NULL,
@@ -233,7 +234,7 @@ _PG_init(void)
 	                        "a claim that finds the registry full keeps its lane lock until it ends.",
 	                        &awa_max_lanes, boot::kMaxLanes, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.max_queues", "Queues whose job counts are kept in shared memory, all databases together.",
-	                        "The counters grow with the queues (dynamic shared memory, about 200 bytes each); beyond "
+	                        "The counters grow with the queues (dynamic shared memory, about 410 bytes each); beyond "
 	                        "this cap awa.queue_counts counts exactly (its cost then grows with the backlog).",
 	                        &awa_max_queues, boot::kMaxQueues, 16, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.max_queues_per_database",

@@ -86,9 +86,12 @@ ForgetDatabasesExcept(const Oid *databases, int count)
 	for (DatabaseStatus &entry : shared->databases) {
 		if (entry.database == InvalidOid || entry.worker_pid != 0)
 			continue;
-		bool exists = false;
-		for (int i = 0; i < count && !exists; i++)
-			exists = databases[i] == entry.database;
+		Oid database = entry.database;
+		bool exists = bsearch(&database, databases, count, sizeof(Oid), [](const void *a, const void *b) {
+			Oid x = *static_cast<const Oid *>(a);
+			Oid y = *static_cast<const Oid *>(b);
+			return x < y ? -1 : (x > y ? 1 : 0);
+		}) != NULL;
 		if (!exists)
 			memset(&entry, 0, sizeof(entry));
 	}
@@ -105,6 +108,18 @@ DatabaseWorkerPid()
 	int pid = status != NULL ? status->worker_pid : 0;
 	LWLockRelease(status_lock);
 	return pid;
+}
+
+bool
+DatabaseHasWorker(Oid database)
+{
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(status_lock, LW_SHARED);
+	DatabaseStatus *status = StatusOf(database, false);
+	bool has = status != NULL && status->worker_pid != 0;
+	LWLockRelease(status_lock);
+	return has;
 }
 
 void

@@ -19,10 +19,14 @@ namespace awa::pg {
 bool ClaimDatabaseWorker();
 // Frees this database's status entry (its extension was dropped).
 void ForgetDatabase();
-// Frees the entries (without a worker) of databases not in the list (dropped).
+// Frees the entries (without a worker) of databases not in the list (dropped);
+// the list is sorted (by OID, ascending).
 void ForgetDatabasesExcept(const Oid *databases, int count);
 // The pid of this database's maintenance worker, 0 when none.
 int DatabaseWorkerPid();
+// Whether a maintenance worker has claimed `database` (the launcher: a worker
+// it started there found awa and serves it).
+bool DatabaseHasWorker(Oid database);
 
 // The launcher registers itself; WakeLauncher asks it to (re)start workers now.
 void RegisterLauncher();
