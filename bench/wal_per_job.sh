@@ -35,7 +35,7 @@ as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$WORKDIR/log" -w start >/dev/null
 trap 'as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null' EXIT
 export PGHOST=$WORKDIR PGPORT=$PORT PGUSER=postgres
 psql() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/psql" -X -q -At -d postgres "$@"; }
-pgb() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/pgbench" -n -M prepared -c 1 -d postgres "$@" >/dev/null; }
+pgb() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/pgbench" -n -M prepared -c 1 "$@" postgres >/dev/null; }
 psql -c 'CREATE EXTENSION awa'
 WORKER=(-D B=1 -D async=off -D wait_ms=0 -D idle_ms=10 -D awa_init=0 -f "$HERE/peers/pgbench/awa_worker.sql")
 
