@@ -4,21 +4,31 @@
 #
 #   PGBIN=/usr/lib/postgresql/15/bin PORT=5491 N=10000 bench/wal_per_job.sh
 #
+# Then, on the same server, bench/lanekey_row_shapes.sql (SHAPES_N rows per table, queue names
+# `default` and a 20-character one): WAL per row of the lane-identified ring rows in three shapes
+# (bench/RESULTS-lanekey.md).
+#
 # A throwaway cluster (initdb in $WORKDIR, Unix socket only, stopped at the end) with awa's
 # maintenance worker and autovacuum off, so that the WAL between the two LSNs is the jobs' own:
 # no rotation, prune or vacuum record is counted. No checkpoint runs in between (checkpoint_timeout
 # 1h, max_wal_size 4GB), so full-page images appear only for pages first touched after the
 # warm-up's checkpoint. The enqueue is bench/peers/pgbench/awa_enq1.sql, the drain
 # bench/peers/pgbench/awa_worker.sql with B=1 (claims durable at commit), both one client, N
-# transactions each, after a warm-up of 1,000. Run as root (the server runs as postgres).
+# transactions each, after a warm-up of WARMUP (1,000). Run as root (the server runs as postgres) or
+# as postgres. Writes Markdown to stdout and $WORKDIR/result.md; the data directory is removed at the
+# end (kept with KEEP=1).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PORT=${PORT:-5491}
 N=${N:-10000}
+WARMUP=${WARMUP:-1000}
+SHAPES_N=${SHAPES_N:-10000}
+KEEP=${KEEP:-0}
 WORKDIR=${WORKDIR:-$(mktemp -d /tmp/awa-walpj.XXXXXX)}
-chown postgres "$WORKDIR"
+mkdir -p "$WORKDIR"
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+if [ "$(id -u)" = 0 ]; then chown -R postgres "$WORKDIR"; fi
 DATA=$WORKDIR/data
 as_pg "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust --no-sync -E UTF8 --locale=C >/dev/null
 cat >>"$DATA/postgresql.conf" <<EOF
@@ -32,16 +42,22 @@ checkpoint_timeout = 1h
 max_wal_size = 4GB
 EOF
 as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$WORKDIR/log" -w start >/dev/null
-trap 'as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null' EXIT
+cleanup() {
+	local rc=$?
+	as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null || true
+	if [ "$KEEP" != 1 ] && [ "$rc" = 0 ]; then rm -rf "$DATA"; fi
+	exit "$rc"
+}
+trap cleanup EXIT
 export PGHOST=$WORKDIR PGPORT=$PORT PGUSER=postgres
-psql() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/psql" -X -q -At -d postgres "$@"; }
+psql() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
 pgb() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/pgbench" -n -M prepared -c 1 "$@" postgres >/dev/null; }
 psql -c 'CREATE EXTENSION awa'
 WORKER=(-D B=1 -D async=off -D wait_ms=0 -D idle_ms=10 -D awa_init=0 -f "$HERE/peers/pgbench/awa_worker.sql")
 
 # Warm-up: the lane, the first pages and plans; then a checkpoint.
-pgb -t 1000 -f "$HERE/peers/pgbench/awa_enq1.sql"
-pgb -t 1000 "${WORKER[@]}"
+pgb -t "$WARMUP" -f "$HERE/peers/pgbench/awa_enq1.sql"
+pgb -t "$WARMUP" "${WORKER[@]}"
 psql -c 'CHECKPOINT'
 
 measure() {  # name, pgbench arguments...
@@ -64,7 +80,21 @@ measure() {  # name, pgbench arguments...
 			$1 == "Total" { printf "| total | %.2f | %.1f | %.1f |\n", $2 / n, $3 / n, $4 / n }'
 	echo
 }
-# Enqueue N, then drain N of them (the queue keeps the warm-up's leftovers: none).
-measure "single-job enqueue (awa_enq1.sql)" -f "$HERE/peers/pgbench/awa_enq1.sql"
-measure "batch-1 drain (awa_worker.sql, B=1)" "${WORKER[@]}"
-psql -c "SELECT 'left in the queue: ' || available FROM awa.queue_counts('default')"
+shapes() {  # queue name
+	echo "## WAL bytes per row by shape, queue name '$1' ($SHAPES_N rows per table; bench/lanekey_row_shapes.sql)"
+	echo
+	echo '| table | today | kept | join |'
+	echo '|---|---:|---:|---:|'
+	psql -F ' | ' -v q="$1" -v n="$SHAPES_N" -f "$HERE/lanekey_row_shapes.sql" 2>/dev/null |
+		grep -E '^(ready|lease|receipt)_' | sed 's/^/| /; s/$/ |/'
+	echo
+}
+{
+	# Enqueue N, then drain N of them (the warm-up leaves none behind).
+	measure "single-job enqueue (awa_enq1.sql)" -f "$HERE/peers/pgbench/awa_enq1.sql"
+	measure "batch-1 drain (awa_worker.sql, B=1)" "${WORKER[@]}"
+	echo "Jobs left in the queue: $(psql -c "SELECT available FROM awa.queue_counts('default')")"
+	echo
+	shapes default
+	shapes a_queue_name_of_20ch
+} | tee "$WORKDIR/result.md"
