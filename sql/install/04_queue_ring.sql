@@ -1,11 +1,18 @@
 -- ---------------------------------------------------------------------------
 -- Queue ring family (PARTITION BY LIST (ready_slot)); truncated together.
+-- A lane's rows are keyed by its lane_id (awa.queue_lanes.lane_id; a lane row
+-- is never deleted), not by (queue, priority): the claim walk, the prune
+-- proofs and carry select a lane's rows by lane_id. queue and priority stay
+-- as plain columns for the readers (get_job, history, DLQ, metrics, cancel):
+-- with priority in the slot's padding, a row is no wider than before
+-- (docs/architecture.md, "Rows keyed by lane_id").
 -- ---------------------------------------------------------------------------
 CREATE TABLE awa.ready_entries (
     ready_slot       smallint    NOT NULL,
-    ready_generation bigint      NOT NULL,
-    queue            text        NOT NULL,
     priority         smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    lane_id          bigint      NOT NULL,
+    queue            text        NOT NULL,
     lane_seq         bigint      NOT NULL,
     job_id           bigint      NOT NULL,
     run_lease        bigint      NOT NULL DEFAULT 0,
@@ -19,7 +26,7 @@ CREATE TABLE awa.ready_entries (
     unique_key       bytea,
     unique_states    smallint,
     payload          jsonb,
-    PRIMARY KEY (queue, priority, lane_seq, ready_slot)
+    PRIMARY KEY (lane_id, lane_seq, ready_slot)
 ) PARTITION BY LIST (ready_slot);
 CREATE INDEX ready_entries_job_id_idx ON awa.ready_entries (job_id);
 
@@ -29,9 +36,10 @@ CREATE INDEX ready_entries_job_id_idx ON awa.ready_entries (job_id);
 -- committed rows follow it.
 CREATE TABLE awa.ready_segments (
     ready_slot       smallint    NOT NULL,
-    ready_generation bigint      NOT NULL,
-    queue            text        NOT NULL,
     priority         smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    lane_id          bigint      NOT NULL,
+    queue            text        NOT NULL,
     first_lane_seq   bigint      NOT NULL,
     next_lane_seq    bigint      NOT NULL,
     first_run_at     timestamptz NOT NULL,
@@ -43,19 +51,20 @@ CREATE TABLE awa.ready_segments (
     origin_generation bigint     NOT NULL,
     -- Segments of a lane never overlap, so next_lane_seq is unique per lane;
     -- keyed on it, the claim's routing probe is the primary key.
-    PRIMARY KEY (queue, priority, next_lane_seq, ready_slot)
+    PRIMARY KEY (lane_id, next_lane_seq, ready_slot)
 ) PARTITION BY LIST (ready_slot);
 
 -- Hides an unclaimed ready row without touching it (cancel, reprioritise).
 CREATE TABLE awa.ready_tombstones (
     ready_slot       smallint    NOT NULL,
-    ready_generation bigint      NOT NULL,
-    queue            text        NOT NULL,
     priority         smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    lane_id          bigint      NOT NULL,
+    queue            text        NOT NULL,
     lane_seq         bigint      NOT NULL,
     job_id           bigint      NOT NULL,
     tombstoned_at    timestamptz NOT NULL,
-    PRIMARY KEY (queue, priority, lane_seq, ready_generation, ready_slot)
+    PRIMARY KEY (lane_id, lane_seq, ready_generation, ready_slot)
 ) PARTITION BY LIST (ready_slot);
 
 -- The claim evidence ledger: one row per claim call, in the ready row's slot.
@@ -63,11 +72,12 @@ CREATE TABLE awa.ready_tombstones (
 -- past a lane only while such a row covering it is visible.
 CREATE TABLE awa.ready_claim_attempt_batches (
     ready_slot       smallint       NOT NULL,
-    ready_generation bigint         NOT NULL,
-    batch_id         bigint         NOT NULL,
-    queue            text           NOT NULL,
     priority         smallint       NOT NULL,
     claim_slot       smallint       NOT NULL,
+    ready_generation bigint         NOT NULL,
+    batch_id         bigint         NOT NULL,
+    lane_id          bigint         NOT NULL,
+    queue            text           NOT NULL,
     claim_generation bigint         NOT NULL,
     first_lane_seq   bigint         NOT NULL,
     next_lane_seq    bigint         NOT NULL,
@@ -77,15 +87,16 @@ CREATE TABLE awa.ready_claim_attempt_batches (
     PRIMARY KEY (batch_id, ready_slot)
 ) PARTITION BY LIST (ready_slot);
 CREATE INDEX ready_claim_attempt_batches_lane_next_idx
-    ON awa.ready_claim_attempt_batches (queue, priority, next_lane_seq);
+    ON awa.ready_claim_attempt_batches (lane_id, next_lane_seq);
 
 -- Terminal facts for failed, cancelled and wide completions. Body columns are
 -- NULL when the ready row is retained (narrow rows).
 CREATE TABLE awa.done_entries (
     ready_slot       smallint    NOT NULL,
-    ready_generation bigint      NOT NULL,
-    queue            text        NOT NULL,
     priority         smallint    NOT NULL,
+    ready_generation bigint      NOT NULL,
+    lane_id          bigint      NOT NULL,
+    queue            text        NOT NULL,
     lane_seq         bigint      NOT NULL,
     job_id           bigint      NOT NULL,
     run_lease        bigint      NOT NULL,
@@ -99,7 +110,7 @@ CREATE TABLE awa.done_entries (
     created_at       timestamptz,
     unique_key       bytea,
     payload          jsonb,
-    PRIMARY KEY (queue, priority, lane_seq, ready_slot)
+    PRIMARY KEY (lane_id, lane_seq, ready_slot)
 ) PARTITION BY LIST (ready_slot);
 CREATE INDEX done_entries_job_id_idx ON awa.done_entries (job_id);
 CREATE INDEX done_entries_failed_idx ON awa.done_entries (queue) WHERE state = 'failed';
@@ -108,12 +119,13 @@ CREATE INDEX done_entries_failed_idx ON awa.done_entries (queue) WHERE state = '
 -- group (one claim batch), arrays per job.
 CREATE TABLE awa.receipt_completion_batches (
     ready_slot       smallint    NOT NULL,
+    claim_slot       smallint    NOT NULL,
+    priority         smallint    NOT NULL,
     ready_generation bigint      NOT NULL,
     batch_id         bigint      NOT NULL,
-    claim_slot       smallint    NOT NULL,
     claim_batch_id   bigint      NOT NULL,
+    lane_id          bigint      NOT NULL,
     queue            text        NOT NULL,
-    priority         smallint    NOT NULL,
     completed_count  integer     NOT NULL,
     job_ids          bigint[]    NOT NULL,
     run_leases       bigint[]    NOT NULL,

@@ -28,12 +28,13 @@ CREATE TABLE awa.lease_claims (
 -- by one primary-key probe (docs/architecture.md, "Receipts").
 CREATE TABLE awa.lease_claim_batches (
     claim_slot       smallint    NOT NULL,
+    ready_slot       smallint    NOT NULL,
+    priority         smallint    NOT NULL,
     claim_generation bigint      NOT NULL,
     batch_id         bigint      NOT NULL,
-    ready_slot       smallint    NOT NULL,
     ready_generation bigint      NOT NULL,
+    lane_id          bigint      NOT NULL,
     queue            text        NOT NULL,
-    priority         smallint    NOT NULL,
     claimed_count    integer     NOT NULL,
     job_ids          bigint[]    NOT NULL,
     run_leases       bigint[]    NOT NULL,

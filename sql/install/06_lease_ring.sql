@@ -4,11 +4,12 @@
 -- ---------------------------------------------------------------------------
 CREATE TABLE awa.leases (
     lease_slot          smallint    NOT NULL,
-    lease_generation    bigint      NOT NULL,
     ready_slot          smallint    NOT NULL,
-    ready_generation    bigint      NOT NULL,
-    queue               text        NOT NULL,
     priority            smallint    NOT NULL,
+    lease_generation    bigint      NOT NULL,
+    ready_generation    bigint      NOT NULL,
+    lane_id             bigint      NOT NULL,
+    queue               text        NOT NULL,
     lane_seq            bigint      NOT NULL,
     job_id              bigint      NOT NULL,
     run_lease           bigint      NOT NULL,
@@ -20,7 +21,7 @@ CREATE TABLE awa.leases (
     attempted_at        timestamptz NOT NULL,
     callback_id         uuid,
     callback_timeout_at timestamptz,
-    PRIMARY KEY (queue, priority, lane_seq, lease_slot)
+    PRIMARY KEY (lane_id, lane_seq, lease_slot)
 ) PARTITION BY LIST (lease_slot);
 CREATE INDEX leases_attempt_idx ON awa.leases (job_id, run_lease);
 

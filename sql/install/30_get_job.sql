@@ -85,7 +85,7 @@ BEGIN
                                  d.finalized_at, NULL);
     END IF;
     SELECT * INTO d FROM awa.done_entries e
-     WHERE e.queue = r.queue AND e.priority = r.priority AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot;
+     WHERE e.lane_id = r.lane_id AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot;
     IF FOUND THEN
         -- failed or cancelled (cancelled before its claim, or while it ran)
         RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt,
@@ -95,7 +95,7 @@ BEGIN
     -- A tombstone without its done row (cancelled while available): not
     -- written by this release, read for safety.
     SELECT t.tombstoned_at INTO x FROM awa.ready_tombstones t
-     WHERE t.queue = r.queue AND t.priority = r.priority AND t.lane_seq = r.lane_seq
+     WHERE t.lane_id = r.lane_id AND t.lane_seq = r.lane_seq
        AND t.ready_slot = r.ready_slot AND t.ready_generation = r.ready_generation;
     IF FOUND THEN
         RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'cancelled', r.attempt,
@@ -103,7 +103,7 @@ BEGIN
                                  x.tombstoned_at, NULL);
     END IF;
     SELECT a.batch_id, a.claim_slot INTO b FROM awa.ready_claim_attempt_batches a
-     WHERE a.queue = r.queue AND a.priority = r.priority AND a.ready_slot = r.ready_slot
+     WHERE a.lane_id = r.lane_id AND a.ready_slot = r.ready_slot
        AND a.ready_generation = r.ready_generation AND a.next_lane_seq > r.lane_seq
        AND a.first_lane_seq <= r.lane_seq AND a.lane_ranges @> r.lane_seq;
     IF NOT FOUND THEN
@@ -161,7 +161,7 @@ BEGIN
                                  x.closed_at, NULL);
     ELSIF x.outcome IN ('failed', 'cancelled') THEN
         SELECT * INTO d FROM awa.done_entries e
-         WHERE e.queue = r.queue AND e.priority = r.priority AND e.lane_seq = r.lane_seq
+         WHERE e.lane_id = r.lane_id AND e.lane_seq = r.lane_seq
            AND e.ready_slot = x.ready_slot;
         IF FOUND THEN
             RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt,

@@ -22,6 +22,7 @@ DECLARE
     slot     smallint;
     gen      bigint;
     lane     bigint;
+    lane_key bigint;     -- its lane_id
     lease    bigint;
     tries    smallint;
     batch_slot int;  -- the claim slot holding the claim batch
@@ -39,6 +40,12 @@ BEGIN
             -- Scheduled or retryable: a synthetic terminal row in the current queue slot.
             SELECT q.slot, q.generation INTO ring FROM awa.queue_ring_rotations q ORDER BY q.generation DESC LIMIT 1;
             slot := ring.slot; gen := ring.generation; lane := -d.job_id; lease := d.run_lease; tries := d.attempt;
+            -- The job's lane exists since its enqueue committed (lanes are never deleted).
+            SELECT l.lane_id INTO lane_key FROM awa.queue_lanes l WHERE l.queue = d.queue AND l.priority = d.priority;
+            IF lane_key IS NULL THEN
+                RAISE EXCEPTION 'awa: the lane (%, %) of job % is missing', d.queue, d.priority, p_job_id
+                    USING ERRCODE = 'internal_error';
+            END IF;
             PERFORM awa._count_move(d.queue, d.state, 'cancelled');
             outcome := 'cancelled';
             EXIT;
@@ -56,12 +63,12 @@ BEGIN
             END IF;
             RETURN 'not_found';
         END IF;
-        IF EXISTS (SELECT FROM awa.done_entries e WHERE e.queue = r.queue AND e.priority = r.priority
+        IF EXISTS (SELECT FROM awa.done_entries e WHERE e.lane_id = r.lane_id
                       AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot) THEN
             RETURN 'already_finished';
         END IF;
         d := r;
-        slot := r.ready_slot; gen := r.ready_generation; lane := r.lane_seq;
+        slot := r.ready_slot; gen := r.ready_generation; lane := r.lane_seq; lane_key := r.lane_id;
 
         -- Available: a tombstone (src/pg/fn_tombstone.cpp closes the race with claims).
         outcome := awa._tombstone(r.queue, r.priority, r.lane_seq, r.ready_slot, r.ready_generation, r.job_id);
@@ -75,7 +82,7 @@ BEGIN
 
         -- Claimed: close the attempt that took this ready row.
         SELECT x.batch_id, x.claim_slot INTO b FROM awa.ready_claim_attempt_batches x
-         WHERE x.queue = r.queue AND x.priority = r.priority AND x.ready_slot = r.ready_slot
+         WHERE x.lane_id = r.lane_id AND x.ready_slot = r.ready_slot
            AND x.ready_generation = r.ready_generation AND x.next_lane_seq > r.lane_seq
            AND x.first_lane_seq <= r.lane_seq AND x.lane_ranges @> r.lane_seq;
         IF NOT FOUND AND current_setting('transaction_isolation') <> 'read committed' THEN
@@ -140,10 +147,10 @@ BEGIN
         RAISE EXCEPTION 'job % kept changing state while it was being cancelled', p_job_id
             USING ERRCODE = 'lock_not_available', HINT = 'Try again.';
     END IF;
-    INSERT INTO awa.done_entries (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease, attempt,
-                                  kind, state, finalized_at, args, max_attempts, run_at, created_at, unique_key,
-                                  payload)
-    VALUES (slot, gen, d.queue, d.priority, lane, p_job_id, lease, tries, d.kind, 'cancelled', clock_timestamp(),
+    INSERT INTO awa.done_entries (ready_slot, ready_generation, lane_id, queue, priority, lane_seq, job_id, run_lease,
+                                  attempt, kind, state, finalized_at, args, max_attempts, run_at, created_at,
+                                  unique_key, payload)
+    VALUES (slot, gen, lane_key, d.queue, d.priority, lane, p_job_id, lease, tries, d.kind, 'cancelled', clock_timestamp(),
             d.args, d.max_attempts, d.run_at, d.created_at, d.unique_key, d.payload);
     -- A running job's key was freed when its attempt closed; the others' here.
     DELETE FROM awa.job_unique_claims u WHERE u.job_id = p_job_id AND (u.unique_states & 64) = 0;

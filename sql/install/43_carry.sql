@@ -35,11 +35,11 @@ BEGIN
     END IF;
     EXECUTE format($q$
         WITH lanes AS MATERIALIZED (
-            SELECT l.queue, l.priority, l.claim_cursor AS cursor
+            SELECT l.lane_id, l.claim_cursor AS cursor
               FROM awa.lane_cursors() l
-             WHERE EXISTS (SELECT 1 FROM awa.%1$I g WHERE g.queue = l.queue AND g.priority = l.priority)
+             WHERE EXISTS (SELECT 1 FROM awa.%1$I g WHERE g.lane_id = l.lane_id)
         ), spent AS MATERIALIZED (
-            SELECT a.queue, a.priority, range_agg(a.lane_ranges) AS ranges FROM awa.%2$I a GROUP BY a.queue, a.priority
+            SELECT a.lane_id, range_agg(a.lane_ranges) AS ranges FROM awa.%2$I a GROUP BY a.lane_id
         ), open_batches AS MATERIALIZED (
             -- Claims with an attempt still open (closures fewer than claims);
             -- most batches are closed whole and are passed over here.
@@ -61,54 +61,54 @@ BEGIN
             -- (awa.queue_counts_exact). Probes from the (few) open attempts.
             SELECT DISTINCT ON (a.batch_id) a.*
               FROM open_attempts o
-              JOIN LATERAL (SELECT e.queue, e.priority, e.lane_seq FROM awa.%3$I e
+              JOIN LATERAL (SELECT e.lane_id, e.lane_seq FROM awa.%3$I e
                              WHERE e.job_id = o.job_id AND e.run_lease + 1 = o.run_lease LIMIT 1) r ON true
               JOIN LATERAL (SELECT b.* FROM awa.%2$I b
-                             WHERE b.queue = r.queue AND b.priority = r.priority AND b.next_lane_seq > r.lane_seq
+                             WHERE b.lane_id = r.lane_id AND b.next_lane_seq > r.lane_seq
                                AND b.first_lane_seq <= r.lane_seq AND b.lane_ranges @> r.lane_seq
                              ORDER BY b.next_lane_seq LIMIT 1) a ON true
         ), carried_spent AS MATERIALIZED (
-            SELECT e.queue, e.priority, range_agg(e.lane_ranges) AS ranges FROM carried_evidence e
-             GROUP BY e.queue, e.priority
+            SELECT e.lane_id, range_agg(e.lane_ranges) AS ranges FROM carried_evidence e
+             GROUP BY e.lane_id
         ), moving AS MATERIALIZED (
             SELECT r.*, o.job_id IS NOT NULL AS running
               FROM awa.%3$I r
-              JOIN lanes l ON l.queue = r.queue AND l.priority = r.priority
-              LEFT JOIN spent s ON s.queue = r.queue AND s.priority = r.priority
-              LEFT JOIN carried_spent cs ON cs.queue = r.queue AND cs.priority = r.priority
+              JOIN lanes l ON l.lane_id = r.lane_id
+              LEFT JOIN spent s ON s.lane_id = r.lane_id
+              LEFT JOIN carried_spent cs ON cs.lane_id = r.lane_id
               LEFT JOIN open_attempts o ON o.job_id = r.job_id AND o.run_lease = r.run_lease + 1
              WHERE coalesce(cs.ranges @> r.lane_seq, false)
                 OR (r.lane_seq > l.cursor
                     AND NOT coalesce(s.ranges @> r.lane_seq, false)
                     AND NOT EXISTS (SELECT 1 FROM awa.%4$I t
-                                     WHERE t.queue = r.queue AND t.priority = r.priority AND t.lane_seq = r.lane_seq))
+                                     WHERE t.lane_id = r.lane_id AND t.lane_seq = r.lane_seq))
         ), ready AS (
-            INSERT INTO awa.%5$I (ready_slot, ready_generation, queue, priority, lane_seq, job_id, run_lease, attempt,
-                                  max_attempts, kind, args, run_at, created_at, attempted_at, unique_key,
+            INSERT INTO awa.%5$I (ready_slot, ready_generation, lane_id, queue, priority, lane_seq, job_id, run_lease,
+                                  attempt, max_attempts, kind, args, run_at, created_at, attempted_at, unique_key,
                                   unique_states, payload)
-            SELECT $1, $2, m.queue, m.priority, m.lane_seq, m.job_id, m.run_lease, m.attempt, m.max_attempts, m.kind,
+            SELECT $1, $2, m.lane_id, m.queue, m.priority, m.lane_seq, m.job_id, m.run_lease, m.attempt, m.max_attempts, m.kind,
                    m.args, m.run_at, m.created_at, m.attempted_at, m.unique_key, m.unique_states, m.payload
               FROM moving m
             RETURNING 1
         ), segments AS (
-            INSERT INTO awa.%6$I (ready_slot, ready_generation, queue, priority, first_lane_seq, next_lane_seq,
+            INSERT INTO awa.%6$I (ready_slot, ready_generation, lane_id, queue, priority, first_lane_seq, next_lane_seq,
                                   first_run_at, created_at, origin_generation)
-            SELECT $1, $2, queue, priority, min(lane_seq), max(lane_seq) + 1,
+            SELECT $1, $2, lane_id, min(queue), min(priority), min(lane_seq), max(lane_seq) + 1,
                    (array_agg(run_at ORDER BY lane_seq))[1], min(created_at), min(origin)
-              FROM (SELECT m.queue, m.priority, m.lane_seq, m.run_at, m.created_at,
+              FROM (SELECT m.lane_id, m.queue, m.priority, m.lane_seq, m.run_at, m.created_at,
                            (SELECT g.origin_generation FROM awa.%1$I g
-                             WHERE g.queue = m.queue AND g.priority = m.priority
+                             WHERE g.lane_id = m.lane_id
                                AND g.next_lane_seq > m.lane_seq AND g.first_lane_seq <= m.lane_seq
                              ORDER BY g.next_lane_seq LIMIT 1) AS origin,
-                           m.lane_seq - row_number() OVER (PARTITION BY m.queue, m.priority ORDER BY m.lane_seq) AS run
+                           m.lane_seq - row_number() OVER (PARTITION BY m.lane_id ORDER BY m.lane_seq) AS run
                       FROM moving m) x
-             GROUP BY queue, priority, run
+             GROUP BY lane_id, run
             RETURNING 1
         ), evidence AS (
-            INSERT INTO awa.%7$I (ready_slot, ready_generation, batch_id, queue, priority, claim_slot,
+            INSERT INTO awa.%7$I (ready_slot, ready_generation, batch_id, lane_id, queue, priority, claim_slot,
                                   claim_generation, first_lane_seq, next_lane_seq, claimed_count, lane_ranges,
                                   claimed_at)
-            SELECT $1, $2, e.batch_id, e.queue, e.priority, e.claim_slot, e.claim_generation, e.first_lane_seq,
+            SELECT $1, $2, e.batch_id, e.lane_id, e.queue, e.priority, e.claim_slot, e.claim_generation, e.first_lane_seq,
                    e.next_lane_seq, e.claimed_count, e.lane_ranges, e.claimed_at
               FROM carried_evidence e
             RETURNING 1
@@ -178,10 +178,11 @@ BEGIN
              WHERE c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.%2$I x
                                        WHERE x.claim_batch_id = c.batch_id)
         ), claims AS (
-            INSERT INTO awa.%3$I (claim_slot, claim_generation, batch_id, ready_slot, ready_generation, queue, priority,
-                                  claimed_count, job_ids, run_leases, lane_seqs, attempts, max_attempts, deadline_at,
-                                  claimed_at)
-            SELECT $1, b.claim_generation, b.batch_id, b.ready_slot, b.ready_generation, b.queue, b.priority, b.claimed_count,
+            INSERT INTO awa.%3$I (claim_slot, claim_generation, batch_id, ready_slot, ready_generation, lane_id, queue,
+                                  priority, claimed_count, job_ids, run_leases, lane_seqs, attempts, max_attempts,
+                                  deadline_at, claimed_at)
+            SELECT $1, b.claim_generation, b.batch_id, b.ready_slot, b.ready_generation, b.lane_id, b.queue, b.priority,
+                   b.claimed_count,
                    b.job_ids, b.run_leases, b.lane_seqs, b.attempts, b.max_attempts, b.deadline_at, b.claimed_at
               FROM open_batches b
             RETURNING 1

@@ -51,12 +51,12 @@ BEGIN
                 run_at, created_at, attempted_at, finalized_at, unique_key, payload)
         SELECT $1, r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', r.attempt + 1, r.max_attempts,
                c.run_lease, r.run_at, r.created_at, a.claimed_at, c.completed_at, r.unique_key, r.payload
-          FROM (SELECT b.queue, b.priority, b.claim_batch_id, b.completed_at, u.run_lease, u.lane_seq
+          FROM (SELECT b.lane_id, b.claim_batch_id, b.completed_at, u.run_lease, u.lane_seq
                   FROM awa.%1$I b, unnest(b.run_leases, b.lane_seqs) u(run_lease, lane_seq)) c
           -- One primary-key probe per job (LIMIT 1 keeps the planner from
           -- hashing a lane's whole slot once per completion batch).
           JOIN LATERAL (SELECT * FROM awa.%2$I e
-                         WHERE e.queue = c.queue AND e.priority = c.priority AND e.lane_seq = c.lane_seq LIMIT 1) r
+                         WHERE e.lane_id = c.lane_id AND e.lane_seq = c.lane_seq LIMIT 1) r
             ON true
           LEFT JOIN LATERAL (SELECT x.claimed_at FROM awa.%3$I x WHERE x.batch_id = c.claim_batch_id LIMIT 1) a
             ON true
@@ -66,7 +66,7 @@ BEGIN
                coalesce(r.created_at, d.created_at), NULL, d.finalized_at, coalesce(r.unique_key, d.unique_key),
                d.payload
           FROM awa.%4$I d
-          LEFT JOIN awa.%2$I r ON r.queue = d.queue AND r.priority = d.priority AND r.lane_seq = d.lane_seq
+          LEFT JOIN awa.%2$I r ON r.lane_id = d.lane_id AND r.lane_seq = d.lane_seq
          WHERE d.state IN ('failed', 'cancelled')$q$,
         'receipt_completion_batches_' || slot, 'ready_entries_' || slot, 'ready_claim_attempt_batches_' || slot,
         'done_entries_' || slot)

@@ -44,11 +44,11 @@ DECLARE
     lane_oldest timestamptz;
     oldest timestamptz;
 BEGIN
-    FOR l IN SELECT q.priority, q.claim_cursor FROM awa.lane_cursors(p_queue) q LOOP
+    FOR l IN SELECT q.lane_id, q.claim_cursor FROM awa.lane_cursors(p_queue) q LOOP
         cursor_at := l.claim_cursor;
         SELECT coalesce(range_agg(x.lanes), '{}'::int8multirange) INTO claimed
           FROM awa.ready_claim_attempt_batches b, unnest(b.lane_ranges) AS x(lanes)
-         WHERE b.queue = p_queue AND b.priority = l.priority AND b.next_lane_seq > cursor_at;
+         WHERE b.lane_id = l.lane_id AND b.next_lane_seq > cursor_at;
         free := cursor_at + 1;
         FOR r IN SELECT unnest(claimed) LOOP
             EXIT WHEN lower(r) > free;
@@ -56,10 +56,10 @@ BEGIN
         END LOOP;
         SELECT e.run_at INTO lane_oldest
           FROM awa.ready_entries e
-         WHERE e.queue = p_queue AND e.priority = l.priority AND e.lane_seq >= free
+         WHERE e.lane_id = l.lane_id AND e.lane_seq >= free
            AND NOT claimed @> e.lane_seq
            AND NOT EXISTS (SELECT 1 FROM awa.ready_tombstones t
-                            WHERE t.queue = e.queue AND t.priority = e.priority AND t.lane_seq = e.lane_seq)
+                            WHERE t.lane_id = e.lane_id AND t.lane_seq = e.lane_seq)
          ORDER BY e.lane_seq
          LIMIT 1;
         IF lane_oldest IS NOT NULL AND (oldest IS NULL OR lane_oldest < oldest) THEN

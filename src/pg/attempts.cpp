@@ -140,7 +140,7 @@ ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot
 // child so that no prune can carry it away before this transaction ends. The
 // claim names the slot and generation the row had when it was claimed; a
 // queue prune that found the attempt still open carried the row forward into
-// a later generation (same queue, priority, lane_seq and job). The current
+// a later generation (same lane, lane_seq and job). The current
 // generation is never a prune target; any other may be (a kept slot's
 // generation is older than the last slot_count), so the row is looked for in
 // its slot (one primary-key probe) and, if it was carried, by `job_id` in
@@ -148,7 +148,7 @@ ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot
 // new slot's lock. False when the row is nowhere (the attempt cannot be open
 // then).
 bool
-LocateReadyRow(Datum queue, int16 priority, int64 lane_seq, int64 job_id, int64 row_run_lease, int16 *ready_slot,
+LocateReadyRow(int64 lane_id, int64 lane_seq, int64 job_id, int64 row_run_lease, int16 *ready_slot,
                int64 *ready_generation)
 {
 	for (int round = 0; round < 100; round++) {
@@ -157,7 +157,7 @@ LocateReadyRow(Datum queue, int16 priority, int64 lane_seq, int64 job_id, int64 
 		RingPositions ring = CurrentRings(&epoch);
 		if (*ready_generation == ring.queue_generation)
 			return true;
-		Datum at[4] = {queue, Int16GetDatum(priority), Int64GetDatum(lane_seq), Int64GetDatum(*ready_generation)};
+		Datum at[3] = {Int64GetDatum(lane_id), Int64GetDatum(lane_seq), Int64GetDatum(*ready_generation)};
 		ExecuteLatest(Stmt::kReadyRowAt, *ready_slot, at, NULL, 1);
 		if (SPI_processed == 1)
 			return true;
@@ -165,7 +165,7 @@ LocateReadyRow(Datum queue, int16 priority, int64 lane_seq, int64 job_id, int64 
 		// read's snapshot follows any prune of it); a second pass, with every
 		// ready child held and no prune able to move the row, is the answer.
 		bool found = false;
-		Datum of_job[5] = {Int64GetDatum(job_id), Int64GetDatum(row_run_lease), queue, Int16GetDatum(priority),
+		Datum of_job[4] = {Int64GetDatum(job_id), Int64GetDatum(row_run_lease), Int64GetDatum(lane_id),
 		                   Int64GetDatum(lane_seq)};
 		for (int pass = 0; pass < 2 && !found; pass++) {
 			for (int slot = 0; slot < ring.queue_slot_count && !found; slot++) {
@@ -219,6 +219,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	    Elements<int16>(SPI_getbinval(tuple, desc, 10, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &count);
 	TimestampTz claimed_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 11, &isnull));
 	TimestampTz deadline_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull));
+	int64 lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 14, &isnull));
 	Datum result_queue;
 	{
 		MemoryContext previous = MemoryContextSwitchTo(result_context);
@@ -250,7 +251,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		if (index >= claimed_count || job_ids[index] != attempt.job_id || run_leases[index] != attempt.run_lease ||
 		    closed_by[index] != NULL)
 			continue;
-		if (!LocateReadyRow(queue, priority, lane_seqs[index], attempt.job_id, attempt.run_lease - 1, &ready_slot,
+		if (!LocateReadyRow(lane_id, lane_seqs[index], attempt.job_id, attempt.run_lease - 1, &ready_slot,
 		                    &ready_generation))
 			ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 			                errmsg("awa: the ready row of open attempt (%lld, %lld) is missing",
@@ -274,6 +275,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		attempt.ready_generation = ready_generation;
 		attempt.queue = result_queue;
 		attempt.priority = priority;
+		attempt.lane_id = lane_id;
 		attempt.lane_seq = lane_seqs[index];
 		attempt.attempt = attempt_numbers[index];
 		attempt.max_attempts = max_attempts[index];
@@ -317,20 +319,22 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	bool closure_nulls[11] = {false};
 	InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 11);
 	if (action == AttemptAction::kComplete) {
-		Datum completion[12] = {Int16GetDatum(ready_slot),
+		// Column order of awa.receipt_completion_batches (04_queue_ring.sql).
+		Datum completion[13] = {Int16GetDatum(ready_slot),
+		                        Int16GetDatum(slot),
+		                        Int16GetDatum(priority),
 		                        Int64GetDatum(ready_generation),
 		                        Int64GetDatum(batch_id),
-		                        Int16GetDatum(slot),
 		                        Int64GetDatum(claim_batch_id),
+		                        Int64GetDatum(lane_id),
 		                        queue,
-		                        Int16GetDatum(priority),
 		                        Int32GetDatum(accepted),
 		                        jobs_array,
 		                        leases_array,
 		                        PointerGetDatum(construct_array(closed_lanes, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 		                        TimestampTzGetDatum(now)};
-		bool completion_nulls[12] = {false};
-		InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 12);
+		bool completion_nulls[13] = {false};
+		InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 13);
 	}
 	CountMove(DatumGetTextPP(queue), static_cast<int>(JobState::kRunning), static_cast<int>(StateOfOutcome(close_as)),
 	          accepted, IsRescueOutcome(close_as) ? core::JobEvent::kRescued : core::JobEvent::kNone);

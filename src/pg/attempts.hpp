@@ -37,6 +37,7 @@ struct Attempt {
 	int64 ready_generation;
 	Datum queue;  // text
 	int16 priority;
+	int64 lane_id;  // the lane's awa.queue_lanes.lane_id: ring rows are keyed by it
 	int64 lane_seq;
 	int16 attempt;
 	int16 max_attempts;

@@ -48,8 +48,7 @@ struct LaneView {
 static_assert(std::is_trivially_destructible_v<LaneView>, "lives across PostgreSQL errors");
 
 struct LaneQuery {
-	text *queue;
-	int16 priority;
+	int64 lane_id;  // the ring rows of the lane are keyed by it
 	int64 cursor;
 	int slot_count;
 	int64 page;
@@ -95,7 +94,7 @@ LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
 	} context{view, page};
 	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
 	int rows = ScanLane(
-	    LaneFamily::kSegments, core::SlotOf(page->generation, q.slot_count), q.queue, q.priority, page->after,
+	    LaneFamily::kSegments, core::SlotOf(page->generation, q.slot_count), q.lane_id, page->after,
 	    page->generation, q.page,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
@@ -140,7 +139,7 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
 	int64 known_until = PG_INT64_MAX;
 	int evidence = ScanLane(
-	    LaneFamily::kEvidence, slot, q.queue, q.priority, q.cursor, generation, kEvidencePage,
+	    LaneFamily::kEvidence, slot, q.lane_id, q.cursor, generation, kEvidencePage,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
 		    MultirangeType *ranges = DatumGetMultirangeTypeP(row.values[0]);
@@ -169,7 +168,7 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 		known_until = context.last;
 	// Tombstones (cancelled available jobs) are spent lanes too.
 	int tombstones = ScanLane(
-	    LaneFamily::kTombstones, slot, q.queue, q.priority, q.cursor, generation, kEvidencePage,
+	    LaneFamily::kTombstones, slot, q.lane_id, q.cursor, generation, kEvidencePage,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
 		    int64 lane = DatumGetInt64(row.values[0]);
@@ -340,8 +339,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	int reserved_count = InflightRanges(lane.lane_id, reserved);
 
 	LaneQuery q;
-	q.queue = queue;
-	q.priority = lane.priority;
+	q.lane_id = lane.lane_id;
 	q.cursor = ReadLaneCursors(lane).claim;
 	q.slot_count = ring.queue_slot_count;
 	// Segments per page: the first page covers the claim and a short lag of
@@ -465,8 +463,7 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 {
 	*fallback = false;
 	LaneQuery q;
-	q.queue = queue;
-	q.priority = lane.priority;
+	q.lane_id = lane.lane_id;
 	// The lock is released at once: awa.queue_metrics walks every lane of
 	// every queue whose head is not kept, 10,000 of them after a restart,
 	// more than the lock table holds for one transaction.
@@ -524,8 +521,8 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 		}
 		if (range == NULL)
 			return LaneHead{kHeadEmpty, 0, 0};
-		Datum values[5] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(position),
-		                   Int64GetDatum(position + 1), Int64GetDatum(range->generation)};
+		Datum values[4] = {Int64GetDatum(lane.lane_id), Int64GetDatum(position), Int64GetDatum(position + 1),
+		                   Int64GetDatum(range->generation)};
 		ExecuteLatest(Stmt::kReadyRows, core::SlotOf(range->generation, ring.queue_slot_count), values, NULL, 1);
 		if (SPI_processed != 1)
 			return LaneHead{kHeadUnknown, 0, 0};
@@ -540,8 +537,7 @@ TimestampTz
 LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, TimestampTz fallback)
 {
 	LaneQuery q;
-	q.queue = queue;
-	q.priority = lane.priority;
+	q.lane_id = lane.lane_id;
 	q.cursor = ReadLaneCursors(lane).claim;
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
@@ -571,8 +567,7 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	int64 best_next = PG_INT64_MAX;
 	TimestampTz best = fallback;
 	for (int64 generation = start; generation >= 0; generation = NextQueueGeneration(ring, generation)) {
-		Datum values[4] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(position),
-		                   Int64GetDatum(generation)};
+		Datum values[3] = {Int64GetDatum(lane.lane_id), Int64GetDatum(position), Int64GetDatum(generation)};
 		ExecuteLatest(Stmt::kHeadRunAt, core::SlotOf(generation, ring.queue_slot_count), values, NULL, 1);
 		if (SPI_processed != 1)
 			continue;

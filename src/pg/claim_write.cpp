@@ -52,7 +52,7 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	bool read_next = head.next.state == kHeadKnown && head.next.seq == span_next &&
 	                 walk.next_generation == walk.plan.generation;
 	{
-		Datum values[5] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(span_first),
+		Datum values[4] = {Int64GetDatum(lane.lane_id), Int64GetDatum(span_first),
 		                   Int64GetDatum(read_next ? span_next + 1 : span_next), Int64GetDatum(walk.plan.generation)};
 		ExecuteLatest(Stmt::kReadyRows, ready_slot, values, NULL);
 	}
@@ -95,8 +95,8 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	if (head.next.state == kHeadKnown && !read_next) {
 		// The next head is elsewhere (past cancelled jobs, in another slot):
 		// one probe, rare (once per ring generation a lane crosses).
-		Datum values[5] = {PointerGetDatum(queue), Int16GetDatum(lane.priority), Int64GetDatum(head.next.seq),
-		                   Int64GetDatum(head.next.seq + 1), Int64GetDatum(walk.next_generation)};
+		Datum values[4] = {Int64GetDatum(lane.lane_id), Int64GetDatum(head.next.seq), Int64GetDatum(head.next.seq + 1),
+		                   Int64GetDatum(walk.next_generation)};
 		ExecuteLatest(Stmt::kReadyRows, core::SlotOf(walk.next_generation, ring.queue_slot_count), values, NULL, 1);
 		bool isnull;
 		if (SPI_processed == 1)
@@ -118,27 +118,31 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	Datum deadline_at =
 	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(claimed_at), PointerGetDatum(deadline));
 
-	Datum attempt_batch[12] = {Int16GetDatum(ready_slot),
-	                           Int64GetDatum(walk.plan.generation),
-	                           Int64GetDatum(batch_id),
-	                           PointerGetDatum(queue),
+	// Column order of awa.ready_claim_attempt_batches and awa.lease_claim_batches
+	// (04_queue_ring.sql, 05_claim_ring.sql).
+	Datum attempt_batch[13] = {Int16GetDatum(ready_slot),
 	                           Int16GetDatum(lane.priority),
 	                           Int16GetDatum(ring.claim_slot),
+	                           Int64GetDatum(walk.plan.generation),
+	                           Int64GetDatum(batch_id),
+	                           Int64GetDatum(lane.lane_id),
+	                           PointerGetDatum(queue),
 	                           Int64GetDatum(ring.claim_generation),
 	                           Int64GetDatum(span_first),
 	                           Int64GetDatum(span_next),
 	                           Int32GetDatum(n),
 	                           LaneRanges(walk.claim, walk.plan.range_count),
 	                           TimestampTzGetDatum(claimed_at)};
-	bool attempt_nulls[12] = {false};
-	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 12);
-	Datum claim_batch[15] = {Int16GetDatum(ring.claim_slot),
+	bool attempt_nulls[13] = {false};
+	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 13);
+	Datum claim_batch[16] = {Int16GetDatum(ring.claim_slot),
+	                         Int16GetDatum(ready_slot),
+	                         Int16GetDatum(lane.priority),
 	                         Int64GetDatum(ring.claim_generation),
 	                         Int64GetDatum(batch_id),
-	                         Int16GetDatum(ready_slot),
 	                         Int64GetDatum(walk.plan.generation),
+	                         Int64GetDatum(lane.lane_id),
 	                         PointerGetDatum(queue),
-	                         Int16GetDatum(lane.priority),
 	                         Int32GetDatum(n),
 	                         PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 	                         PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
@@ -147,8 +151,8 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	                         PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
 	                         deadline_at,
 	                         TimestampTzGetDatum(claimed_at)};
-	bool claim_nulls[15] = {false};
-	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 15);
+	bool claim_nulls[16] = {false};
+	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 16);
 	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
 	NoteHeadClaim(queue, lane.priority, span_first, n, head);
 

@@ -140,7 +140,7 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay, Tim
 	// may have carried the row into another slot after this transaction's
 	// snapshot was taken (REPEATABLE READ); attempts.cpp found it there and
 	// holds its slot, so it stays put until this transaction ends.
-	Datum key[3] = {attempt->queue, Int16GetDatum(attempt->priority), Int64GetDatum(attempt->lane_seq)};
+	Datum key[2] = {Int64GetDatum(attempt->lane_id), Int64GetDatum(attempt->lane_seq)};
 	ExecuteLatest(Stmt::kReadyBody, attempt->ready_slot, key, NULL, 1);
 	if (SPI_processed != 1)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
@@ -221,15 +221,16 @@ EndAttempt(Attempt *attempt, EndAction action, text *error, Interval *delay, Tim
 		nulls[12] = new_payload_nulls;
 		Execute(Stmt::kInsertDlq, 0, values, nulls);
 	} else {
-		Datum values[14] = {Int64GetDatum(attempt->ready_generation), attempt->queue,
+		Datum values[15] = {Int64GetDatum(attempt->ready_generation), attempt->queue,
 		                    Int16GetDatum(attempt->priority),         Int64GetDatum(attempt->lane_seq),
 		                    Int64GetDatum(attempt->job_id),           Int64GetDatum(attempt->run_lease),
 		                    Int16GetDatum(attempt->attempt),          kind,
 		                    args,                                     Int16GetDatum(attempt->max_attempts),
 		                    run_at,                                   created_at,
-		                    unique_key,                               new_payload};
-		char nulls[15];
-		NoNulls(nulls, 14);
+		                    unique_key,                               new_payload,
+		                    Int64GetDatum(attempt->lane_id)};
+		char nulls[16];
+		NoNulls(nulls, 15);
 		nulls[12] = key_nulls;
 		nulls[13] = new_payload_nulls;
 		Execute(Stmt::kInsertFailed, attempt->ready_slot, values, nulls);

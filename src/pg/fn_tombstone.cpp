@@ -52,8 +52,7 @@ AWA_FUNCTION(awa_internal_tombstone)
 		XactLockTableWait(holder, NULL, NULL, XLTW_None);
 	}
 	const char *result = NULL;
-	Datum key[4] = {PointerGetDatum(queue), Int16GetDatum(priority), Int64GetDatum(ready_generation),
-	                Int64GetDatum(lane_seq)};
+	Datum key[3] = {Int64GetDatum(lane.lane_id), Int64GetDatum(ready_generation), Int64GetDatum(lane_seq)};
 	ExecuteLatest(Stmt::kLaneSeqClaimed, ready_slot, key, NULL, 1);
 	if (SPI_processed > 0)
 		result = "claimed";
@@ -69,9 +68,9 @@ AWA_FUNCTION(awa_internal_tombstone)
 		SPI_finish();
 		PG_RETURN_TEXT_P(cstring_to_text(result));
 	}
-	Datum row[7] = {Int16GetDatum(ready_slot),      Int64GetDatum(ready_generation), PointerGetDatum(queue),
-	                Int16GetDatum(priority),        Int64GetDatum(lane_seq),         Int64GetDatum(job_id),
-	                TimestampTzGetDatum(GetCurrentTimestamp())};
+	Datum row[8] = {Int16GetDatum(ready_slot),   Int64GetDatum(ready_generation), Int64GetDatum(lane.lane_id),
+	                PointerGetDatum(queue),      Int16GetDatum(priority),         Int64GetDatum(lane_seq),
+	                Int64GetDatum(job_id),       TimestampTzGetDatum(GetCurrentTimestamp())};
 	Execute(Stmt::kInsertTombstone, ready_slot, row, NULL);
 	CountMove(queue, static_cast<int>(awa::core::JobState::kAvailable), static_cast<int>(awa::core::JobState::kCancelled),
 	          1);

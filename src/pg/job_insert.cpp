@@ -199,7 +199,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	// Direct inserts, no statement: the rows with one multi-insert, then one
 	// segment per contiguous run of lane_seqs (one run unless another
 	// enqueuer of this lane interleaved).
-	constexpr int kReadyColumns = 17;
+	constexpr int kReadyColumns = 18;  // awa.ready_entries' columns, in order (04_queue_ring.sql)
 	Datum *ready = static_cast<Datum *>(palloc(sizeof(Datum) * kReadyColumns * n));
 	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
 	TimestampTz first_run_at = DT_NOEND;
@@ -213,25 +213,26 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		Datum *v = ready + i * kReadyColumns;
 		bool *nl = ready_nulls + i * kReadyColumns;
 		v[0] = Int16GetDatum(ring.queue_slot);
-		v[1] = Int64GetDatum(ring.queue_generation);
-		v[2] = PointerGetDatum(row.queue);
-		v[3] = Int16GetDatum(row.priority);
-		v[4] = Int64GetDatum(lane_seqs[i]);
-		v[5] = Int64GetDatum(row.job_id);
-		v[6] = Int64GetDatum(row.run_lease);
-		v[7] = Int16GetDatum(row.attempt);
-		v[8] = Int16GetDatum(row.max_attempts);
-		v[9] = PointerGetDatum(row.kind);
-		v[10] = PointerGetDatum(row.args);
-		v[11] = TimestampTzGetDatum(row.run_at);
-		v[12] = TimestampTzGetDatum(row.created_at);
-		v[13] = (Datum)0;
-		nl[13] = true;  // attempted_at
-		v[14] = PointerGetDatum(row.unique_key);
-		v[15] = Int16GetDatum(row.unique_states);
-		nl[14] = nl[15] = row.unique_key == NULL;
-		v[16] = PointerGetDatum(row.payload);
-		nl[16] = row.payload == NULL;
+		v[1] = Int16GetDatum(row.priority);
+		v[2] = Int64GetDatum(ring.queue_generation);
+		v[3] = Int64GetDatum(lane.lane_id);
+		v[4] = PointerGetDatum(row.queue);
+		v[5] = Int64GetDatum(lane_seqs[i]);
+		v[6] = Int64GetDatum(row.job_id);
+		v[7] = Int64GetDatum(row.run_lease);
+		v[8] = Int16GetDatum(row.attempt);
+		v[9] = Int16GetDatum(row.max_attempts);
+		v[10] = PointerGetDatum(row.kind);
+		v[11] = PointerGetDatum(row.args);
+		v[12] = TimestampTzGetDatum(row.run_at);
+		v[13] = TimestampTzGetDatum(row.created_at);
+		v[14] = (Datum)0;
+		nl[14] = true;  // attempted_at
+		v[15] = PointerGetDatum(row.unique_key);
+		v[16] = Int16GetDatum(row.unique_states);
+		nl[15] = nl[16] = row.unique_key == NULL;
+		v[17] = PointerGetDatum(row.payload);
+		nl[17] = row.payload == NULL;
 	}
 	InsertRingRows(RingTable::kReadyEntries, ring.queue_slot, n, ready, ready_nulls, kReadyColumns);
 	NoteHeadAdd(head.queue, head.priority, lane_seqs[lowest], rows[order[lowest]].run_at, n);
@@ -240,13 +241,14 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		int next = first + 1;
 		while (next < n && lane_seqs[next] == lane_seqs[next - 1] + 1)
 			next++;
-		Datum segment[9] = {Int16GetDatum(ring.queue_slot),  Int64GetDatum(ring.queue_generation),
-		                    PointerGetDatum(head.queue),      Int16GetDatum(head.priority),
-		                    Int64GetDatum(lane_seqs[first]),  Int64GetDatum(lane_seqs[next - 1] + 1),
-		                    TimestampTzGetDatum(first_run_at), TimestampTzGetDatum(now),
-		                    Int64GetDatum(ring.queue_generation)};
-		bool segment_nulls[9] = {false};
-		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 9);
+		// awa.ready_segments' columns, in order
+		Datum segment[10] = {Int16GetDatum(ring.queue_slot),  Int16GetDatum(head.priority),
+		                     Int64GetDatum(ring.queue_generation), Int64GetDatum(lane.lane_id),
+		                     PointerGetDatum(head.queue),      Int64GetDatum(lane_seqs[first]),
+		                     Int64GetDatum(lane_seqs[next - 1] + 1), TimestampTzGetDatum(first_run_at),
+		                     TimestampTzGetDatum(now),         Int64GetDatum(ring.queue_generation)};
+		bool segment_nulls[10] = {false};
+		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 10);
 		first = next;
 	}
 }

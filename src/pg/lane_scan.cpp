@@ -31,7 +31,7 @@ constexpr int kMaxSlots = core::kMaxRingSlots;
 
 struct FamilyDef {
 	RingTable table;
-	const char *lane_column;  // the index's third key column
+	const char *lane_column;  // the index's second key column
 	const char *columns[kLaneScanColumns];
 };
 
@@ -63,7 +63,7 @@ Column(Relation relation, const char *name)
 	return number;
 }
 
-// The child's index whose keys start with (queue, priority, lane column).
+// The child's index whose keys start with (lane_id, lane column).
 const ChildInfo &
 InfoOf(int family, int slot, Relation relation)
 {
@@ -76,8 +76,7 @@ InfoOf(int family, int slot, Relation relation)
 	if (OidIsValid(info.index))
 		return info;
 	const FamilyDef &def = kDefs[family];
-	AttrNumber queue = Column(relation, "queue");
-	AttrNumber priority = Column(relation, "priority");
+	AttrNumber lane_id = Column(relation, "lane_id");
 	AttrNumber lane = Column(relation, def.lane_column);
 	Oid found = InvalidOid;
 	List *indexes = RelationGetIndexList(relation);
@@ -85,8 +84,8 @@ InfoOf(int family, int slot, Relation relation)
 	foreach (cell, indexes) {
 		Relation index = index_open(lfirst_oid(cell), AccessShareLock);
 		Form_pg_index form = index->rd_index;
-		bool match = form->indnkeyatts >= 3 && form->indkey.values[0] == queue && form->indkey.values[1] == priority &&
-		             form->indkey.values[2] == lane && RelationGetForm(index)->relam == BTREE_AM_OID &&
+		bool match = form->indnkeyatts >= 2 && form->indkey.values[0] == lane_id && form->indkey.values[1] == lane &&
+		             RelationGetForm(index)->relam == BTREE_AM_OID &&
 		             heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
 		index_close(index, AccessShareLock);
 		if (match) {
@@ -97,7 +96,7 @@ InfoOf(int family, int slot, Relation relation)
 	list_free(indexes);
 	if (!OidIsValid(found))
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-		                errmsg("awa: %s has no index on (queue, priority, %s)", RelationGetRelationName(relation),
+		                errmsg("awa: %s has no index on (lane_id, %s)", RelationGetRelationName(relation),
 		                       def.lane_column),
 		                errhint("The installed awa library does not match the extension's tables.")));
 	info.generation = Column(relation, "ready_generation");
@@ -110,7 +109,7 @@ InfoOf(int family, int slot, Relation relation)
 }  // namespace
 
 int
-ScanLane(LaneFamily family, int slot, text *queue, int16 priority, int64 after, int64 generation, int64 limit,
+ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 limit,
          void (*visit)(const LaneRow &row, void *context), void *context)
 {
 	if (slot < 0 || slot >= kMaxSlots)
@@ -125,13 +124,11 @@ ScanLane(LaneFamily family, int slot, text *queue, int16 priority, int64 after, 
 	Relation index = index_open(info.index, AccessShareLock);
 	Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
 
-	ScanKeyData keys[3];
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(queue));
-	keys[0].sk_collation = DEFAULT_COLLATION_OID;
-	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT2EQ, Int16GetDatum(priority));
-	ScanKeyInit(&keys[2], 3, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
-	IndexScanDesc scan = index_beginscan(heap, index, snapshot, 3, 0);
-	index_rescan(scan, keys, 3, NULL, 0);
+	ScanKeyData keys[2];
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(lane_id));
+	ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
+	IndexScanDesc scan = index_beginscan(heap, index, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
 	TupleTableSlot *row_slot = table_slot_create(heap, NULL);
 	int visited = 0;
 	// Between rows a scan can be cancelled, as the executor's scans can (an

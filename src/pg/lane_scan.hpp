@@ -6,8 +6,8 @@
 // cursor, under the lane's claim lock. Through SPI each read costs an
 // executor start and end (a third of a claim's time under the lock, perf in
 // docs/architecture.md §3); here it is an index scan and nothing else. The
-// rows read are exactly those of the statements it replaces: queue and
-// priority equal, the lane column beyond `after`, the row's ready_generation
+// rows read are exactly those of the statements it replaces: lane_id equal,
+// the lane column beyond `after`, the row's ready_generation
 // equal to `generation`, in lane order, at most `limit`, under the latest
 // snapshot after a command counter increment (as ExecuteLatest reads).
 #pragma once
@@ -34,7 +34,7 @@ static_assert(std::is_trivially_destructible_v<LaneRow>, "lives across PostgreSQ
 
 // Calls visit(row, context) for each row, at most `limit`; returns how many.
 // Requires a transaction. May ereport (so may the visitor).
-int ScanLane(LaneFamily family, int slot, text *queue, int16 priority, int64 after, int64 generation, int64 limit,
+int ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 limit,
              void (*visit)(const LaneRow &row, void *context), void *context);
 
 }  // namespace awa::pg

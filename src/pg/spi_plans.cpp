@@ -60,19 +60,19 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "             unique_key, unique_states, payload)",
 	 13, {INT8ARRAYOID, TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID,
 	      INT2ARRAYOID, INT2ARRAYOID, TIMESTAMPTZARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID}},
-	// kReadyRows: $1 queue, $2 priority, $3 first lane, $4 next lane (exclusive), $5 generation
+	// kReadyRows: $1 lane_id, $2 first lane, $3 next lane (exclusive), $4 generation
 	// (column kReadyRowsRunAtColumn is run_at)
 	{Stmt::kReadyRows, "SELECT lane_seq, job_id, run_lease, attempt, max_attempts, kind, args, created_at,"
 	 "       coalesce(payload -> 'metadata', '{}'::jsonb), run_at"
 	 "  FROM awa.ready_entries_%1$d"
-	 " WHERE queue = $1 AND priority = $2 AND lane_seq >= $3 AND lane_seq < $4 AND ready_generation = $5"
+	 " WHERE lane_id = $1 AND lane_seq >= $2 AND lane_seq < $3 AND ready_generation = $4"
 	 " ORDER BY lane_seq",
-	 5, {TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID}},
+	 4, {INT8OID, INT8OID, INT8OID, INT8OID}},
 	// kClaimBatch: $1 batch_id
 	// (The slot equality makes it a probe of the whole primary key, so even a
 	// generic plan made while the child is empty is an index scan.)
 	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs,"
-	 "       attempts, max_attempts, claimed_at, deadline_at, claim_generation"
+	 "       attempts, max_attempts, claimed_at, deadline_at, claim_generation, lane_id"
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
 	 1, {INT8OID}},
 	// kClosedIndexes: positions of a claim batch already closed. $1 claim batch id
@@ -83,11 +83,11 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " LIMIT $2",
 	 2, {INT8OID, INT8OID}},
 	// kHeadRunAt: when the lane's head became due, and the segment's lanes.
-	// $1 queue, $2 priority, $3 cursor, $4 generation
+	// $1 lane_id, $2 cursor, $3 generation
 	{Stmt::kHeadRunAt, "SELECT first_run_at, first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"
-	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $3 AND ready_generation = $4"
+	 " WHERE lane_id = $1 AND next_lane_seq > $2 AND ready_generation = $3"
 	 " ORDER BY next_lane_seq LIMIT 1",
-	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
+	 3, {INT8OID, INT8OID, INT8OID}},
 	// kQueueSettings: $1 queue
 	{Stmt::kQueueSettings, "SELECT paused, dlq_enabled, aging_interval, default_deadline, max_running, rate_count, rate_period,"
 	 "       rate_burst, rate_set_at FROM awa.queue_meta WHERE queue = $1",
@@ -142,23 +142,23 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 0, {}},
 	// kOldestAvailableSql: $1 queue: the SQL walk (awa.queue_metrics' fallback)
 	{Stmt::kOldestAvailableSql, "SELECT awa._oldest_available_at($1)", 1, {TEXTOID}},
-	// kLaneSeqClaimed: $1 queue, $2 priority, $3 generation, $4 lane_seq
+	// kLaneSeqClaimed: $1 lane_id, $2 generation, $3 lane_seq
 	{Stmt::kLaneSeqClaimed, "SELECT 1 FROM awa.ready_claim_attempt_batches_%1$d"
-	 " WHERE queue = $1 AND priority = $2 AND next_lane_seq > $4 AND ready_generation = $3"
-	 "   AND first_lane_seq <= $4 AND lane_ranges @> $4",
-	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
-	// kLaneSeqTombstoned: $1 queue, $2 priority, $3 generation, $4 lane_seq
+	 " WHERE lane_id = $1 AND next_lane_seq > $3 AND ready_generation = $2"
+	 "   AND first_lane_seq <= $3 AND lane_ranges @> $3",
+	 3, {INT8OID, INT8OID, INT8OID}},
+	// kLaneSeqTombstoned: $1 lane_id, $2 generation, $3 lane_seq
 	{Stmt::kLaneSeqTombstoned, "SELECT 1 FROM awa.ready_tombstones_%1$d"
-	 " WHERE queue = $1 AND priority = $2 AND lane_seq = $4 AND ready_generation = $3",
-	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
-	// kInsertTombstone: $1 slot, $2 generation, $3 queue, $4 priority, $5 lane_seq, $6 job_id, $7 now
-	{Stmt::kInsertTombstone, "INSERT INTO awa.ready_tombstones_%1$d (ready_slot, ready_generation, queue, priority,"
-	 " lane_seq, job_id, tombstoned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-	 7, {INT2OID, INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, TIMESTAMPTZOID}},
-	// kReadyBody: the body of one ready row (primary-key probe). $1 queue, $2 priority, $3 lane_seq
+	 " WHERE lane_id = $1 AND lane_seq = $3 AND ready_generation = $2",
+	 3, {INT8OID, INT8OID, INT8OID}},
+	// kInsertTombstone: $1 slot, $2 generation, $3 lane_id, $4 queue, $5 priority, $6 lane_seq, $7 job_id, $8 now
+	{Stmt::kInsertTombstone, "INSERT INTO awa.ready_tombstones_%1$d (ready_slot, ready_generation, lane_id, queue,"
+	 " priority, lane_seq, job_id, tombstoned_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	 8, {INT2OID, INT8OID, INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, TIMESTAMPTZOID}},
+	// kReadyBody: the body of one ready row (primary-key probe). $1 lane_id, $2 lane_seq
 	{Stmt::kReadyBody, "SELECT kind, args, run_at, created_at, unique_key, unique_states, payload"
-	 "  FROM awa.ready_entries_%1$d WHERE queue = $1 AND priority = $2 AND lane_seq = $3 AND ready_slot = %1$d",
-	 3, {TEXTOID, INT2OID, INT8OID}},
+	 "  FROM awa.ready_entries_%1$d WHERE lane_id = $1 AND lane_seq = $2 AND ready_slot = %1$d",
+	 2, {INT8OID, INT8OID}},
 	// kAttemptProgress: $1 job_id, $2 run_lease
 	{Stmt::kAttemptProgress, "SELECT progress FROM awa.attempt_state WHERE job_id = $1 AND run_lease = $2", 2,
 	 {INT8OID, INT8OID}},
@@ -189,13 +189,14 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	      TIMESTAMPTZOID, BYTEAOID, INT2OID, JSONBOID, TEXTOID}},
 	// kInsertFailed: a failed terminal row in the ready row's slot. $1 generation, $2 queue,
 	// $3 priority, $4 lane_seq, $5 job_id, $6 run_lease, $7 attempt, $8 kind, $9 args, $10 max_attempts,
-	// $11 run_at, $12 created_at, $13 unique_key, $14 payload
-	{Stmt::kInsertFailed, "INSERT INTO awa.done_entries_%1$d (ready_slot, ready_generation, queue, priority, lane_seq, job_id,"
-	 "                                   run_lease, attempt, kind, state, finalized_at, args, max_attempts,"
-	 "                                   run_at, created_at, unique_key, payload)"
-	 " VALUES (%1$d, $1, $2, $3, $4, $5, $6, $7, $8, 'failed', clock_timestamp(), $9, $10, $11, $12, $13, $14)",
-	 14, {INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID, INT2OID, TEXTOID, JSONBOID, INT2OID,
-	      TIMESTAMPTZOID, TIMESTAMPTZOID, BYTEAOID, JSONBOID}},
+	// $11 run_at, $12 created_at, $13 unique_key, $14 payload, $15 lane_id
+	{Stmt::kInsertFailed, "INSERT INTO awa.done_entries_%1$d (ready_slot, ready_generation, lane_id, queue, priority,"
+	 "                                   lane_seq, job_id, run_lease, attempt, kind, state, finalized_at, args,"
+	 "                                   max_attempts, run_at, created_at, unique_key, payload)"
+	 " VALUES (%1$d, $1, $15, $2, $3, $4, $5, $6, $7, $8, 'failed', clock_timestamp(), $9, $10, $11, $12, $13,"
+	 "         $14)",
+	 15, {INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, INT8OID, INT2OID, TEXTOID, JSONBOID, INT2OID,
+	      TIMESTAMPTZOID, TIMESTAMPTZOID, BYTEAOID, JSONBOID, INT8OID}},
 	// kAllLanes: every lane of the database (maintenance).
 	{Stmt::kAllLanes, "SELECT ctid, lane_id, priority, queue FROM awa.queue_lanes"
 	 " ORDER BY lane_id", 0, {}},
@@ -203,15 +204,15 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kAttemptHeartbeat, "SELECT heartbeat_at FROM awa.attempt_state WHERE job_id = $1 AND run_lease = $2",
 	 2, {INT8OID, INT8OID}},
 	// kReadyRowAt: the ready row is still in this slot and generation (primary-key probe).
-	// $1 queue, $2 priority, $3 lane_seq, $4 generation
+	// $1 lane_id, $2 lane_seq, $3 generation
 	{Stmt::kReadyRowAt, "SELECT 1 FROM awa.ready_entries_%1$d"
-	 " WHERE queue = $1 AND priority = $2 AND lane_seq = $3 AND ready_slot = %1$d AND ready_generation = $4",
-	 4, {TEXTOID, INT2OID, INT8OID, INT8OID}},
+	 " WHERE lane_id = $1 AND lane_seq = $2 AND ready_slot = %1$d AND ready_generation = $3",
+	 3, {INT8OID, INT8OID, INT8OID}},
 	// kReadyRowOfJob: where a prune carried a running attempt's ready row (job_id index).
-	// $1 job_id, $2 run_lease of the row, $3 queue, $4 priority, $5 lane_seq
+	// $1 job_id, $2 run_lease of the row, $3 lane_id, $4 lane_seq
 	{Stmt::kReadyRowOfJob, "SELECT ready_generation FROM awa.ready_entries_%1$d"
-	 " WHERE job_id = $1 AND run_lease = $2 AND queue = $3 AND priority = $4 AND lane_seq = $5",
-	 5, {INT8OID, INT8OID, TEXTOID, INT2OID, INT8OID}},
+	 " WHERE job_id = $1 AND run_lease = $2 AND lane_id = $3 AND lane_seq = $4",
+	 4, {INT8OID, INT8OID, INT8OID, INT8OID}},
 };
 // clang-format on
 

@@ -7,16 +7,16 @@ SELECT plan(114);
 
 -- Hot-path indexes with their exact key columns: 12
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
-                 ARRAY['queue', 'priority', 'lane_seq', 'ready_slot']::name[],
-                 'ready_entries PK is (queue, priority, lane_seq, ready_slot)');
+                 ARRAY['lane_id', 'lane_seq', 'ready_slot']::name[],
+                 'ready_entries PK is (lane_id, lane_seq, ready_slot)');
 SELECT has_index('awa', 'ready_entries', 'ready_entries_job_id_idx', ARRAY['job_id']::name[],
                  'ready_entries has its job_id index');
 SELECT has_index('awa', 'ready_segments', 'ready_segments_pkey',
-                 ARRAY['queue', 'priority', 'next_lane_seq', 'ready_slot']::name[],
-                 'ready_segments PK (the claim routing probe) is (queue, priority, next_lane_seq, ready_slot)');
+                 ARRAY['lane_id', 'next_lane_seq', 'ready_slot']::name[],
+                 'ready_segments PK (the claim routing probe) is (lane_id, next_lane_seq, ready_slot)');
 SELECT has_index('awa', 'ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx',
-                 ARRAY['queue', 'priority', 'next_lane_seq']::name[],
-                 'ready_claim_attempt_batches has its (queue, priority, next_lane_seq) index');
+                 ARRAY['lane_id', 'next_lane_seq']::name[],
+                 'ready_claim_attempt_batches has its (lane_id, next_lane_seq) index');
 SELECT has_index('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
                  ARRAY['batch_id', 'claim_slot']::name[],
                  'lease_claim_batches PK is (batch_id, claim_slot)');
@@ -93,19 +93,19 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
     ('queue_lanes_lane_id_key',
      'CREATE UNIQUE INDEX queue_lanes_lane_id_key ON awa.queue_lanes USING btree (lane_id)'),
     ('ready_entries_pkey',
-     'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (queue, priority, lane_seq, ready_slot)'),
+     'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (lane_id, lane_seq, ready_slot)'),
     ('ready_entries_job_id_idx',
      'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id)'),
     ('ready_segments_pkey',
-     'CREATE UNIQUE INDEX ready_segments_pkey ON ONLY awa.ready_segments USING btree (queue, priority, next_lane_seq, ready_slot)'),
+     'CREATE UNIQUE INDEX ready_segments_pkey ON ONLY awa.ready_segments USING btree (lane_id, next_lane_seq, ready_slot)'),
     ('ready_tombstones_pkey',
-     'CREATE UNIQUE INDEX ready_tombstones_pkey ON ONLY awa.ready_tombstones USING btree (queue, priority, lane_seq, ready_generation, ready_slot)'),
+     'CREATE UNIQUE INDEX ready_tombstones_pkey ON ONLY awa.ready_tombstones USING btree (lane_id, lane_seq, ready_generation, ready_slot)'),
     ('ready_claim_attempt_batches_pkey',
      'CREATE UNIQUE INDEX ready_claim_attempt_batches_pkey ON ONLY awa.ready_claim_attempt_batches USING btree (batch_id, ready_slot)'),
     ('ready_claim_attempt_batches_lane_next_idx',
-     'CREATE INDEX ready_claim_attempt_batches_lane_next_idx ON ONLY awa.ready_claim_attempt_batches USING btree (queue, priority, next_lane_seq)'),
+     'CREATE INDEX ready_claim_attempt_batches_lane_next_idx ON ONLY awa.ready_claim_attempt_batches USING btree (lane_id, next_lane_seq)'),
     ('done_entries_pkey',
-     'CREATE UNIQUE INDEX done_entries_pkey ON ONLY awa.done_entries USING btree (queue, priority, lane_seq, ready_slot)'),
+     'CREATE UNIQUE INDEX done_entries_pkey ON ONLY awa.done_entries USING btree (lane_id, lane_seq, ready_slot)'),
     ('done_entries_failed_idx',
      'CREATE INDEX done_entries_failed_idx ON ONLY awa.done_entries USING btree (queue) WHERE (state = ''failed''::text)'),
     ('done_entries_job_id_idx',
@@ -125,7 +125,7 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
     ('lease_claim_closure_batches_claim_batch_idx',
      'CREATE INDEX lease_claim_closure_batches_claim_batch_idx ON ONLY awa.lease_claim_closure_batches USING btree (claim_batch_id)'),
     ('leases_pkey',
-     'CREATE UNIQUE INDEX leases_pkey ON ONLY awa.leases USING btree (queue, priority, lane_seq, lease_slot)'),
+     'CREATE UNIQUE INDEX leases_pkey ON ONLY awa.leases USING btree (lane_id, lane_seq, lease_slot)'),
     ('leases_attempt_idx',
      'CREATE INDEX leases_attempt_idx ON ONLY awa.leases USING btree (job_id, run_lease)'),
     ('job_history_job_id_idx',

@@ -48,9 +48,9 @@ INSERT INTO sec_calls VALUES
     (6, 'lanes view',    $$SELECT count(*) FROM awa.lanes$$),
     (7, 'read table',    $$SELECT count(*) FROM awa.ready_claim_attempt_batches$$),
     (8, 'delete evidence', $$DELETE FROM awa.ready_claim_attempt_batches$$),
-    (9, 'insert ready',  $$INSERT INTO awa.ready_entries (ready_slot, ready_generation, queue, priority,
+    (9, 'insert ready',  $$INSERT INTO awa.ready_entries (ready_slot, ready_generation, lane_id, queue, priority,
                              lane_seq, job_id, max_attempts, kind, args, run_at, created_at)
-                           VALUES (0, 0, 'sec_q', 2, 99, 99, 1, 'forged', '{}', now(), now())$$),
+                           VALUES (0, 0, 1, 'sec_q', 2, 99, 99, 1, 'forged', '{}', now(), now())$$),
     (10, 'move cursor',  format($$UPDATE awa.queue_lanes SET claim_cursor = 1000 WHERE lane_id = %s$$, :sec_lane)),
     (11, 'await_durable', $$SELECT awa.await_durable()$$);
 GRANT SELECT ON sec_calls TO PUBLIC;

@@ -70,6 +70,8 @@ my @runs = (
 	[ 'ring_spares_cost', { SPARES => '0', DURATION => '1' }, '-', qr/^\| 0 \| /m ],
 	[ 'limit_overhead', { REPS => '1', JOBS => '2000', CLIENTS => '2', DURATION => '1' }, 'result.md',
 		qr/^\| 1 \| 10 \| \d+ \| \d+ \| [0-9.]+ \|$/m ],
+	[ 'wal_per_job', { N => '50', WARMUP => '10', SHAPES_N => '20' }, 'result.md',
+		qr/^## batch-1 drain .*^\| receipt_completion_batches \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$/ms ],
 	[ 'soak', { WARMUP => '1', CLEAN => '3', IDLE_TX => '3', RECOVERY => '3', CLEAN2 => '3', SMOKE => '1',
 			PRODUCER_RATE => '100', OUT => "$out/soak.md", CSV_OUT => "$out/soak.csv",
 			FIGURES => "$out/soak_figures" }, 'soak.md', qr/^## Figures$/m ],

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench/wal_per_job.sh: exact WAL bytes per job, by record type, for awa's single-job enqueue and
+# batch-1 drain (claim + complete_many), read with pg_waldump --stats=record between two LSNs.
+#
+#   PGBIN=/usr/lib/postgresql/15/bin PORT=5491 N=10000 bench/wal_per_job.sh
+#
+# Then, on the same server, bench/lanekey_row_shapes.sql (SHAPES_N rows per table, queue names
+# `default` and a 20-character one): WAL per row of the lane-identified ring rows in three shapes
+# (bench/RESULTS-lanekey.md).
+#
+# A throwaway cluster (initdb in $WORKDIR, Unix socket only, stopped at the end) with awa's
+# maintenance worker and autovacuum off, so that the WAL between the two LSNs is the jobs' own:
+# no rotation, prune or vacuum record is counted. No checkpoint runs in between (checkpoint_timeout
+# 1h, max_wal_size 4GB), so full-page images appear only for pages first touched after the
+# warm-up's checkpoint. The enqueue is bench/peers/pgbench/awa_enq1.sql, the drain
+# bench/peers/pgbench/awa_worker.sql with B=1 (claims durable at commit), both one client, N
+# transactions each, after a warm-up of WARMUP (1,000). Run as root (the server runs as postgres) or
+# as postgres. Writes Markdown to stdout and $WORKDIR/result.md; the data directory is removed at the
+# end (kept with KEEP=1).
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+PORT=${PORT:-5491}
+N=${N:-10000}
+WARMUP=${WARMUP:-1000}
+SHAPES_N=${SHAPES_N:-10000}
+KEEP=${KEEP:-0}
+WORKDIR=${WORKDIR:-$(mktemp -d /tmp/awa-walpj.XXXXXX)}
+mkdir -p "$WORKDIR"
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+if [ "$(id -u)" = 0 ]; then chown -R postgres "$WORKDIR"; fi
+DATA=$WORKDIR/data
+as_pg "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust --no-sync -E UTF8 --locale=C >/dev/null
+cat >>"$DATA/postgresql.conf" <<EOF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$WORKDIR'
+shared_preload_libraries = 'awa'
+awa.maintenance_enabled = off
+autovacuum = off
+checkpoint_timeout = 1h
+max_wal_size = 4GB
+EOF
+as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$WORKDIR/log" -w start >/dev/null
+cleanup() {
+	local rc=$?
+	as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null || true
+	if [ "$KEEP" != 1 ] && [ "$rc" = 0 ]; then rm -rf "$DATA"; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+export PGHOST=$WORKDIR PGPORT=$PORT PGUSER=postgres
+psql() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
+pgb() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/pgbench" -n -M prepared -c 1 "$@" postgres >/dev/null; }
+psql -c 'CREATE EXTENSION awa'
+WORKER=(-D B=1 -D async=off -D wait_ms=0 -D idle_ms=10 -D awa_init=0 -f "$HERE/peers/pgbench/awa_worker.sql")
+
+# Warm-up: the lane, the first pages and plans; then a checkpoint.
+pgb -t "$WARMUP" -f "$HERE/peers/pgbench/awa_enq1.sql"
+pgb -t "$WARMUP" "${WORKER[@]}"
+psql -c 'CHECKPOINT'
+
+measure() {  # name, pgbench arguments...
+	local name=$1
+	shift
+	local start end
+	start=$(psql -c 'SELECT pg_current_wal_insert_lsn()')
+	pgb -t "$N" "$@"
+	end=$(psql -c 'SELECT pg_current_wal_insert_lsn()')
+	psql -c 'SELECT pg_switch_wal()' >/dev/null  # the end record is in a finished segment
+	local total
+	total=$(psql -c "SELECT pg_wal_lsn_diff('$end', '$start')")
+	echo "## $name: $N jobs, $total WAL bytes, $((total / N)) B/job (pg_current_wal_insert_lsn difference)"
+	echo
+	echo '| record type | records/job | bytes/job (records) | bytes/job (FPI) |'
+	echo '|---|---:|---:|---:|'
+	as_pg "$PGBIN/pg_waldump" -p "$DATA/pg_wal" -s "$start" -e "$end" --stats=record 2>/dev/null |
+		awk -v n="$N" '{ gsub(/\([^)]*\)|\[[^]]*\]/, "") }
+			$1 != "Total" && $2 ~ /^[0-9]+$/ && $2 > 0 { printf "| %s | %.2f | %.1f | %.1f |\n", $1, $2 / n, $3 / n, $4 / n }
+			$1 == "Total" { printf "| total | %.2f | %.1f | %.1f |\n", $2 / n, $3 / n, $4 / n }'
+	echo
+}
+shapes() {  # queue name
+	echo "## WAL bytes per row by shape, queue name '$1' ($SHAPES_N rows per table; bench/lanekey_row_shapes.sql)"
+	echo
+	echo '| table | today | kept | join |'
+	echo '|---|---:|---:|---:|'
+	psql -F ' | ' -v q="$1" -v n="$SHAPES_N" -f "$HERE/lanekey_row_shapes.sql" 2>/dev/null |
+		grep -E '^(ready|lease|receipt)_' | sed 's/^/| /; s/$/ |/'
+	echo
+}
+{
+	# Enqueue N, then drain N of them (the warm-up leaves none behind).
+	measure "single-job enqueue (awa_enq1.sql)" -f "$HERE/peers/pgbench/awa_enq1.sql"
+	measure "batch-1 drain (awa_worker.sql, B=1)" "${WORKER[@]}"
+	echo "Jobs left in the queue: $(psql -c "SELECT available FROM awa.queue_counts('default')")"
+	echo
+	shapes default
+	shapes a_queue_name_of_20ch
+} | tee "$WORKDIR/result.md"
