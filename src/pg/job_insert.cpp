@@ -24,7 +24,8 @@ using core::JobState;
 // Reserves one lane_seq per job (in order) and returns the ring position that
 // held at the reservation instant. The epoch bracket (rings.hpp) makes ready
 // generations non-decreasing along a lane without any lock shared by
-// enqueuers; the reservation takes the lane reserve lock, held until this
+// enqueuers; the reservation takes the lane reserve lock (or, past 16 lanes,
+// the wide reserve lock), held until this
 // transaction ends, which is what a claim's gap proof waits for
 // (lane_locks.hpp). If a rotation committed during the reservation,
 // the reserved lane_seqs are abandoned (they become gaps that claims prove

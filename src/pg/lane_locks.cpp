@@ -10,6 +10,7 @@ extern "C" {
 #include "pgstat.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 }
 
@@ -23,6 +24,7 @@ enum KeySpace : uint16 {
 	kLaneCreate = 0x4105,
 	kLaneReserve = 0x4106,
 	kQueueLimit = 0x4107,
+	kWideReserve = 0x4108,
 };
 
 LOCKTAG
@@ -188,28 +190,33 @@ UnlockLaneClaim(int64 lane_id)
 		ConditionVariableSignal(LaneWaitOf(lane_id));
 }
 
+namespace {
+
+// How many lane reserve locks the current transaction took (`reserve_lxid`
+// names it) and whether it holds the wide reserve lock instead.
+LocalTransactionId reserve_lxid = InvalidLocalTransactionId;
+int reserve_locks = 0;
+bool reserve_wide = false;
+
 void
-LockLaneReserve(int64 lane_id)
+AcquireForTopTransaction(const LOCKTAG &tag, LOCKMODE mode, LockAcquireResult *result)
 {
-	LOCKTAG tag = Tag(kLaneReserve, lane_id);
 	ResourceOwner caller_owner = CurrentResourceOwner;
 	CurrentResourceOwner = TopTransactionResourceOwner;
-	(void)LockAcquire(&tag, RowExclusiveLock, false, false);
+	*result = LockAcquire(&tag, mode, false, false);
 	CurrentResourceOwner = caller_owner;
 }
 
+// Waits, until `until`, for every transaction other than this one that holds
+// `tag` in a mode conflicting with ShareLock to end; false if one is still
+// running then.
 bool
-ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon)
+WaitForHolders(const LOCKTAG &tag, TimestampTz until)
 {
-	// Every reservation up to the value read here was made by a transaction
-	// that took the lane reserve lock before it and holds it until it ends,
-	// so it is among the holders listed next, or has ended.
-	*horizon = ReadLaneCursors(lane).enqueue;
-	LOCKTAG tag = Tag(kLaneReserve, lane.lane_id);
 	int count = 0;
 	VirtualTransactionId *holders = GetLockConflicts(&tag, ShareLock, &count);
-	TimestampTz until = GetCurrentTimestamp() + int64{timeout_ms} * 1000;
 	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();
 		VirtualTransactionId holder = holders[i];
 		if (!VirtualTransactionIdIsValid(holder) || VirtualXactLock(holder, false))
 			continue;  // ended already
@@ -220,6 +227,48 @@ ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon)
 			return false;
 	}
 	return true;
+}
+
+}  // namespace
+
+void
+LockLaneReserve(int64 lane_id)
+{
+	if (MyProc->lxid != reserve_lxid) {
+		reserve_lxid = MyProc->lxid;
+		reserve_locks = 0;
+		reserve_wide = false;
+	}
+	if (reserve_wide)
+		return;
+	LOCKTAG tag = Tag(kLaneReserve, lane_id);
+	LockAcquireResult result;
+	if (reserve_locks < kMaxLaneReserveLocks) {
+		AcquireForTopTransaction(tag, RowExclusiveLock, &result);
+		if (result == LOCKACQUIRE_OK)
+			reserve_locks++;
+		return;
+	}
+	if (LockHeldByMe(&tag, RowExclusiveLock))
+		return;
+	// One more lane: the wide lock stands for it and for every lane this
+	// transaction reserves from now on. Taken before the lane's cursor is
+	// read, as the lane's own lock would have been.
+	AcquireForTopTransaction(Tag(kWideReserve, 0), RowExclusiveLock, &result);
+	reserve_wide = true;
+}
+
+bool
+ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon)
+{
+	// Every reservation up to the value read here was made by a transaction
+	// that took the lane reserve lock or the wide reserve lock before it and
+	// holds it until it ends, so it is among the holders listed next, or has
+	// ended. (Each list is used up before the next is asked for:
+	// GetLockConflicts may reuse its array.)
+	*horizon = ReadLaneCursors(lane).enqueue;
+	TimestampTz until = GetCurrentTimestamp() + int64{timeout_ms} * 1000;
+	return WaitForHolders(Tag(kLaneReserve, lane.lane_id), until) && WaitForHolders(Tag(kWideReserve, 0), until);
 }
 
 void
@@ -241,6 +290,13 @@ LockLaneCreate(uint32 lane_hash)
 {
 	LOCKTAG tag = Tag(kLaneCreate, lane_hash);
 	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
+UnlockLaneCreate(uint32 lane_hash)
+{
+	LOCKTAG tag = Tag(kLaneCreate, lane_hash);
+	(void)LockRelease(&tag, ExclusiveLock, false);
 }
 
 }  // namespace awa::pg

@@ -8,8 +8,10 @@
 //  claim batch  advisory-type tag (field4 0x4104, objsubid 16644), exclusive,
 //               transaction-scoped: serializes closing the attempts of one
 //               claim batch (completion races).
-//  lane create  advisory-type tag (field4 0x4105, objsubid 16645): first use
-//               of a lane.
+//  lane create  advisory-type tag (field4 0x4105, objsubid 16645), exclusive,
+//               keyed by a hash of (queue, priority): held only while a new
+//               lane's row is looked for and inserted (lanes.cpp), not to the
+//               transaction's end.
 //  queue limit  advisory-type tag (field4 0x4107, objsubid 16647), exclusive,
 //               keyed by a hash of the queue name: a claim of a queue with a
 //               concurrency limit and no counters entry holds it to its
@@ -22,6 +24,15 @@
 //               transaction has ended (ProveLaneReservationsEnded). Since
 //               positions are taken at commit (pending_enqueues.hpp), it is
 //               held from a transaction's pre-commit to its end.
+//  wide reserve advisory-type tag (field4 0x4108, objsubid 16648), key 0, one
+//               per database, RowExclusiveLock mode, top transaction, to its
+//               end: a transaction that already holds kMaxLaneReserveLocks
+//               lane reserve locks takes it instead of the lock of any further
+//               lane, so no transaction holds more than kMaxLaneReserveLocks
+//               + 1 reserve locks (the shared lock table is the cluster's: a
+//               lock per lane ran it out at ~10,000 lanes, for every
+//               database). ProveLaneReservationsEnded waits for its holders
+//               too.
 // The advisory-type tags use key spaces of their own, so they never collide
 // with an application's pg_advisory_lock keys.
 #pragma once
@@ -44,13 +55,20 @@ bool LockLaneClaimWithin(int64 lane_id, int timeout_ms);
 // Waits for the lane claim lock (cancel: claimers hold it only while they plan).
 void LockLaneClaim(int64 lane_id);
 void UnlockLaneClaim(int64 lane_id);
+// Lane reserve locks a transaction takes before it takes the wide reserve
+// lock instead (docs/architecture.md, "A bounded number of locks per
+// transaction").
+constexpr int kMaxLaneReserveLocks = 16;
+
 // Taken before each reservation of the lane's positions, for the top
-// transaction (a subtransaction's abort does not release it).
+// transaction (a subtransaction's abort does not release it): the lane's
+// reserve lock, or, past kMaxLaneReserveLocks lanes, the wide reserve lock.
 void LockLaneReserve(int64 lane_id);
 // The proof that every transaction that reserved a lane position up to
 // *horizon (the enqueue cursor, read first) has ended: waits, at most
 // `timeout_ms` in all, for the transactions that hold the lane reserve lock
-// (each reservation holds it until its transaction ends) and returns false if
+// or the wide reserve lock (each reservation holds one of them until its
+// transaction ends) and returns false if
 // one is still running then. Unlike a ShareLock request, which would make
 // every new producer of the lane queue behind it, this holds up nobody (as
 // CREATE INDEX CONCURRENTLY waits for lockers). Errors other than the timeout
@@ -59,7 +77,10 @@ bool ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon
 void LockClaimBatch(int64 claim_batch_id);
 // The same lock without waiting (maintenance); false when another holds it.
 bool TryLockClaimBatch(int64 claim_batch_id);
+// The lane create lock, for the current resource owner; given back by
+// UnlockLaneCreate once the lane's row is in (or found).
 void LockLaneCreate(uint32 lane_hash);
+void UnlockLaneCreate(uint32 lane_hash);
 // The queue limit lock (owned by the current resource owner: a
 // subtransaction's abort releases it).
 void LockQueueLimit(text *queue);

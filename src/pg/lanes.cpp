@@ -6,7 +6,12 @@
 #include "pg/spi_plans.hpp"
 
 extern "C" {
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
 #include "common/hashfn.h"
+#include "utils/fmgroids.h"
+#include "utils/relcache.h"
 #include "utils/inval.h"
 #include "storage/itemptr.h"
 #include "utils/syscache.h"
@@ -160,6 +165,44 @@ FindLane(text *queue, int16 priority, bool latest, Lane *lane)
 	return true;
 }
 
+// The transaction, other than this one, that inserted the lane's row and is
+// still running (InvalidTransactionId: none). A dirty read of the primary key
+// on (queue, priority), as a unique check does: the lane create lock is held
+// only while a row is inserted, so a row whose creator has not committed yet
+// is seen here, not by a snapshot.
+TransactionId
+LaneCreatorInProgress(text *queue, int16 priority)
+{
+	Relation rel = table_open(known_lanes_relid, AccessShareLock);
+	Oid index = RelationGetPrimaryKeyIndex(rel);
+	AttrNumber queue_column = get_attnum(RelationGetRelid(rel), "queue");
+	AttrNumber priority_column = get_attnum(RelationGetRelid(rel), "priority");
+	if (!OidIsValid(index) || queue_column == InvalidAttrNumber || priority_column == InvalidAttrNumber)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		                errmsg("awa: awa.queue_lanes has no primary key on (queue, priority)"),
+		                errhint("The extension's objects were changed by hand; recreate the extension.")));
+	ScanKeyData keys[2];
+	ScanKeyEntryInitialize(&keys[0], 0, queue_column, BTEqualStrategyNumber, InvalidOid,
+	                       TupleDescAttr(RelationGetDescr(rel), queue_column - 1)->attcollation, F_TEXTEQ,
+	                       PointerGetDatum(queue));
+	ScanKeyEntryInitialize(&keys[1], 0, priority_column, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT2EQ,
+	                       Int16GetDatum(priority));
+	SnapshotData dirty;
+	InitDirtySnapshot(dirty);
+	SysScanDesc scan = systable_beginscan(rel, index, true, &dirty, 2, keys);
+	TransactionId creator = InvalidTransactionId;
+	while (HeapTupleIsValid(systable_getnext(scan))) {
+		CHECK_FOR_INTERRUPTS();
+		if (TransactionIdIsValid(dirty.xmin)) {
+			creator = dirty.xmin;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, NoLock);
+	return creator;
+}
+
 }  // namespace
 
 Lane
@@ -177,10 +220,27 @@ EnsureLane(text *queue, int16 priority)
 		return lane;
 	}
 
-	// First use: one creator per lane; a waiter sees the creator's committed row.
+	// First use: one creator per lane at a time, under the lane create lock,
+	// which is held only until the row is in: a transaction that creates
+	// 20,000 lanes must not hold 20,000 locks of the cluster's shared lock
+	// table to its end (test/t/047_lock_table_bounded.pl). A later creator
+	// finds the row with a dirty read and waits for its creator's end (as a
+	// unique check would, without raising 23505), then sees it committed or
+	// gone.
 	LockLaneCreate(hash);
-	if (FindLane(queue, priority, true, &lane))
+	for (;;) {
+		CHECK_FOR_INTERRUPTS();
+		TransactionId creator = LaneCreatorInProgress(queue, priority);
+		if (!TransactionIdIsValid(creator))
+			break;
+		UnlockLaneCreate(hash);
+		XactLockTableWait(creator, NULL, NULL, XLTW_None);
+		LockLaneCreate(hash);
+	}
+	if (FindLane(queue, priority, true, &lane)) {
+		UnlockLaneCreate(hash);
 		return lane;
+	}
 	lanes_created_by = GetTopTransactionId();
 
 	Oid id_seq = AwaObjectOid(AwaObject::kQueueLaneIdSeq);
@@ -192,6 +252,7 @@ EnsureLane(text *queue, int16 priority)
 	// transaction commits (LanesOfQueue); this backend's at once, since no
 	// command boundary may come before its next claim reads them (a claim
 	// that writes this transaction's pending jobs first, test/t/005).
+	UnlockLaneCreate(hash);
 	CacheInvalidateRelcacheByRelid(known_lanes_relid);
 	ForgetQueues((Datum)0, 0, 0);
 	return lane;
