@@ -46,6 +46,7 @@ extern "C" {
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/backend_status.h"
@@ -179,8 +180,10 @@ ListDatabases(Oid **out)
 	return n;
 }
 
+// `probe`: the worker is started only to see whether the database has awa
+// (bgw_extra[0]; ConnectOrExit then waits for no lock).
 bool
-StartMaintenanceWorker(Oid database, BackgroundWorkerHandle **handle)
+StartMaintenanceWorker(Oid database, bool probe, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
 	memset(&worker, 0, sizeof(worker));
@@ -192,6 +195,7 @@ StartMaintenanceWorker(Oid database, BackgroundWorkerHandle **handle)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "awa maintenance worker for database %u", database);
 	snprintf(worker.bgw_type, BGW_MAXLEN, "awa maintenance worker");
 	worker.bgw_main_arg = ObjectIdGetDatum(database);
+	worker.bgw_extra[0] = probe ? 1 : 0;
 	worker.bgw_notify_pid = MyProcPid;
 	return RegisterDynamicBackgroundWorker(&worker, handle);
 }
@@ -293,7 +297,7 @@ ServeDatabases(HTAB *served, MemoryContext pass_context)
 			continue;
 		entry->probe = !entry->restart;
 		MemoryContextSwitchTo(TopMemoryContext);
-		bool started = StartMaintenanceWorker(entry->database, &entry->handle);
+		bool started = StartMaintenanceWorker(entry->database, entry->probe, &entry->handle);
 		MemoryContextSwitchTo(pass_context);
 		if (started) {
 			entry->restart = false;
@@ -763,6 +767,21 @@ ConnectOrExit(Oid database)
 	pgstat_report_appname("awa maintenance");
 
 	StartTransactionCommand();
+	// A probe (bgw_extra[0]) holds one of the launcher's two probe places
+	// while it runs: it must not wait for a lock on pg_extension (LOCK TABLE,
+	// VACUUM FULL or REINDEX of the catalog in a long transaction), or two
+	// such databases would keep every other database from being probed
+	// (test/t/049_probe_never_waits.pl). It leaves, and the launcher probes
+	// its database again after awa.launcher_naptime. A worker restarted in a
+	// database known to have awa takes no probe place and waits.
+	if (MyBgworkerEntry != NULL && MyBgworkerEntry->bgw_extra[0] != 0 &&
+	    (!ConditionalLockRelationOid(ExtensionRelationId, AccessShareLock) ||
+	     !ConditionalLockRelationOid(ExtensionNameIndexId, AccessShareLock))) {
+		CommitTransactionCommand();
+		ereport(LOG, (errmsg("awa: database %u: pg_extension is locked; the launcher looks at it again later",
+		                     database)));
+		proc_exit(0);
+	}
 	bool present = OidIsValid(get_extension_oid("awa", true));
 	CommitTransactionCommand();
 	if (!present)
