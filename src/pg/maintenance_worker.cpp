@@ -785,7 +785,7 @@ ConnectOrExit(Oid database)
 	// while it runs: it must not wait for a lock on pg_extension (LOCK TABLE,
 	// VACUUM FULL or REINDEX of the catalog in a long transaction), or two
 	// such databases would keep every other database from being probed
-	// (test/t/049_probe_never_waits.pl). It leaves, and the launcher probes
+	// (test/t/050_probe_never_waits.pl). It leaves, and the launcher probes
 	// its database again after awa.launcher_naptime. A worker restarted in a
 	// database known to have awa takes no probe place and waits.
 	if (MyBgworkerEntry != NULL && MyBgworkerEntry->bgw_extra[0] != 0 &&

@@ -1,4 +1,4 @@
-# 049_probe_never_waits.pl
+# 050_probe_never_waits.pl
 #
 # The launcher runs at most two probes at once (workers started only to see
 # whether a database has awa; docs/maintenance.md §1). A probe looks awa up in
