@@ -29,6 +29,7 @@
 #include "pg/worker_registry.hpp"
 #include "pg/wakeups.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 extern "C" {
@@ -46,6 +47,7 @@ extern "C" {
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/backend_status.h"
@@ -120,6 +122,14 @@ struct Served {
 // max_worker_processes with them every awa.launcher_naptime (the workers of
 // databases known to have awa, `restart`, are started regardless).
 constexpr int kMaxConcurrentProbes = 2;
+// The database the launcher last started a probe in: each pass looks at the
+// databases from the next OID on (wrapping), so that probe places go round
+// every database. In OID order from the lowest, the first databases were
+// probed again as soon as their naptime ran out and those with higher OIDs
+// waited behind them for ever whenever probing every database took longer
+// than awa.launcher_naptime (300 databases at 1 s, 2,400 at the default 60 s
+// and 50 ms per probe).
+Oid last_probed = InvalidOid;
 
 HTAB *
 MakeServedTable()
@@ -179,8 +189,10 @@ ListDatabases(Oid **out)
 	return n;
 }
 
+// `probe`: the worker is started only to see whether the database has awa
+// (bgw_extra[0]; ConnectOrExit then waits for no lock).
 bool
-StartMaintenanceWorker(Oid database, BackgroundWorkerHandle **handle)
+StartMaintenanceWorker(Oid database, bool probe, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
 	memset(&worker, 0, sizeof(worker));
@@ -192,6 +204,7 @@ StartMaintenanceWorker(Oid database, BackgroundWorkerHandle **handle)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "awa maintenance worker for database %u", database);
 	snprintf(worker.bgw_type, BGW_MAXLEN, "awa maintenance worker");
 	worker.bgw_main_arg = ObjectIdGetDatum(database);
+	worker.bgw_extra[0] = probe ? 1 : 0;
 	worker.bgw_notify_pid = MyProcPid;
 	return RegisterDynamicBackgroundWorker(&worker, handle);
 }
@@ -258,8 +271,10 @@ ServeDatabases(HTAB *served, MemoryContext pass_context)
 			probes++;
 	bool warned = false;
 	int64 now = MonotonicNow();
-	for (int i = 0; i < count; i++) {
+	int first = static_cast<int>(std::upper_bound(databases, databases + count, last_probed) - databases);
+	for (int k = 0; k < count; k++) {
 		CHECK_FOR_INTERRUPTS();
+		int i = (first + k) % count;
 		bool found;
 		Served *entry = static_cast<Served *>(hash_search(served, &databases[i], HASH_ENTER, &found));
 		if (!found) {
@@ -293,11 +308,14 @@ ServeDatabases(HTAB *served, MemoryContext pass_context)
 			continue;
 		entry->probe = !entry->restart;
 		MemoryContextSwitchTo(TopMemoryContext);
-		bool started = StartMaintenanceWorker(entry->database, &entry->handle);
+		bool started = StartMaintenanceWorker(entry->database, entry->probe, &entry->handle);
 		MemoryContextSwitchTo(pass_context);
 		if (started) {
 			entry->restart = false;
-			probes += entry->probe ? 1 : 0;
+			if (entry->probe) {
+				probes++;
+				last_probed = entry->database;
+			}
 			continue;
 		}
 		// No free worker slot. A database known to have awa keeps `restart`
@@ -763,6 +781,21 @@ ConnectOrExit(Oid database)
 	pgstat_report_appname("awa maintenance");
 
 	StartTransactionCommand();
+	// A probe (bgw_extra[0]) holds one of the launcher's two probe places
+	// while it runs: it must not wait for a lock on pg_extension (LOCK TABLE,
+	// VACUUM FULL or REINDEX of the catalog in a long transaction), or two
+	// such databases would keep every other database from being probed
+	// (test/t/050_probe_never_waits.pl). It leaves, and the launcher probes
+	// its database again after awa.launcher_naptime. A worker restarted in a
+	// database known to have awa takes no probe place and waits.
+	if (MyBgworkerEntry != NULL && MyBgworkerEntry->bgw_extra[0] != 0 &&
+	    (!ConditionalLockRelationOid(ExtensionRelationId, AccessShareLock) ||
+	     !ConditionalLockRelationOid(ExtensionNameIndexId, AccessShareLock))) {
+		CommitTransactionCommand();
+		ereport(LOG, (errmsg("awa: database %u: pg_extension is locked; the launcher looks at it again later",
+		                     database)));
+		proc_exit(0);
+	}
 	bool present = OidIsValid(get_extension_oid("awa", true));
 	CommitTransactionCommand();
 	if (!present)
