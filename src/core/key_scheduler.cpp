@@ -13,6 +13,47 @@ namespace awa::core {
 
 namespace {
 
+// The two heaps of a scheduler (eligible keys, keys waiting for a token) are
+// the same binary heap of slots: `h` holds slots, `before` orders two slots,
+// `set(pos, slot)` stores a slot and records its position in its entry.
+template <typename BeforeFn, typename SetFn>
+void
+IndexHeapUp(const int32_t *h, int32_t pos, BeforeFn before, SetFn set) noexcept
+{
+	int32_t slot = h[pos];
+	while (pos > 0) {
+		int32_t parent = (pos - 1) / 2;
+		if (!before(slot, h[parent]))
+			break;
+		set(pos, h[parent]);
+		pos = parent;
+	}
+	set(pos, slot);
+}
+
+template <typename BeforeFn, typename SetFn>
+void
+IndexHeapDown(const int32_t *h, int32_t size, int32_t pos, BeforeFn before, SetFn set) noexcept
+{
+	int32_t slot = h[pos];
+	for (;;) {
+		int32_t child = 2 * pos + 1;
+		if (child >= size)
+			break;
+		if (child + 1 < size && before(h[child + 1], h[child]))
+			child++;
+		if (!before(h[child], slot))
+			break;
+		set(pos, h[child]);
+		pos = child;
+	}
+	set(pos, slot);
+}
+
+}  // namespace
+
+namespace {
+
 constexpr size_t
 Align8(size_t n) noexcept
 {
@@ -280,35 +321,15 @@ KeyScheduler::HeapSet(int32_t pos, int32_t slot) noexcept
 void
 KeyScheduler::SiftUp(int32_t pos) noexcept
 {
-	int32_t *h = heap();
-	int32_t slot = h[pos];
-	while (pos > 0) {
-		int32_t parent = (pos - 1) / 2;
-		if (!Before(slot, h[parent]))
-			break;
-		HeapSet(pos, h[parent]);
-		pos = parent;
-	}
-	HeapSet(pos, slot);
+	IndexHeapUp(heap(), pos, [this](int32_t a, int32_t b) { return Before(a, b); },
+	            [this](int32_t at, int32_t slot) { HeapSet(at, slot); });
 }
 
 void
 KeyScheduler::SiftDown(int32_t pos) noexcept
 {
-	int32_t *h = heap();
-	int32_t slot = h[pos];
-	for (;;) {
-		int32_t child = 2 * pos + 1;
-		if (child >= heap_size_)
-			break;
-		if (child + 1 < heap_size_ && Before(h[child + 1], h[child]))
-			child++;
-		if (!Before(h[child], slot))
-			break;
-		HeapSet(pos, h[child]);
-		pos = child;
-	}
-	HeapSet(pos, slot);
+	IndexHeapDown(heap(), heap_size_, pos, [this](int32_t a, int32_t b) { return Before(a, b); },
+	              [this](int32_t at, int32_t slot) { HeapSet(at, slot); });
 }
 
 void
@@ -393,35 +414,15 @@ KeyScheduler::TimerSet(int32_t pos, int32_t slot) noexcept
 void
 KeyScheduler::TimerUp(int32_t pos) noexcept
 {
-	int32_t *t = timers();
-	int32_t slot = t[pos];
-	while (pos > 0) {
-		int32_t parent = (pos - 1) / 2;
-		if (!TimerBefore(slot, t[parent]))
-			break;
-		TimerSet(pos, t[parent]);
-		pos = parent;
-	}
-	TimerSet(pos, slot);
+	IndexHeapUp(timers(), pos, [this](int32_t a, int32_t b) { return TimerBefore(a, b); },
+	            [this](int32_t at, int32_t slot) { TimerSet(at, slot); });
 }
 
 void
 KeyScheduler::TimerDown(int32_t pos) noexcept
 {
-	int32_t *t = timers();
-	int32_t slot = t[pos];
-	for (;;) {
-		int32_t child = 2 * pos + 1;
-		if (child >= timer_size_)
-			break;
-		if (child + 1 < timer_size_ && TimerBefore(t[child + 1], t[child]))
-			child++;
-		if (!TimerBefore(t[child], slot))
-			break;
-		TimerSet(pos, t[child]);
-		pos = child;
-	}
-	TimerSet(pos, slot);
+	IndexHeapDown(timers(), timer_size_, pos, [this](int32_t a, int32_t b) { return TimerBefore(a, b); },
+	              [this](int32_t at, int32_t slot) { TimerSet(at, slot); });
 }
 
 void
