@@ -32,6 +32,15 @@ awa.promote_interval = '100ms'
 max_worker_processes = 16
 });
 
+# Waits until one maintenance worker serves database $db.
+sub served
+{
+	my ($db) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity
+		  WHERE backend_type = 'awa maintenance worker' AND datname = '$db'");
+}
+
 my $n = 300;
 # CREATE DATABASE cannot run in a transaction block: one statement each.
 $node->safe_psql('postgres', join('', map { "CREATE DATABASE plain_$_;\n" } 1 .. $n));
@@ -44,9 +53,7 @@ sleep(5);
 # (a) A database with awa, created after all of them.
 $node->safe_psql('postgres', 'CREATE DATABASE late');
 $node->safe_psql('late', 'CREATE EXTENSION awa');
-ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity
-		  WHERE backend_type = 'awa maintenance worker' AND datname = 'late'"),
+ok(served('late'),
 	'the database with awa created after 300 without it gets a maintenance worker');
 my $job = $node->safe_psql('late', "SELECT awa.enqueue('k', '{}', 'q', run_at => now() + interval '1 second')");
 ok( $node->poll_query_until('late', "SELECT awa.get_job($job) ->> 'state' = 'available'"),
@@ -57,13 +64,9 @@ ok( $node->poll_query_until('late', "SELECT awa.get_job($job) ->> 'state' = 'ava
 $node->safe_psql('postgres', join('', map { "DROP DATABASE plain_$_;\n" } 1 .. $n / 2));
 $node->safe_psql('postgres', 'CREATE DATABASE later');
 $node->safe_psql('later', 'CREATE EXTENSION awa');
-ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity
-		  WHERE backend_type = 'awa maintenance worker' AND datname = 'later'"),
+ok(served('later'),
 	'after dropping 150 of them, a new database with awa gets its worker');
-ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity
-		  WHERE backend_type = 'awa maintenance worker' AND datname = 'late'"),
+ok(served('late'),
 	'the first one is still served');
 
 # (d)
