@@ -6,7 +6,8 @@
 # socket in $WORKDIR. Stopped, and its data directory removed, when the calling script exits
 # (kept with KEEP=1 or after a failure).
 #
-# The caller sets PORT (default) and SCRIPT_NAME before sourcing; the environment may
+# The caller sets PORT (default) and SCRIPT_NAME before sourcing, and may set EXTRA_CONF: lines
+# appended to postgresql.conf after those settings (a later line wins); the environment may
 # override PORT, PGBIN, WORKDIR and KEEP.
 set -euo pipefail
 
@@ -62,6 +63,9 @@ unix_socket_directories = '$WORKDIR'
 shared_preload_libraries = 'awa'
 EOF
 	cat "$(dirname "${BASH_SOURCE[0]}")/server.conf" >>"$PGDATA/postgresql.conf"
+	if [ -n "${EXTRA_CONF:-}" ]; then
+		printf '\n# ---- %s\n%s\n' "${SCRIPT_NAME:-bench}" "$EXTRA_CONF" >>"$PGDATA/postgresql.conf"
+	fi
 	as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$SERVER_LOG" -w start >/dev/null
 	server_started=1
 }

@@ -8,10 +8,10 @@
 # `default` and a 20-character one): WAL per row of the lane-identified ring rows in three shapes
 # (bench/RESULTS-lanekey.md).
 #
-# A throwaway cluster (initdb in $WORKDIR, Unix socket only, stopped at the end) with awa's
-# maintenance worker and autovacuum off, so that the WAL between the two LSNs is the jobs' own:
-# no rotation, prune or vacuum record is counted. No checkpoint runs in between (checkpoint_timeout
-# 1h, max_wal_size 4GB), so full-page images appear only for pages first touched after the
+# A throwaway cluster (bench/scratch_server.sh: initdb in $WORKDIR, Unix socket only, stopped at the
+# end) with awa's maintenance worker and autovacuum off, so that the WAL between the two LSNs is the
+# jobs' own: no rotation, prune or vacuum record is counted. No checkpoint runs in between
+# (checkpoint_timeout 1h, max_wal_size 8GB), so full-page images appear only for pages first touched after the
 # warm-up's checkpoint. The enqueue is bench/peers/pgbench/awa_enq1.sql, the drain
 # bench/peers/pgbench/awa_worker.sql with B=1 (claims durable at commit), both one client, N
 # transactions each, after a warm-up of WARMUP (1,000). Run as root (the server runs as postgres) or
@@ -19,36 +19,20 @@
 # end (kept with KEEP=1).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PORT=${PORT:-5491}
 N=${N:-10000}
 WARMUP=${WARMUP:-1000}
 SHAPES_N=${SHAPES_N:-10000}
-KEEP=${KEEP:-0}
-WORKDIR=${WORKDIR:-$(mktemp -d /tmp/awa-walpj.XXXXXX)}
-mkdir -p "$WORKDIR"
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-if [ "$(id -u)" = 0 ]; then chown -R postgres "$WORKDIR"; fi
-DATA=$WORKDIR/data
-as_pg "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust --no-sync -E UTF8 --locale=C >/dev/null
-cat >>"$DATA/postgresql.conf" <<EOF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$WORKDIR'
-shared_preload_libraries = 'awa'
-awa.maintenance_enabled = off
+SCRIPT_NAME=walpj
+# No rotation, prune, vacuum or checkpoint between the two LSNs (bench/scratch_server.sh starts the
+# server with bench/server.conf, then these).
+EXTRA_CONF="awa.maintenance_enabled = off
 autovacuum = off
-checkpoint_timeout = 1h
-max_wal_size = 4GB
-EOF
-as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$WORKDIR/log" -w start >/dev/null
-cleanup() {
-	local rc=$?
-	as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null || true
-	if [ "$KEEP" != 1 ] && [ "$rc" = 0 ]; then rm -rf "$DATA"; fi
-	exit "$rc"
-}
-trap cleanup EXIT
+checkpoint_timeout = 1h"
+# shellcheck source=bench/scratch_server.sh
+source "$HERE/scratch_server.sh"
+start_scratch_server
+DATA=$PGDATA
 export PGHOST=$WORKDIR PGPORT=$PORT PGUSER=postgres
 psql() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
 pgb() { as_pg env PGHOST=$PGHOST PGPORT=$PGPORT "$PGBIN/pgbench" -n -M prepared -c 1 "$@" postgres >/dev/null; }

@@ -58,7 +58,11 @@ CREATE TABLE awa.lease_claim_closures (
 ) PARTITION BY LIST (claim_slot);
 
 -- Closure evidence for compact receipts: one row per closing call and claim
--- batch; claim_indexes are the 0-based positions closed in that claim batch.
+-- batch; claim_indexes are the 0-based positions closed in that claim batch
+-- (their jobs and run leases are the claim batch's at those positions). A
+-- closure of a whole claim batch is keyed by it, batch_id = -claim_batch_id,
+-- and stays out of the claim_batch_id index, as completion batches do
+-- (04_queue_ring.sql).
 CREATE TABLE awa.lease_claim_closure_batches (
     claim_slot       smallint    NOT NULL,
     batch_id         bigint      NOT NULL,
@@ -68,11 +72,9 @@ CREATE TABLE awa.lease_claim_closure_batches (
     outcome          text        NOT NULL,
     closed_count     integer     NOT NULL,
     claim_indexes    integer[]   NOT NULL,
-    job_ids          bigint[]    NOT NULL,
-    run_leases       bigint[]    NOT NULL,
     closed_at        timestamptz NOT NULL,
     PRIMARY KEY (batch_id, claim_slot)
 ) PARTITION BY LIST (claim_slot);
 CREATE INDEX lease_claim_closure_batches_claim_batch_idx
-    ON awa.lease_claim_closure_batches (claim_batch_id);
+    ON awa.lease_claim_closure_batches (claim_batch_id) WHERE batch_id > 0;
 

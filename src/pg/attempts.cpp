@@ -301,23 +301,33 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	if (accepted == 0)
 		return;
 
-	int64 batch_id = SequenceNext(AwaObjectOid(AwaObject::kClosureBatchIdSeq));
+	// A call that closes every attempt of the claim batch (none was closed
+	// before: closed_by was NULL for each) writes the batch's only closure,
+	// and completion, rows: they are keyed by the claim batch itself,
+	// batch_id = -claim_batch_id, found by a primary-key probe and left out of
+	// the claim_batch_id indexes (partial, batch_id > 0), two index entries
+	// fewer per claim batch. Other closures draw a positive id. The lookup
+	// side of this rule is awa._closes_claim_batch (04_queue_ring.sql) and
+	// Stmt::kClosedIndexes (docs/architecture.md, "Evidence of a claim batch
+	// closed whole").
+	int64 batch_id = accepted == claimed_count ? -claim_batch_id
+	                                           : SequenceNext(AwaObjectOid(AwaObject::kClosureBatchIdSeq));
 	TimestampTz now = GetCurrentTimestamp();
 	Datum jobs_array = PointerGetDatum(construct_array(closed_jobs, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	Datum leases_array = PointerGetDatum(construct_array(closed_leases, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	Datum closure[11] = {Int16GetDatum(slot),
-	                     Int64GetDatum(batch_id),
-	                     Int64GetDatum(claim_batch_id),
-	                     Int16GetDatum(ready_slot),
-	                     Int64GetDatum(ready_generation),
-	                     CStringGetTextDatum(close_as),
-	                     Int32GetDatum(accepted),
-	                     PointerGetDatum(construct_array(closed_indexes, accepted, INT4OID, 4, true, TYPALIGN_INT)),
-	                     jobs_array,
-	                     leases_array,
-	                     TimestampTzGetDatum(now)};
-	bool closure_nulls[11] = {false};
-	InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 11);
+	// Column order of awa.lease_claim_closure_batches (05_claim_ring.sql). The
+	// closed jobs and run leases are the claim batch's at claim_indexes.
+	Datum closure[9] = {Int16GetDatum(slot),
+	                    Int64GetDatum(batch_id),
+	                    Int64GetDatum(claim_batch_id),
+	                    Int16GetDatum(ready_slot),
+	                    Int64GetDatum(ready_generation),
+	                    CStringGetTextDatum(close_as),
+	                    Int32GetDatum(accepted),
+	                    PointerGetDatum(construct_array(closed_indexes, accepted, INT4OID, 4, true, TYPALIGN_INT)),
+	                    TimestampTzGetDatum(now)};
+	bool closure_nulls[9] = {false};
+	InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 9);
 	if (action == AttemptAction::kComplete) {
 		// Column order of awa.receipt_completion_batches (04_queue_ring.sql).
 		Datum completion[13] = {Int16GetDatum(ready_slot),

@@ -1,7 +1,7 @@
 --
 -- complete: awa.complete(job_id, run_lease, receipt_id) and
 -- awa.complete_many(job_ids, run_leases, receipt_ids).
--- Queues used here: co_one, co_many, co_tx, co_bad.
+-- Queues used here: co_one, co_many, co_tx, co_bad, cm_dups, co_whole.
 --
 \set VERBOSITY default
 
@@ -57,9 +57,11 @@ SELECT awa.complete(:j2, :l2, :r1) AS j2_with_j1_receipt, awa.complete(:j2, :l2,
 SELECT c.batch_id = r.batch_id AS same_batch_id,
        c.claim_batch_id = :r1 >> 18 AS names_claim_batch, r.claim_batch_id = c.claim_batch_id AS same_claim_batch,
        c.claim_slot, c.ready_slot, c.ready_generation, c.outcome, c.closed_count, c.claim_indexes,
-       c.job_ids = ARRAY[CASE c.claim_indexes[1] WHEN 0 THEN :j1 ELSE :j2 END]::bigint[] AS job_ids,
-       c.run_leases, r.queue, r.priority, r.completed_count, r.job_ids = c.job_ids AS same_jobs,
-       r.run_leases, r.lane_seqs, r.claim_slot,
+       r.job_ids = ARRAY[CASE c.claim_indexes[1] WHEN 0 THEN :j1 ELSE :j2 END]::bigint[] AS job_ids,
+       r.queue, r.priority, r.completed_count, r.run_leases, r.lane_seqs, r.claim_slot,
+       -- each closes part of its claim batch: an id of its own, in the
+       -- claim_batch_id index (a whole batch's is keyed by the batch, below)
+       CASE WHEN c.batch_id = -c.claim_batch_id THEN 'claim batch' WHEN c.batch_id > 0 THEN 'own id' END AS keyed_by,
        c.closed_at = r.completed_at AS same_time, c.closed_at <= now() AS closed_in_past
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
@@ -116,9 +118,10 @@ SELECT ord, job_id - :m0 AS job, accepted
   FROM awa.complete_many(:'job_ids', :'run_leases', :'receipt_ids') WITH ORDINALITY AS t(job_id, accepted, ord);
 -- Accepted: m4 (batch Y), m2 and m0 (batch X): one closure and one completion
 -- batch per claim batch.
-SELECT (SELECT batch FROM co_many_claims WHERE job_id = c.job_ids[1]) AS claim_batch,
-       c.closed_count, c.claim_indexes, (SELECT array_agg(j - :m0 ORDER BY n) FROM unnest(c.job_ids) WITH ORDINALITY u(j, n)) AS jobs,
-       c.run_leases, r.completed_count, r.lane_seqs
+SELECT (SELECT batch FROM co_many_claims WHERE job_id = r.job_ids[1]) AS claim_batch,
+       c.closed_count, c.claim_indexes, (SELECT array_agg(j - :m0 ORDER BY n) FROM unnest(r.job_ids) WITH ORDINALITY u(j, n)) AS jobs,
+       r.run_leases, r.completed_count, r.lane_seqs,
+       CASE WHEN c.batch_id = -c.claim_batch_id THEN 'claim batch' WHEN c.batch_id > 0 THEN 'own id' END AS keyed_by
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
  WHERE r.queue = 'co_many' ORDER BY claim_batch, c.batch_id;
@@ -195,3 +198,36 @@ SELECT array_agg(accepted ORDER BY ord) AS accepted_in_input_order
                          (SELECT array_agg(run_lease ORDER BY pos) FROM dup_input),
                          (SELECT array_agg(receipt_id ORDER BY pos) FROM dup_input))
        WITH ORDINALITY AS r(job_id, accepted, ord);
+
+-- ---------------------------------------------------------------------------
+-- A call that closes every attempt of a claim batch writes its only closure
+-- and completion rows, keyed by the claim batch (batch_id = -claim_batch_id,
+-- outside the claim_batch_id indexes); every lookup by claim batch finds them.
+-- ---------------------------------------------------------------------------
+SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['w1', 'w2', 'w3'], NULL, 'co_whole');
+CREATE TEMP TABLE whole_claim AS SELECT job_id, run_lease, receipt_id FROM awa.claim('co_whole', 2);
+SELECT min(receipt_id) >> 18 AS whole_batch FROM whole_claim \gset
+SELECT array_agg(accepted) AS accepted
+  FROM awa.complete_many((SELECT array_agg(job_id ORDER BY job_id) FROM whole_claim),
+                         (SELECT array_agg(run_lease ORDER BY job_id) FROM whole_claim),
+                         (SELECT array_agg(receipt_id ORDER BY job_id) FROM whole_claim));
+SELECT c.batch_id = -:whole_batch AS closure_keyed_by_claim_batch, r.batch_id = c.batch_id AS completion_too,
+       c.claim_batch_id = :whole_batch AS names_claim_batch, c.closed_count, c.claim_indexes, r.completed_count
+  FROM awa.lease_claim_closure_batches c
+  JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
+ WHERE r.queue = 'co_whole';
+-- Found by the claim-batch lookups: a second completion is refused (the
+-- closed positions), get_job says completed, cancel says finished.
+SELECT array_agg(accepted) AS again
+  FROM awa.complete_many((SELECT array_agg(job_id ORDER BY job_id) FROM whole_claim),
+                         (SELECT array_agg(run_lease ORDER BY job_id) FROM whole_claim),
+                         (SELECT array_agg(receipt_id ORDER BY job_id) FROM whole_claim));
+SELECT awa.get_job(job_id) ->> 'state' AS state, awa.cancel(job_id) AS cancel FROM whole_claim ORDER BY job_id;
+-- One attempt of a one-job claim batch retried: its closure is keyed by the
+-- batch too; the same attempt cannot be completed afterwards.
+SELECT job_id AS w3, run_lease AS w3_lease, receipt_id AS w3_receipt FROM awa.claim('co_whole', 1) \gset
+SELECT awa.retry(:w3, :w3_lease, :w3_receipt, 'again', '1 hour') AS retried;
+SELECT batch_id = -(:w3_receipt >> 18) AS keyed_by_claim_batch, outcome
+  FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :w3_receipt >> 18;
+SELECT awa.complete(:w3, :w3_lease, :w3_receipt) AS completed_after_retry,
+       awa.get_job(:w3) ->> 'state' AS state;
