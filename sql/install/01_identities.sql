@@ -11,8 +11,6 @@ CREATE SEQUENCE awa.claim_batch_id_seq;
 -- claim lost with its unflushed WAL (src/pg/claim_fence.hpp): the same receipt
 -- id is never handed out twice, so a lost claim's worker is refused.
 CREATE SEQUENCE awa.claim_fence_seq MINVALUE 0 START 0;
--- One id per completion group: shared by the closure batch and the completion batch.
-CREATE SEQUENCE awa.closure_batch_id_seq;
 -- Ring epoch (a seqlock): a rotation bumps it to an odd value before it appends
 -- to a rotation ledger and to an even value after that commit. An enqueue that
 -- reads the same even epoch before and after reserving its lane_seq knows the

@@ -116,12 +116,8 @@ CREATE INDEX done_entries_job_id_idx ON awa.done_entries (job_id);
 CREATE INDEX done_entries_failed_idx ON awa.done_entries (queue) WHERE state = 'failed';
 
 -- Compact terminal history of successful completions: one row per completion
--- group (one claim batch), arrays per job. A completion of a whole claim batch
--- (every attempt of it, in one call) is keyed by the claim batch:
--- batch_id = -claim_batch_id, and stays out of the claim_batch_id index; the
--- others draw a positive batch_id (closure_batch_id_seq). Lookups by claim
--- batch probe both: batch_id = -id OR (batch_id > 0 AND claim_batch_id = id)
--- (docs/architecture.md, "Evidence of a claim batch closed whole").
+-- group (one claim batch), arrays per job. batch_id is its closure batch's,
+-- keyed under the claim batch (05_claim_ring.sql).
 CREATE TABLE awa.receipt_completion_batches (
     ready_slot       smallint    NOT NULL,
     claim_slot       smallint    NOT NULL,
@@ -138,6 +134,4 @@ CREATE TABLE awa.receipt_completion_batches (
     completed_at     timestamptz NOT NULL,
     PRIMARY KEY (batch_id, ready_slot)
 ) PARTITION BY LIST (ready_slot);
-CREATE INDEX receipt_completion_batches_claim_batch_idx
-    ON awa.receipt_completion_batches (claim_batch_id) WHERE batch_id > 0;
 

@@ -59,10 +59,13 @@ CREATE TABLE awa.lease_claim_closures (
 
 -- Closure evidence for compact receipts: one row per closing call and claim
 -- batch; claim_indexes are the 0-based positions closed in that claim batch
--- (their jobs and run leases are the claim batch's at those positions). A
--- closure of a whole claim batch is keyed by it, batch_id = -claim_batch_id,
--- and stays out of the claim_batch_id index, as completion batches do
--- (04_queue_ring.sql).
+-- (their jobs and run leases are the claim batch's at those positions).
+-- batch_id is keyed under the claim batch: (claim_batch_id << 14) | ordinal,
+-- the ordinal counting the batch's earlier closures (src/core/receipt.hpp), so
+-- a claim batch's closures are the primary-key range
+-- awa._first_closure_batch_id(id) .. awa._last_closure_batch_id(id), with no
+-- index on claim_batch_id (docs/architecture.md, "Closures keyed under their
+-- claim batch").
 CREATE TABLE awa.lease_claim_closure_batches (
     claim_slot       smallint    NOT NULL,
     batch_id         bigint      NOT NULL,
@@ -75,6 +78,4 @@ CREATE TABLE awa.lease_claim_closure_batches (
     closed_at        timestamptz NOT NULL,
     PRIMARY KEY (batch_id, claim_slot)
 ) PARTITION BY LIST (claim_slot);
-CREATE INDEX lease_claim_closure_batches_claim_batch_idx
-    ON awa.lease_claim_closure_batches (claim_batch_id) WHERE batch_id > 0;
 

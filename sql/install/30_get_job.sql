@@ -119,7 +119,7 @@ BEGIN
         -- the claim ring outlives it by less); every other end wrote a
         -- deferred, done or DLQ row found above, or a newer ready row.
         SELECT k.completed_at INTO x FROM awa.receipt_completion_batches k
-         WHERE (k.batch_id = -b.batch_id OR (k.batch_id > 0 AND k.claim_batch_id = b.batch_id))
+         WHERE k.batch_id BETWEEN awa._first_closure_batch_id(b.batch_id) AND awa._last_closure_batch_id(b.batch_id)
            AND k.ready_slot = r.ready_slot AND p_job_id = ANY (k.job_ids);
         IF NOT FOUND THEN
             RETURN NULL;
@@ -131,7 +131,7 @@ BEGIN
     idx := array_position(c.job_ids, p_job_id);
     SELECT k.batch_id, k.outcome, k.closed_at, k.ready_slot, k.ready_generation INTO x
       FROM awa.lease_claim_closure_batches k
-     WHERE (k.batch_id = -b.batch_id OR (k.batch_id > 0 AND k.claim_batch_id = b.batch_id))
+     WHERE k.batch_id BETWEEN awa._first_closure_batch_id(b.batch_id) AND awa._last_closure_batch_id(b.batch_id)
        AND k.claim_slot = c.claim_slot AND (idx - 1) = ANY (k.claim_indexes);
     IF NOT FOUND THEN
         SELECT * INTO s FROM awa.attempt_state t WHERE t.job_id = p_job_id AND t.run_lease = r.run_lease + 1;

@@ -107,7 +107,7 @@ BEGIN
         -- retryable or scheduled moved on (a deferred row, found next round);
         -- an open one is closed under the lock below.
         IF EXISTS (SELECT FROM awa.lease_claim_closure_batches x
-                    WHERE (x.batch_id = -b.batch_id OR (x.batch_id > 0 AND x.claim_batch_id = b.batch_id))
+                    WHERE x.batch_id BETWEEN awa._first_closure_batch_id(b.batch_id) AND awa._last_closure_batch_id(b.batch_id)
                       AND x.claim_slot = batch_slot
                       AND (idx - 1) = ANY (x.claim_indexes)
                       AND x.outcome IN ('completed', 'failed', 'cancelled', 'dlq')) THEN
@@ -123,7 +123,7 @@ BEGIN
         -- maintenance.md §3.5). Only finished work is reclaimed, so the job
         -- finished (awa.get_job returns NULL for it).
         IF EXISTS (SELECT FROM awa.lease_claim_closure_batches x
-                    WHERE (x.batch_id = -b.batch_id OR (x.batch_id > 0 AND x.claim_batch_id = b.batch_id))
+                    WHERE x.batch_id BETWEEN awa._first_closure_batch_id(b.batch_id) AND awa._last_closure_batch_id(b.batch_id)
                       AND x.claim_slot = batch_slot
                       AND (idx - 1) = ANY (x.claim_indexes)
                       AND x.outcome IN ('retryable', 'scheduled', 'rescued', 'deadline_expired')) THEN

@@ -18,6 +18,13 @@ CREATE FUNCTION awa._oldest_live_generation(current bigint, slot_count int)
 RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_oldest_live_generation' LANGUAGE C IMMUTABLE STRICT;
 CREATE FUNCTION awa._prune_target(current bigint, slot_count int)
 RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_prune_target' LANGUAGE C IMMUTABLE STRICT;
+-- The primary-key range of a claim batch's closure (and completion) batches,
+-- from src/core/receipt.hpp (one source for C and SQL): every lookup of a
+-- claim batch's closures is batch_id BETWEEN these two.
+CREATE FUNCTION awa._first_closure_batch_id(claim_batch_id bigint)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_first_closure_batch_id' LANGUAGE C IMMUTABLE STRICT;
+CREATE FUNCTION awa._last_closure_batch_id(claim_batch_id bigint)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_last_closure_batch_id' LANGUAGE C IMMUTABLE STRICT;
 CREATE FUNCTION awa._task_names()
 RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_task_names' LANGUAGE C IMMUTABLE;
 -- Every outcome a step may report (src/core/maintenance_outcome.cpp, the one

@@ -47,13 +47,13 @@ BEGIN
               FROM awa.lease_claim_batches c
              WHERE c.ready_generation <= $3
                AND c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.lease_claim_closure_batches x
-                                       WHERE (x.batch_id = -c.batch_id OR (x.batch_id > 0 AND x.claim_batch_id = c.batch_id))
+                                       WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id) AND awa._last_closure_batch_id(c.batch_id)
                                          AND x.claim_slot = c.claim_slot)
         ), open_attempts AS MATERIALIZED (
             SELECT c.job_ids[i] AS job_id, c.run_leases[i] AS run_lease
               FROM open_batches c CROSS JOIN LATERAL generate_subscripts(c.job_ids, 1) AS i
              WHERE NOT EXISTS (SELECT 1 FROM awa.lease_claim_closure_batches x
-                                WHERE (x.batch_id = -c.batch_id OR (x.batch_id > 0 AND x.claim_batch_id = c.batch_id))
+                                WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id) AND awa._last_closure_batch_id(c.batch_id)
                                   AND x.claim_slot = c.claim_slot
                                   AND (i - 1) = ANY (x.claim_indexes))
         ), carried_evidence AS MATERIALIZED (
@@ -178,7 +178,7 @@ BEGIN
         WITH open_batches AS MATERIALIZED (
             SELECT c.* FROM awa.%1$I c
              WHERE c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.%2$I x
-                                       WHERE x.batch_id = -c.batch_id OR (x.batch_id > 0 AND x.claim_batch_id = c.batch_id))
+                                       WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id) AND awa._last_closure_batch_id(c.batch_id))
         ), claims AS (
             INSERT INTO awa.%3$I (claim_slot, claim_generation, batch_id, ready_slot, ready_generation, lane_id, queue,
                                   priority, claimed_count, job_ids, run_leases, lane_seqs, attempts, max_attempts,
@@ -194,8 +194,7 @@ BEGIN
             SELECT $1, x.batch_id, x.claim_batch_id, x.ready_slot, x.ready_generation, x.outcome, x.closed_count,
                    x.claim_indexes, x.closed_at
               FROM awa.%2$I x
-             WHERE x.batch_id > 0  -- an open batch has no whole-batch closure
-               AND x.claim_batch_id IN (SELECT b.batch_id FROM open_batches b)
+             WHERE x.claim_batch_id IN (SELECT b.batch_id FROM open_batches b)
             RETURNING 1
         )
         SELECT jsonb_build_object('claims', (SELECT count(*) FROM claims),

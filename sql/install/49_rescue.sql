@@ -27,7 +27,7 @@ BEGIN
                FROM awa.%1$I b CROSS JOIN LATERAL generate_subscripts(b.job_ids, 1) AS i
               WHERE (b.deadline_at < $1 OR b.claimed_at < $2)
                 AND NOT EXISTS (SELECT 1 FROM awa.%2$I c
-                                 WHERE (c.batch_id = -b.batch_id OR (c.batch_id > 0 AND c.claim_batch_id = b.batch_id))
+                                 WHERE c.batch_id BETWEEN awa._first_closure_batch_id(b.batch_id) AND awa._last_closure_batch_id(b.batch_id)
                                    AND (i - 1) = ANY (c.claim_indexes))
                 AND (b.deadline_at < $1
                      OR coalesce((SELECT s.heartbeat_at FROM awa.attempt_state s

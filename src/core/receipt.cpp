@@ -26,4 +26,22 @@ DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count) noexcept
 	return receipt;
 }
 
+int64_t
+ClosureBatchId(int64_t claim_batch_id, int32_t ordinal) noexcept
+{
+	return (claim_batch_id << kClosureOrdinalBits) | ordinal;
+}
+
+int64_t
+FirstClosureBatchId(int64_t claim_batch_id) noexcept
+{
+	return ClosureBatchId(claim_batch_id, 0);
+}
+
+int64_t
+LastClosureBatchId(int64_t claim_batch_id) noexcept
+{
+	return ClosureBatchId(claim_batch_id, kMaxClosureOrdinal);
+}
+
 }  // namespace awa::core

@@ -229,8 +229,11 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 
 	// Outcome that closed each index (NULL: open).
 	const char **closed_by = static_cast<const char **>(palloc0(sizeof(char *) * (claimed_count + 1)));
-	Datum closed_key[2] = {Int64GetDatum(claim_batch_id), Int64GetDatum(PG_INT64_MAX)};
+	Datum closed_key[3] = {Int64GetDatum(core::FirstClosureBatchId(claim_batch_id)), Int64GetDatum(PG_INT64_MAX),
+	                       Int64GetDatum(core::LastClosureBatchId(claim_batch_id))};
 	ExecuteLatest(Stmt::kClosedIndexes, slot, closed_key, NULL);
+	// This call's closure, if it closes any, comes after these (its ordinal).
+	uint64 closures_before = SPI_processed;
 	for (uint64 row = 0; row < SPI_processed; row++) {
 		CHECK_FOR_INTERRUPTS();
 		int index_count;
@@ -301,17 +304,17 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	if (accepted == 0)
 		return;
 
-	// A call that closes every attempt of the claim batch (none was closed
-	// before: closed_by was NULL for each) writes the batch's only closure,
-	// and completion, rows: they are keyed by the claim batch itself,
-	// batch_id = -claim_batch_id, found by a primary-key probe and left out of
-	// the claim_batch_id indexes (partial, batch_id > 0), two index entries
-	// fewer per claim batch. Other closures draw a positive id. The lookup
-	// side of this rule is awa._closes_claim_batch (04_queue_ring.sql) and
-	// Stmt::kClosedIndexes (docs/architecture.md, "Evidence of a claim batch
-	// closed whole").
-	int64 batch_id = accepted == claimed_count ? -claim_batch_id
-	                                           : SequenceNext(AwaObjectOid(AwaObject::kClosureBatchIdSeq));
+	// Keyed under the claim batch (core/receipt.hpp): the closures before this
+	// one each ended at least one of its attempts and this one ends another,
+	// so the ordinal stays below claimed_count. The claim batch's lock, held
+	// to this transaction's end, and the fresh read of its closures make the
+	// ordinal this transaction's alone (docs/architecture.md, "Closures keyed
+	// under their claim batch").
+	if (closures_before >= static_cast<uint64>(Min(claimed_count, core::kMaxClosureOrdinal + 1)))
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: claim batch " INT64_FORMAT " has %llu closures for %d attempts", claim_batch_id,
+		                       static_cast<unsigned long long>(closures_before), claimed_count)));
+	int64 batch_id = core::ClosureBatchId(claim_batch_id, static_cast<int32>(closures_before));
 	TimestampTz now = GetCurrentTimestamp();
 	Datum jobs_array = PointerGetDatum(construct_array(closed_jobs, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	Datum leases_array = PointerGetDatum(construct_array(closed_leases, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));

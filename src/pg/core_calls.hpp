@@ -69,6 +69,9 @@ AWA_CHECK_NOEXCEPT(CheckCallBytes(declval<int64_t>(), declval<size_t>(), declval
 // core/receipt.hpp
 AWA_CHECK_NOEXCEPT(EncodeReceipt(declval<const Receipt &>()));
 AWA_CHECK_NOEXCEPT(DecodeReceipt(declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(ClosureBatchId(declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(FirstClosureBatchId(declval<int64_t>()));
+AWA_CHECK_NOEXCEPT(LastClosureBatchId(declval<int64_t>()));
 
 // core/ring.hpp
 AWA_CHECK_NOEXCEPT(SlotOf(declval<int64_t>(), declval<int32_t>()));

@@ -62,7 +62,6 @@ enum class AwaObject {
 	kJobIdSeq,
 	kQueueLaneIdSeq,
 	kClaimBatchIdSeq,
-	kClosureBatchIdSeq,
 	kAttemptState,
 	kJobUniqueClaims,
 	kQueueMeta,

@@ -75,17 +75,16 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "       attempts, max_attempts, claimed_at, deadline_at, claim_generation, lane_id"
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
 	 1, {INT8OID}},
-	// kClosedIndexes: positions of a claim batch already closed. $1 claim batch id.
-	// A closure of the whole batch is keyed by it (batch_id = -$1, the primary
-	// key), the others are in the partial claim_batch_id index (batch_id > 0):
-	// the predicate of awa._closes_claim_batch, written out (attempts.cpp).
-	// (A LIMIT parameter makes the planner cost a fraction of the rows, which
-	// favours the index scan's low start-up over a bitmap scan in a generic
-	// plan made while the child is empty; $2 is always large.)
+	// kClosedIndexes: positions of a claim batch already closed, in the order
+	// its closures came. $1 and $3 the claim batch's closure batch ids, first
+	// and last (core::FirstClosureBatchId, LastClosureBatchId): a primary-key
+	// range. (A LIMIT parameter makes the planner cost a fraction of the rows,
+	// which favours the index scan's low start-up over a bitmap scan in a
+	// generic plan made while the child is empty; $2 is always large.)
 	{Stmt::kClosedIndexes,
 	 "SELECT claim_indexes, outcome FROM awa.lease_claim_closure_batches_%1$d"
-	 " WHERE batch_id = -$1 OR (batch_id > 0 AND claim_batch_id = $1) LIMIT $2",
-	 2, {INT8OID, INT8OID}},
+	 " WHERE batch_id BETWEEN $1 AND $3 ORDER BY batch_id LIMIT $2",
+	 3, {INT8OID, INT8OID, INT8OID}},
 	// kHeadRunAt: when the lane's head became due, and the segment's lanes.
 	// $1 lane_id, $2 cursor, $3 generation
 	{Stmt::kHeadRunAt, "SELECT first_run_at, first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"

@@ -3,7 +3,7 @@
 -- storage parameters and primary keys (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(446);
+SELECT plan(445);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -641,26 +641,26 @@ SELECT col_type_is('awa', v::name, c::name, ty, 'awa.' || v || '.' || c || ' is 
     ('periodic_jobs', 'updated_at', 'timestamp with time zone')
   ) AS vc(v, c, ty);
 
--- Sequences: the four global identities, the ring epoch and the claim fence;
--- any other sequence of awa must be a per-lane cursor sequence (none exist
--- before the first enqueue): 6 + 3
+-- Sequences: the three global identities, the ring epoch and the claim fence
+-- (closure batch ids are keyed under their claim batch, no sequence); any
+-- other sequence of awa must be a per-lane cursor sequence (none exist
+-- before the first enqueue): 5 + 3
 SELECT has_sequence('awa', s::name, 'sequence awa.' || s || ' exists')
-  FROM unnest(ARRAY['job_id_seq', 'queue_lane_id_seq', 'claim_batch_id_seq', 'closure_batch_id_seq',
+  FROM unnest(ARRAY['job_id_seq', 'queue_lane_id_seq', 'claim_batch_id_seq',
                     'ring_epoch_seq', 'claim_fence_seq']) s;
 SELECT is(
     ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class c
            WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'S'
              AND c.relname !~ '^lane_[0-9]+_(enqueue|claim)_seq$'
            ORDER BY c.relname COLLATE "C"),
-    ARRAY['claim_batch_id_seq', 'claim_fence_seq', 'closure_batch_id_seq', 'job_id_seq', 'queue_lane_id_seq',
+    ARRAY['claim_batch_id_seq', 'claim_fence_seq', 'job_id_seq', 'queue_lane_id_seq',
           'ring_epoch_seq'],
     'awa has no sequences besides the identities, the ring epoch, the claim fence and per-lane cursor sequences');
 SELECT is(
     ARRAY(SELECT format_type(s.seqtypid, NULL) FROM pg_catalog.pg_sequence s
            WHERE s.seqrelid IN ('awa.job_id_seq'::regclass, 'awa.queue_lane_id_seq'::regclass,
-                                'awa.claim_batch_id_seq'::regclass, 'awa.closure_batch_id_seq'::regclass,
-                                'awa.ring_epoch_seq'::regclass)),
-    ARRAY['bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+                                'awa.claim_batch_id_seq'::regclass, 'awa.ring_epoch_seq'::regclass)),
+    ARRAY['bigint', 'bigint', 'bigint', 'bigint'],
     'the identity and epoch sequences are bigint');
 -- The ring epoch is a seqlock: even = stable. It starts at 1 and may be set to 0.
 SELECT is(

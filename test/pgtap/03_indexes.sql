@@ -3,9 +3,9 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(114);
+SELECT plan(108);
 
--- Hot-path indexes with their exact key columns: 12
+-- Hot-path indexes with their exact key columns: 10
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
                  ARRAY['lane_id', 'lane_seq', 'ready_slot']::name[],
                  'ready_entries PK is (lane_id, lane_seq, ready_slot)');
@@ -20,12 +20,6 @@ SELECT has_index('awa', 'ready_claim_attempt_batches', 'ready_claim_attempt_batc
 SELECT has_index('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
                  ARRAY['batch_id', 'claim_slot']::name[],
                  'lease_claim_batches PK is (batch_id, claim_slot)');
-SELECT has_index('awa', 'lease_claim_closure_batches', 'lease_claim_closure_batches_claim_batch_idx',
-                 ARRAY['claim_batch_id']::name[],
-                 'lease_claim_closure_batches has its claim_batch_id index');
-SELECT has_index('awa', 'receipt_completion_batches', 'receipt_completion_batches_claim_batch_idx',
-                 ARRAY['claim_batch_id']::name[],
-                 'receipt_completion_batches has its claim_batch_id index');
 SELECT has_index('awa', 'deferred_jobs', 'deferred_jobs_due_idx',
                  ARRAY['run_at', 'priority', 'job_id']::name[],
                  'deferred_jobs has its due index (run_at, priority, job_id) (promotion walks it in order)');
@@ -112,8 +106,6 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX done_entries_job_id_idx ON ONLY awa.done_entries USING btree (job_id)'),
     ('receipt_completion_batches_pkey',
      'CREATE UNIQUE INDEX receipt_completion_batches_pkey ON ONLY awa.receipt_completion_batches USING btree (batch_id, ready_slot)'),
-    ('receipt_completion_batches_claim_batch_idx',
-     'CREATE INDEX receipt_completion_batches_claim_batch_idx ON ONLY awa.receipt_completion_batches USING btree (claim_batch_id) WHERE (batch_id > 0)'),
     ('lease_claims_pkey',
      'CREATE UNIQUE INDEX lease_claims_pkey ON ONLY awa.lease_claims USING btree (job_id, run_lease, claim_slot)'),
     ('lease_claim_batches_pkey',
@@ -122,8 +114,6 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX lease_claim_closures_pkey ON ONLY awa.lease_claim_closures USING btree (job_id, run_lease, claim_slot)'),
     ('lease_claim_closure_batches_pkey',
      'CREATE UNIQUE INDEX lease_claim_closure_batches_pkey ON ONLY awa.lease_claim_closure_batches USING btree (batch_id, claim_slot)'),
-    ('lease_claim_closure_batches_claim_batch_idx',
-     'CREATE INDEX lease_claim_closure_batches_claim_batch_idx ON ONLY awa.lease_claim_closure_batches USING btree (claim_batch_id) WHERE (batch_id > 0)'),
     ('leases_pkey',
      'CREATE UNIQUE INDEX leases_pkey ON ONLY awa.leases USING btree (lane_id, lane_seq, lease_slot)'),
     ('leases_attempt_idx',
@@ -176,13 +166,12 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('ready_claim_attempt_batches', ARRAY['ready_claim_attempt_batches_pkey',
                                           'ready_claim_attempt_batches_lane_next_idx']),
     ('done_entries',                ARRAY['done_entries_pkey', 'done_entries_job_id_idx', 'done_entries_failed_idx']),
-    ('receipt_completion_batches',  ARRAY['receipt_completion_batches_pkey',
-                                          'receipt_completion_batches_claim_batch_idx']),
+    -- (closures and completions of a claim batch: a primary-key range, no claim_batch_id index)
+    ('receipt_completion_batches',  ARRAY['receipt_completion_batches_pkey']),
     ('lease_claims',                ARRAY['lease_claims_pkey']),
     ('lease_claim_batches',         ARRAY['lease_claim_batches_pkey']),
     ('lease_claim_closures',        ARRAY['lease_claim_closures_pkey']),
-    ('lease_claim_closure_batches', ARRAY['lease_claim_closure_batches_pkey',
-                                          'lease_claim_closure_batches_claim_batch_idx']),
+    ('lease_claim_closure_batches', ARRAY['lease_claim_closure_batches_pkey']),
     ('leases',                      ARRAY['leases_pkey', 'leases_attempt_idx']),
     ('job_history',                 ARRAY['job_history_job_id_idx']),
     ('attempt_state',               ARRAY['attempt_state_pkey']),
@@ -216,12 +205,10 @@ SELECT is(
     ('done_entries', 'done_entries_job_id_idx', 32),
     ('done_entries', 'done_entries_failed_idx', 32),
     ('receipt_completion_batches', 'receipt_completion_batches_pkey', 32),
-    ('receipt_completion_batches', 'receipt_completion_batches_claim_batch_idx', 32),
     ('lease_claims', 'lease_claims_pkey', 16),
     ('lease_claim_batches', 'lease_claim_batches_pkey', 16),
     ('lease_claim_closures', 'lease_claim_closures_pkey', 16),
     ('lease_claim_closure_batches', 'lease_claim_closure_batches_pkey', 16),
-    ('lease_claim_closure_batches', 'lease_claim_closure_batches_claim_batch_idx', 16),
     ('leases', 'leases_pkey', 8),
     ('leases', 'leases_attempt_idx', 8),
     ('job_history', 'job_history_job_id_idx', 8)

@@ -3,7 +3,8 @@
 -- 39 public functions; never await_durable, periodic_next, the
 -- six casts to awa.duration or an awa._* building block), volatility,
 -- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
--- _oldest_live_generation, _prune_target, the internal tick arithmetic
+-- _oldest_live_generation, _prune_target, the closure batch id range _first_closure_batch_id and
+-- _last_closure_batch_id, the internal tick arithmetic
 -- _periodic_latest and the ten functions of the type awa.duration are STRICT:
 -- NULL arguments of the API must reach the code that raises 22004), row
 -- estimates, the pinned search path
@@ -14,7 +15,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1112);
+SELECT plan(1134);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -335,6 +336,18 @@ INSERT INTO api VALUES
      'current bigint, slot_count integer',
      'bigint',
      'c', false, 'immutable', true, 0, 'awa_internal_prune_target'),
+    ('_first_closure_batch_id',
+     ARRAY['bigint'],
+     'bigint',
+     'claim_batch_id bigint',
+     'bigint',
+     'c', false, 'immutable', true, 0, 'awa_internal_first_closure_batch_id'),
+    ('_last_closure_batch_id',
+     ARRAY['bigint'],
+     'bigint',
+     'claim_batch_id bigint',
+     'bigint',
+     'c', false, 'immutable', true, 0, 'awa_internal_last_closure_batch_id'),
     ('_task_names',
      ARRAY[]::name[],
      'text[]',
@@ -665,7 +678,7 @@ INSERT INTO api VALUES
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
                      'schema awa has exactly the 39 public functions and the 65 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 105,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 107,
           'no function is overloaded');
 
 -- Per function, 10 checks: 104 x 10 = 1040
@@ -711,7 +724,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 52
+-- Per C function, its symbol in $libdir/awa: 54
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(653);
+SELECT plan(663);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -91,6 +91,8 @@ INSERT INTO grants VALUES
     ('_slot_of', ARRAY['bigint', 'integer'], false, false, false, false),
     ('_oldest_live_generation', ARRAY['bigint', 'integer'], false, false, false, false),
     ('_prune_target', ARRAY['bigint', 'integer'], false, false, false, false),
+    ('_first_closure_batch_id', ARRAY['bigint'], false, false, false, false),
+    ('_last_closure_batch_id', ARRAY['bigint'], false, false, false, false),
     ('_task_names', ARRAY[]::name[], false, false, false, false),
     ('_outcome_names', ARRAY[]::name[], false, false, false, false),
     ('_get_job', ARRAY['bigint'], false, false, false, false),
@@ -152,7 +154,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 104 x 5 = 520
+-- EXECUTE per function and role (PUBLIC included): 106 x 5 = 530
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END

@@ -78,7 +78,7 @@ SELECT job_id = :rt AS is_rt, queue, priority, kind, args, state, run_lease, att
        (payload -> 'errors' -> 0 ->> 'at')::timestamptz BETWEEN :'t0' AND :'t1' AS error_at_is_now
   FROM awa.deferred_jobs WHERE queue = 'ae_retry';
 -- The attempt is closed with outcome 'retryable'.
-SELECT outcome, closed_count, claim_indexes, batch_id = -claim_batch_id AS keyed_by_claim_batch
+SELECT outcome, closed_count, claim_indexes, batch_id >> 14 = claim_batch_id AS keyed_under_claim_batch
   FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :rt_r >> 18;
 SELECT awa.get_job(:rt) ->> 'state' AS state, awa.get_job(:rt) -> 'attempt' AS attempt,
        awa.get_job(:rt) -> 'run_lease' AS run_lease, pg_temp.errors(awa.get_job(:rt)) AS errors;

@@ -59,9 +59,8 @@ SELECT c.batch_id = r.batch_id AS same_batch_id,
        c.claim_slot, c.ready_slot, c.ready_generation, c.outcome, c.closed_count, c.claim_indexes,
        r.job_ids = ARRAY[CASE c.claim_indexes[1] WHEN 0 THEN :j1 ELSE :j2 END]::bigint[] AS job_ids,
        r.queue, r.priority, r.completed_count, r.run_leases, r.lane_seqs, r.claim_slot,
-       -- each closes part of its claim batch: an id of its own, in the
-       -- claim_batch_id index (a whole batch's is keyed by the batch, below)
-       CASE WHEN c.batch_id = -c.claim_batch_id THEN 'claim batch' WHEN c.batch_id > 0 THEN 'own id' END AS keyed_by,
+       -- keyed under the claim batch, in the order its closures came
+       c.batch_id >> 14 = c.claim_batch_id AS keyed_under_claim_batch, c.batch_id & 16383 AS ordinal,
        c.closed_at = r.completed_at AS same_time, c.closed_at <= now() AS closed_in_past
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
@@ -121,7 +120,7 @@ SELECT ord, job_id - :m0 AS job, accepted
 SELECT (SELECT batch FROM co_many_claims WHERE job_id = r.job_ids[1]) AS claim_batch,
        c.closed_count, c.claim_indexes, (SELECT array_agg(j - :m0 ORDER BY n) FROM unnest(r.job_ids) WITH ORDINALITY u(j, n)) AS jobs,
        r.run_leases, r.completed_count, r.lane_seqs,
-       CASE WHEN c.batch_id = -c.claim_batch_id THEN 'claim batch' WHEN c.batch_id > 0 THEN 'own id' END AS keyed_by
+       c.batch_id >> 14 = c.claim_batch_id AS keyed_under_claim_batch, c.batch_id & 16383 AS ordinal
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
  WHERE r.queue = 'co_many' ORDER BY claim_batch, c.batch_id;
@@ -200,34 +199,48 @@ SELECT array_agg(accepted ORDER BY ord) AS accepted_in_input_order
        WITH ORDINALITY AS r(job_id, accepted, ord);
 
 -- ---------------------------------------------------------------------------
--- A call that closes every attempt of a claim batch writes its only closure
--- and completion rows, keyed by the claim batch (batch_id = -claim_batch_id,
--- outside the claim_batch_id indexes); every lookup by claim batch finds them.
+-- Closure batch ids are keyed under the claim batch: (claim_batch_id << 14) |
+-- ordinal, the primary-key range awa._first_closure_batch_id(id) ..
+-- awa._last_closure_batch_id(id); every lookup of a claim batch's closures
+-- (completion, cancel, get_job) finds them there.
 -- ---------------------------------------------------------------------------
-SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['w1', 'w2', 'w3'], NULL, 'co_whole');
+SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['w1', 'w2', 'w3', 'w4'], NULL, 'co_whole');
 CREATE TEMP TABLE whole_claim AS SELECT job_id, run_lease, receipt_id FROM awa.claim('co_whole', 2);
 SELECT min(receipt_id) >> 18 AS whole_batch FROM whole_claim \gset
+SELECT awa._first_closure_batch_id(:whole_batch) = :whole_batch::bigint << 14 AS first_id,
+       awa._last_closure_batch_id(:whole_batch) = (:whole_batch::bigint << 14) + 16383 AS last_id;
 SELECT array_agg(accepted) AS accepted
   FROM awa.complete_many((SELECT array_agg(job_id ORDER BY job_id) FROM whole_claim),
                          (SELECT array_agg(run_lease ORDER BY job_id) FROM whole_claim),
                          (SELECT array_agg(receipt_id ORDER BY job_id) FROM whole_claim));
-SELECT c.batch_id = -:whole_batch AS closure_keyed_by_claim_batch, r.batch_id = c.batch_id AS completion_too,
+SELECT c.batch_id = awa._first_closure_batch_id(:whole_batch) AS first_of_its_range, r.batch_id = c.batch_id AS completion_too,
        c.claim_batch_id = :whole_batch AS names_claim_batch, c.closed_count, c.claim_indexes, r.completed_count
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
  WHERE r.queue = 'co_whole';
--- Found by the claim-batch lookups: a second completion is refused (the
--- closed positions), get_job says completed, cancel says finished.
+-- Found in the range: a second completion is refused (the closed
+-- positions), get_job says completed, cancel says finished.
 SELECT array_agg(accepted) AS again
   FROM awa.complete_many((SELECT array_agg(job_id ORDER BY job_id) FROM whole_claim),
                          (SELECT array_agg(run_lease ORDER BY job_id) FROM whole_claim),
                          (SELECT array_agg(receipt_id ORDER BY job_id) FROM whole_claim));
 SELECT awa.get_job(job_id) ->> 'state' AS state, awa.cancel(job_id) AS cancel FROM whole_claim ORDER BY job_id;
--- One attempt of a one-job claim batch retried: its closure is keyed by the
--- batch too; the same attempt cannot be completed afterwards.
-SELECT job_id AS w3, run_lease AS w3_lease, receipt_id AS w3_receipt FROM awa.claim('co_whole', 1) \gset
-SELECT awa.retry(:w3, :w3_lease, :w3_receipt, 'again', '1 hour') AS retried;
-SELECT batch_id = -(:w3_receipt >> 18) AS keyed_by_claim_batch, outcome
-  FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :w3_receipt >> 18;
-SELECT awa.complete(:w3, :w3_lease, :w3_receipt) AS completed_after_retry,
-       awa.get_job(:w3) ->> 'state' AS state;
+-- A claim batch of two closed in three calls (a retry, a completion, a
+-- refused one): ordinals 0 and 1, each found by the next call and by get_job.
+CREATE TEMP TABLE part_claim AS SELECT job_id, run_lease, receipt_id FROM awa.claim('co_whole', 2);
+SELECT min(receipt_id) >> 18 AS part_batch FROM part_claim \gset
+SELECT awa.retry(job_id, run_lease, receipt_id, 'again', '1 hour') AS retried
+  FROM part_claim WHERE job_id = (SELECT min(job_id) FROM part_claim);
+SELECT awa.complete(job_id, run_lease, receipt_id) AS completed, awa.complete(job_id, run_lease, receipt_id) AS again,
+       awa.retry(job_id, run_lease, receipt_id, 'late', '1 hour') AS late_retry
+  FROM part_claim WHERE job_id = (SELECT max(job_id) FROM part_claim);
+SELECT outcome, claim_indexes, batch_id - awa._first_closure_batch_id(:part_batch) AS ordinal
+  FROM awa.lease_claim_closure_batches
+ WHERE batch_id BETWEEN awa._first_closure_batch_id(:part_batch) AND awa._last_closure_batch_id(:part_batch)
+ ORDER BY batch_id;
+SELECT awa.get_job(job_id) ->> 'state' AS state, awa.cancel(job_id) AS cancel FROM part_claim ORDER BY job_id;
+-- Bad input: NULL in, NULL out; an id no claim batch can have is refused.
+SELECT awa._first_closure_batch_id(NULL) IS NULL AS null_first, awa._last_closure_batch_id(NULL) IS NULL AS null_last;
+SELECT pg_temp.try($$SELECT awa._first_closure_batch_id(0)$$);
+SELECT pg_temp.try($$SELECT awa._last_closure_batch_id(-5)$$);
+SELECT pg_temp.try($$SELECT awa._first_closure_batch_id(35184372088832)$$);

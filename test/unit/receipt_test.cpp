@@ -146,5 +146,31 @@ TEST(Receipt, DecodeEncodeRoundTripOverARange)
 	}
 }
 
+// The closures of one claim batch are exactly the ids of its range; the
+// ranges of two claim batches never meet, up to the largest claim batch id,
+// and every closure id is positive.
+TEST(ClosureBatchId, RangesPerClaimBatchAreDisjointAndOrdered)
+{
+	static_assert(kMaxClosureOrdinal >= kMaxBatchIndex, "a claim batch of the most jobs fits");
+	for (int64_t batch : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{1000}, kMaxClaimBatchId - 1, kMaxClaimBatchId}) {
+		EXPECT_GT(FirstClosureBatchId(batch), 0);
+		EXPECT_EQ(ClosureBatchId(batch, 0), FirstClosureBatchId(batch));
+		EXPECT_EQ(ClosureBatchId(batch, kMaxClosureOrdinal), LastClosureBatchId(batch));
+		int64_t previous = FirstClosureBatchId(batch) - 1;
+		for (int32_t ordinal : {0, 1, 2, 100, kMaxClosureOrdinal - 1, kMaxClosureOrdinal}) {
+			int64_t id = ClosureBatchId(batch, ordinal);
+			EXPECT_GT(id, previous);  // in the order the closures came
+			EXPECT_LE(id, LastClosureBatchId(batch));
+			EXPECT_EQ(id >> kClosureOrdinalBits, batch);  // the claim batch, read back
+			previous = id;
+		}
+		if (batch > 1)
+			EXPECT_EQ(LastClosureBatchId(batch - 1) + 1, FirstClosureBatchId(batch));
+	}
+	// The largest id still fits a bigint with room to spare.
+	EXPECT_LT(LastClosureBatchId(kMaxClaimBatchId), std::numeric_limits<int64_t>::max());
+	EXPECT_GT(LastClosureBatchId(kMaxClaimBatchId), LastClosureBatchId(kMaxClaimBatchId - 1));
+}
+
 }  // namespace
 }  // namespace awa::core

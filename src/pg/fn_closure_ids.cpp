@@ -1,0 +1,36 @@
+// fn_closure_ids.cpp: the closure batch ids of a claim batch for the SQL side:
+// awa._first_closure_batch_id and awa._last_closure_batch_id, the primary-key
+// range that holds every closure (and completion) batch of a claim batch.
+// Cancel, get_job, rescue and the claim-slot carry read closures by claim
+// batch through them, so that they use the encoding the completion path
+// writes (src/core/receipt.hpp is the one source). IMMUTABLE STRICT: NULL in,
+// NULL out; an id no claim batch can have is refused (22023).
+#include "pg/core_calls.hpp"
+#include "pg/guard.hpp"
+
+namespace {
+
+int64
+ClaimBatchIdArgument(FunctionCallInfo fcinfo)
+{
+	int64 claim_batch_id = PG_GETARG_INT64(0);
+	if (claim_batch_id < 1 || claim_batch_id > awa::core::kMaxClaimBatchId)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		                errmsg("claim_batch_id must be between 1 and " INT64_FORMAT, awa::core::kMaxClaimBatchId),
+		                errhint("Pass a batch_id of awa.lease_claim_batches (a receipt id >> 18).")));
+	return claim_batch_id;
+}
+
+}  // namespace
+
+// awa._first_closure_batch_id(claim_batch_id) -> the id of the claim batch's first closure batch.
+AWA_FUNCTION(awa_internal_first_closure_batch_id)
+{
+	PG_RETURN_INT64(awa::core::FirstClosureBatchId(ClaimBatchIdArgument(fcinfo)));
+}
+
+// awa._last_closure_batch_id(claim_batch_id) -> the largest id a closure batch of the claim batch can have.
+AWA_FUNCTION(awa_internal_last_closure_batch_id)
+{
+	PG_RETURN_INT64(awa::core::LastClosureBatchId(ClaimBatchIdArgument(fcinfo)));
+}
