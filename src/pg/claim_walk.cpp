@@ -75,6 +75,17 @@ AddCommitted(LaneView *view, int64 first, int64 next, int64 generation, int64 or
 void
 AddSpent(LaneView *view, int64 first, int64 next)
 {
+	// Evidence is read in lane order and claims take consecutive lanes, so
+	// most ranges join the last one: the view stays small however many
+	// batches are read (the planner merges the rest).
+	if (view->spent_count > 0) {
+		BridgeRange &last = view->spent[view->spent_count - 1];
+		if (first <= last.next && next >= last.first) {
+			last.first = Min(last.first, first);
+			last.next = Max(last.next, next);
+			return;
+		}
+	}
 	Append(&view->spent, &view->spent_count, &view->spent_capacity, BridgeRange{first, next});
 }
 
@@ -107,13 +118,44 @@ LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
 }
 
 // Loads the next generation: its first segments page, its claim evidence and
-// its tombstones. The evidence is read in lane order, at most kEvidencePage
-// batches; when more exist, what is known to be spent ends at the last batch
-// read, so committed ranges beyond that bound are dropped from the view (they
-// are claimed by a later call once the cursor has moved). Nothing unproven is
-// ever planned.
+// its tombstones. Evidence and tombstones are read in lane order, in pages of
+// kEvidencePage rows, up to kMaxEvidenceRows each; only beyond that does what
+// is known to be spent end at the last row read, committed ranges beyond it
+// being dropped from the view (claimed by a later call once the cursor has
+// moved). Nothing unproven is ever planned.
+//
+// (Reading one page only, the walk stopped at 4,096 batches above the cursor:
+// a claim held open in a transaction keeps the cursor below its lanes, and
+// 4,096 claims after it left every claim of the lane empty with jobs
+// available until it ended: test/specs/open_claim_many_batches.spec. Now such
+// a claim costs the lane's claims a read of the evidence above it instead:
+// docs/architecture.md, "Claims past an open claim".)
 constexpr int64 kEvidencePage = 4096;
+constexpr int64 kMaxEvidenceRows = 1 << 20;
 constexpr int64 kMaxSegmentPage = 65536;
+
+// Reads rows of `family` after `after` in pages until a page is short or
+// kMaxEvidenceRows were read; *last is the lane column of the last row read.
+// Returns true when rows may remain unread.
+bool
+ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation,
+              void (*visit)(const LaneRow &row, void *context), void *context, const int64 *last)
+{
+	int64 read = 0;
+	for (;;) {
+		int rows = ScanLane(family, slot, lane_id, after, generation, kEvidencePage, visit, context);
+		read += rows;
+		if (rows < kEvidencePage)
+			return false;
+		if (read >= kMaxEvidenceRows)
+			return true;
+		CHECK_FOR_INTERRUPTS();
+		// The next page starts at the last row's lane column, not after it:
+		// a row sharing it is read again (spent twice is spent), never
+		// skipped. A page of one lane column only moves on past it.
+		after = *last - 1 > after ? *last - 1 : *last;
+	}
+}
 
 void
 LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_empty = false)
@@ -138,8 +180,8 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 	} context{view, lookup_type_cache(INT8MULTIRANGEOID, TYPECACHE_MULTIRANGE_INFO)->rngtype, 0};
 	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
 	int64 known_until = PG_INT64_MAX;
-	int evidence = ScanLane(
-	    LaneFamily::kEvidence, slot, q.lane_id, q.cursor, generation, kEvidencePage,
+	bool evidence_full = ScanLanePages(
+	    LaneFamily::kEvidence, slot, q.lane_id, q.cursor, generation,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
 		    MultirangeType *ranges = DatumGetMultirangeTypeP(row.values[0]);
@@ -162,13 +204,12 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 		    }
 		    c.last = DatumGetInt64(row.values[1]);
 	    },
-	    &context);
-	bool evidence_full = evidence == kEvidencePage;
+	    &context, &context.last);
 	if (evidence_full)
 		known_until = context.last;
 	// Tombstones (cancelled available jobs) are spent lanes too.
-	int tombstones = ScanLane(
-	    LaneFamily::kTombstones, slot, q.lane_id, q.cursor, generation, kEvidencePage,
+	bool tombstones_full = ScanLanePages(
+	    LaneFamily::kTombstones, slot, q.lane_id, q.cursor, generation,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
 		    int64 lane = DatumGetInt64(row.values[0]);
@@ -178,10 +219,10 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 			    AddSpent(c.view, lane, lane + 1);
 		    c.last = lane;
 	    },
-	    &context);
-	if (tombstones == kEvidencePage)
+	    &context, &context.last);
+	if (tombstones_full)
 		known_until = Min(known_until, context.last + 1);
-	if (evidence_full || tombstones == kEvidencePage) {
+	if (evidence_full || tombstones_full) {
 		int kept = 0;
 		for (int i = 0; i < view->committed_count; i++) {
 			BridgeCommitted range = view->committed[i];

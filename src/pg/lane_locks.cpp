@@ -278,6 +278,13 @@ LockClaimBatch(int64 claim_batch_id)
 	(void)LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+void
+UnlockClaimBatch(int64 claim_batch_id)
+{
+	LOCKTAG tag = Tag(kClaimBatch, claim_batch_id);
+	(void)LockRelease(&tag, ExclusiveLock, false);
+}
+
 bool
 TryLockClaimBatch(int64 claim_batch_id)
 {

@@ -75,6 +75,9 @@ void LockLaneReserve(int64 lane_id);
 // (cancel) propagate.
 bool ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon);
 void LockClaimBatch(int64 claim_batch_id);
+// Gives back one LockClaimBatch of this transaction (one that found no claim
+// batch: it guards nothing).
+void UnlockClaimBatch(int64 claim_batch_id);
 // The same lock without waiting (maintenance); false when another holds it.
 bool TryLockClaimBatch(int64 claim_batch_id);
 // The lane create lock, for the current resource owner; given back by

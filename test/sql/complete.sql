@@ -244,3 +244,21 @@ SELECT awa._first_closure_batch_id(NULL) IS NULL AS null_first, awa._last_closur
 SELECT pg_temp.try($$SELECT awa._first_closure_batch_id(0)$$);
 SELECT pg_temp.try($$SELECT awa._last_closure_batch_id(-5)$$);
 SELECT pg_temp.try($$SELECT awa._first_closure_batch_id(35184372088832)$$);
+
+-- ---------------------------------------------------------------------------
+-- A receipt of no claim batch takes no lock that outlives the call: a long
+-- call of made-up receipts (each id a batch of its own) cannot fill the shared
+-- lock table. A real batch's lock is kept to the transaction's end.
+-- ---------------------------------------------------------------------------
+BEGIN;
+SELECT count(*) FILTER (WHERE accepted) AS accepted, count(*) AS calls
+  FROM awa.complete_many(array(SELECT g::bigint FROM generate_series(1, 1000) g),
+                         array_fill(1::bigint, ARRAY[1000]),
+                         array(SELECT (g::bigint + 1000000) << 18 FROM generate_series(1, 1000) g));
+SELECT count(*) AS claim_batch_locks FROM pg_locks
+ WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 16644;
+SELECT count(*) AS jobs FROM awa.enqueue_many(ARRAY['l1'], NULL, 'co_whole');
+SELECT awa.complete(job_id, run_lease, receipt_id) AS completed FROM awa.claim('co_whole', 1);
+SELECT count(*) AS claim_batch_locks FROM pg_locks
+ WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 16644;
+COMMIT;
