@@ -100,6 +100,18 @@ CheckDeadline(int64_t deadline_micros, Violation *out) noexcept
 }
 
 bool
+CheckDelay(int32_t months, int32_t days, int64_t micros, Violation *out) noexcept
+{
+	constexpr __int128 kMicrosPerDay = __int128{86400} * 1000000;
+	__int128 total = (__int128{months} * 30 + days) * kMicrosPerDay + micros;
+	if (total > __int128{kMaxDelayDays} * kMicrosPerDay)
+		return Fail(out, ViolationCode::kInvalidParameter,
+		            "A delay is counted from now, e.g. '30 seconds'; pass one of at most 36525 days (100 years).",
+		            "delay must be at most 36525 days (a month counts as 30 days)");
+	return true;
+}
+
+bool
 CheckClaimWait(int64_t wait_micros, Violation *out) noexcept
 {
 	if (wait_micros < 0 || wait_micros > kMaxClaimWaitMicros)

@@ -47,6 +47,12 @@ bool CheckDeadline(int64_t deadline_micros, Violation *out) noexcept;
 // How long a claim may sleep for work: 0 (look once) up to kMaxClaimWaitMicros.
 constexpr int64_t kMaxClaimWaitMicros = int64_t{24} * 3600 * 1000000;
 bool CheckClaimWait(int64_t wait_micros, Violation *out) noexcept;
+// A retry or snooze delay, as an interval's fields: at most kMaxDelayDays (100 years),
+// counting a month as 30 days as PostgreSQL compares intervals (so now + delay
+// is always a timestamp; '1000000 years' used to end in 22008 "timestamp out
+// of range" with no hint). Its sign is judged where it is applied to now.
+constexpr int64_t kMaxDelayDays = 36525;  // 100 years
+bool CheckDelay(int32_t months, int32_t days, int64_t micros, Violation *out) noexcept;
 // A duration given as a number of seconds (the casts to awa.duration from
 // numbers, docs/sql-reference.md "Durations"): finite, and within what an
 // interval holds (int64 microseconds, so at most kMaxDurationSeconds either

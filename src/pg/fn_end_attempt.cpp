@@ -19,6 +19,7 @@
 #include "pg/arguments.hpp"
 #include "pg/attempts.hpp"
 #include "pg/counters.hpp"
+#include "pg/errors.hpp"
 #include "pg/guard.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/rings.hpp"
@@ -50,6 +51,8 @@ ErrorArgument(FunctionCallInfo fcinfo, int index)
 void
 RequireDelay(Interval *delay, const char *hint)
 {
+	core::Violation violation;
+	Require(core::CheckDelay(delay->month, delay->day, delay->time, &violation), violation);
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz then = DatumGetTimestampTz(
 	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(delay)));

@@ -229,6 +229,29 @@ TEST(CheckClaimWait, Boundaries)
 	ExpectViolation(v, ViolationCode::kInvalidParameter, "wait must be between 0 and 1 day", hint);
 }
 
+TEST(CheckDelay, AtMost36525DaysCountingMonthsAsThirtyDays)
+{
+	const char *hint = "A delay is counted from now, e.g. '30 seconds'; pass one of at most 36525 days (100 years).";
+	constexpr int64_t kDay = int64_t{86400} * 1000000;
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckDelay(0, 0, 0, &v));
+	EXPECT_TRUE(CheckDelay(0, 0, kMaxDelayDays * kDay, &v));
+	EXPECT_TRUE(CheckDelay(0, kMaxDelayDays, 0, &v));
+	EXPECT_TRUE(CheckDelay(1217, 15, 0, &v));  // 1217 * 30 + 15 = 36525 days
+	EXPECT_TRUE(CheckDelay(0, 0, -kDay, &v));   // the sign is judged where it is applied
+	EXPECT_FALSE(CheckDelay(0, 0, kMaxDelayDays * kDay + 1, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "delay must be at most 36525 days (a month counts as 30 days)", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckDelay(1217, 16, 0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "delay must be at most 36525 days (a month counts as 30 days)", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckDelay(12000000, 0, 0, &v));  // '1000000 years'
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "delay must be at most 36525 days (a month counts as 30 days)", hint);
+	v = Dirty();
+	EXPECT_FALSE(CheckDelay(INT32_MAX, INT32_MAX, INT64_MAX, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "delay must be at most 36525 days (a month counts as 30 days)", hint);
+}
+
 // ---- durations given as a number of seconds (awa.duration's casts) ---------
 
 const char kSecondsHint[] = "Pass a number of seconds, such as 30 or 2.5, or an interval, such as '30 seconds'.";
