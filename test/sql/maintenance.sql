@@ -443,6 +443,33 @@ SELECT name, awa.complete(job_id, run_lease, receipt_id) AS completed FROM held
  WHERE name IN ('mt.s1', 'mt.s2') ORDER BY name;
 SELECT pg_temp.job(:s2) AS s2, pg_temp.counts('m_stale') AS m_stale;
 SELECT awa.cancel(:s1) AS cancel_s1;
+
+-- ---------------------------------------------------------------------------
+-- Rescue takes the queues in turn: with a budget of 2 attempts per pass, a
+-- queue with 6 expired attempts (one claim batch, the older) and a queue with
+-- 1 get one each in the first pass; the rest follow in later passes. (Oldest
+-- first across the database, the small queue's attempt waited 3 passes; with
+-- the default budget of 500, one dead worker's 5,000-job claim held up every
+-- other queue's rescue for 10 ticks.)
+-- ---------------------------------------------------------------------------
+SELECT pg_temp.open_attempts() AS open_attempts;
+SELECT count(*) AS jobs FROM awa.enqueue_many(array_fill('mt.big'::text, ARRAY[6]), NULL, 'm_turn_big');
+SELECT awa.enqueue('mt.small', '{}', 'm_turn_small') AS small \gset
+CREATE TEMP TABLE turn_claims AS SELECT job_id FROM awa.claim('m_turn_big', 6, '1 millisecond');
+INSERT INTO turn_claims SELECT job_id FROM awa.claim('m_turn_small', 1, '1 millisecond');
+SELECT count(*) AS claimed FROM turn_claims;
+SELECT pg_sleep(0.05);
+SET awa.rescue_batch_size = 2;
+SELECT * FROM awa.run_maintenance('rescue');
+SELECT pg_temp.job(:small) AS small_after_first_pass;
+SELECT pg_temp.counts('m_turn_big') AS big_after_first_pass;
+SELECT * FROM awa.run_maintenance('rescue');
+SELECT * FROM awa.run_maintenance('rescue');
+SELECT * FROM awa.run_maintenance('rescue');
+RESET awa.rescue_batch_size;
+SELECT pg_temp.counts('m_turn_big') AS big_after_four_passes, pg_temp.open_attempts() AS open_attempts;
+-- Out of the way of the steps below (their backoff would make them due).
+SELECT count(*) FILTER (WHERE awa.cancel(job_id) = 'cancelled') AS cancelled FROM turn_claims;
 SELECT pg_temp.open_attempts() AS open_attempts;
 
 -- ---------------------------------------------------------------------------
