@@ -22,7 +22,7 @@ BEGIN
     FOR g IN awa._oldest_live_generation(pos.generation, pos.slot_count) .. pos.generation LOOP
         EXIT WHEN budget <= 0;
         slot := awa._slot_of(g, pos.slot_count);
-        -- Linear in the slot's open attempts: the batches with an attempt
+        -- Linear in the slot's claim batches and open attempts: the batches with an attempt
         -- left open (a primary-key range probe of their closures each), then
         -- their closed positions once, anti-joined by hash, and each batch's
         -- arrays unnested once (a probe of claim_indexes per attempt, and a

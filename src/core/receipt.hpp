@@ -49,7 +49,7 @@ std::optional<Receipt> DecodeReceipt(int64_t receipt_id, int32_t claim_slot_coun
 // LastClosureBatchId]: one index probe finds them, with no index on
 // claim_batch_id and no sequence (docs/architecture.md, "Closures keyed under
 // their claim batch"). SQL reads the range through awa._first_closure_batch_id
-// and awa._last_closure_batch_id (fn_ids.cpp), which call these.
+// and awa._last_closure_batch_id (fn_closure_ids.cpp), which call these.
 constexpr int kClosureOrdinalBits = kReceiptIndexBits;
 constexpr int32_t kMaxClosureOrdinal = (1 << kClosureOrdinalBits) - 1;
 

@@ -112,6 +112,14 @@ CheckDelay(int32_t months, int32_t days, int64_t micros, Violation *out) noexcep
 }
 
 bool
+DelayFarNegative(int32_t months, int32_t days, int64_t micros) noexcept
+{
+	constexpr __int128 kMicrosPerDay = __int128{86400} * 1000000;
+	__int128 total = (__int128{months} * 30 + days) * kMicrosPerDay + micros;
+	return total < -__int128{kMaxDelayDays} * kMicrosPerDay;
+}
+
+bool
 CheckClaimWait(int64_t wait_micros, Violation *out) noexcept
 {
 	if (wait_micros < 0 || wait_micros > kMaxClaimWaitMicros)

@@ -53,6 +53,10 @@ bool CheckClaimWait(int64_t wait_micros, Violation *out) noexcept;
 // of range" with no hint). Its sign is judged where it is applied to now.
 constexpr int64_t kMaxDelayDays = 36525;  // 100 years
 bool CheckDelay(int32_t months, int32_t days, int64_t micros, Violation *out) noexcept;
+// Whether a delay is negative by more than kMaxDelayDays (same counting): it
+// is refused as negative before it is applied to now, where it could end
+// before the first timestamp.
+bool DelayFarNegative(int32_t months, int32_t days, int64_t micros) noexcept;
 // A duration given as a number of seconds (the casts to awa.duration from
 // numbers, docs/sql-reference.md "Durations"): finite, and within what an
 // interval holds (int64 microseconds, so at most kMaxDurationSeconds either

@@ -239,9 +239,15 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	Datum closed_key[3] = {Int64GetDatum(core::FirstClosureBatchId(claim_batch_id)), Int64GetDatum(PG_INT64_MAX),
 	                       Int64GetDatum(core::LastClosureBatchId(claim_batch_id))};
 	ExecuteLatest(Stmt::kClosedIndexes, slot, closed_key, NULL);
-	// This call's closure, if it closes any, comes after these (its ordinal).
-	uint64 closures_before = SPI_processed;
+	// This call's closure, if it closes any, comes after these: its ordinal
+	// is the last one's + 1 (not their count, so that a gap, were one ever
+	// made, could not send it onto an existing key).
+	uint64 next_ordinal = 0;
 	for (uint64 row = 0; row < SPI_processed; row++) {
+		int64 closure_batch_id =
+		    DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 3, &isnull));
+		next_ordinal =
+		    Max(next_ordinal, static_cast<uint64>(closure_batch_id - core::FirstClosureBatchId(claim_batch_id)) + 1);
 		CHECK_FOR_INTERRUPTS();
 		int index_count;
 		int32 *indexes = Elements<int32>(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1, &isnull),
@@ -317,11 +323,11 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	// to this transaction's end, and the fresh read of its closures make the
 	// ordinal this transaction's alone (docs/architecture.md, "Closures keyed
 	// under their claim batch").
-	if (closures_before >= static_cast<uint64>(Min(claimed_count, core::kMaxClosureOrdinal + 1)))
+	if (next_ordinal >= static_cast<uint64>(Min(claimed_count, core::kMaxClosureOrdinal + 1)))
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 		                errmsg("awa: claim batch " INT64_FORMAT " has %llu closures for %d attempts", claim_batch_id,
-		                       static_cast<unsigned long long>(closures_before), claimed_count)));
-	int64 batch_id = core::ClosureBatchId(claim_batch_id, static_cast<int32>(closures_before));
+		                       static_cast<unsigned long long>(next_ordinal), claimed_count)));
+	int64 batch_id = core::ClosureBatchId(claim_batch_id, static_cast<int32>(next_ordinal));
 	TimestampTz now = GetCurrentTimestamp();
 	Datum jobs_array = PointerGetDatum(construct_array(closed_jobs, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	Datum leases_array = PointerGetDatum(construct_array(closed_leases, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));

@@ -92,6 +92,16 @@ AddSpent(LaneView *view, int64 first, int64 next)
 void
 AddOwn(LaneView *view, int64 first, int64 next)
 {
+	// As AddSpent: a transaction of many claims of one lane reads them in
+	// lane order, mostly adjacent.
+	if (view->own_count > 0) {
+		BridgeRange &last = view->own[view->own_count - 1];
+		if (first <= last.next && next >= last.first) {
+			last.first = Min(last.first, first);
+			last.next = Max(last.next, next);
+			return;
+		}
+	}
 	Append(&view->own, &view->own_count, &view->own_capacity, BridgeRange{first, next});
 }
 
@@ -138,7 +148,7 @@ constexpr int64 kMaxSegmentPage = 65536;
 // kMaxEvidenceRows were read; *last is the lane column of the last row read.
 // Returns true when rows may remain unread.
 bool
-ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation,
+ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 max_rows,
               void (*visit)(const LaneRow &row, void *context), void *context, const int64 *last)
 {
 	int64 read = 0;
@@ -147,7 +157,7 @@ ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 gen
 		read += rows;
 		if (rows < kEvidencePage)
 			return false;
-		if (read >= kMaxEvidenceRows)
+		if (read >= max_rows)
 			return true;
 		CHECK_FOR_INTERRUPTS();
 		// The next page starts at the last row's lane column, not after it:
@@ -157,8 +167,11 @@ ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 gen
 	}
 }
 
+// `max_rows`: a claim reads up to kMaxEvidenceRows; the head lookups (priority
+// aging, queue_metrics), which have a fallback, one page.
 void
-LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_empty = false)
+LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_empty = false,
+               int64 max_rows = kMaxEvidenceRows)
 {
 	if (view->page_count == kMaxWalkGenerations)
 		elog(ERROR, "awa: claim walk over more than %d generations", kMaxWalkGenerations);
@@ -181,7 +194,7 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
 	int64 known_until = PG_INT64_MAX;
 	bool evidence_full = ScanLanePages(
-	    LaneFamily::kEvidence, slot, q.lane_id, q.cursor, generation,
+	    LaneFamily::kEvidence, slot, q.lane_id, q.cursor, generation, max_rows,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
 		    MultirangeType *ranges = DatumGetMultirangeTypeP(row.values[0]);
@@ -209,7 +222,7 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 		known_until = context.last;
 	// Tombstones (cancelled available jobs) are spent lanes too.
 	bool tombstones_full = ScanLanePages(
-	    LaneFamily::kTombstones, slot, q.lane_id, q.cursor, generation,
+	    LaneFamily::kTombstones, slot, q.lane_id, q.cursor, generation, max_rows,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
 		    int64 lane = DatumGetInt64(row.values[0]);
@@ -514,7 +527,7 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 	int64 newest = ring.queue_generation;
 	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.lane_id, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
-	LoadGeneration(&view, q, start, true);
+	LoadGeneration(&view, q, start, true, kEvidencePage);
 	for (int step = 0;; step++) {
 		CHECK_FOR_INTERRUPTS();
 		if (step > 100000)
@@ -556,7 +569,7 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 		if ((crossed_hole || range == NULL) && view.last_generation < newest) {
 			int64 next = NextQueueGeneration(ring, view.last_generation);
 			if (next >= 0) {
-				LoadGeneration(&view, q, next, true);
+				LoadGeneration(&view, q, next, true, kEvidencePage);
 				continue;
 			}
 		}
@@ -584,7 +597,9 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	q.page = 64;
 	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.lane_id, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
-	LoadGeneration(&view, q, start);
+	// One page: an estimate for ordering lanes (priority aging) is not worth
+	// reading the evidence above an open claim on every claim.
+	LoadGeneration(&view, q, start, false, kEvidencePage);
 	// Walk over the spent prefix (claimed, own or tombstoned lanes).
 	int64 position = q.cursor + 1;
 	for (bool moved = true; moved;) {

@@ -70,6 +70,7 @@ AWA_CHECK_NOEXCEPT(CheckCallBytes(declval<int64_t>(), declval<size_t>(), declval
 AWA_CHECK_NOEXCEPT(EncodeReceipt(declval<const Receipt &>()));
 AWA_CHECK_NOEXCEPT(DecodeReceipt(declval<int64_t>(), declval<int32_t>()));
 AWA_CHECK_NOEXCEPT(ClosureBatchId(declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(DelayFarNegative(declval<int32_t>(), declval<int32_t>(), declval<int64_t>()));
 AWA_CHECK_NOEXCEPT(CheckDelay(declval<int32_t>(), declval<int32_t>(), declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(FirstClosureBatchId(declval<int64_t>()));
 AWA_CHECK_NOEXCEPT(LastClosureBatchId(declval<int64_t>()));

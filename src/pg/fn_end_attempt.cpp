@@ -53,9 +53,11 @@ RequireDelay(Interval *delay, const char *hint)
 {
 	core::Violation violation;
 	Require(core::CheckDelay(delay->month, delay->day, delay->time, &violation), violation);
+	bool far_negative = core::DelayFarNegative(delay->month, delay->day, delay->time);
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz then = DatumGetTimestampTz(
-	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now), PointerGetDatum(delay)));
+	TimestampTz then = far_negative ? now - 1
+	                                : DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
+	                                                                          PointerGetDatum(delay)));
 	if (then < now)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("delay must not be negative"),
 		                errhint("%s", hint)));

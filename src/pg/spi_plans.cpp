@@ -82,7 +82,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// which favours the index scan's low start-up over a bitmap scan in a
 	// generic plan made while the child is empty; $2 is always large.)
 	{Stmt::kClosedIndexes,
-	 "SELECT claim_indexes, outcome FROM awa.lease_claim_closure_batches_%1$d"
+	 "SELECT claim_indexes, outcome, batch_id FROM awa.lease_claim_closure_batches_%1$d"
 	 " WHERE batch_id BETWEEN $1 AND $3 ORDER BY batch_id LIMIT $2",
 	 3, {INT8OID, INT8OID, INT8OID}},
 	// kHeadRunAt: when the lane's head became due, and the segment's lanes.

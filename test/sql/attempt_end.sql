@@ -347,6 +347,7 @@ SELECT call, pg_temp.try(format(call, :bad_job, :bad_lease, :bad_receipt)) AS ou
     ($$SELECT awa.retry(%1$s, %2$s, %3$s, 'e', interval '-0.000001 seconds')$$),
     ($$SELECT awa.retry(%1$s, %2$s, %3$s, 'e', interval '1000000 years')$$),
     ($$SELECT awa.retry(%1$s, %2$s, %3$s, 'e', interval '36526 days')$$),
+    ($$SELECT awa.retry(%1$s, %2$s, %3$s, 'e', interval '-1000000 years')$$),
     ($$SELECT awa.snooze(NULL, %2$s, %3$s, interval '1 second')$$),
     ($$SELECT awa.snooze(%1$s, NULL, %3$s, interval '1 second')$$),
     ($$SELECT awa.snooze(%1$s, %2$s, NULL, interval '1 second')$$),

@@ -250,6 +250,13 @@ TEST(CheckDelay, AtMost36525DaysCountingMonthsAsThirtyDays)
 	v = Dirty();
 	EXPECT_FALSE(CheckDelay(INT32_MAX, INT32_MAX, INT64_MAX, &v));
 	ExpectViolation(v, ViolationCode::kInvalidParameter, "delay must be at most 36525 days (a month counts as 30 days)", hint);
+	// Far negative delays are told apart before they are applied to now.
+	EXPECT_FALSE(DelayFarNegative(0, 0, -kDay));
+	EXPECT_FALSE(DelayFarNegative(0, -kMaxDelayDays, 0));
+	EXPECT_TRUE(DelayFarNegative(0, -kMaxDelayDays - 1, 0));
+	EXPECT_TRUE(DelayFarNegative(-12000000, 0, 0));  // '-1000000 years'
+	EXPECT_TRUE(DelayFarNegative(INT32_MIN, INT32_MIN, INT64_MIN));
+	EXPECT_FALSE(DelayFarNegative(INT32_MAX, 0, 0));
 }
 
 // ---- durations given as a number of seconds (awa.duration's casts) ---------
