@@ -390,11 +390,22 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	// Other claims' planned lanes, read before any evidence snapshot: a claim
 	// that leaves the registry has already made its outcome visible.
 	BridgeRange reserved[kMaxInflightPerLane];
-	int reserved_count = InflightRanges(lane.lane_id, reserved);
+	InflightFrontier frontier;
+	int reserved_count = InflightRanges(lane.lane_id, reserved, &frontier);
 
 	LaneQuery q;
 	q.lane_id = lane.lane_id;
 	q.cursor = ReadLaneCursors(lane).claim;
+	// A claim still in flight below the lane's frontier holds the cursor
+	// back: start at the frontier rather than read all the evidence above
+	// the cursor (docs/architecture.md, "Claims past an open claim"). When
+	// none is, the walk starts at the cursor and moves it over what is spent.
+	bool from_frontier = false;
+	if (!advance_only && frontier.position > q.cursor)
+		for (int i = 0; i < reserved_count && !from_frontier; i++)
+			from_frontier = reserved[i].first <= frontier.position;
+	if (from_frontier)
+		q.cursor = frontier.position;
 	q.slot_count = ring.queue_slot_count;
 	// Segments per page: the first page covers the claim and a short lag of
 	// the cursor; a walk that runs past it loads pages twice as large each
@@ -416,6 +427,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	int gap_timeout_ms = advance_only ? 0 : awa_gap_proof_lock_timeout_ms;
 	LaneWalk walk;
 	walk.cursor = q.cursor;
+	walk.from_frontier = from_frontier;
 	walk.head = ClaimHeadNote{head_generation, false, LaneHead{kHeadUnknown, 0, 0}};
 	walk.next_generation = -1;
 	walk.claim = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * plan_max));
@@ -498,14 +510,24 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		// (or died in a crash). It holds nothing.
 		AddSpent(&view, plan.gap.first, Min(plan.gap.next, proof_horizon + 1));
 	}
-	if (!advance_only)
-		LearnNextHead(&walk, view, lane);
+	if (!advance_only) {
+		// The frontier this walk proves: from where it started, the lanes
+		// spent in its view or held by the ranges it read from the registry
+		// (its own plan is not in them: registered, the next walk reads it).
+		RaiseInflightFrontier(lane.lane_id, frontier, SkipSpent(view, q.cursor + 1, reserved, reserved_count) - 1);
+		if (!from_frontier)
+			LearnNextHead(&walk, view, lane);
+		else
+			walk.head.next = LaneHead{kHeadUnknown, 0, 0};
+	}
 	return walk;
 }
 
 bool
 ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk)
 {
+	if (walk.from_frontier)
+		return false;
 	RememberHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
 	if (walk.plan.new_cursor <= walk.cursor)
 		return false;

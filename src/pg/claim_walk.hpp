@@ -34,6 +34,10 @@ enum class WalkMode {
 
 struct LaneWalk {
 	int64 cursor;        // the claim cursor the walk started from
+	// The walk started at the lane's in-flight frontier (inflight.hpp) above
+	// the cursor: what it saw proves nothing about the lanes below, so it
+	// moves no cursor and learns no head.
+	bool from_frontier;
 	BridgePlan plan;     // new_cursor, generation, claimed, ...
 	BridgeRange *claim;  // plan.range_count planned ranges (palloc'd)
 	// The lane's head after this claim, as far as the walk's view tells

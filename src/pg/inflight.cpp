@@ -39,8 +39,21 @@ struct LaneInflight {
 	InflightKey key;
 	slock_t mutex;
 	int count;
+	// Every lane_seq from the lane's claim cursor up to `frontier` is spent
+	// (visible evidence or tombstone) or held by a range registered here
+	// (inflight.hpp, InflightFrontier); 0 when none is known. It lives and
+	// dies with the entry, which lives while a range is registered.
+	int64 frontier;
 	InflightRange ranges[kMaxInflightPerLane];
 };
+
+// Bumped by every abort that forgets a range, before the range goes: a
+// frontier computed from a registry read made before it may count the
+// aborted range as held, and is not recorded (RaiseInflightFrontier).
+struct InflightShared {
+	pg_atomic_uint64 abort_epoch;
+};
+InflightShared *shared_state = NULL;
 
 // This backend's registrations in the current transaction.
 constexpr int kMaxLocal = 256;
@@ -63,6 +76,7 @@ void
 RequestInflightShmem()
 {
 	RequestAddinShmemSpace(hash_estimate_size(awa_max_lanes, sizeof(LaneInflight)));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(InflightShared)));
 	RequestNamedLWLockTranche("awa_inflight", 1);
 }
 
@@ -77,6 +91,10 @@ StartupInflightShmem()
 	lanes = ShmemInitHash("awa in-flight claims", awa_max_lanes, awa_max_lanes, &info,
 	                      HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	lanes_lock = &(GetNamedLWLockTranche("awa_inflight"))->lock;
+	bool found;
+	shared_state = static_cast<InflightShared *>(ShmemInitStruct("awa in-flight state", sizeof(InflightShared), &found));
+	if (!found)
+		pg_atomic_init_u64(&shared_state->abort_epoch, 0);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -115,14 +133,22 @@ RemoveIfEmpty(const InflightKey &key)
 }
 
 void
-Unregister(const LocalRegistration &registration)
+Unregister(const LocalRegistration &registration, bool aborted)
 {
 	int me = MyProc->pgprocno;
 	bool empty = false;
+	// An aborted range's lanes are claimable again: no frontier may pass
+	// them. The epoch moves first, so a walk that read the registry while
+	// the range was there cannot record a frontier past it afterwards; the
+	// entry's frontier comes back below it here.
+	if (aborted)
+		pg_atomic_fetch_add_u64(&shared_state->abort_epoch, 1);
 	LWLockAcquire(lanes_lock, LW_SHARED);
 	LaneInflight *entry = static_cast<LaneInflight *>(hash_search(lanes, &registration.key, HASH_FIND, NULL));
 	if (entry != NULL) {
 		SpinLockAcquire(&entry->mutex);
+		if (aborted)
+			entry->frontier = Min(entry->frontier, registration.first - 1);
 		for (int r = 0; r < entry->count; r++) {
 			if (entry->ranges[r].owner == me && entry->ranges[r].first == registration.first) {
 				entry->ranges[r] = entry->ranges[entry->count - 1];
@@ -151,7 +177,7 @@ ForgetLocal(int nest_level, bool aborted)
 			local[kept++] = local[i];
 			continue;
 		}
-		Unregister(local[i]);
+		Unregister(local[i], aborted);
 		if (aborted)
 			WakeQueueBucket(local[i].wake_bucket);
 	}
@@ -203,12 +229,17 @@ OnInflightTransactionEvent(XactEvent event)
 }
 
 int
-InflightRanges(int64 lane_id, BridgeRange *out)
+InflightRanges(int64 lane_id, BridgeRange *out, InflightFrontier *frontier)
 {
+	if (frontier != NULL)
+		*frontier = InflightFrontier{0, 0};
 	if (lanes == NULL)
 		return 0;
 	int me = MyProc->pgprocno;
 	int count = 0;
+	// The epoch before the ranges (Unregister moves it before a range goes).
+	if (frontier != NULL)
+		frontier->abort_epoch = pg_atomic_read_u64(&shared_state->abort_epoch);
 	LWLockAcquire(lanes_lock, LW_SHARED);
 	LaneInflight *entry = FindEntryLocked(lane_id);
 	if (entry != NULL) {
@@ -217,10 +248,31 @@ InflightRanges(int64 lane_id, BridgeRange *out)
 			if (entry->ranges[r].owner != me)
 				out[count++] = BridgeRange{entry->ranges[r].first, entry->ranges[r].next};
 		}
+		if (frontier != NULL)
+			frontier->position = entry->frontier;
 		SpinLockRelease(&entry->mutex);
 	}
 	LWLockRelease(lanes_lock);
 	return count;
+}
+
+void
+RaiseInflightFrontier(int64 lane_id, const InflightFrontier &read, int64 position)
+{
+	if (lanes == NULL || position <= read.position)
+		return;
+	LWLockAcquire(lanes_lock, LW_SHARED);
+	LaneInflight *entry = FindEntryLocked(lane_id);
+	if (entry != NULL) {
+		SpinLockAcquire(&entry->mutex);
+		// Read under the spinlock: an abort's Unregister moves the epoch
+		// before it takes this spinlock to lower the frontier, so either this
+		// sees the new epoch, or the abort lowers what this writes.
+		if (pg_atomic_read_u64(&shared_state->abort_epoch) == read.abort_epoch && position > entry->frontier)
+			entry->frontier = position;
+		SpinLockRelease(&entry->mutex);
+	}
+	LWLockRelease(lanes_lock);
 }
 
 TransactionId
@@ -268,6 +320,7 @@ RegisterInflight(int64 lane_id, const BridgeRange *ranges, int count, uint32 wak
 		if (entry != NULL && !found) {
 			SpinLockInit(&entry->mutex);
 			entry->count = 0;
+			entry->frontier = 0;
 		}
 	}
 	bool registered = false;

@@ -42,9 +42,31 @@ void StartupInflightShmem();
 void OnInflightTransactionEvent(XactEvent event);
 void OnInflightSubTransactionEvent(SubXactEvent event);
 
+// A lane's frontier: every lane_seq from its claim cursor up to `position` is
+// spent (visible claim evidence or tombstone) or held by a range registered
+// here. A claim held open in a transaction keeps the durable claim cursor
+// below its lanes (the cursor moves only over visible evidence); the claims
+// after it start their walk at the frontier instead of reading all the
+// evidence above the cursor (docs/architecture.md, "Claims past an open
+// claim"). Kept in the lane's registry entry, so it exists only while some
+// range of the lane is registered and is gone after a restart. An abort that
+// forgets a range lowers the frontier below it, and moves the abort epoch
+// first: a frontier computed from a registry read older than that epoch is
+// not recorded.
+struct InflightFrontier {
+	int64 position;      // 0: none known
+	uint64 abort_epoch;  // when the registry was read
+};
+
 // Copies the ranges other transactions have registered for the lane; returns
-// how many (at most kMaxInflightPerLane).
-int InflightRanges(int64 lane_id, BridgeRange *out);
+// how many (at most kMaxInflightPerLane). With `frontier`, also the lane's
+// frontier as of that read.
+int InflightRanges(int64 lane_id, BridgeRange *out, InflightFrontier *frontier = NULL);
+
+// Records `position` as the lane's frontier when it is higher and no range was
+// forgotten by an abort since `read` (the walk computed it from that read's
+// ranges and from evidence visible to a snapshot taken after it).
+void RaiseInflightFrontier(int64 lane_id, const InflightFrontier &read, int64 position);
 
 // The transaction of another backend that has registered `lane_seq` of the
 // lane (InvalidTransactionId if none).
