@@ -6,10 +6,10 @@ set -euo pipefail
 # (test/t/024_example_workers.pl); prometheus-postgres-exporter: the metrics
 # test (test/t/025_metrics_exporter.pl); python3-matplotlib: the figures of
 # bench/soak.sh (bench/plot_soak.py; pgbench, which every bench script uses,
-# comes with postgresql-15).
+# comes with postgresql-15); valgrind: bench/drain_instructions.sh.
 packages=(build-essential clang-14 llvm-14 postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libdbd-pg-perl libgtest-dev rsync
-          python3-psycopg pgbouncer prometheus-postgres-exporter python3-matplotlib)
+          python3-psycopg pgbouncer prometheus-postgres-exporter python3-matplotlib valgrind)
 # The Node example needs node and npm; machines that have them (from any
 # source) keep theirs, others get Debian's.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -142,6 +142,10 @@ LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
 // docs/architecture.md, "Claims past an open claim".)
 constexpr int64 kEvidencePage = 4096;
 constexpr int64 kMaxEvidenceRows = 1 << 20;
+// How far below the lane's frontier a claim in flight must hold the cursor
+// before walks start at the frontier (WalkLane): nearer, reading the evidence
+// from the cursor costs at most this many lanes' worth, and moves the cursor.
+constexpr int64 kFrontierMinLag = 1024;
 constexpr int64 kMaxSegmentPage = 65536;
 
 // Reads rows of `family` after `after` in pages until a page is short or
@@ -400,10 +404,17 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	// back: start at the frontier rather than read all the evidence above
 	// the cursor (docs/architecture.md, "Claims past an open claim"). When
 	// none is, the walk starts at the cursor and moves it over what is spent.
+	// Only when that claim is far behind the frontier (kFrontierMinLag):
+	// the claims in flight near the tip, as several workers keep, leave the
+	// walk at the cursor, which it moves as before (from the frontier it
+	// would move no cursor while any claim is in flight: found by review).
 	bool from_frontier = false;
-	if (!advance_only && frontier.position > q.cursor)
-		for (int i = 0; i < reserved_count && !from_frontier; i++)
-			from_frontier = reserved[i].first <= frontier.position;
+	if (!advance_only && frontier.position > q.cursor) {
+		int64 lowest = PG_INT64_MAX;
+		for (int i = 0; i < reserved_count; i++)
+			lowest = Min(lowest, reserved[i].first);
+		from_frontier = lowest <= frontier.position && frontier.position - lowest >= kFrontierMinLag;
+	}
 	if (from_frontier)
 		q.cursor = frontier.position;
 	q.slot_count = ring.queue_slot_count;

@@ -138,17 +138,24 @@ Unregister(const LocalRegistration &registration, bool aborted)
 	int me = MyProc->pgprocno;
 	bool empty = false;
 	// An aborted range's lanes are claimable again: no frontier may pass
-	// them. The epoch moves first, so a walk that read the registry while
-	// the range was there cannot record a frontier past it afterwards; the
-	// entry's frontier comes back below it here.
-	if (aborted)
-		pg_atomic_fetch_add_u64(&shared_state->abort_epoch, 1);
+	// them. Under the entry's spinlock, in one step as InflightRanges sees
+	// it: the epoch moves, the frontier comes back below the range, the range
+	// goes. A walk that copied the range read the epoch before this step, so
+	// its raise either comes before it (and is lowered here) or after it
+	// (and sees the new epoch); one that read the registry after it does not
+	// hold the range. (The epoch moved before the spinlock once: a walk could
+	// read the new epoch, then copy the range before it went, and raise the
+	// frontier past it after the lowering. Found by review.)
 	LWLockAcquire(lanes_lock, LW_SHARED);
 	LaneInflight *entry = static_cast<LaneInflight *>(hash_search(lanes, &registration.key, HASH_FIND, NULL));
+	if (entry == NULL && aborted)
+		pg_atomic_fetch_add_u64(&shared_state->abort_epoch, 1);
 	if (entry != NULL) {
 		SpinLockAcquire(&entry->mutex);
-		if (aborted)
+		if (aborted) {
+			pg_atomic_fetch_add_u64(&shared_state->abort_epoch, 1);
 			entry->frontier = Min(entry->frontier, registration.first - 1);
+		}
 		for (int r = 0; r < entry->count; r++) {
 			if (entry->ranges[r].owner == me && entry->ranges[r].first == registration.first) {
 				entry->ranges[r] = entry->ranges[entry->count - 1];
@@ -237,13 +244,13 @@ InflightRanges(int64 lane_id, BridgeRange *out, InflightFrontier *frontier)
 		return 0;
 	int me = MyProc->pgprocno;
 	int count = 0;
-	// The epoch before the ranges (Unregister moves it before a range goes).
-	if (frontier != NULL)
-		frontier->abort_epoch = pg_atomic_read_u64(&shared_state->abort_epoch);
 	LWLockAcquire(lanes_lock, LW_SHARED);
 	LaneInflight *entry = FindEntryLocked(lane_id);
 	if (entry != NULL) {
 		SpinLockAcquire(&entry->mutex);
+		// With the ranges, under the spinlock Unregister moves it under.
+		if (frontier != NULL)
+			frontier->abort_epoch = pg_atomic_read_u64(&shared_state->abort_epoch);
 		for (int r = 0; r < entry->count; r++) {
 			if (entry->ranges[r].owner != me)
 				out[count++] = BridgeRange{entry->ranges[r].first, entry->ranges[r].next};

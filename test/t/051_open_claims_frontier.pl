@@ -7,7 +7,8 @@
 # frontier must never pass it. Each round, with the worker on at its default
 # cadence:
 #   - 1 to 3 holders each BEGIN and claim 1 to 3 jobs, and stay open;
-#   - a stream of 50 to 400 single-job claims, each committed, runs past them;
+#   - a stream of 1,100 to 1,500 single-job claims, each committed, runs past
+#     them (so that walks start at the lane's frontier, kFrontierMinLag);
 #   - each holder then commits, rolls back or is terminated, in random order,
 #     with more committed claims in between.
 # At the end every job is drained. Asserted: every job was claimed by exactly
@@ -34,7 +35,7 @@ note("STRESS_SEED=$seed; replay: STRESS_SEED=$seed make tapcheck PROVE_TESTS=tes
 my $node = start_awa_node('frontier', maintenance => 1, conf => "max_connections = 30\n");
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 
-my $total = 12_000;
+my $total = 30_000;
 q1(qq{SELECT count(*) FROM awa.enqueue_many(array_fill('f'::text, ARRAY[$total]), NULL, 'fr')});
 q1(q{CREATE TABLE delivered (job_id bigint, run_lease bigint)});
 q1(q{GRANT ALL ON delivered TO PUBLIC});
@@ -68,7 +69,9 @@ for my $round (1 .. 12)
 		push @holders, [ $h, $pid, $k, $jobs ];
 		stream(int(rand(100)));
 	}
-	stream(50 + int(rand(350)));
+	# More than kFrontierMinLag (1,024) lanes past the holders, so that the
+	# walks after them start at the frontier.
+	stream(1100 + int(rand(400)));
 	my @order = sort { rand() <=> 0.5 } @holders;
 	while (my $held = shift @order)
 	{
