@@ -99,6 +99,11 @@ $standby->safe_psql('postgres', "ALTER SYSTEM SET synchronous_standby_names = 'n
 $standby->reload;
 $standby->poll_query_until('postgres', "SELECT current_setting('synchronous_standby_names') = 'nobody'")
   or die 'the setting was not reloaded';
+# Whether commits wait for a synchronous standby at all is shared state that
+# the checkpointer sets when it processes the reload (a new session sees the
+# setting before): a CHECKPOINT returns after it has. (Without it, on a busy
+# machine the waiter below sometimes did not wait: CI found it.)
+$standby->safe_psql('postgres', 'CHECKPOINT');
 # An asynchronous write, so there is something for the standbys to confirm
 # (a synchronous commit would itself wait for them).
 $standby->safe_psql('postgres',
