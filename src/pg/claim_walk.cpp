@@ -430,8 +430,13 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	int64 oldest = OldestQueueGeneration(live);
 	int64 start = FirstLiveGenerationFrom(live, HeadGenerationFloor(lane.lane_id, q.cursor, oldest));
 
+	// A claim reads the evidence above the cursor up to kMaxEvidenceRows; the
+	// maintenance's advance-only walk (every lane behind, before each prune)
+	// one page, as before: it moves the cursor at most that far per pass, and
+	// claims move it the rest of the way.
+	int64 max_rows = advance_only ? kEvidencePage : kMaxEvidenceRows;
 	LaneView view = NewView(start);
-	LoadGeneration(&view, q, start);
+	LoadGeneration(&view, q, start, false, max_rows);
 
 	// An advance plans one lane: the planner walks the spent prefix first.
 	int32 plan_max = advance_only ? 1 : max_jobs;
@@ -483,7 +488,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		if (looking && view.last_generation < newest) {
 			int64 next = NextQueueGeneration(live, view.last_generation);
 			if (next >= 0) {
-				LoadGeneration(&view, q, next);
+				LoadGeneration(&view, q, next, false, max_rows);
 				continue;
 			}
 		}
@@ -501,7 +506,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 			newest = live.queue_generation;
 			newest_checked_at = -1;
 			ResetView(&view, start);
-			LoadGeneration(&view, q, start);
+			LoadGeneration(&view, q, start, false, max_rows);
 			continue;
 		}
 		// Every generation up to `newest` was looked at after the proof. A
