@@ -72,37 +72,34 @@ AddCommitted(LaneView *view, int64 first, int64 next, int64 generation, int64 or
 	       BridgeCommitted{first, next, generation, origin});
 }
 
+// Appends [first, next), joined to the last range when they touch. Evidence is
+// read in lane order and claims take consecutive lanes, so most ranges join
+// the last one: the view stays small however many batches are read (the
+// planner merges the rest).
 void
-AddSpent(LaneView *view, int64 first, int64 next)
+AppendJoined(BridgeRange **items, int *count, int *capacity, int64 first, int64 next)
 {
-	// Evidence is read in lane order and claims take consecutive lanes, so
-	// most ranges join the last one: the view stays small however many
-	// batches are read (the planner merges the rest).
-	if (view->spent_count > 0) {
-		BridgeRange &last = view->spent[view->spent_count - 1];
+	if (*count > 0) {
+		BridgeRange &last = (*items)[*count - 1];
 		if (first <= last.next && next >= last.first) {
 			last.first = Min(last.first, first);
 			last.next = Max(last.next, next);
 			return;
 		}
 	}
-	Append(&view->spent, &view->spent_count, &view->spent_capacity, BridgeRange{first, next});
+	Append(items, count, capacity, BridgeRange{first, next});
+}
+
+void
+AddSpent(LaneView *view, int64 first, int64 next)
+{
+	AppendJoined(&view->spent, &view->spent_count, &view->spent_capacity, first, next);
 }
 
 void
 AddOwn(LaneView *view, int64 first, int64 next)
 {
-	// As AddSpent: a transaction of many claims of one lane reads them in
-	// lane order, mostly adjacent.
-	if (view->own_count > 0) {
-		BridgeRange &last = view->own[view->own_count - 1];
-		if (first <= last.next && next >= last.first) {
-			last.first = Min(last.first, first);
-			last.next = Max(last.next, next);
-			return;
-		}
-	}
-	Append(&view->own, &view->own_count, &view->own_capacity, BridgeRange{first, next});
+	AppendJoined(&view->own, &view->own_count, &view->own_capacity, first, next);
 }
 
 // Loads one page of committed segments of page->generation after page->after.
@@ -137,9 +134,9 @@ LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
 // (Reading one page only, the walk stopped at 4,096 batches above the cursor:
 // a claim held open in a transaction keeps the cursor below its lanes, and
 // 4,096 claims after it left every claim of the lane empty with jobs
-// available until it ended: test/specs/open_claim_many_batches.spec. Now such
-// a claim costs the lane's claims a read of the evidence above it instead:
-// docs/architecture.md, "Claims past an open claim".)
+// available until it ended: test/specs/open_claim_many_batches.spec. Past
+// such a claim, walks start at the lane's frontier instead of reading all
+// that evidence: WalkLane, docs/architecture.md "Claims past an open claim".)
 constexpr int64 kEvidencePage = 4096;
 constexpr int64 kMaxEvidenceRows = 1 << 20;
 // How far below the lane's frontier a claim in flight must hold the cursor
@@ -149,7 +146,8 @@ constexpr int64 kFrontierMinLag = 1024;
 constexpr int64 kMaxSegmentPage = 65536;
 
 // Reads rows of `family` after `after` in pages until a page is short or
-// kMaxEvidenceRows were read; *last is the lane column of the last row read.
+// `max_rows` were read; *last is the lane column of the last row read (the
+// visitor sets it).
 // Returns true when rows may remain unread.
 bool
 ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 max_rows,
