@@ -1,5 +1,7 @@
 -- ---------------------------------------------------------------------------
--- Lanes: (queue, priority). A lane's row carries its two cursors:
+-- Lanes: (queue, priority), or (queue, priority, concurrency_key) for the jobs
+-- enqueued with that key (docs/flow-control.md, "Fair share between keys").
+-- A lane's row carries its two cursors:
 --   enqueue_cursor = highest reserved lane_seq (never rolled back)
 --   claim_cursor   = highest lane_seq proven spent (moves forward only)
 -- The row is inserted once, when the lane is first used, and never UPDATEd:
@@ -19,5 +21,15 @@ CREATE TABLE awa.queue_lanes (
     priority       smallint NOT NULL CHECK (priority BETWEEN 1 AND 4),
     queue          text     NOT NULL CHECK (length(queue) BETWEEN 1 AND 200),
     created_at     timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (queue, priority)
+    -- NULL: the queue's lane for jobs without a key.
+    concurrency_key text    CHECK (octet_length(concurrency_key) BETWEEN 1 AND 255),
+    CONSTRAINT queue_lanes_identity UNIQUE NULLS NOT DISTINCT (queue, priority, concurrency_key)
+);
+
+-- A key's weight in its queue's fair share (awa.set_key_weight; 1 when absent).
+CREATE TABLE awa.key_weights (
+    queue           text    NOT NULL CHECK (length(queue) BETWEEN 1 AND 200),
+    concurrency_key text    NOT NULL CHECK (octet_length(concurrency_key) BETWEEN 1 AND 255),
+    weight          integer NOT NULL CHECK (weight BETWEEN 1 AND 10000),
+    PRIMARY KEY (queue, concurrency_key)
 );

@@ -24,6 +24,10 @@ CREATE TABLE awa.queue_meta (
     -- updated_at, which every change of the queue's settings moves
     -- (test/t/043, test/t/046).
     rate_set_at      timestamptz,
+    -- 'key': claims share the queue between the keys of its jobs
+    -- (opts.concurrency_key), by their weights; 'none': keys in turn of when
+    -- their work arrived (docs/flow-control.md, "Fair share between keys").
+    fairness         text        NOT NULL DEFAULT 'none' CHECK (fairness IN ('none', 'key')),
     updated_at       timestamptz NOT NULL DEFAULT now()
 ) WITH (fillfactor = 70);
 

@@ -11,8 +11,10 @@ AS 'MODULE_PATHNAME', 'awa_internal_attempt'
 LANGUAGE C VOLATILE;
 
 -- Hides an unclaimed ready row (cancel); 'tombstoned', 'claimed' or 'already_tombstoned'.
+-- lane_id: the row's lane (NULL: the queue's lane of jobs without a key at
+-- that priority).
 CREATE FUNCTION awa._tombstone(queue text, priority int, lane_seq bigint, ready_slot int,
-                               ready_generation bigint, job_id bigint)
+                               ready_generation bigint, job_id bigint, lane_id bigint DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'awa_internal_tombstone'
 LANGUAGE C VOLATILE;
@@ -134,3 +136,17 @@ SELECT q.queue,
  ORDER BY q.queue
 $$;
 
+
+-- Raises what an opts.concurrency_key raises when it is not a key
+-- (src/core/validate.cpp, CheckConcurrencyKey): NULL, empty, over 255 bytes.
+CREATE FUNCTION awa._require_concurrency_key(concurrency_key text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'awa_internal_require_concurrency_key'
+LANGUAGE C VOLATILE;  -- raises: never evaluated ahead of time; not STRICT: NULL raises
+
+-- Gives the key's lanes their new weight in the claims' shared memory when
+-- this transaction commits (src/pg/key_lanes.hpp).
+CREATE FUNCTION awa._key_weight_changed(queue text, concurrency_key text, weight int)
+RETURNS void
+AS 'MODULE_PATHNAME', 'awa_internal_key_weight_changed'
+LANGUAGE C VOLATILE STRICT;

@@ -41,7 +41,9 @@ BEGIN
             SELECT q.slot, q.generation INTO ring FROM awa.queue_ring_rotations q ORDER BY q.generation DESC LIMIT 1;
             slot := ring.slot; gen := ring.generation; lane := -d.job_id; lease := d.run_lease; tries := d.attempt;
             -- The job's lane exists since its enqueue committed (lanes are never deleted).
-            SELECT l.lane_id INTO lane_key FROM awa.queue_lanes l WHERE l.queue = d.queue AND l.priority = d.priority;
+            SELECT l.lane_id INTO lane_key FROM awa.queue_lanes l
+             WHERE l.queue = d.queue AND l.priority = d.priority
+               AND l.concurrency_key IS NOT DISTINCT FROM d.payload->>'concurrency_key';
             IF lane_key IS NULL THEN
                 RAISE EXCEPTION 'awa: the lane (%, %) of job % is missing', d.queue, d.priority, p_job_id
                     USING ERRCODE = 'internal_error';
@@ -71,7 +73,8 @@ BEGIN
         slot := r.ready_slot; gen := r.ready_generation; lane := r.lane_seq; lane_key := r.lane_id;
 
         -- Available: a tombstone (src/pg/fn_tombstone.cpp closes the race with claims).
-        outcome := awa._tombstone(r.queue, r.priority, r.lane_seq, r.ready_slot, r.ready_generation, r.job_id);
+        outcome := awa._tombstone(r.queue, r.priority, r.lane_seq, r.ready_slot, r.ready_generation, r.job_id,
+                                  r.lane_id);
         IF outcome = 'tombstoned' THEN
             lease := r.run_lease; tries := r.attempt;
             outcome := 'cancelled';

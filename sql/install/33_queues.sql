@@ -11,12 +11,15 @@ LANGUAGE C VOLATILE;  -- raises: never evaluated ahead of time; not STRICT: NULL
 -- src/pg/running_limits.hpp, docs/flow-control.md). rate_limit 'N per
 -- <interval>' ('none' removes it) and burst: claims start at most N attempts
 -- per interval, burst (default 1) at once (src/pg/counters.hpp, TakeRateTokens).
+-- fairness 'key' | 'none': how claims choose between the keys of the queue's
+-- jobs (opts.concurrency_key; src/pg/key_lanes.hpp, docs/flow-control.md).
 CREATE FUNCTION awa.configure_queue(queue text, dlq_enabled boolean DEFAULT NULL,
                                     aging_interval awa.duration DEFAULT NULL,
                                     default_deadline awa.duration DEFAULT NULL,
                                     max_running int DEFAULT NULL,
                                     rate_limit text DEFAULT NULL,
-                                    burst int DEFAULT NULL)
+                                    burst int DEFAULT NULL,
+                                    fairness text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -61,15 +64,19 @@ BEGIN
         RAISE EXCEPTION 'default_deadline must be positive' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass how long an attempt may run, such as interval ''5 minutes''.';
     END IF;
+    IF $8 IS NOT NULL AND $8 NOT IN ('key', 'none') THEN
+        RAISE EXCEPTION 'invalid fairness "%"', $8 USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass ''key'' to share claims between the keys of the queue''s jobs by their weights, or ''none''.';
+    END IF;
     IF $5 < 0 THEN
         RAISE EXCEPTION 'max_running must not be negative' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass how many attempts of the queue may run at once, or 0 for no limit.';
     END IF;
     INSERT INTO awa.queue_meta AS m (queue, dlq_enabled, aging_interval, default_deadline, max_running,
-                                     rate_count, rate_period, rate_burst, rate_set_at)
+                                     rate_count, rate_period, rate_burst, rate_set_at, fairness)
     VALUES ($1, coalesce($2, false), coalesce(p_aging, interval '60 seconds'), p_deadline, nullif($5, 0),
             p_rate_count, p_rate_period, CASE WHEN p_rate_count IS NOT NULL THEN coalesce($7, 1) END,
-            CASE WHEN $6 IS NOT NULL OR $7 IS NOT NULL THEN now() END)
+            CASE WHEN $6 IS NOT NULL OR $7 IS NOT NULL THEN now() END, coalesce($8, 'none'))
     ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
        SET dlq_enabled = coalesce($2, m.dlq_enabled),
            aging_interval = coalesce(p_aging, m.aging_interval),
@@ -80,8 +87,31 @@ BEGIN
            rate_burst = CASE WHEN p_clear_rate OR coalesce(p_rate_count, m.rate_count) IS NULL THEN NULL
                              ELSE coalesce($7, m.rate_burst, 1) END,
            rate_set_at = CASE WHEN $6 IS NOT NULL OR $7 IS NOT NULL THEN now() ELSE m.rate_set_at END,
+           fairness = coalesce($8, m.fairness),
            updated_at = now();
     PERFORM awa._queue_meta_changed(queue);
+END
+$$;
+
+-- A key's weight in its queue's fair share (fairness 'key'): among keys that
+-- all have work, each gets claims in proportion to its weight (1 to 10,000;
+-- default 1). Applies to the key's next claims, also while it has work.
+CREATE FUNCTION awa.set_key_weight(queue text, concurrency_key text, weight int)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+    PERFORM awa._require_queue(queue);
+    PERFORM awa._require_concurrency_key(concurrency_key);
+    IF weight IS NULL OR weight < 1 OR weight > 10000 THEN
+        RAISE EXCEPTION 'weight must be between 1 and 10000' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'A key of weight 2 gets twice the claims of a key of weight 1 while both have work.';
+    END IF;
+    INSERT INTO awa.key_weights AS w (queue, concurrency_key, weight) VALUES ($1, $2, $3)
+    ON CONFLICT ON CONSTRAINT key_weights_pkey DO UPDATE SET weight = $3;
+    PERFORM awa._key_weight_changed($1, $2, $3);
 END
 $$;
 

@@ -593,6 +593,7 @@ KeyScheduler::Activate(uint64_t id, int32_t weight, int64_t head_seq, int64_t no
 	}
 	KeyEntry &entry = entries()[slot];
 	entry.weight = weight;
+	entry.activations++;
 	if (entry.state == KeyState::kIdle) {
 		entry.state = KeyState::kActive;
 		entry.head_seq = head_seq;
@@ -615,6 +616,17 @@ KeyScheduler::Deactivate(uint64_t id, int64_t now) noexcept
 	Reevaluate(slot, now);
 	Advance(now);
 	return KeyResult::kOk;
+}
+
+KeyResult
+KeyScheduler::DeactivateIfUnchanged(uint64_t id, uint32_t activations, int64_t now) noexcept
+{
+	const KeyEntry *entry = Find(id);
+	if (entry == nullptr)
+		return KeyResult::kUnknownKey;
+	if (entry->activations != activations)
+		return KeyResult::kNotEligible;
+	return Deactivate(id, now);
 }
 
 KeyResult

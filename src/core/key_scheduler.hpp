@@ -105,6 +105,7 @@ struct KeyEntry {
 	int32_t heap_pos;     // in the eligible heap, or -1
 	int32_t timer_pos;    // in the timer heap, or -1
 	int32_t next_free;    // free list (kFree entries), or -1
+	uint32_t activations;  // Activate calls since the entry was made (DeactivateIfUnchanged)
 	KeyState state;       // kIdle: no work, kept for its running attempts or its bucket
 };
 
@@ -133,6 +134,11 @@ public:
 	// attempt running or reserved and (with a rate) its bucket is full again
 	// (before that, a new activation would get tokens it used).
 	KeyResult Deactivate(uint64_t id, int64_t now) noexcept;
+	// Deactivate, unless the key was activated again since the caller read
+	// `activations` from its entry (then kNotEligible and nothing changes): a
+	// claim that found no work must not undo an enqueue's activation that came
+	// after the claim looked.
+	KeyResult DeactivateIfUnchanged(uint64_t id, uint32_t activations, int64_t now) noexcept;
 	KeyResult SetWeight(uint64_t id, int32_t weight) noexcept;
 	// Its oldest job's sequence changed (a claim took its head).
 	KeyResult SetHead(uint64_t id, int64_t head_seq) noexcept;

@@ -44,6 +44,21 @@ CheckName(const char *what, const void *value, size_t chars, Violation *out) noe
 }  // namespace
 
 bool
+CheckConcurrencyKey(const void *value, size_t bytes, Violation *out) noexcept
+{
+	constexpr const char *kHint = "A concurrency key names who the job is for, such as \"tenant-42\": a non-empty "
+	                              "string of at most 255 bytes.";
+	if (value == nullptr)
+		return Fail(out, ViolationCode::kNullValue, kHint, "concurrency_key must not be NULL");
+	if (bytes == 0)
+		return Fail(out, ViolationCode::kInvalidParameter, kHint, "concurrency_key must not be empty");
+	if (bytes > kMaxConcurrencyKeyBytes)
+		return Fail(out, ViolationCode::kInvalidParameter, kHint,
+		            "concurrency_key is %zu bytes long; at most %zu are allowed", bytes, kMaxConcurrencyKeyBytes);
+	return true;
+}
+
+bool
 CheckKind(const void *value, size_t chars, Violation *out) noexcept
 {
 	return CheckName("kind", value, chars, out);

@@ -41,6 +41,11 @@ constexpr int64_t kMaxJobsPerClaim = 10000;
 bool CheckKind(const void *value, size_t chars, Violation *out) noexcept;
 bool CheckQueue(const void *value, size_t chars, Violation *out) noexcept;
 bool CheckPriority(int64_t priority, Violation *out) noexcept;
+// A job's opts.concurrency_key (and set_key_weight's key): `bytes` long,
+// 1..kMaxConcurrencyKeyBytes; `value` may be null (22004). The same bound is
+// the CHECK of awa.queue_lanes.concurrency_key.
+constexpr size_t kMaxConcurrencyKeyBytes = 255;
+bool CheckConcurrencyKey(const void *value, size_t bytes, Violation *out) noexcept;
 bool CheckMaxAttempts(int64_t max_attempts, Violation *out) noexcept;
 bool CheckMaxJobs(int64_t max_jobs, Violation *out) noexcept;
 bool CheckDeadline(int64_t deadline_micros, Violation *out) noexcept;

@@ -59,6 +59,7 @@
 #include "pg/ddl_holds.hpp"
 #include "pg/enqueue_generations.hpp"
 #include "pg/inflight.hpp"
+#include "pg/key_lanes.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/pending_enqueues.hpp"
 #include "pg/maintenance_shmem.hpp"
@@ -92,6 +93,7 @@ RequestShmem()
 	RequestLaneWaitsShmem();
 	RequestCountersShmem();
 	RequestMaintenanceShmem();
+	RequestKeyLanesShmem();
 }
 
 void
@@ -105,6 +107,7 @@ StartupShmem()
 	StartupLaneWaitsShmem();
 	StartupCountersShmem();
 	StartupMaintenanceShmem();
+	StartupKeyLanesShmem();
 }
 
 void
@@ -118,6 +121,8 @@ OnTransactionEvent(XactEvent event, void *)
 		return;
 	}
 	OnEnqueueGenerationTransactionEvent(event);
+	// After the pending enqueues' PRE_COMMIT flush, which notes lanes.
+	OnKeyLanesTransactionEvent(event);
 	OnDdlHoldTransactionEvent(event);
 	OnWorkerRegistryTransactionEvent(event);
 	OnCountersTransactionEvent(event);
@@ -141,6 +146,7 @@ OnSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTr
 	if (!preloaded)
 		return;
 	OnCountersSubTransactionEvent(event);
+	OnKeyLanesSubTransactionEvent(event);
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		OnRateTokensAbort(subtransaction);
 	OnClaimWaitersSubTransactionEvent(event);

@@ -154,7 +154,10 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	bool claim_nulls[16] = {false};
 	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 16);
 	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
-	NoteHeadClaim(queue, lane.priority, span_first, n, head);
+	if (lane.keyed)
+		NoteKeyedAvailable(queue, n);  // the heads kept are of the lanes without a key
+	else
+		NoteHeadClaim(queue, lane.priority, span_first, n, head);
 
 	// Emit: job_id, run_lease, receipt_id, kind, args, queue, priority,
 	// attempt, max_attempts, deadline_at, created_at, metadata.

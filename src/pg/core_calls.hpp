@@ -53,6 +53,7 @@ AWA_CHECK_NOEXCEPT(EffectivePriority(declval<int>(), declval<int64_t>(), declval
 // core/validate.hpp
 AWA_CHECK_NOEXCEPT(CheckKind(declval<const void *>(), declval<size_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckQueue(declval<const void *>(), declval<size_t>(), declval<Violation *>()));
+AWA_CHECK_NOEXCEPT(CheckConcurrencyKey(declval<const void *>(), declval<size_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckPriority(declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckMaxAttempts(declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckMaxJobs(declval<int64_t>(), declval<Violation *>()));

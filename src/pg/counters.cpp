@@ -971,6 +971,15 @@ NoteHeadAdd(text *queue, int priority, int64 lane_seq, TimestampTz run_at, int64
 }
 
 void
+NoteKeyedAvailable(text *queue, int64 n)
+{
+	if (shared == NULL || n == 0)
+		return;
+	if (Pending *slot = SlotFor(queue))
+		slot->available_noted += n;
+}
+
+void
 NoteHeadRemove(text *queue, int priority, int64 lane_seq, int64 n)
 {
 	PendingLane *lane = NotedLane(queue, priority, n);

@@ -187,6 +187,9 @@ uint64 HeadGeneration(text *queue);
 // Call in the transaction that makes the change, after its CountMove. May ereport.
 void NoteHeadAdd(text *queue, int priority, int64 lane_seq, TimestampTz run_at, int64 n);
 void NoteHeadRemove(text *queue, int priority, int64 lane_seq, int64 n);
+// n jobs entered or left a keyed lane (key_lanes.hpp): the heads kept here are
+// those of the lanes without a key, which the move does not change.
+void NoteKeyedAvailable(text *queue, int64 n);
 void NoteHeadClaim(text *queue, int priority, int64 first, int64 n, const ClaimHeadNote &note);
 
 struct QueueHeads {

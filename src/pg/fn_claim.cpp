@@ -25,6 +25,7 @@
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
 #include "pg/inflight.hpp"
+#include "pg/key_lanes.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
 #include "pg/pending_enqueues.hpp"
@@ -98,11 +99,16 @@ LocalTransactionId keeps_lane_lock = InvalidLocalTransactionId;
 // Claims from one lane the caller holds the claim lock of. Returns the number
 // of jobs emitted; the lane lock is released here when the planned lanes went
 // into the in-flight registry (*released), else it is the caller's.
+// *exhausted: the walk saw nothing claimable left in the lane after this claim.
 int
-ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring, bool *released)
+ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring, bool *released,
+              bool *exhausted = NULL)
 {
 	*released = false;
 	LaneWalk walk = WalkLane(request.queue, lane, ring, request.max_jobs, WalkMode::kClaim);
+	if (exhausted != NULL)
+		*exhausted = !walk.from_frontier &&
+		             (walk.plan.claimed == 0 || walk.head.next.state == kHeadEmpty);
 	// setval takes an xid and a lock that a rolled-back look would keep:
 	// a waiting look advances the cursor only when it claims (the next
 	// claim, or the worker's idle-lane advance, does it otherwise).
@@ -150,12 +156,112 @@ ClaimWaitMicros(Interval *wait, TimestampTz now)
 	return until - now;
 }
 
+// Locks a lane's claim lock: at once, or (`wait`) within awa.lane_wait_timeout.
+bool
+LockLane(ClaimRequest *request, const Lane &lane, bool wait)
+{
+	if (TryLockLaneClaim(lane.lane_id))
+		return true;
+	if (wait && keeps_lane_lock != MyProc->lxid && awa_lane_wait_timeout_ms > 0 &&
+	    LockLaneClaimWithin(lane.lane_id, awa_lane_wait_timeout_ms))
+		return true;
+	request->unsure = true;
+	return false;
+}
+
+// Claims from one lane under its claim lock; 0 when it is busy or yields nothing.
+int
+ClaimFromLaneLocked(ClaimRequest *request, const Lane &lane, const RingPositions &ring, bool *exhausted)
+{
+	*exhausted = false;
+	if (!LockLane(request, lane, true))
+		return 0;
+	bool released;
+	int claimed = ClaimFromLane(*request, lane, ring, &released, exhausted);
+	if (!released && claimed == 0)
+		UnlockLaneClaim(lane.lane_id);
+	return claimed;
+}
+
+// A priority of a queue with keyed lanes (key_lanes.hpp): the scheduler's
+// lanes in its order, a few picks at most per look (a pick that finds its
+// lane empty drops it); without a scheduler, every lane of the priority.
+constexpr int kMaxKeyedPicks = 16;
+int
+ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int16 priority)
+{
+	int64 epoch;
+	RingPositions ring = CurrentRings(&epoch);
+	KeyedPriority keyed = OpenKeyedPriority(request->queue, priority, settings.fair_keys);
+	if (keyed.slot < 0) {
+		Lane *lanes;
+		int count = LanesOfPriority(request->queue, priority, &lanes);
+		for (int i = 0; i < count; i++) {
+			CHECK_FOR_INTERRUPTS();
+			LaneCursors cursors = ReadLaneCursors(lanes[i]);
+			if (cursors.claim >= cursors.enqueue)
+				continue;
+			bool exhausted;
+			if (int claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted))
+				return claimed;
+		}
+		return 0;
+	}
+	int want = request->max_jobs;
+	for (int pick = 0; pick < kMaxKeyedPicks; pick++) {
+		CHECK_FOR_INTERRUPTS();
+		int64 lane_id = 0;
+		uint32 activations = 0;
+		int charged = PickKeyedLane(keyed, want, &lane_id, &activations);
+		if (charged == 0)
+			break;
+		Lane lane;
+		int claimed = 0;
+		bool exhausted = true;  // a lane that is gone has no work
+		if (LaneById(lane_id, &lane)) {
+			request->max_jobs = charged;
+			claimed = ClaimFromLaneLocked(request, lane, ring, &exhausted);
+			request->max_jobs = want;
+		}
+		SettleKeyedPick(keyed, lane_id, charged, claimed, exhausted, activations);
+		if (claimed > 0)
+			return claimed;
+	}
+	return 0;
+}
+
 // One look for work over the queue's lanes (ClaimOnce), up to max_jobs.
 int
 ClaimFromLanes(ClaimRequest *request, const QueueSettings &settings, TimestampTz now)
 {
 	Lane lanes[kMaxLanesPerQueue];
 	int lane_count = LanesOfQueue(request->queue, lanes);
+	if (uint8 keyed = KeyedPriorities(request->queue)) {
+		// Priorities in order, strictly (no aging in a queue with keyed
+		// jobs); in a keyed priority the lane of jobs without a key is one
+		// of the scheduler's members.
+		for (int16 priority = 1; priority <= kMaxLanesPerQueue; priority++) {
+			int claimed = 0;
+			if (keyed & (1u << (priority - 1))) {
+				claimed = ClaimFromKeyedPriority(request, settings, priority);
+			} else {
+				for (int i = 0; i < lane_count; i++) {
+					if (lanes[i].priority != priority)
+						continue;
+					LaneCursors cursors = ReadLaneCursors(lanes[i]);
+					if (cursors.claim >= cursors.enqueue)
+						continue;
+					int64 epoch;
+					RingPositions ring = CurrentRings(&epoch);
+					bool exhausted;
+					claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted);
+				}
+			}
+			if (claimed > 0)
+				return claimed;
+		}
+		return 0;
+	}
 	LaneOrder order[kMaxLanesPerQueue];
 	int candidates = 0;
 	for (int i = 0; i < lane_count; i++) {
@@ -254,7 +360,7 @@ ClaimOnce(ClaimRequest *request, TimestampTz now)
 	// limited queue costs one more read of its lane cursors).
 	Lane lanes[kMaxLanesPerQueue];
 	int lane_count = LanesOfQueue(request->queue, lanes);
-	bool work = false;
+	bool work = KeyedPriorities(request->queue) != 0;  // keyed lanes: looked at by the claim itself
 	for (int i = 0; i < lane_count && !work; i++) {
 		LaneCursors cursors = ReadLaneCursors(lanes[i]);
 		work = cursors.claim < cursors.enqueue;

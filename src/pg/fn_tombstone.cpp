@@ -25,7 +25,7 @@
 
 using namespace awa::pg;
 
-// awa._tombstone(queue, priority, lane_seq, ready_slot, ready_generation, job_id)
+// awa._tombstone(queue, priority, lane_seq, ready_slot, ready_generation, job_id, lane_id)
 //   -> tombstoned | claimed | already_tombstoned
 AWA_FUNCTION(awa_internal_tombstone)
 {
@@ -41,7 +41,15 @@ AWA_FUNCTION(awa_internal_tombstone)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
-	Lane lane = EnsureLane(queue, priority);
+	Lane lane;
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6)) {
+		if (!LaneById(PG_GETARG_INT64(6), &lane))
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+			                errmsg("awa: lane " INT64_FORMAT " of job " INT64_FORMAT " is missing", PG_GETARG_INT64(6),
+			                       job_id)));
+	} else {
+		lane = EnsureLane(queue, priority);
+	}
 	for (;;) {
 		CHECK_FOR_INTERRUPTS();  // no lane lock is held here; both waits below check too
 		LockLaneClaim(lane.lane_id);
@@ -74,7 +82,10 @@ AWA_FUNCTION(awa_internal_tombstone)
 	Execute(Stmt::kInsertTombstone, ready_slot, row, NULL);
 	CountMove(queue, static_cast<int>(awa::core::JobState::kAvailable), static_cast<int>(awa::core::JobState::kCancelled),
 	          1);
-	NoteHeadRemove(queue, priority, lane_seq, 1);
+	if (lane.keyed)
+		NoteKeyedAvailable(queue, 1);
+	else
+		NoteHeadRemove(queue, priority, lane_seq, 1);
 	BridgeRange range{lane_seq, lane_seq + 1};
 	if (awa_early_lane_release && RegisterInflight(lane.lane_id, &range, 1, QueueWakeBucket(queue)))
 		UnlockLaneClaim(lane.lane_id);

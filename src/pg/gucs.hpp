@@ -11,6 +11,8 @@ extern int awa_max_lanes;
 extern int awa_max_queues;
 extern int awa_max_queues_per_database;
 extern int awa_max_counted_databases;
+extern int awa_max_keyed_queues;
+extern int awa_max_keys_per_queue;
 extern int awa_max_job_bytes;
 extern int awa_max_call_bytes;
 extern int awa_debug_counter_rebuild_lock;

@@ -3,6 +3,8 @@
 
 #include "pg/core_calls.hpp"
 #include "pg/counters.hpp"
+#include "pg/job_options.hpp"
+#include "pg/key_lanes.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/lane_cursors.hpp"
 #include "pg/lanes.hpp"
@@ -67,20 +69,45 @@ SameText(text *a, text *b)
 	       memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
 }
 
+int
+CompareText(text *x, text *y)
+{
+	int length_x = VARSIZE_ANY_EXHDR(x), length_y = VARSIZE_ANY_EXHDR(y);
+	int c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(length_x, length_y));
+	if (c != 0)
+		return c;
+	return length_x == length_y ? 0 : (length_x < length_y ? -1 : 1);
+}
+
+// Concurrency keys: NULL (no key) first.
+int
+CompareKeys(text *x, text *y)
+{
+	if (x == NULL || y == NULL)
+		return x == y ? 0 : (x == NULL ? -1 : 1);
+	return CompareText(x, y);
+}
+
+bool
+SameLane(const JobRow &a, const JobRow &b)
+{
+	return a.priority == b.priority && SameText(a.queue, b.queue) && CompareKeys(a.concurrency_key, b.concurrency_key) == 0;
+}
+
 const JobRow *sort_rows;
 int
 CompareLanes(const void *a, const void *b)
 {
 	const JobRow &x = sort_rows[*static_cast<const int *>(a)];
 	const JobRow &y = sort_rows[*static_cast<const int *>(b)];
-	int length_x = VARSIZE_ANY_EXHDR(x.queue), length_y = VARSIZE_ANY_EXHDR(y.queue);
-	int c = memcmp(VARDATA_ANY(x.queue), VARDATA_ANY(y.queue), Min(length_x, length_y));
+	int c = CompareText(x.queue, y.queue);
 	if (c != 0)
 		return c;
-	if (length_x != length_y)
-		return length_x < length_y ? -1 : 1;
 	if (x.priority != y.priority)
 		return x.priority < y.priority ? -1 : 1;
+	c = CompareKeys(x.concurrency_key, y.concurrency_key);
+	if (c != 0)
+		return c;
 	int pa = *static_cast<const int *>(a), pb = *static_cast<const int *>(b);
 	return pa < pb ? -1 : (pa > pb ? 1 : 0);  // input order within a lane
 }
@@ -194,7 +221,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	const JobRow &head = rows[order[0]];
 	// Claims waiting on the queue look again when this transaction ends.
 	WakeQueueAtEnd(head.queue);
-	Lane lane = EnsureLane(head.queue, head.priority);
+	Lane lane = EnsureLane(head.queue, head.priority, head.concurrency_key);
 	int64 *lane_seqs = static_cast<int64 *>(palloc(sizeof(int64) * (n + 1)));
 	RingPositions ring = ReserveLaneSeqs(lane, n, lane_seqs);
 	// Direct inserts, no statement: the rows with one multi-insert, then one
@@ -236,7 +263,12 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		nl[17] = row.payload == NULL;
 	}
 	InsertRingRows(RingTable::kReadyEntries, ring.queue_slot, n, ready, ready_nulls, kReadyColumns);
-	NoteHeadAdd(head.queue, head.priority, lane_seqs[lowest], rows[order[lowest]].run_at, n);
+	if (head.concurrency_key == NULL)
+		NoteHeadAdd(head.queue, head.priority, lane_seqs[lowest], rows[order[lowest]].run_at, n);
+	else
+		NoteKeyedAvailable(head.queue, n);  // the heads are of the lanes without a key
+	// The lane has work once this transaction commits (key_lanes.hpp).
+	NoteLaneWork(head.queue, lane, head.concurrency_key, rows[order[lowest]].job_id);
 	for (int first = 0; first < n;) {
 		CHECK_FOR_INTERRUPTS();  // a segment per run: n of them when producers interleave
 		int next = first + 1;
@@ -301,6 +333,10 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 {
 	if (n == 0)
 		return;
+	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
+		rows[i].concurrency_key = ConcurrencyKeyOf(rows[i].payload);
+	}
 	if (int skipped = ClaimUniqueKeys(rows, n, now)) {
 		// Skipped duplicates write nothing more: no lane, no lane position,
 		// no row, no counter move, no wake-up. The caller reads their
@@ -331,8 +367,7 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 	qsort(order, ready, sizeof(int), CompareLanes);
 	for (int start = 0; start < ready;) {
 		int end = start + 1;
-		while (end < ready && rows[order[end]].priority == rows[order[start]].priority &&
-		       SameText(rows[order[end]].queue, rows[order[start]].queue))
+		while (end < ready && SameLane(rows[order[end]], rows[order[start]]))
 			end++;
 		if (ready_at == ReadyAt::kCommit)
 			DeferReadyRows(rows, order + start, end - start);
@@ -353,13 +388,13 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 			const JobRow &row = rows[deferred_order[i]];
 			if (i > 0) {
 				const JobRow &previous = rows[deferred_order[i - 1]];
-				if (previous.priority == row.priority && SameText(previous.queue, row.queue))
+				if (SameLane(previous, row))
 					continue;
 			}
 			if (ready_at == ReadyAt::kCommit)
 				DeferLane(row);
 			else
-				(void)EnsureLane(row.queue, row.priority);
+				(void)EnsureLane(row.queue, row.priority, row.concurrency_key);
 		}
 		InsertDeferred(rows, deferred_order, deferred);
 	}

@@ -21,6 +21,7 @@ struct JobRow {
 	bytea *unique_key;   // NULL: not unique
 	int16 unique_states; // state mask (core/lifecycle.hpp)
 	Jsonb *payload;      // metadata, tags, errors, progress; NULL when empty
+	text *concurrency_key;  // set by InsertJobs from the payload (ConcurrencyKeyOf); NULL: none
 	int from_state;      // counter state the job leaves (kNoState for a new job)
 	bool skip_duplicate; // in: a key held by another job skips the row instead of raising 23505
 	bool skipped;        // out: skipped as a duplicate; job_id is now the holder's

@@ -148,6 +148,19 @@ ParseJobOptions(Jsonb *opts, const char *where, int job, text *kind, text *queue
 			        "Pass tags as '{\"tags\": [\"billing\", \"eu\"]}'.");
 	}
 
+	if (JsonbValue *key = Field(&opts->root, "concurrency_key")) {
+		// Kept in the payload: every path that puts the job into a lane
+		// (enqueue, promotion, DLQ retry) reads it there (KeyOfPayload).
+		known++;
+		payload_keys = true;
+		core::Violation violation;
+		if (key->type != jbvString)
+			Invalid(where, ".concurrency_key must be a string",
+			        "Pass the key as '{\"concurrency_key\": \"tenant-42\"}'.");
+		if (!core::CheckConcurrencyKey(key->val.string.val, key->val.string.len, &violation))
+			Invalid(where, psprintf(".%s", violation.message), violation.hint);
+	}
+
 	JsonbValue *unique = Field(&opts->root, "unique");
 	JsonbValue *raw_key = Field(&opts->root, "unique_key");
 	// The unique key's parts, read here and hashed once the size is checked.
@@ -161,7 +174,7 @@ ParseJobOptions(Jsonb *opts, const char *where, int job, text *kind, text *queue
 		known++;
 	if (raw_key != NULL)
 		known++;
-	static const char *const kOptsKeys[] = {"metadata", "tags", "unique", "unique_key"};
+	static const char *const kOptsKeys[] = {"metadata", "tags", "unique", "unique_key", "concurrency_key"};
 	if (known != pairs) {
 		if (Field(&opts->root, "on_conflict") != NULL)
 			Invalid(where, " has an unknown key \"on_conflict\"",
@@ -169,8 +182,8 @@ ParseJobOptions(Jsonb *opts, const char *where, int job, text *kind, text *queue
 			        "'{\"unique_key\": \"...\", \"unique\": {\"on_conflict\": \"skip\"}}'.");
 		char *unknown = UnknownKey(&opts->root, kOptsKeys, lengthof(kOptsKeys));
 		Invalid(where, unknown != NULL ? unknown : " has an unknown key",
-		        "opts accepts \"metadata\" (object), \"tags\" (array of strings), \"unique\" (object) and "
-		        "\"unique_key\" (string).");
+		        "opts accepts \"metadata\" (object), \"tags\" (array of strings), \"unique\" (object), "
+		        "\"unique_key\" (string) and \"concurrency_key\" (string).");
 	}
 
 	if (unique != NULL || raw_key != NULL) {
@@ -287,6 +300,17 @@ ParseJobOptions(Jsonb *opts, const char *where, int job, text *kind, text *queue
 	}
 
 	return result;
+}
+
+text *
+ConcurrencyKeyOf(Jsonb *payload)
+{
+	if (payload == NULL || !JB_ROOT_IS_OBJECT(payload) || JB_ROOT_IS_SCALAR(payload))
+		return NULL;
+	JsonbValue *key = Field(&payload->root, "concurrency_key");
+	if (key == NULL || key->type != jbvString)
+		return NULL;
+	return cstring_to_text_with_len(key->val.string.val, key->val.string.len);
 }
 
 }  // namespace awa::pg

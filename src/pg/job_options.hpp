@@ -5,7 +5,8 @@
 //    "unique": {"by_args": true, "by_queue": false, "period": "1 hour",
 //               "states": ["available", "scheduled", "retryable", "running"],
 //               "on_conflict": "error"},
-//    "unique_key": "order-42"}
+//    "unique_key": "order-42",
+//    "concurrency_key": "tenant-42"}
 //
 // A unique job's key is a SHA-256 digest of its kind, its queue (by_queue,
 // default false), its args (by_args, default true) and the start of the
@@ -14,7 +15,10 @@
 // states in which the job blocks duplicates; they must include those four
 // (docs/lifecycle.md explains why). `on_conflict` says what a duplicate does:
 // "error" (the default) raises 23505, "skip" returns the holder's job_id and
-// writes nothing. Bad options raise 22023 with a hint.
+// writes nothing. `concurrency_key` (1 to 255 bytes) puts the job into its
+// key's lane (key_lanes.hpp); it is kept in the stored payload, where every
+// later insertion of the job (promotion, DLQ retry) reads it. Bad options
+// raise 22023 with a hint.
 //
 // The job's size is checked here too, because only here is its stored payload
 // known: args plus payload, as stored uncompressed (VARSIZE of each; O(1)),
@@ -41,5 +45,9 @@ struct JobOptions {
 // `args` must be detoasted (as PG_GETARG_JSONB_P and DatumGetJsonbP return it).
 JobOptions ParseJobOptions(Jsonb *opts, const char *where, int job, text *kind, text *queue, Jsonb *args,
                            TimestampTz now);
+
+// The job's concurrency key as stored in its payload (ParseJobOptions keeps
+// it there), palloc'd; NULL when it has none.
+text *ConcurrencyKeyOf(Jsonb *payload);
 
 }  // namespace awa::pg

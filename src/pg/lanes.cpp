@@ -27,41 +27,51 @@ namespace {
 // until a later transaction finds it committed.
 constexpr int kLaneCacheSize = 128;
 constexpr int kMaxQueueBytes = 800;  // 200 characters of up to 4 bytes
+constexpr int kMaxKeyBytes = 255;    // core::kMaxConcurrencyKeyBytes
 struct LaneCacheEntry {
 	Oid incarnation;
 	uint32 hash;
 	int16 priority;
 	int length;
+	int key_length;  // -1: the lane of jobs without a key
 	char queue[kMaxQueueBytes];
+	char key[kMaxKeyBytes];
 	Lane lane;
 };
 LaneCacheEntry lane_cache[kLaneCacheSize];
 TransactionId lanes_created_by = InvalidTransactionId;
 
 uint32
-LaneHash(text *queue, int16 priority)
+LaneHash(text *queue, int16 priority, text *key)
 {
 	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), VARSIZE_ANY_EXHDR(queue));
-	return hash_combine(hash, static_cast<uint32>(priority));
+	hash = hash_combine(hash, static_cast<uint32>(priority));
+	if (key != NULL)
+		hash = hash_combine(hash, hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
+		                                   VARSIZE_ANY_EXHDR(key)));
+	return hash;
 }
 
 bool
-CachedLane(Oid incarnation, uint32 hash, text *queue, int16 priority, Lane *lane)
+CachedLane(Oid incarnation, uint32 hash, text *queue, int16 priority, text *key, Lane *lane)
 {
 	const LaneCacheEntry &entry = lane_cache[hash % kLaneCacheSize];
 	int length = VARSIZE_ANY_EXHDR(queue);
+	int key_length = key == NULL ? -1 : static_cast<int>(VARSIZE_ANY_EXHDR(key));
 	if (entry.incarnation != incarnation || entry.hash != hash || entry.priority != priority ||
-	    entry.length != length || memcmp(entry.queue, VARDATA_ANY(queue), length) != 0)
+	    entry.length != length || memcmp(entry.queue, VARDATA_ANY(queue), length) != 0 ||
+	    entry.key_length != key_length || (key != NULL && memcmp(entry.key, VARDATA_ANY(key), key_length) != 0))
 		return false;
 	*lane = entry.lane;
 	return true;
 }
 
 void
-CacheLane(Oid incarnation, uint32 hash, text *queue, const Lane &lane)
+CacheLane(Oid incarnation, uint32 hash, text *queue, text *key, const Lane &lane)
 {
 	int length = VARSIZE_ANY_EXHDR(queue);
-	if (length > kMaxQueueBytes || LaneCreatedInThisTransaction())
+	int key_length = key == NULL ? -1 : static_cast<int>(VARSIZE_ANY_EXHDR(key));
+	if (length > kMaxQueueBytes || key_length > kMaxKeyBytes || LaneCreatedInThisTransaction())
 		return;
 	LaneCacheEntry &entry = lane_cache[hash % kLaneCacheSize];
 	entry.incarnation = incarnation;
@@ -69,6 +79,9 @@ CacheLane(Oid incarnation, uint32 hash, text *queue, const Lane &lane)
 	entry.priority = lane.priority;
 	entry.length = length;
 	memcpy(entry.queue, VARDATA_ANY(queue), length);
+	entry.key_length = key_length;
+	if (key != NULL)
+		memcpy(entry.key, VARDATA_ANY(key), key_length);
 	entry.lane = lane;
 }
 
@@ -85,6 +98,8 @@ struct QueueCacheEntry {
 	char queue[kMaxQueueBytes];
 	int lane_count;
 	Lane lanes[kMaxLanesPerQueue];
+	uint8 keyed;  // KeyedPriorities: bit p-1 for priority p
+	bool keyed_known;
 };
 QueueCacheEntry queue_cache[kQueueCacheSize];
 bool queue_cache_callback_registered = false;
@@ -143,6 +158,12 @@ LaneOfRow(HeapTuple tuple, TupleDesc desc)
 	lane.row = *reinterpret_cast<ItemPointer>(DatumGetPointer(SPI_getbinval(tuple, desc, 1, &isnull)));
 	lane.lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
 	lane.priority = DatumGetInt16(SPI_getbinval(tuple, desc, 3, &isnull));
+	lane.keyed = false;
+	int keyed_column = SPI_fnumber(desc, "keyed");
+	if (keyed_column > 0) {
+		Datum keyed = SPI_getbinval(tuple, desc, keyed_column, &isnull);
+		lane.keyed = !isnull && DatumGetBool(keyed);
+	}
 	lane.rows_epoch = lane_rows_epoch;
 	return lane;
 }
@@ -152,44 +173,55 @@ LaneOfRow(HeapTuple tuple, TupleDesc desc)
 namespace {
 
 bool
-FindLane(text *queue, int16 priority, bool latest, Lane *lane)
+FindLane(text *queue, int16 priority, text *key, bool latest, Lane *lane)
 {
-	Datum values[2] = {PointerGetDatum(queue), Int16GetDatum(priority)};
+	Datum values[3] = {PointerGetDatum(queue), Int16GetDatum(priority), PointerGetDatum(key)};
+	Stmt stmt = key == NULL ? Stmt::kLaneOf : Stmt::kKeyedLaneOf;
 	if (latest)
-		ExecuteLatest(Stmt::kLaneOf, 0, values, NULL, 1);
+		ExecuteLatest(stmt, 0, values, NULL, 1);
 	else
-		Execute(Stmt::kLaneOf, 0, values, NULL, 1);
+		Execute(stmt, 0, values, NULL, 1);
 	if (SPI_processed == 0)
 		return false;
 	*lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+	lane->keyed = key != NULL;
 	return true;
 }
 
 // The transaction, other than this one, that inserted the lane's row and is
-// still running (InvalidTransactionId: none). A dirty read of the primary key
-// on (queue, priority), as a unique check does: the lane create lock is held
-// only while a row is inserted, so a row whose creator has not committed yet
-// is seen here, not by a snapshot.
+// still running (InvalidTransactionId: none). A dirty read of the unique index
+// on (queue, priority, concurrency_key), as a unique check does: the lane
+// create lock is held only while a row is inserted, so a row whose creator
+// has not committed yet is seen here, not by a snapshot.
 TransactionId
-LaneCreatorInProgress(text *queue, int16 priority)
+LaneCreatorInProgress(text *queue, int16 priority, text *key)
 {
 	Relation rel = table_open(known_lanes_relid, AccessShareLock);
-	Oid index = RelationGetPrimaryKeyIndex(rel);
+	Oid index = AwaObjectOid(AwaObject::kQueueLanesIdentity);
 	AttrNumber queue_column = get_attnum(RelationGetRelid(rel), "queue");
 	AttrNumber priority_column = get_attnum(RelationGetRelid(rel), "priority");
-	if (!OidIsValid(index) || queue_column == InvalidAttrNumber || priority_column == InvalidAttrNumber)
+	AttrNumber key_column = get_attnum(RelationGetRelid(rel), "concurrency_key");
+	if (!OidIsValid(index) || queue_column == InvalidAttrNumber || priority_column == InvalidAttrNumber ||
+	    key_column == InvalidAttrNumber)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-		                errmsg("awa: awa.queue_lanes has no primary key on (queue, priority)"),
+		                errmsg("awa: awa.queue_lanes has no unique index on (queue, priority, concurrency_key)"),
 		                errhint("The extension's objects were changed by hand; recreate the extension.")));
-	ScanKeyData keys[2];
+	ScanKeyData keys[3];
 	ScanKeyEntryInitialize(&keys[0], 0, queue_column, BTEqualStrategyNumber, InvalidOid,
 	                       TupleDescAttr(RelationGetDescr(rel), queue_column - 1)->attcollation, F_TEXTEQ,
 	                       PointerGetDatum(queue));
 	ScanKeyEntryInitialize(&keys[1], 0, priority_column, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT2EQ,
 	                       Int16GetDatum(priority));
+	if (key == NULL)
+		ScanKeyEntryInitialize(&keys[2], SK_ISNULL | SK_SEARCHNULL, key_column, InvalidStrategy, InvalidOid,
+		                       InvalidOid, InvalidOid, (Datum)0);
+	else
+		ScanKeyEntryInitialize(&keys[2], 0, key_column, BTEqualStrategyNumber, InvalidOid,
+		                       TupleDescAttr(RelationGetDescr(rel), key_column - 1)->attcollation, F_TEXTEQ,
+		                       PointerGetDatum(key));
 	SnapshotData dirty;
 	InitDirtySnapshot(dirty);
-	SysScanDesc scan = systable_beginscan(rel, index, true, &dirty, 2, keys);
+	SysScanDesc scan = systable_beginscan(rel, index, true, &dirty, 3, keys);
 	TransactionId creator = InvalidTransactionId;
 	while (HeapTupleIsValid(systable_getnext(scan))) {
 		CHECK_FOR_INTERRUPTS();
@@ -206,17 +238,17 @@ LaneCreatorInProgress(text *queue, int16 priority)
 }  // namespace
 
 Lane
-EnsureLane(text *queue, int16 priority)
+EnsureLane(text *queue, int16 priority, text *key)
 {
 	RegisterCallbacks();
 	known_lanes_relid = AwaObjectOid(AwaObject::kQueueLanes);
 	Lane lane;
 	Oid incarnation = ExtensionIncarnation();
-	uint32 hash = LaneHash(queue, priority);
-	if (CachedLane(incarnation, hash, queue, priority, &lane))
+	uint32 hash = LaneHash(queue, priority, key);
+	if (CachedLane(incarnation, hash, queue, priority, key, &lane))
 		return lane;
-	if (FindLane(queue, priority, false, &lane)) {
-		CacheLane(incarnation, hash, queue, lane);
+	if (FindLane(queue, priority, key, false, &lane)) {
+		CacheLane(incarnation, hash, queue, key, lane);
 		return lane;
 	}
 
@@ -230,14 +262,14 @@ EnsureLane(text *queue, int16 priority)
 	LockLaneCreate(hash);
 	for (;;) {
 		CHECK_FOR_INTERRUPTS();
-		TransactionId creator = LaneCreatorInProgress(queue, priority);
+		TransactionId creator = LaneCreatorInProgress(queue, priority, key);
 		if (!TransactionIdIsValid(creator))
 			break;
 		UnlockLaneCreate(hash);
 		XactLockTableWait(creator, NULL, NULL, XLTW_None);
 		LockLaneCreate(hash);
 	}
-	if (FindLane(queue, priority, true, &lane)) {
+	if (FindLane(queue, priority, key, true, &lane)) {
 		UnlockLaneCreate(hash);
 		return lane;
 	}
@@ -245,9 +277,11 @@ EnsureLane(text *queue, int16 priority)
 
 	Oid id_seq = AwaObjectOid(AwaObject::kQueueLaneIdSeq);
 	int64 lane_id = nextval_internal(id_seq, false);
-	Datum values[3] = {PointerGetDatum(queue), Int16GetDatum(priority), Int64GetDatum(lane_id)};
-	Execute(Stmt::kRegisterLane, 0, values, NULL, 1);
+	Datum values[4] = {PointerGetDatum(queue), Int16GetDatum(priority), Int64GetDatum(lane_id), PointerGetDatum(key)};
+	char nulls[4] = {' ', ' ', ' ', key == NULL ? 'n' : ' '};
+	Execute(Stmt::kRegisterLane, 0, values, nulls, 1);
 	lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+	lane.keyed = key != NULL;
 	// Other backends' caches of the queue's lanes forget them when this
 	// transaction commits (LanesOfQueue); this backend's at once, since no
 	// command boundary may come before its next claim reads them (a claim
@@ -286,8 +320,47 @@ LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 		memcpy(entry.queue, VARDATA_ANY(queue), length);
 		entry.lane_count = count;
 		memcpy(entry.lanes, lanes, sizeof(Lane) * count);
+		entry.keyed_known = false;
 	}
 	return count;
+}
+
+uint8
+KeyedPriorities(text *queue)
+{
+	RegisterCallbacks();
+	Oid incarnation = ExtensionIncarnation();
+	int length = VARSIZE_ANY_EXHDR(queue);
+	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), length);
+	QueueCacheEntry &entry = queue_cache[hash % kQueueCacheSize];
+	bool cached = entry.incarnation == incarnation && entry.hash == hash && entry.length == length &&
+	              memcmp(entry.queue, VARDATA_ANY(queue), length) == 0;
+	if (cached && entry.keyed_known)
+		return entry.keyed;
+	Datum values[1] = {PointerGetDatum(queue)};
+	Execute(Stmt::kKeyedPriorities, 0, values, NULL, kMaxLanesPerQueue);
+	uint8 keyed = 0;
+	for (uint64 i = 0; i < SPI_processed; i++) {
+		bool isnull;
+		int16 priority = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		keyed |= static_cast<uint8>(1u << (priority - 1));
+	}
+	if (cached && !LaneCreatedInThisTransaction()) {
+		entry.keyed = keyed;
+		entry.keyed_known = true;
+	}
+	return keyed;
+}
+
+bool
+LaneById(int64 lane_id, Lane *lane)
+{
+	Datum values[1] = {Int64GetDatum(lane_id)};
+	Execute(Stmt::kLaneById, 0, values, NULL, 1);
+	if (SPI_processed == 0)
+		return false;
+	*lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+	return true;
 }
 
 // What this transaction sees of the lane registry may still roll back while

@@ -1,4 +1,5 @@
-// lanes.hpp: the lane registry. A lane is (queue, priority); its row in
+// lanes.hpp: the lane registry. A lane is (queue, priority), or (queue,
+// priority, concurrency_key) for keyed jobs (key_lanes.hpp); its row in
 // awa.queue_lanes is inserted on first enqueue and carries the lane's two
 // cursors, which lane_cursors.hpp reads and moves in place.
 #pragma once
@@ -10,6 +11,7 @@ namespace awa::pg {
 struct Lane {
 	int64 lane_id;
 	int16 priority;
+	bool keyed;  // a lane of one concurrency key (key_lanes.hpp)
 	// Where the row was found: a hint, checked (and the row looked up again
 	// by lane_id) at every use, since VACUUM FULL or CLUSTER moves rows.
 	ItemPointerData row;
@@ -28,14 +30,16 @@ Lane LaneOfRow(HeapTuple tuple, TupleDesc desc);
 constexpr int kMaxLanesPerQueue = 4;
 
 // The lane, created if this is its first use (in the caller's transaction,
-// so it rolls back with it). Requires SPI. May ereport.
-Lane EnsureLane(text *queue, int16 priority);
+// so it rolls back with it); `key` NULL: the lane of jobs without a key.
+// Requires SPI. May ereport.
+Lane EnsureLane(text *queue, int16 priority, text *key = NULL);
 
 // True while the current transaction has created a lane (its row may still
 // roll back).
 bool LaneCreatedInThisTransaction();
 
-// The queue's lanes by priority; returns how many (0 for an unknown queue).
+// The queue's lanes of jobs without a key, by priority; returns how many (0
+// for an unknown queue).
 // Served from a per-backend cache when it can be; requires SPI otherwise.
 // May ereport.
 int LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue]);
@@ -44,5 +48,13 @@ int LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue]);
 // after its commit callbacks ran (wakeups.hpp), so the cache may not know of a
 // lane that transaction created yet.
 void ForgetCachedLanes();
+
+// The priorities of the queue that have keyed lanes: bit p-1 for priority p
+// (cached with LanesOfQueue). Requires SPI. May ereport.
+uint8 KeyedPriorities(text *queue);
+
+// The lane of a lane_id (a lookup by the unique index; no cache). Requires
+// SPI. May ereport.
+bool LaneById(int64 lane_id, Lane *lane);
 
 }  // namespace awa::pg

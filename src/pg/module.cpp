@@ -24,6 +24,8 @@ constexpr int kMaxLanes = 1024;
 constexpr int kMaxQueues = 1000000;
 constexpr int kMaxQueuesPerDatabase = 100000;
 constexpr int kMaxCountedDatabases = 256;
+constexpr int kMaxKeyedQueues = 32;
+constexpr int kMaxKeysPerQueue = 16384;
 constexpr int kMaxJobBytes = 1024 * 1024;
 constexpr int kMaxCallBytes = 64 * 1024 * 1024;
 constexpr int kDebugCounterRebuildLock = 0;
@@ -68,6 +70,8 @@ int awa_max_lanes = boot::kMaxLanes;
 int awa_max_queues = boot::kMaxQueues;
 int awa_max_queues_per_database = boot::kMaxQueuesPerDatabase;
 int awa_max_counted_databases = boot::kMaxCountedDatabases;
+int awa_max_keyed_queues = boot::kMaxKeyedQueues;
+int awa_max_keys_per_queue = boot::kMaxKeysPerQueue;
 int awa_max_job_bytes = boot::kMaxJobBytes;
 int awa_max_call_bytes = boot::kMaxCallBytes;
 int awa_debug_counter_rebuild_lock = boot::kDebugCounterRebuildLock;
@@ -247,6 +251,18 @@ _PG_init(void)
 	                        "Databases whose job counts are kept in shared memory at once.",
 	                        "A dropped database frees its place; a database beyond the limit counts exactly.",
 	                        &awa_max_counted_databases, boot::kMaxCountedDatabases, 1, 65536, PGC_POSTMASTER, 0, NULL,
+	                        NULL, NULL);
+	DefineCustomIntVariable("awa.max_keyed_queues",
+	                        "Priorities of queues with keyed jobs whose keys claims share in shared memory, all "
+	                        "databases together.",
+	                        "Each priority of a queue that has jobs with opts.concurrency_key takes one (src/pg/key_lanes.hpp); "
+	                        "one database takes at most half. Beyond, claims of such a queue read all its keyed "
+	                        "lanes (their cost grows with the keys).",
+	                        &awa_max_keyed_queues, boot::kMaxKeyedQueues, 2, 4096, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.max_keys_per_queue",
+	                        "Keys with work that claims share, per priority of a queue (shared memory, 149 bytes each).",
+	                        "An enqueue that would give one more key work is refused with SQLSTATE 53200.",
+	                        &awa_max_keys_per_queue, boot::kMaxKeysPerQueue, 16, 1 << 22, PGC_POSTMASTER, 0, NULL,
 	                        NULL, NULL);
 	// Limits on what a producer may enqueue (docs/operations.md). SUSET: a
 	// producer must not be able to lift them for itself; a superuser sets them

@@ -23,6 +23,7 @@ namespace {
 struct LaneKey {
 	text *queue;
 	int16 priority;
+	text *concurrency_key;  // NULL: the lane of jobs without a key
 };
 struct PendingLane {
 	LaneKey key;  // key.queue points at this transaction's copy
@@ -98,7 +99,20 @@ LaneKeyHash(const void *key, Size)
 {
 	const LaneKey *k = static_cast<const LaneKey *>(key);
 	uint32 hash = hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(k->queue)), VARSIZE_ANY_EXHDR(k->queue));
-	return hash_combine(hash, static_cast<uint32>(k->priority));
+	hash = hash_combine(hash, static_cast<uint32>(k->priority));
+	if (k->concurrency_key != NULL)
+		hash = hash_combine(hash, hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(k->concurrency_key)),
+		                                   VARSIZE_ANY_EXHDR(k->concurrency_key)));
+	return hash;
+}
+
+bool
+SameVarlena(text *x, text *y)
+{
+	if (x == NULL || y == NULL)
+		return x == y;
+	Size length = VARSIZE_ANY_EXHDR(x);
+	return length == VARSIZE_ANY_EXHDR(y) && memcmp(VARDATA_ANY(x), VARDATA_ANY(y), length) == 0;
 }
 
 int
@@ -108,10 +122,7 @@ LaneKeyCompare(const void *a, const void *b, Size)
 	const LaneKey *y = static_cast<const LaneKey *>(b);
 	if (x->priority != y->priority)
 		return 1;
-	Size length = VARSIZE_ANY_EXHDR(x->queue);
-	if (length != VARSIZE_ANY_EXHDR(y->queue))
-		return 1;
-	return memcmp(VARDATA_ANY(x->queue), VARDATA_ANY(y->queue), length);
+	return SameVarlena(x->queue, y->queue) && SameVarlena(x->concurrency_key, y->concurrency_key) ? 0 : 1;
 }
 
 template <typename T>
@@ -167,7 +178,7 @@ JobRow *
 CopyRow(const JobRow &row, text *queue)
 {
 	Size size = MAXALIGN(sizeof(JobRow)) + VarlenaBytes(row.kind) + VarlenaBytes(row.args) +
-	            VarlenaBytes(row.unique_key) + VarlenaBytes(row.payload);
+	            VarlenaBytes(row.unique_key) + VarlenaBytes(row.payload) + VarlenaBytes(row.concurrency_key);
 	char *block = static_cast<char *>(MemoryContextAlloc(pending.context, size));
 	JobRow *copy = reinterpret_cast<JobRow *>(block);
 	*copy = row;
@@ -182,13 +193,15 @@ CopyRow(const JobRow &row, text *queue)
 	copy->unique_key = static_cast<bytea *>(out);
 	at = CopyVarlena(at, row.payload, &out);
 	copy->payload = static_cast<Jsonb *>(out);
+	at = CopyVarlena(at, row.concurrency_key, &out);
+	copy->concurrency_key = static_cast<text *>(out);
 	return copy;
 }
 
 PendingLane *
 LaneOf(const JobRow &row)
 {
-	LaneKey key{row.queue, row.priority};
+	LaneKey key{row.queue, row.priority, row.concurrency_key};
 	bool found = false;
 	PendingLane *lane = static_cast<PendingLane *>(hash_search(pending.lanes, &key, HASH_ENTER, &found));
 	if (!found) {
@@ -197,6 +210,12 @@ LaneOf(const JobRow &row)
 		memcpy(queue, row.queue, size);
 		lane->key.queue = queue;
 		lane->key.priority = row.priority;
+		lane->key.concurrency_key = NULL;
+		if (row.concurrency_key != NULL) {
+			Size key_size = VARSIZE_ANY(row.concurrency_key);
+			lane->key.concurrency_key = static_cast<text *>(MemoryContextAlloc(pending.context, key_size));
+			memcpy(lane->key.concurrency_key, row.concurrency_key, key_size);
+		}
 		lane->chosen = NULL;
 		lane->chosen_count = 0;
 		lane->ensure = false;
@@ -281,7 +300,7 @@ WriteUnwritten(SubTransactionId writer)
 			AppendReadyRows(rows, order, n, now);
 		}
 		if (lane->chosen_count == 0 && lane->ensure)
-			(void)EnsureLane(lane->key.queue, lane->key.priority);
+			(void)EnsureLane(lane->key.queue, lane->key.priority, lane->key.concurrency_key);
 		if (lane->chosen != NULL)
 			pfree(lane->chosen);
 		lane->chosen = NULL;

@@ -115,6 +115,7 @@ SettingsOf(text *queue)
 			Datum set_at = SPI_getbinval(tuple, desc, 9, &isnull);
 			settings.rate_set_at = isnull ? 0 : DatumGetTimestampTz(set_at);
 		}
+		settings.fair_keys = DatumGetBool(SPI_getbinval(tuple, desc, 10, &isnull));
 	}
 	// Not cached while this transaction may have changed the settings itself
 	// (its invalidation reaches other backends only at commit).

@@ -1,6 +1,6 @@
 // queue_settings.hpp: per-queue settings (awa.queue_meta) as claims and
 // promotion see them: paused, priority aging, default deadline, DLQ,
-// concurrency and rate limits.
+// concurrency and rate limits, fairness between keys.
 //
 // Served from a per-backend cache. awa.configure_queue, pause_queue and
 // resume_queue send a relcache invalidation for awa.queue_meta with their
@@ -24,6 +24,7 @@ struct QueueSettings {
 	int64 rate_period_micros;
 	int32 rate_burst;        // ... at most this many at once
 	TimestampTz rate_set_at;  // when the rate limit (or its burst) was last set; 0: never
+	bool fair_keys;          // fairness 'key' (key_lanes.hpp)
 };
 
 constexpr int64 kDefaultAgingMicros = 60 * USECS_PER_SEC;

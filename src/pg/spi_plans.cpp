@@ -37,16 +37,41 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "       awa.queue_ring_state qs, awa.claim_ring_state cs",
 	 0, {}},
 	// kLaneOf
-	{Stmt::kLaneOf, "SELECT ctid, lane_id, priority FROM awa.queue_lanes WHERE queue = $1 AND priority = $2",
+	{Stmt::kLaneOf, "SELECT ctid, lane_id, priority FROM awa.queue_lanes"
+	 " WHERE queue = $1 AND priority = $2 AND concurrency_key IS NULL",
 	 2, {TEXTOID, INT2OID}},
-	// kLanesOfQueue
+	// kKeyedLaneOf: $1 queue, $2 priority, $3 concurrency_key
+	{Stmt::kKeyedLaneOf, "SELECT ctid, lane_id, priority FROM awa.queue_lanes"
+	 " WHERE queue = $1 AND priority = $2 AND concurrency_key = $3",
+	 3, {TEXTOID, INT2OID, TEXTOID}},
+	// kLanesOfQueue: the lanes of jobs without a key
 	{Stmt::kLanesOfQueue, "SELECT ctid, lane_id, priority FROM awa.queue_lanes"
-	 " WHERE queue = $1 ORDER BY priority",
+	 " WHERE queue = $1 AND concurrency_key IS NULL ORDER BY priority",
 	 1, {TEXTOID}},
-	// kRegisterLane: $1 queue, $2 priority, $3 lane_id; cursors start at 0
-	{Stmt::kRegisterLane, "INSERT INTO awa.queue_lanes (queue, priority, lane_id) VALUES ($1, $2, $3)"
-	 " RETURNING ctid, lane_id, priority",
-	 3, {TEXTOID, INT2OID, INT8OID}},
+	// kKeyedPriorities: the priorities of the queue that have keyed lanes (an
+	// index probe each, whatever the number of keys)
+	{Stmt::kKeyedPriorities, "SELECT p::smallint FROM generate_series(1, 4) p"
+	 " WHERE EXISTS (SELECT FROM awa.queue_lanes l WHERE l.queue = $1 AND l.priority = p"
+	 "               AND l.concurrency_key IS NOT NULL)",
+	 1, {TEXTOID}},
+	// kLanesOfPriority: every lane of (queue, priority), keyed or not, with its
+	// key's weight (key_lanes.cpp, building the queue's scheduler)
+	{Stmt::kLanesOfPriority, "SELECT l.ctid, l.lane_id, l.priority, coalesce(w.weight, 1), l.concurrency_key IS NOT NULL AS keyed"
+	 "  FROM awa.queue_lanes l"
+	 "  LEFT JOIN awa.key_weights w ON w.queue = l.queue AND w.concurrency_key = l.concurrency_key"
+	 " WHERE l.queue = $1 AND l.priority = $2",
+	 2, {TEXTOID, INT2OID}},
+	// kLaneById: $1 lane_id
+	{Stmt::kLaneById, "SELECT ctid, lane_id, priority, concurrency_key IS NOT NULL AS keyed"
+	 "  FROM awa.queue_lanes WHERE lane_id = $1",
+	 1, {INT8OID}},
+	// kKeyWeight: $1 queue, $2 concurrency_key
+	{Stmt::kKeyWeight, "SELECT weight FROM awa.key_weights WHERE queue = $1 AND concurrency_key = $2",
+	 2, {TEXTOID, TEXTOID}},
+	// kRegisterLane: $1 queue, $2 priority, $3 lane_id, $4 concurrency_key; cursors start at 0
+	{Stmt::kRegisterLane, "INSERT INTO awa.queue_lanes (queue, priority, lane_id, concurrency_key)"
+	 " VALUES ($1, $2, $3, $4) RETURNING ctid, lane_id, priority",
+	 4, {TEXTOID, INT2OID, INT8OID, TEXTOID}},
 	// kInsertDeferredMany: $1 job_ids, $2 queues, $3 priorities, $4 kinds, $5 args, $6 run_ats,
 	// $7 run_leases, $8 attempts, $9 max_attempts, $10 created_ats, $11 unique keys, $12 unique states,
 	// $13 payloads
@@ -93,7 +118,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 3, {INT8OID, INT8OID, INT8OID}},
 	// kQueueSettings: $1 queue
 	{Stmt::kQueueSettings, "SELECT paused, dlq_enabled, aging_interval, default_deadline, max_running, rate_count, rate_period,"
-	 "       rate_burst, rate_set_at FROM awa.queue_meta WHERE queue = $1",
+	 "       rate_burst, rate_set_at, fairness = 'key' FROM awa.queue_meta WHERE queue = $1",
 	 1, {TEXTOID}},
 	// kDeleteAttemptState: $1 job_ids, $2 run_leases
 	{Stmt::kDeleteAttemptState, "DELETE FROM awa.attempt_state s USING unnest($1, $2) AS u(job_id, run_lease)"

@@ -27,7 +27,12 @@ constexpr int kReadyRowsRunAtColumn = 10;
 enum class Stmt {
 	kRingPositions,
 	kLaneOf,
+	kKeyedLaneOf,
 	kLanesOfQueue,
+	kKeyedPriorities,
+	kLanesOfPriority,
+	kLaneById,
+	kKeyWeight,
 	kRegisterLane,
 	kInsertDeferredMany,
 	kReadyRows,

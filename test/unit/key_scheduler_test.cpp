@@ -139,6 +139,26 @@ TEST(KeyScheduler, OldestHeadModeFollowsHeads)
 	EXPECT_TRUE(s->Consistent());
 }
 
+// A claim reads the activations, finds no work, and deactivates only if no
+// enqueue's commit activated the key since (else its work would be stranded).
+TEST(KeyScheduler, DeactivateIfUnchangedKeepsALaterActivation)
+{
+	Block s(4);
+	ASSERT_EQ(s->Activate(7, 1, 0, 0, true), KeyResult::kOk);
+	uint32_t seen = s->Find(7)->activations;
+	ASSERT_EQ(s->Activate(7, 1, 0, 0, true), KeyResult::kOk);  // an enqueue committed meanwhile
+	EXPECT_EQ(s->DeactivateIfUnchanged(7, seen, 0), KeyResult::kNotEligible);
+	EXPECT_EQ(s->eligible(), 1);
+	EXPECT_EQ(PickOne(*s), 7u);
+	seen = s->Find(7)->activations;
+	EXPECT_EQ(s->Settle(7, 1, false, 0), KeyResult::kOk);
+	EXPECT_EQ(s->DeactivateIfUnchanged(7, seen, 0), KeyResult::kOk);
+	EXPECT_EQ(s->eligible(), 0);
+	EXPECT_FALSE(s->Pick(0).found);
+	EXPECT_EQ(s->DeactivateIfUnchanged(99, 0, 0), KeyResult::kUnknownKey);
+	EXPECT_TRUE(s->Consistent());
+}
+
 TEST(KeyScheduler, BadWeightChangesNothing)
 {
 	Block s(8);

@@ -114,6 +114,22 @@ TEST(CheckQueue, LengthBoundaries)
 	                "Use a shorter name.");
 }
 
+TEST(CheckConcurrencyKey, NullEmptyAndByteBoundaries)
+{
+	const char *hint = "A concurrency key names who the job is for, such as \"tenant-42\": a non-empty string of "
+	                   "at most 255 bytes.";
+	Violation v = Dirty();
+	EXPECT_FALSE(CheckConcurrencyKey(nullptr, 0, &v));
+	ExpectViolation(v, ViolationCode::kNullValue, "concurrency_key must not be NULL", hint);
+	EXPECT_FALSE(CheckConcurrencyKey(kSomeName, 0, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "concurrency_key must not be empty", hint);
+	EXPECT_TRUE(CheckConcurrencyKey(kSomeName, 1, &v));
+	EXPECT_TRUE(CheckConcurrencyKey(kSomeName, 255, &v));
+	EXPECT_FALSE(CheckConcurrencyKey(kSomeName, 1048576, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "concurrency_key is 1048576 bytes long; at most 255 are allowed",
+	                hint);
+}
+
 // ---- numbers ---------------------------------------------------------------
 
 TEST(CheckPriority, Boundaries)

@@ -1,0 +1,640 @@
+// key_lanes.cpp: see key_lanes.hpp.
+#include "pg/key_lanes.hpp"
+
+#include "core/key_scheduler.hpp"
+#include "pg/gucs.hpp"
+#include "pg/lane_cursors.hpp"
+#include "pg/rings.hpp"
+#include "pg/spi_plans.hpp"
+
+extern "C" {
+#include "common/hashfn.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/dsa.h"
+#include "utils/hsearch.h"
+#include "utils/syscache.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+using core::KeyMode;
+using core::KeyResult;
+using core::KeyScheduler;
+
+constexpr int kMaxQueueBytes = 800;  // 200 characters of up to 4 bytes
+constexpr Size kAreaInitialBytes = 1024 * 1024;
+
+// One (database, extension incarnation, queue, priority) with keyed lanes.
+struct KeyedSlot {
+	bool in_use;
+	bool built;  // its members were read from the lanes since it was made
+	Oid database;
+	Oid incarnation;
+	int16 priority;
+	uint32 hash;
+	int length;
+	char queue[kMaxQueueBytes];
+	uint64 generation;  // moves when the slot is made for another queue
+	dsa_pointer block;  // the KeyScheduler
+};
+
+struct KeyLanesShared {
+	int slot_count;
+	uint64 next_generation;  // under table_lock
+	int area_tranche;
+	pg_atomic_uint32 used;  // slots in use (0: no enqueue has anything to note)
+	KeyedSlot slots[FLEXIBLE_ARRAY_MEMBER];
+};
+static_assert(std::is_trivially_destructible_v<KeyedSlot>, "lives in shared memory");
+
+KeyLanesShared *shared = NULL;
+void *area_space = NULL;
+dsa_area *area = NULL;        // this backend's attachment
+LWLock *table_lock = NULL;    // the slot table
+LWLockPadded *slot_locks = NULL;  // one a slot: its scheduler
+
+Size
+SharedSize()
+{
+	return add_size(offsetof(KeyLanesShared, slots), mul_size(sizeof(KeyedSlot), awa_max_keyed_queues));
+}
+
+Size
+BlockBytes()
+{
+	return KeyScheduler::Size(awa_max_keys_per_queue);
+}
+
+dsa_area *
+Area()
+{
+	if (area != NULL)
+		return area;
+	LWLockRegisterTranche(shared->area_tranche, "awa_key_lanes_area");
+	MemoryContext caller = MemoryContextSwitchTo(TopMemoryContext);
+	area = dsa_attach_in_place(area_space, NULL);
+	dsa_pin_mapping(area);
+	MemoryContextSwitchTo(caller);
+	return area;
+}
+
+LWLock *
+SlotLock(int slot)
+{
+	return &slot_locks[slot].lock;
+}
+
+// The slot's scheduler; the caller holds its lock and checked its generation.
+// Maps the block's segment in this backend the first time (may ereport: only
+// outside commit callbacks, which use addresses resolved before).
+KeyScheduler *
+SchedulerOf(int slot)
+{
+	return static_cast<KeyScheduler *>(dsa_get_address(Area(), shared->slots[slot].block));
+}
+
+bool
+SameQueue(const KeyedSlot &s, Oid incarnation, text *queue, uint32 hash, int16 priority)
+{
+	int length = VARSIZE_ANY_EXHDR(queue);
+	return s.in_use && s.database == MyDatabaseId && s.incarnation == incarnation && s.priority == priority &&
+	       s.hash == hash && s.length == length && memcmp(s.queue, VARDATA_ANY(queue), length) == 0;
+}
+
+uint32
+QueueHash(text *queue)
+{
+	return hash_any(reinterpret_cast<const unsigned char *>(VARDATA_ANY(queue)), VARSIZE_ANY_EXHDR(queue));
+}
+
+// The slot of (queue, priority) in this database, or -1. Takes the table lock
+// shared; cannot fail.
+int
+FindSlot(Oid incarnation, text *queue, int16 priority, uint64 *generation)
+{
+	if (shared == NULL || pg_atomic_read_u32(&shared->used) == 0)
+		return -1;
+	uint32 hash = QueueHash(queue);
+	int found = -1;
+	LWLockAcquire(table_lock, LW_SHARED);
+	for (int i = 0; i < shared->slot_count && found < 0; i++)
+		if (SameQueue(shared->slots[i], incarnation, queue, hash, priority)) {
+			found = i;
+			*generation = shared->slots[i].generation;
+		}
+	LWLockRelease(table_lock);
+	return found;
+}
+
+void
+FreeSlot(int i)
+{
+	KeyedSlot &s = shared->slots[i];
+	if (!s.in_use)
+		return;
+	dsa_free(Area(), s.block);
+	s.in_use = false;
+	s.block = InvalidDsaPointer;
+	pg_atomic_fetch_sub_u32(&shared->used, 1);
+}
+
+// Frees the slots of databases that no longer exist, and this database's
+// slots of an earlier incarnation of the extension. The catalog is read
+// before the table lock is taken. May ereport.
+void
+FreeStaleSlots(Oid incarnation)
+{
+	int count = shared->slot_count;
+	Oid *gone = static_cast<Oid *>(palloc(sizeof(Oid) * (count + 1)));
+	int gone_count = 0;
+	Oid *seen = static_cast<Oid *>(palloc(sizeof(Oid) * (count + 1)));
+	int seen_count = 0;
+	LWLockAcquire(table_lock, LW_SHARED);
+	for (int i = 0; i < count; i++) {
+		const KeyedSlot &s = shared->slots[i];
+		if (!s.in_use || s.database == MyDatabaseId)
+			continue;
+		bool known = false;
+		for (int j = 0; j < seen_count && !known; j++)
+			known = seen[j] == s.database;
+		if (!known)
+			seen[seen_count++] = s.database;
+	}
+	LWLockRelease(table_lock);
+	for (int j = 0; j < seen_count; j++) {
+		CHECK_FOR_INTERRUPTS();
+		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(seen[j])))
+			gone[gone_count++] = seen[j];
+	}
+	LWLockAcquire(table_lock, LW_EXCLUSIVE);
+	for (int i = 0; i < count; i++) {
+		const KeyedSlot &s = shared->slots[i];
+		if (!s.in_use)
+			continue;
+		bool stale = s.database == MyDatabaseId && s.incarnation != incarnation;
+		for (int j = 0; j < gone_count && !stale; j++)
+			stale = s.database == gone[j];
+		if (stale)
+			FreeSlot(i);
+	}
+	LWLockRelease(table_lock);
+	pfree(gone);
+	pfree(seen);
+}
+
+// The slot of (queue, priority), made when missing; -1 when none can be had
+// (the table, this database's half of it, or the area full). May ereport.
+int
+MakeSlot(Oid incarnation, text *queue, int16 priority, uint64 *generation)
+{
+	int found = FindSlot(incarnation, queue, priority, generation);
+	if (found >= 0 || shared == NULL)
+		return found;
+	FreeStaleSlots(incarnation);
+	(void)Area();
+	uint32 hash = QueueHash(queue);
+	int length = VARSIZE_ANY_EXHDR(queue);
+	LWLockAcquire(table_lock, LW_EXCLUSIVE);
+	int free_slot = -1, mine = 0;
+	for (int i = 0; i < shared->slot_count && found < 0; i++) {
+		const KeyedSlot &s = shared->slots[i];
+		if (SameQueue(s, incarnation, queue, hash, priority))
+			found = i;
+		else if (!s.in_use && free_slot < 0)
+			free_slot = i;
+		else if (s.in_use && s.database == MyDatabaseId)
+			mine++;
+	}
+	if (found < 0 && free_slot >= 0 && mine < Max(1, shared->slot_count / 2)) {
+		dsa_pointer block = dsa_allocate_extended(area, BlockBytes(), DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+		if (DsaPointerIsValid(block)) {
+			KeyScheduler *scheduler =
+			    KeyScheduler::Init(dsa_get_address(area, block), BlockBytes(), awa_max_keys_per_queue);
+			scheduler->SetMode(KeyMode::kOldestHead);
+			KeyedSlot &s = shared->slots[free_slot];
+			s.in_use = true;
+			s.built = false;
+			s.database = MyDatabaseId;
+			s.incarnation = incarnation;
+			s.priority = priority;
+			s.hash = hash;
+			s.length = length;
+			memcpy(s.queue, VARDATA_ANY(queue), length);
+			s.generation = ++shared->next_generation;
+			s.block = block;
+			pg_atomic_fetch_add_u32(&shared->used, 1);
+			found = free_slot;
+		}
+	}
+	if (found >= 0)
+		*generation = shared->slots[found].generation;
+	LWLockRelease(table_lock);
+	return found;
+}
+
+// Locks the slot's scheduler when it is still the one of `generation`.
+KeyScheduler *
+LockScheduler(int slot, uint64 generation, KeyScheduler *known = NULL)
+{
+	LWLockAcquire(SlotLock(slot), LW_EXCLUSIVE);
+	const KeyedSlot &s = shared->slots[slot];
+	if (!s.in_use || s.generation != generation) {
+		LWLockRelease(SlotLock(slot));
+		return NULL;
+	}
+	return known != NULL ? known : SchedulerOf(slot);
+}
+
+// Reads the lanes of the slot's (queue, priority) and makes those with work
+// members (key_lanes.hpp). Idempotent: several claims may build at once. May
+// ereport.
+void
+Build(int slot, uint64 generation, text *queue, int16 priority)
+{
+	Lane *lanes;
+	int32 *weights;
+	Datum values[2] = {PointerGetDatum(queue), Int16GetDatum(priority)};
+	Execute(Stmt::kLanesOfPriority, 0, values, NULL, 0);
+	int count = static_cast<int>(SPI_processed);
+	lanes = static_cast<Lane *>(palloc(sizeof(Lane) * (count + 1)));
+	weights = static_cast<int32 *>(palloc(sizeof(int32) * (count + 1)));
+	bool *work = static_cast<bool *>(palloc0(sizeof(bool) * (count + 1)));
+	SPITupleTable *table = SPI_tuptable;
+	for (int i = 0; i < count; i++) {
+		bool isnull;
+		lanes[i] = LaneOfRow(table->vals[i], table->tupdesc);
+		weights[i] = DatumGetInt32(SPI_getbinval(table->vals[i], table->tupdesc, 4, &isnull));
+	}
+	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();
+		LaneCursors cursors = ReadLaneCursors(lanes[i]);
+		work[i] = cursors.claim < cursors.enqueue;
+	}
+	(void)SchedulerOf(slot);  // mapped before the lock
+	KeyScheduler *scheduler = LockScheduler(slot, generation);
+	if (scheduler == NULL)
+		return;
+	int64 now = GetCurrentTimestamp();
+	bool full = false;
+	for (int i = 0; i < count; i++)
+		if (work[i] && scheduler->Activate(static_cast<uint64>(lanes[i].lane_id), weights[i], PG_INT64_MAX, now, true) ==
+		                   KeyResult::kTableFull)
+			full = true;
+	shared->slots[slot].built = true;
+	LWLockRelease(SlotLock(slot));
+	if (full)
+		ereport(WARNING, (errmsg("awa: more keys of queue \"%s\" have work than awa.max_keys_per_queue (%d)",
+		                         text_to_cstring(queue), awa_max_keys_per_queue),
+		                  errhint("Raise awa.max_keys_per_queue and restart: the keys beyond it are claimed "
+		                          "when their next job is enqueued.")));
+}
+
+// ---------------------------------------------------------------------------
+// Transaction-local notes: lanes with new work (activated at commit), lanes
+// a claim took jobs from (activated again at an abort), weights to apply.
+// ---------------------------------------------------------------------------
+struct Note {
+	int64 lane_id;  // hash key
+	bool work;      // an enqueue appended to it
+	bool claimed;   // a claim took jobs from it
+	bool weighed;   // set_key_weight gave it `weight`
+	bool keyed;
+	int16 priority;
+	int32 weight;
+	int64 head;
+	text *queue;    // in the notes' context
+	int slot;       // resolved at PRE_COMMIT (or at the claim): -1 none
+	uint64 generation;
+	KeyScheduler *scheduler;  // mapped in this backend
+};
+static_assert(std::is_trivially_destructible_v<Note>, "lives in a dynahash");
+
+MemoryContext notes_context = NULL;
+HTAB *notes = NULL;
+
+Note *
+NoteOf(int64 lane_id, text *queue, int16 priority)
+{
+	if (notes == NULL) {
+		notes_context = AllocSetContextCreate(TopTransactionContext, "awa key lane notes", ALLOCSET_SMALL_SIZES);
+		HASHCTL ctl;
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(Note);
+		ctl.hcxt = notes_context;
+		notes = hash_create("awa key lane notes", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	bool found;
+	Note *note = static_cast<Note *>(hash_search(notes, &lane_id, HASH_ENTER, &found));
+	if (!found) {
+		note->work = note->claimed = note->weighed = note->keyed = false;
+		note->priority = priority;
+		note->weight = 1;
+		note->head = PG_INT64_MAX;
+		note->queue = static_cast<text *>(MemoryContextAlloc(notes_context, VARSIZE_ANY(queue)));
+		memcpy(note->queue, queue, VARSIZE_ANY(queue));
+		note->slot = -1;
+		note->generation = 0;
+		note->scheduler = NULL;
+	}
+	return note;
+}
+
+void
+ForgetNotes()
+{
+	notes = NULL;
+	notes_context = NULL;  // freed with TopTransactionContext
+}
+
+// PRE_COMMIT: finds (or, for keyed work, makes) each noted lane's scheduler,
+// maps it, and gives each lane with new work its entry, so that the commit
+// callback cannot fail: 53200 here when the scheduler is full. May ereport.
+void
+ResolveNotes()
+{
+	Oid incarnation = ExtensionIncarnationIfPresent();
+	if (!OidIsValid(incarnation))
+		return;
+	HASH_SEQ_STATUS status;
+	hash_seq_init(&status, notes);
+	while (Note *note = static_cast<Note *>(hash_seq_search(&status))) {
+		CHECK_FOR_INTERRUPTS();
+		if (!note->work && !note->weighed)
+			continue;
+		note->slot = note->work && note->keyed ? MakeSlot(incarnation, note->queue, note->priority, &note->generation)
+		                                       : FindSlot(incarnation, note->queue, note->priority, &note->generation);
+		if (note->slot < 0)
+			continue;
+		(void)SchedulerOf(note->slot);
+		note->scheduler = LockScheduler(note->slot, note->generation);
+		if (note->scheduler == NULL) {
+			note->slot = -1;
+			continue;
+		}
+		KeyResult result = KeyResult::kOk;
+		if (note->work) {
+			const core::KeyEntry *entry = note->scheduler->Find(static_cast<uint64>(note->lane_id));
+			int32 weight = entry != NULL && !note->weighed ? entry->weight : note->weight;
+			result = note->scheduler->Activate(static_cast<uint64>(note->lane_id), weight, note->head,
+			                                   GetCurrentTimestamp(), true);
+		}
+		LWLockRelease(SlotLock(note->slot));
+		if (result == KeyResult::kTableFull)
+			ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			                errmsg("awa: queue \"%s\" has work for awa.max_keys_per_queue (%d) keys at priority %d already",
+			                       text_to_cstring(note->queue), awa_max_keys_per_queue, note->priority),
+			                errhint("Raise awa.max_keys_per_queue (a restart is needed), or enqueue this key's jobs "
+			                        "once others have drained; nothing was enqueued.")));
+	}
+}
+
+// COMMIT (visible by now): activations and weights. Plain code that cannot
+// fail: addresses were resolved at PRE_COMMIT.
+void
+ApplyNotesAtCommit()
+{
+	HASH_SEQ_STATUS status;
+	hash_seq_init(&status, notes);
+	int64 now = GetCurrentTimestamp();
+	while (Note *note = static_cast<Note *>(hash_seq_search(&status))) {
+		if (note->slot < 0 || note->scheduler == NULL || (!note->work && !note->weighed))
+			continue;
+		KeyScheduler *scheduler = LockScheduler(note->slot, note->generation, note->scheduler);
+		if (scheduler == NULL)
+			continue;
+		uint64 id = static_cast<uint64>(note->lane_id);
+		if (note->weighed)
+			(void)scheduler->SetWeight(id, note->weight);
+		if (note->work) {
+			const core::KeyEntry *entry = scheduler->Find(id);
+			int32 weight = entry != NULL ? entry->weight : note->weight;
+			if (scheduler->Activate(id, weight, note->head, now, true) == KeyResult::kTableFull)
+				shared->slots[note->slot].built = false;  // read from the lanes again
+		}
+		LWLockRelease(SlotLock(note->slot));
+	}
+}
+
+// An abort (of the transaction or of a subtransaction): the lanes claims took
+// jobs from have them claimable again. Plain code that cannot fail.
+void
+ReactivateClaimed()
+{
+	HASH_SEQ_STATUS status;
+	hash_seq_init(&status, notes);
+	int64 now = GetCurrentTimestamp();
+	while (Note *note = static_cast<Note *>(hash_seq_search(&status))) {
+		if (!note->claimed || note->scheduler == NULL)
+			continue;
+		KeyScheduler *scheduler = LockScheduler(note->slot, note->generation, note->scheduler);
+		if (scheduler == NULL)
+			continue;
+		uint64 id = static_cast<uint64>(note->lane_id);
+		const core::KeyEntry *entry = scheduler->Find(id);
+		if (scheduler->Activate(id, entry != NULL ? entry->weight : 1, note->head, now, true) == KeyResult::kTableFull)
+			shared->slots[note->slot].built = false;
+		LWLockRelease(SlotLock(note->slot));
+	}
+}
+
+}  // namespace
+
+void
+RequestKeyLanesShmem()
+{
+	RequestAddinShmemSpace(SharedSize());
+	RequestAddinShmemSpace(kAreaInitialBytes);
+	RequestNamedLWLockTranche("awa_key_lanes", 1);
+	RequestNamedLWLockTranche("awa_key_lanes_slots", awa_max_keyed_queues);
+}
+
+void
+StartupKeyLanesShmem()
+{
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	bool found;
+	shared = static_cast<KeyLanesShared *>(ShmemInitStruct("awa key lanes", SharedSize(), &found));
+	bool area_found;
+	area_space = ShmemInitStruct("awa key lanes area", kAreaInitialBytes, &area_found);
+	if (!found) {
+		memset(shared, 0, SharedSize());
+		shared->slot_count = awa_max_keyed_queues;
+		pg_atomic_init_u32(&shared->used, 0);
+		shared->area_tranche = LWLockNewTrancheId();
+		dsa_area *made = dsa_create_in_place(area_space, kAreaInitialBytes, shared->area_tranche, NULL);
+		dsa_set_size_limit(made, kAreaInitialBytes + static_cast<Size>(awa_max_keyed_queues) * (BlockBytes() + 65536));
+		dsa_pin(made);
+		dsa_detach(made);
+	}
+	table_lock = &(GetNamedLWLockTranche("awa_key_lanes"))->lock;
+	slot_locks = GetNamedLWLockTranche("awa_key_lanes_slots");
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+OnKeyLanesTransactionEvent(XactEvent event)
+{
+	if (notes == NULL)
+		return;
+	switch (event) {
+	case XACT_EVENT_PRE_COMMIT:
+		ResolveNotes();  // may ereport: the transaction then aborts
+		break;
+	case XACT_EVENT_COMMIT:
+		ApplyNotesAtCommit();
+		ForgetNotes();
+		break;
+	case XACT_EVENT_ABORT:
+		ReactivateClaimed();
+		ForgetNotes();
+		break;
+	case XACT_EVENT_PARALLEL_ABORT:
+	case XACT_EVENT_PARALLEL_COMMIT:
+		ForgetNotes();
+		break;
+	default:
+		break;
+	}
+}
+
+void
+OnKeyLanesSubTransactionEvent(SubXactEvent event)
+{
+	// Activating a lane that has no work again costs one empty walk; so a
+	// subtransaction's abort activates every lane this transaction claimed
+	// from, not only its own.
+	if (notes != NULL && event == SUBXACT_EVENT_ABORT_SUB)
+		ReactivateClaimed();
+}
+
+void
+NoteLaneWork(text *queue, const Lane &lane, text *key, int64 head_job_id)
+{
+	if (shared == NULL || (key == NULL && pg_atomic_read_u32(&shared->used) == 0))
+		return;
+	int32 weight = 1;
+	if (key != NULL) {
+		Datum values[2] = {PointerGetDatum(queue), PointerGetDatum(key)};
+		Execute(Stmt::kKeyWeight, 0, values, NULL, 1);
+		if (SPI_processed == 1) {
+			bool isnull;
+			weight = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		}
+	}
+	Note *note = NoteOf(lane.lane_id, queue, lane.priority);
+	note->work = true;
+	note->keyed = note->keyed || key != NULL;
+	if (!note->weighed)
+		note->weight = weight;
+	note->head = Min(note->head, head_job_id);
+}
+
+void
+NoteKeyWeight(text *queue, text *key, int32 weight)
+{
+	Datum values[1] = {PointerGetDatum(queue)};
+	for (int16 priority = 1; priority <= kMaxLanesPerQueue; priority++) {
+		Datum lane_values[3] = {values[0], Int16GetDatum(priority), PointerGetDatum(key)};
+		Execute(Stmt::kKeyedLaneOf, 0, lane_values, NULL, 1);
+		if (SPI_processed == 0)
+			continue;
+		Lane lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+		Note *note = NoteOf(lane.lane_id, queue, priority);
+		note->weighed = true;
+		note->weight = weight;
+	}
+}
+
+KeyedPriority
+OpenKeyedPriority(text *queue, int16 priority, bool fair)
+{
+	KeyedPriority result{-1, 0, queue, priority};
+	if (shared == NULL)
+		return result;
+	Oid incarnation = ExtensionIncarnation();
+	result.slot = MakeSlot(incarnation, queue, priority, &result.generation);
+	if (result.slot < 0)
+		return result;
+	(void)SchedulerOf(result.slot);
+	if (!shared->slots[result.slot].built)
+		Build(result.slot, result.generation, queue, priority);
+	KeyScheduler *scheduler = LockScheduler(result.slot, result.generation);
+	if (scheduler == NULL) {
+		result.slot = -1;
+		return result;
+	}
+	KeyMode mode = fair ? KeyMode::kFair : KeyMode::kOldestHead;
+	if (scheduler->mode() != mode)
+		scheduler->SetMode(mode);  // O(lanes with work), once per change of the setting
+	LWLockRelease(SlotLock(result.slot));
+	return result;
+}
+
+int
+PickKeyedLane(const KeyedPriority &priority, int want, int64 *lane_id, uint32 *activations)
+{
+	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
+	if (scheduler == NULL)
+		return 0;
+	int64 now = GetCurrentTimestamp();
+	core::KeyPick pick = scheduler->Pick(now);
+	int charged = 0;
+	if (pick.found) {
+		charged = Min(want, pick.room);
+		if (scheduler->Charge(pick.id, charged, now) != KeyResult::kOk)
+			charged = 0;
+		*lane_id = static_cast<int64>(pick.id);
+		*activations = scheduler->Find(pick.id)->activations;
+	}
+	LWLockRelease(SlotLock(priority.slot));
+	return charged;
+}
+
+void
+SettleKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, int claimed, bool exhausted,
+                uint32 activations)
+{
+	if (claimed > 0) {
+		// Mapped already (the pick); the note must exist before the abort
+		// that needs it, so it is made first (may ereport: out of memory).
+		Note *note = NoteOf(lane_id, priority.queue, priority.priority);
+		note->claimed = true;
+		note->slot = priority.slot;
+		note->generation = priority.generation;
+		note->scheduler = SchedulerOf(priority.slot);
+	}
+	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
+	if (scheduler == NULL)
+		return;
+	int64 now = GetCurrentTimestamp();
+	uint64 id = static_cast<uint64>(lane_id);
+	// Unused jobs give their pass back; a pick that found nothing in a lane
+	// that is not empty keeps one job's worth, so the next pick goes elsewhere.
+	int unused = charged - claimed;
+	if (claimed == 0 && !exhausted && charged > 0)
+		unused = charged - 1;
+	if (unused > 0)
+		(void)scheduler->GiveBack(id, charged, unused, now);
+	if (charged - unused > 0)
+		(void)scheduler->Settle(id, charged - unused, false, now);
+	if (exhausted)
+		(void)scheduler->DeactivateIfUnchanged(id, activations, now);
+	LWLockRelease(SlotLock(priority.slot));
+}
+
+int
+LanesOfPriority(text *queue, int16 priority, Lane **lanes)
+{
+	Datum values[2] = {PointerGetDatum(queue), Int16GetDatum(priority)};
+	Execute(Stmt::kLanesOfPriority, 0, values, NULL, 0);
+	int count = static_cast<int>(SPI_processed);
+	*lanes = static_cast<Lane *>(palloc(sizeof(Lane) * (count + 1)));
+	for (int i = 0; i < count; i++)
+		(*lanes)[i] = LaneOfRow(SPI_tuptable->vals[i], SPI_tuptable->tupdesc);
+	return count;
+}
+
+}  // namespace awa::pg
