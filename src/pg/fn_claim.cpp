@@ -184,8 +184,12 @@ ClaimFromLaneLocked(ClaimRequest *request, const Lane &lane, const RingPositions
 }
 
 // A priority of a queue with keyed lanes (key_lanes.hpp): the scheduler's
-// lanes in its order, a few picks at most per look (a pick that finds its
-// lane empty drops it); without a scheduler, every lane of the priority.
+// lanes in its order; without a scheduler, every lane of the priority. A pick
+// whose lane is empty drops the lane and picks again (members without work
+// are few: a lane is dropped the first time a claim finds it empty), so a
+// claim returns nothing only when no member has claimable work; picks that
+// find a lane busy or not empty yet yielding nothing (its jobs held by claims
+// in flight) are at most kMaxKeyedPicks a look.
 constexpr int kMaxKeyedPicks = 16;
 int
 ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int16 priority)
@@ -208,7 +212,7 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		return 0;
 	}
 	int want = request->max_jobs;
-	for (int pick = 0; pick < kMaxKeyedPicks; pick++) {
+	for (int fruitless = 0; fruitless < kMaxKeyedPicks;) {
 		CHECK_FOR_INTERRUPTS();
 		int64 lane_id = 0;
 		uint32 activations = 0;
@@ -226,6 +230,8 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		SettleKeyedPick(keyed, lane_id, charged, claimed, exhausted, activations);
 		if (claimed > 0)
 			return claimed;
+		if (!exhausted)
+			fruitless++;
 	}
 	return 0;
 }
