@@ -40,7 +40,7 @@ InRanges(const BridgeRange *ranges, int count, int64 lane)
 
 int
 WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneWalk &walk, Interval *deadline,
-           ReturnSetInfo *rsinfo)
+           ReturnSetInfo *rsinfo, int64 *last_job_id)
 {
 	// Read the planned rows, and the lane's next head when it is the row
 	// right after them in the same slot (its run_at: counters.hpp, "oldest
@@ -181,6 +181,8 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 		out[10] = SPI_getbinval(tuple, rows->tupdesc, 8, &isnull);
 		out[11] = SPI_getbinval(tuple, rows->tupdesc, 9, &isnull);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, out_nulls);
+		if (last_job_id != NULL)
+			*last_job_id = Max(*last_job_id, DatumGetInt64(job_ids[i]));
 	}
 	return n;
 }

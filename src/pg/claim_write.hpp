@@ -15,8 +15,9 @@ namespace awa::pg {
 
 // Writes the claim of walk.claim (walk.plan.claimed > 0 jobs of one
 // generation) and puts one row per job into rsinfo's tuplestore. Returns the
-// number of jobs. Requires SPI. May ereport.
+// number of jobs; *last_job_id (when given) the highest job_id claimed.
+// Requires SPI. May ereport.
 int WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneWalk &walk, Interval *deadline,
-               ReturnSetInfo *rsinfo);
+               ReturnSetInfo *rsinfo, int64 *last_job_id = NULL);
 
 }  // namespace awa::pg

@@ -99,16 +99,21 @@ LocalTransactionId keeps_lane_lock = InvalidLocalTransactionId;
 // Claims from one lane the caller holds the claim lock of. Returns the number
 // of jobs emitted; the lane lock is released here when the planned lanes went
 // into the in-flight registry (*released), else it is the caller's.
-// *exhausted: the walk saw nothing claimable left in the lane after this claim.
+// *exhausted: the walk saw nothing claimable left in the lane after this
+// claim (key_lanes.hpp drops such a lane from its scheduler); *last_job_id:
+// the highest job_id claimed.
 int
 ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring, bool *released,
-              bool *exhausted = NULL)
+              bool *exhausted = NULL, int64 *last_job_id = NULL)
 {
 	*released = false;
 	LaneWalk walk = WalkLane(request.queue, lane, ring, request.max_jobs, WalkMode::kClaim);
+	// A walk that plans nothing saw no claimable job (claims pass holes and
+	// jobs held by claims in flight, whose aborts make the lane a member
+	// again); one that took the head and saw nothing reserved after it
+	// emptied the lane.
 	if (exhausted != NULL)
-		*exhausted = !walk.from_frontier &&
-		             (walk.plan.claimed == 0 || walk.head.next.state == kHeadEmpty);
+		*exhausted = walk.plan.claimed == 0 || (!walk.from_frontier && walk.head.next.state == kHeadEmpty);
 	// setval takes an xid and a lock that a rolled-back look would keep:
 	// a waiting look advances the cursor only when it claims (the next
 	// claim, or the worker's idle-lane advance, does it otherwise).
@@ -129,7 +134,7 @@ ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring
 		keeps_lane_lock = MyProc->lxid;
 		WakeQueueBucketAtEnd(request.wake_bucket);
 	}
-	return WriteClaim(request.queue, lane, ring, walk, request.deadline, request.rsinfo);
+	return WriteClaim(request.queue, lane, ring, walk, request.deadline, request.rsinfo, last_job_id);
 }
 
 // Judges a deadline as the claim will apply it (calendar months and days), so
@@ -171,13 +176,14 @@ LockLane(ClaimRequest *request, const Lane &lane, bool wait)
 
 // Claims from one lane under its claim lock; 0 when it is busy or yields nothing.
 int
-ClaimFromLaneLocked(ClaimRequest *request, const Lane &lane, const RingPositions &ring, bool *exhausted)
+ClaimFromLaneLocked(ClaimRequest *request, const Lane &lane, const RingPositions &ring, bool *exhausted,
+                    int64 *last_job_id = NULL)
 {
 	*exhausted = false;
 	if (!LockLane(request, lane, true))
 		return 0;
 	bool released;
-	int claimed = ClaimFromLane(*request, lane, ring, &released, exhausted);
+	int claimed = ClaimFromLane(*request, lane, ring, &released, exhausted, last_job_id);
 	if (!released && claimed == 0)
 		UnlockLaneClaim(lane.lane_id);
 	return claimed;
@@ -222,12 +228,13 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		Lane lane;
 		int claimed = 0;
 		bool exhausted = true;  // a lane that is gone has no work
+		int64 last_job_id = 0;
 		if (LaneById(lane_id, &lane)) {
 			request->max_jobs = charged;
-			claimed = ClaimFromLaneLocked(request, lane, ring, &exhausted);
+			claimed = ClaimFromLaneLocked(request, lane, ring, &exhausted, &last_job_id);
 			request->max_jobs = want;
 		}
-		SettleKeyedPick(keyed, lane_id, charged, claimed, exhausted, activations);
+		SettleKeyedPick(keyed, lane_id, charged, claimed, exhausted, activations, last_job_id + 1);
 		if (claimed > 0)
 			return claimed;
 		if (!exhausted)

@@ -17,6 +17,7 @@
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
 #include "pg/inflight.hpp"
+#include "pg/key_lanes.hpp"
 #include "pg/wakeups.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
@@ -79,6 +80,8 @@ AWA_FUNCTION(awa_internal_tombstone)
 	Datum row[8] = {Int16GetDatum(ready_slot),   Int64GetDatum(ready_generation), Int64GetDatum(lane.lane_id),
 	                PointerGetDatum(queue),      Int16GetDatum(priority),         Int64GetDatum(lane_seq),
 	                Int64GetDatum(job_id),       TimestampTzGetDatum(GetCurrentTimestamp())};
+	// Its abort gives the job back: the lane is a keyed scheduler's member again.
+	NoteLaneHeld(queue, lane);
 	Execute(Stmt::kInsertTombstone, ready_slot, row, NULL);
 	CountMove(queue, static_cast<int>(awa::core::JobState::kAvailable), static_cast<int>(awa::core::JobState::kCancelled),
 	          1);

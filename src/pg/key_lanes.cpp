@@ -595,7 +595,7 @@ PickKeyedLane(const KeyedPriority &priority, int want, int64 *lane_id, uint32 *a
 
 void
 SettleKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, int claimed, bool exhausted,
-                uint32 activations)
+                uint32 activations, int64 next_head)
 {
 	if (claimed > 0) {
 		// Mapped already (the pick); the note must exist before the abort
@@ -622,7 +622,26 @@ SettleKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, int c
 		(void)scheduler->Settle(id, charged - unused, false, now);
 	if (exhausted)
 		(void)scheduler->DeactivateIfUnchanged(id, activations, now);
+	else if (claimed > 0 && scheduler->mode() == KeyMode::kOldestHead)
+		(void)scheduler->SetHead(id, next_head);  // its next job is younger than those it gave
 	LWLockRelease(SlotLock(priority.slot));
+}
+
+void
+NoteLaneHeld(text *queue, const Lane &lane)
+{
+	if (shared == NULL || pg_atomic_read_u32(&shared->used) == 0)
+		return;
+	uint64 generation;
+	int slot = FindSlot(ExtensionIncarnation(), queue, lane.priority, &generation);
+	if (slot < 0)
+		return;
+	KeyScheduler *scheduler = SchedulerOf(slot);  // mapped now: the abort cannot map
+	Note *note = NoteOf(lane.lane_id, queue, lane.priority);
+	note->claimed = true;
+	note->slot = slot;
+	note->generation = generation;
+	note->scheduler = scheduler;
 }
 
 int

@@ -67,10 +67,15 @@ int PickKeyedLane(const KeyedPriority &priority, int want, int64 *lane_id, uint3
 
 // After the claim from the picked lane: `claimed` of the `charged` jobs taken;
 // `exhausted`: the claim's walk saw no claimable job left in the lane (it is
-// deactivated unless activated since). A lane that took jobs is activated again
-// if this (sub)transaction aborts.
+// deactivated unless activated since); `next_head`: above the highest job_id
+// claimed (the lane's place in first-come order). A lane that took jobs is
+// activated again if this (sub)transaction aborts.
 void SettleKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, int claimed, bool exhausted,
-                     uint32 activations);
+                     uint32 activations, int64 next_head);
+
+// A cancel tombstoned a job of `lane`: if this (sub)transaction aborts, the
+// job is claimable again and the lane a member again. May ereport.
+void NoteLaneHeld(text *queue, const Lane &lane);
 
 // The lanes of (queue, priority), keyed or not, for a claim without a
 // scheduler: palloc'd, returns how many. Requires SPI. May ereport.

@@ -352,14 +352,40 @@ KeyedPriorities(text *queue)
 	return keyed;
 }
 
+namespace {
+
+// Per-backend cache of committed lanes by lane_id (keyed claims look lanes up
+// by the id their scheduler picked). Emptied with the other caches.
+constexpr int kLaneIdCacheSize = 4096;
+struct LaneIdCacheEntry {
+	Oid incarnation;
+	uint64 rows_epoch;
+	Lane lane;
+};
+LaneIdCacheEntry lane_id_cache[kLaneIdCacheSize];
+
+}  // namespace
+
 bool
 LaneById(int64 lane_id, Lane *lane)
 {
+	RegisterCallbacks();
+	Oid incarnation = ExtensionIncarnation();
+	LaneIdCacheEntry &entry = lane_id_cache[static_cast<uint64>(lane_id) % kLaneIdCacheSize];
+	if (entry.incarnation == incarnation && entry.rows_epoch == lane_rows_epoch && entry.lane.lane_id == lane_id) {
+		*lane = entry.lane;
+		return true;
+	}
 	Datum values[1] = {Int64GetDatum(lane_id)};
 	Execute(Stmt::kLaneById, 0, values, NULL, 1);
 	if (SPI_processed == 0)
 		return false;
 	*lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+	if (!LaneCreatedInThisTransaction()) {
+		entry.incarnation = incarnation;
+		entry.rows_epoch = lane_rows_epoch;
+		entry.lane = *lane;
+	}
 	return true;
 }
 

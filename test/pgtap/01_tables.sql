@@ -1,9 +1,10 @@
 -- 01_tables.sql: the tables, views and sequences of schema awa, their exact
 -- columns, the type of every column, nullability, defaults, CHECK constraints,
--- storage parameters and primary keys (awa--0.6.sql).
+-- storage parameters, primary keys and the unique identity of awa.queue_lanes
+-- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(445);
+SELECT plan(456);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -11,7 +12,7 @@ SELECT tables_are('awa',
     ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
           'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations', 'history_ring_rotations',
           'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
-          'queue_lanes',
+          'queue_lanes', 'key_weights',
           'ready_entries', 'ready_segments', 'ready_tombstones',
           'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
           'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
@@ -31,15 +32,15 @@ SELECT tables_are('awa',
                     generate_series(0, 15) s)
     || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s)
     || ARRAY(SELECT ('job_history_' || s)::name FROM generate_series(0, 7) s),
-    'schema awa has exactly the 31 tables and their 272 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
+    'schema awa has exactly the 32 tables and their 272 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
 
--- has_table: 31
+-- has_table: 32
 SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
                     'history_ring_rotations',
                     'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
-                    'queue_lanes',
+                    'queue_lanes', 'key_weights',
                     'ready_entries', 'ready_segments', 'ready_tombstones',
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
@@ -47,13 +48,14 @@ SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
                     'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
 
--- has_pk, every table but the insert-only history ring job_history: 30
+-- has_pk, every table but the insert-only history ring job_history and
+-- queue_lanes (identified by a unique constraint, below): 30
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
                     'history_ring_rotations',
                     'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
-                    'queue_lanes',
+                    'key_weights',
                     'ready_entries', 'ready_segments', 'ready_tombstones',
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
@@ -62,8 +64,11 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
                     'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
 
 -- awa.job_history has no primary key (a job has one history row; lookups use
--- job_history_job_id_idx): 1
+-- job_history_job_id_idx), nor has awa.queue_lanes (the lane of jobs without a
+-- key has a NULL concurrency_key, which a primary key cannot hold; its
+-- identity is the unique constraint queue_lanes_identity, below): 2
 SELECT hasnt_pk('awa', 'job_history', 'table awa.job_history has no primary key');
+SELECT hasnt_pk('awa', 'queue_lanes', 'table awa.queue_lanes has no primary key');
 
 -- col_is_pk, exact key columns in key order: 30
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
@@ -80,7 +85,7 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('claim_ring_slots',            ARRAY['slot']),
     ('lease_ring_slots',            ARRAY['slot']),
     ('history_ring_slots',          ARRAY['slot']),
-    ('queue_lanes',                 ARRAY['queue', 'priority']),
+    ('key_weights',                 ARRAY['queue', 'concurrency_key']),
     ('ready_entries',               ARRAY['lane_id', 'lane_seq', 'ready_slot']),
     ('ready_segments',              ARRAY['lane_id', 'next_lane_seq', 'ready_slot']),
     ('ready_tombstones',            ARRAY['lane_id', 'lane_seq', 'ready_generation', 'ready_slot']),
@@ -100,7 +105,7 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('periodic_schedules',          ARRAY['name'])
   ) AS pk(t, cols);
 
--- columns_are, exact column sets: 31
+-- columns_are, exact column sets: 32
 SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
   FROM (VALUES
     ('queue_ring_state', ARRAY['singleton', 'slot_count', 'width']),
@@ -115,7 +120,9 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('claim_ring_slots', ARRAY['slot']),
     ('lease_ring_slots', ARRAY['slot']),
     ('history_ring_slots', ARRAY['slot']),
-    ('queue_lanes', ARRAY['lane_id', 'enqueue_cursor', 'claim_cursor', 'priority', 'queue', 'created_at']),
+    ('queue_lanes', ARRAY['lane_id', 'enqueue_cursor', 'claim_cursor', 'priority', 'queue', 'created_at',
+                          'concurrency_key']),
+    ('key_weights', ARRAY['queue', 'concurrency_key', 'weight']),
     ('ready_entries', ARRAY['ready_slot', 'priority', 'ready_generation', 'lane_id', 'queue', 'lane_seq',
                             'job_id', 'run_lease', 'attempt', 'max_attempts', 'kind', 'args', 'run_at',
                             'created_at', 'attempted_at', 'unique_key', 'unique_states', 'payload']),
@@ -157,13 +164,14 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                           'attempt', 'max_attempts', 'run_at', 'created_at', 'unique_key', 'unique_states',
                           'payload', 'dlq_reason', 'dlq_at']),
     ('queue_meta', ARRAY['queue', 'paused', 'paused_at', 'dlq_enabled', 'aging_interval', 'default_deadline',
-                         'max_running', 'rate_count', 'rate_period', 'rate_burst', 'rate_set_at', 'updated_at']),
+                         'max_running', 'rate_count', 'rate_period', 'rate_burst', 'rate_set_at', 'fairness',
+                         'updated_at']),
     ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at']),
     ('periodic_schedules', ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
                                  'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at'])
   ) AS c(t, cols);
 
--- col_type_is, every column of every table (partitions inherit them): 250
+-- col_type_is, every column of every table (partitions inherit them): 264
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -200,6 +208,10 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('queue_lanes', 'priority', 'smallint'),
     ('queue_lanes', 'queue', 'text'),
     ('queue_lanes', 'created_at', 'timestamp with time zone'),
+    ('queue_lanes', 'concurrency_key', 'text'),
+    ('key_weights', 'queue', 'text'),
+    ('key_weights', 'concurrency_key', 'text'),
+    ('key_weights', 'weight', 'integer'),
     ('ready_entries', 'ready_slot', 'smallint'),
     ('ready_entries', 'ready_generation', 'bigint'),
     ('ready_entries', 'lane_id', 'bigint'),
@@ -406,6 +418,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('queue_meta', 'rate_period', 'interval'),
     ('queue_meta', 'rate_burst', 'integer'),
     ('queue_meta', 'rate_set_at', 'timestamp with time zone'),
+    ('queue_meta', 'fairness', 'text'),
     ('queue_meta', 'updated_at', 'timestamp with time zone'),
     ('job_unique_claims', 'unique_key', 'bytea'),
     ('job_unique_claims', 'job_id', 'bigint'),
@@ -427,7 +440,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('periodic_schedules', 'updated_at', 'timestamp with time zone')
   ) AS ct(t, c, ty);
 
--- Nullability: exactly these columns of the 31 tables may be NULL (all others NOT NULL): 1
+-- Nullability: exactly these columns of the 32 tables may be NULL (all others NOT NULL): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default"
         FROM pg_catalog.pg_attribute a
@@ -448,6 +461,7 @@ SELECT results_eq(
              ('leases', 'heartbeat_at'),
              ('periodic_schedules', 'last_error'), ('periodic_schedules', 'last_job_id'),
              ('periodic_schedules', 'last_run_at'),
+             ('queue_lanes', 'concurrency_key'),
              ('queue_meta', 'default_deadline'), ('queue_meta', 'max_running'), ('queue_meta', 'paused_at'),
              ('queue_meta', 'rate_burst'), ('queue_meta', 'rate_count'), ('queue_meta', 'rate_period'),
              ('queue_meta', 'rate_set_at'),
@@ -455,7 +469,7 @@ SELECT results_eq(
              ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
--- Defaults: exactly these columns of the 31 tables have a default, and these
+-- Defaults: exactly these columns of the 32 tables have a default, and these
 -- are the defaults (configure_queue's fallbacks match queue_meta's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default",
@@ -476,14 +490,15 @@ SELECT results_eq(
              ('queue_lanes', 'claim_cursor', '0'), ('queue_lanes', 'created_at', 'now()'),
              ('queue_lanes', 'enqueue_cursor', '0'),
              ('queue_meta', 'aging_interval', '''00:01:00''::interval'),
-             ('queue_meta', 'dlq_enabled', 'false'), ('queue_meta', 'paused', 'false'),
+             ('queue_meta', 'dlq_enabled', 'false'), ('queue_meta', 'fairness', '''none''::text'),
+             ('queue_meta', 'paused', 'false'),
              ('queue_meta', 'updated_at', 'now()'),
              ('queue_ring_rotations', 'rotated_at', 'now()'),
              ('queue_ring_state', 'singleton', 'true'),
              ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0')$$,
     'exactly these columns have defaults, and these are the defaults');
 
--- CHECK and UNIQUE constraints of the 31 tables, exactly (no foreign keys, no
+-- CHECK and UNIQUE constraints of the 32 tables, exactly (no foreign keys, no
 -- exclusion constraints; partitions inherit their parent's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", k.contype::text COLLATE "default",
@@ -507,6 +522,10 @@ SELECT results_eq(
              ('history_ring_state', 'c', 'CHECK (((slot_count >= 4) AND (slot_count <= 64)))'),
              ('history_ring_state', 'c', 'CHECK (((width >= 4) AND (width <= slot_count)))'),
              ('history_ring_state', 'c', 'CHECK (singleton)'),
+             ('key_weights', 'c', 'CHECK (((length(queue) >= 1) AND (length(queue) <= 200)))'),
+             ('key_weights', 'c',
+              'CHECK (((octet_length(concurrency_key) >= 1) AND (octet_length(concurrency_key) <= 255)))'),
+             ('key_weights', 'c', 'CHECK (((weight >= 1) AND (weight <= 10000)))'),
              ('lease_claim_closures', 'c',
               'CHECK ((outcome = ANY (ARRAY[''completed''::text, ''retryable''::text, ''scheduled''::text, '
               '''failed''::text, ''dlq''::text, ''cancelled''::text, ''rescued''::text, '
@@ -519,11 +538,15 @@ SELECT results_eq(
              ('leases', 'c', 'CHECK ((state = ANY (ARRAY[''running''::text, ''waiting_external''::text])))'),
              ('periodic_schedules', 'c', 'CHECK (((length(name) >= 1) AND (length(name) <= 200)))'),
              ('queue_lanes', 'c', 'CHECK (((length(queue) >= 1) AND (length(queue) <= 200)))'),
+             ('queue_lanes', 'c',
+              'CHECK (((octet_length(concurrency_key) >= 1) AND (octet_length(concurrency_key) <= 255)))'),
              ('queue_lanes', 'c', 'CHECK (((priority >= 1) AND (priority <= 4)))'),
              ('queue_lanes', 'u', 'UNIQUE (lane_id)'),
+             ('queue_lanes', 'u', 'UNIQUE NULLS NOT DISTINCT (queue, priority, concurrency_key)'),
              ('queue_meta', 'c', 'CHECK (((length(queue) >= 1) AND (length(queue) <= 200)))'),
              ('queue_meta', 'c', 'CHECK ((aging_interval >= ''00:00:00''::interval))'),
              ('queue_meta', 'c', 'CHECK ((default_deadline > ''00:00:00''::interval))'),
+             ('queue_meta', 'c', 'CHECK ((fairness = ANY (ARRAY[''none''::text, ''key''::text])))'),
              ('queue_meta', 'c', 'CHECK ((max_running > 0))'),
              ('queue_meta', 'c', 'CHECK ((rate_burst > 0))'),
              ('queue_meta', 'c', 'CHECK ((rate_count > 0))'),
@@ -558,10 +581,10 @@ SELECT lives_ok($$INSERT INTO awa.queue_meta (queue) VALUES ('pgtap_meta')$$,
                 'queue_meta takes a queue name alone');
 SELECT results_eq(
     $$SELECT paused, paused_at IS NULL, dlq_enabled, aging_interval = interval '60 seconds',
-             default_deadline IS NULL, updated_at = now()
+             default_deadline IS NULL, fairness, updated_at = now()
         FROM awa.queue_meta WHERE queue = 'pgtap_meta'$$,
-    $$VALUES (false, true, false, true, true, true)$$,
-    'a new queue_meta row is not paused, has no DLQ, ages by 60 s and has no default deadline');
+    $$VALUES (false, true, false, true, true, 'none', true)$$,
+    'a new queue_meta row is not paused, has no DLQ, ages by 60 s, has no default deadline and no fairness between keys');
 
 -- periodic_schedules bounds a schedule's name, keeps one row per name, and
 -- a new schedule has no tick enqueued yet: 5
@@ -587,8 +610,19 @@ SELECT results_eq(
     $$VALUES (true, true, true, true)$$,
     'a new periodic_schedules row has no last tick or job and is created and updated now');
 
--- queue_lanes.lane_id is unique (the cursors find a moved row by it): 1
+-- queue_lanes.lane_id is unique (the cursors find a moved row by it), and a
+-- lane is identified by (queue, priority, concurrency_key), NULLS NOT DISTINCT:
+-- one lane of jobs without a key per (queue, priority), beside one lane per
+-- key: 1 + 1 + 2
 SELECT col_is_unique('awa', 'queue_lanes', ARRAY['lane_id']::name[], 'awa.queue_lanes.lane_id is unique');
+SELECT col_is_unique('awa', 'queue_lanes', ARRAY['queue', 'priority', 'concurrency_key']::name[],
+                     'awa.queue_lanes (queue, priority, concurrency_key) is unique (queue_lanes_identity)');
+SELECT throws_ok($$INSERT INTO awa.queue_lanes (lane_id, priority, queue)
+                   VALUES (-1, 2, 'pgtap_lanes'), (-2, 2, 'pgtap_lanes')$$,
+                 '23505', NULL, 'queue_lanes admits one lane without a key per (queue, priority)');
+SELECT lives_ok($$INSERT INTO awa.queue_lanes (lane_id, priority, queue, concurrency_key)
+                  VALUES (-1, 2, 'pgtap_lanes', NULL), (-2, 2, 'pgtap_lanes', 'a'), (-3, 2, 'pgtap_lanes', 'b')$$,
+                'queue_lanes takes the lane without a key and a lane per key at the same (queue, priority)');
 
 -- The views lanes, dlq and periodic_jobs, their columns and column types:
 -- 1 + 3 + 3 + (5 + 12 + 14 = 31)

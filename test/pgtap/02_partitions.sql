@@ -6,7 +6,7 @@
 -- The ring configuration rows agree with the partitions.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(357);
+SELECT plan(358);
 
 CREATE TEMP TABLE ring_family (family name, slot_column name, slots int) ON COMMIT DROP;
 INSERT INTO ring_family VALUES
@@ -79,13 +79,13 @@ SELECT is(
     ARRAY(SELECT family::text FROM ring_family ORDER BY family COLLATE "C"),
     'exactly the 12 ring families are partitioned');
 
--- Control and plain tables are not partitioned: 19
+-- Control and plain tables are not partitioned: 20
 SELECT isnt_partitioned('awa', t::name, 'awa.' || t || ' is not partitioned')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
                     'history_ring_rotations',
                     'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
-                    'queue_lanes', 'attempt_state', 'deferred_jobs', 'dlq_entries',
+                    'queue_lanes', 'key_weights', 'attempt_state', 'deferred_jobs', 'dlq_entries',
                     'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
 
 -- Ring configuration agrees with the partitions: 12

@@ -3,9 +3,13 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(108);
+SELECT plan(113);
 
--- Hot-path indexes with their exact key columns: 10
+-- Hot-path indexes with their exact key columns: 11
+SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
+                 ARRAY['queue', 'priority', 'concurrency_key']::name[],
+                 'queue_lanes has its identity index (queue, priority, concurrency_key) (enqueues find a lane by it, '
+                 'and read it dirty for a lane whose creator has not committed)');
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
                  ARRAY['lane_id', 'lane_seq', 'ready_slot']::name[],
                  'ready_entries PK is (lane_id, lane_seq, ready_slot)');
@@ -36,7 +40,8 @@ SELECT has_index('awa', 'periodic_schedules', 'periodic_schedules_due_idx', ARRA
 -- pause_queue and resume_queue name queue_meta_pkey in ON CONFLICT ON
 -- CONSTRAINT; unique keys are taken by inserting into job_unique_claims;
 -- schedule_periodic, unschedule_periodic and the periodic step find a
--- schedule by name): 6
+-- schedule by name; set_key_weight names key_weights_pkey in ON CONFLICT ON
+-- CONSTRAINT): 7
 SELECT index_is_primary('awa', 'ready_entries', 'ready_entries_pkey',
                         'ready_entries_pkey is the primary key of ready_entries');
 SELECT index_is_primary('awa', 'ready_segments', 'ready_segments_pkey',
@@ -45,13 +50,22 @@ SELECT index_is_primary('awa', 'lease_claim_batches', 'lease_claim_batches_pkey'
                         'lease_claim_batches_pkey is the primary key of lease_claim_batches');
 SELECT index_is_primary('awa', 'queue_meta', 'queue_meta_pkey',
                         'queue_meta_pkey is the primary key of queue_meta');
+SELECT index_is_primary('awa', 'key_weights', 'key_weights_pkey',
+                        'key_weights_pkey is the primary key of key_weights');
 SELECT index_is_primary('awa', 'job_unique_claims', 'job_unique_claims_pkey',
                         'job_unique_claims_pkey is the primary key of job_unique_claims');
 SELECT index_is_primary('awa', 'periodic_schedules', 'periodic_schedules_pkey',
                         'periodic_schedules_pkey is the primary key of periodic_schedules');
 
--- Exact definitions of every index of the 31 tables (uniqueness, method,
--- columns, order, predicate; ON ONLY = the partitioned parent's index): 45
+-- awa.queue_lanes has no primary key: its identity is the unique index of the
+-- constraint queue_lanes_identity (NULLS NOT DISTINCT: one lane without a key
+-- per queue and priority), which awa's C code opens by name: 1
+SELECT index_is_unique('awa', 'queue_lanes', 'queue_lanes_identity',
+                       'queue_lanes_identity is a unique index of queue_lanes');
+
+-- Exact definitions of every index of the 32 tables (uniqueness, method,
+-- columns, order, predicate, NULLS NOT DISTINCT; ON ONLY = the partitioned
+-- parent's index): 45
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -82,10 +96,12 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX lease_ring_slots_pkey ON awa.lease_ring_slots USING btree (slot)'),
     ('history_ring_slots_pkey',
      'CREATE UNIQUE INDEX history_ring_slots_pkey ON awa.history_ring_slots USING btree (slot)'),
-    ('queue_lanes_pkey',
-     'CREATE UNIQUE INDEX queue_lanes_pkey ON awa.queue_lanes USING btree (queue, priority)'),
+    ('queue_lanes_identity',
+     'CREATE UNIQUE INDEX queue_lanes_identity ON awa.queue_lanes USING btree (queue, priority, concurrency_key) NULLS NOT DISTINCT'),
     ('queue_lanes_lane_id_key',
      'CREATE UNIQUE INDEX queue_lanes_lane_id_key ON awa.queue_lanes USING btree (lane_id)'),
+    ('key_weights_pkey',
+     'CREATE UNIQUE INDEX key_weights_pkey ON awa.key_weights USING btree (queue, concurrency_key)'),
     ('ready_entries_pkey',
      'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (lane_id, lane_seq, ready_slot)'),
     ('ready_entries_job_id_idx',
@@ -144,7 +160,7 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX periodic_schedules_due_idx ON awa.periodic_schedules USING btree (next_run_at)')
   ) AS d(i, def);
 
--- Exact index set of every table: 31
+-- Exact index set of every table: 32
 SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its indexes')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['queue_ring_state_pkey']),
@@ -159,7 +175,8 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('claim_ring_slots',            ARRAY['claim_ring_slots_pkey']),
     ('lease_ring_slots',            ARRAY['lease_ring_slots_pkey']),
     ('history_ring_slots',          ARRAY['history_ring_slots_pkey']),
-    ('queue_lanes',                 ARRAY['queue_lanes_pkey', 'queue_lanes_lane_id_key']),
+    ('queue_lanes',                 ARRAY['queue_lanes_identity', 'queue_lanes_lane_id_key']),
+    ('key_weights',                 ARRAY['key_weights_pkey']),
     ('ready_entries',               ARRAY['ready_entries_pkey', 'ready_entries_job_id_idx']),
     ('ready_segments',              ARRAY['ready_segments_pkey']),
     ('ready_tombstones',            ARRAY['ready_tombstones_pkey']),
@@ -183,7 +200,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its
--- partitions (claims and completions probe the slot partitions directly): 19
+-- partitions (claims and completions probe the slot partitions directly): 17
 SELECT is(
     (SELECT count(*)::int
        FROM pg_catalog.pg_inherits i

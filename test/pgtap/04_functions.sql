@@ -1,11 +1,11 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (31 of the
--- 39 public functions; never await_durable, periodic_next, the
+-- types, names, defaults), return types, language, SECURITY DEFINER (32 of the
+-- 40 public functions; never await_durable, periodic_next, the
 -- six casts to awa.duration or an awa._* building block), volatility,
 -- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
 -- _oldest_live_generation, _prune_target, the closure batch id range _first_closure_batch_id and
 -- _last_closure_batch_id, the internal tick arithmetic
--- _periodic_latest and the ten functions of the type awa.duration are STRICT:
+-- _periodic_latest, the key weight notice _key_weight_changed and the ten functions of the type awa.duration are STRICT:
 -- NULL arguments of the API must reach the code that raises 22004), row
 -- estimates, the pinned search path
 -- (every SQL and PL/pgSQL function has SET search_path = pg_catalog, pg_temp;
@@ -15,7 +15,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1134);
+SELECT plan(1166);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -136,11 +136,17 @@ INSERT INTO api VALUES
      'boolean',
      'c', true, 'volatile', false, 0, 'awa_rebuild_counters'),
     ('configure_queue',
-     ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer'],
+     ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer', 'text'],
      'void',
      'queue text, dlq_enabled boolean DEFAULT NULL::boolean, aging_interval awa.duration DEFAULT NULL::awa.duration, '
      'default_deadline awa.duration DEFAULT NULL::awa.duration, max_running integer DEFAULT NULL::integer, '
-     'rate_limit text DEFAULT NULL::text, burst integer DEFAULT NULL::integer',
+     'rate_limit text DEFAULT NULL::text, burst integer DEFAULT NULL::integer, fairness text DEFAULT NULL::text',
+     'void',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('set_key_weight',
+     ARRAY['text', 'text', 'integer'],
+     'void',
+     'queue text, concurrency_key text, weight integer',
      'void',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('pause_queue',
@@ -263,9 +269,10 @@ INSERT INTO api VALUES
      'claimed_at timestamp with time zone)',
      'c', false, 'volatile', false, 1000, 'awa_internal_attempt'),
     ('_tombstone',
-     ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint'],
+     ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint', 'bigint'],
      'text',
-     'queue text, priority integer, lane_seq bigint, ready_slot integer, ready_generation bigint, job_id bigint',
+     'queue text, priority integer, lane_seq bigint, ready_slot integer, ready_generation bigint, job_id bigint, '
+     'lane_id bigint DEFAULT NULL::bigint',
      'text',
      'c', false, 'volatile', false, 0, 'awa_internal_tombstone'),
     ('_reserve_lane_positions',
@@ -298,6 +305,12 @@ INSERT INTO api VALUES
      'queue text',
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_queue_meta_changed'),
+    ('_key_weight_changed',
+     ARRAY['text', 'text', 'integer'],
+     'void',
+     'queue text, concurrency_key text, weight integer',
+     'void',
+     'c', false, 'volatile', true, 0, 'awa_internal_key_weight_changed'),
     ('_check_job',
      ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
      'void',
@@ -428,6 +441,12 @@ INSERT INTO api VALUES
      'queue text',
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_require_queue'),
+    ('_require_concurrency_key',
+     ARRAY['text'],
+     'void',
+     'concurrency_key text',
+     'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_require_concurrency_key'),
     ('_job_document',
      ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
            'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'timestamp with time zone',
@@ -676,12 +695,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 39 public functions and the 65 awa._* building blocks');
+                     'schema awa has exactly the 40 public functions and the 70 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 107,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 110,
           'no function is overloaded');
 
--- Per function, 10 checks: 104 x 10 = 1040
+-- Per function, 10 checks: 110 x 10 = 1100
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -724,7 +743,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 54
+-- Per C function, its symbol in $libdir/awa: 61
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(663);
+SELECT plan(688);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -47,7 +47,9 @@ INSERT INTO grants VALUES
     ('queue_counts', ARRAY['text'], false, false, true, false),
     ('queue_counts_exact', ARRAY['text'], false, false, true, false),
     ('rebuild_counters', ARRAY[]::name[], false, false, true, false),
-    ('configure_queue', ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer'], false, false, true, false),
+    ('configure_queue', ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer', 'text'],
+     false, false, true, false),
+    ('set_key_weight', ARRAY['text', 'text', 'integer'], false, false, true, false),
     ('pause_queue', ARRAY['text'], false, false, true, false),
     ('resume_queue', ARRAY['text'], false, false, true, false),
     ('dlq_retry', ARRAY['bigint[]'], false, false, true, false),
@@ -65,12 +67,14 @@ INSERT INTO grants VALUES
     ('unschedule_periodic', ARRAY['text'], false, false, true, false),
     ('periodic_next', ARRAY['text', 'text', 'timestamp with time zone'], false, false, true, false),
     ('_attempt', ARRAY['bigint', 'bigint', 'bigint', 'text'], false, false, false, false),
-    ('_tombstone', ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint'], false, false, false, false),
+    ('_tombstone', ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint', 'bigint'],
+     false, false, false, false),
     ('_reserve_lane_positions', ARRAY['text', 'integer', 'bigint'], false, false, false, false),
     ('_promote_jobs', ARRAY['bigint[]'], false, false, false, false),
     ('_count_move', ARRAY['text', 'text', 'text', 'bigint'], false, false, false, false),
     ('_backoff', ARRAY['integer'], false, false, false, false),
     ('_queue_meta_changed', ARRAY['text'], false, false, false, false),
+    ('_key_weight_changed', ARRAY['text', 'text', 'integer'], false, false, false, false),
     ('_check_job', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
      false, false, false, false),
     ('_job_defaults', ARRAY[]::name[], false, false, false, false),
@@ -83,6 +87,7 @@ INSERT INTO grants VALUES
     ('_periodic', ARRAY[]::name[], false, false, false, false),
     ('_queue_counts_scan', ARRAY['text'], false, false, false, false),
     ('_require_queue', ARRAY['text'], false, false, false, false),
+    ('_require_concurrency_key', ARRAY['text'], false, false, false, false),
     ('_job_document', ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'jsonb'],
@@ -154,7 +159,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 106 x 5 = 530
+-- EXECUTE per function and role (PUBLIC included): 110 x 5 = 550
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END
@@ -186,7 +191,7 @@ SELECT is(
                         'heartbeat_many', 'job_event_totals', 'lane_cursors', 'maintenance_status', 'pause_queue', 'periodic_next',
                         'periodic_status', 'promote_due', 'queue_counts', 'queue_counts_exact', 'queue_metrics',
                         'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance', 'schedule_periodic',
-                        'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),
+                        'set_key_weight', 'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),
     ('awa_monitor', ARRAY['job_event_totals', 'maintenance_status', 'periodic_status', 'queue_metrics',
                           'storage_status', 'waiting_claims']),
     ('public', ARRAY[]::text[])
@@ -246,13 +251,17 @@ SELECT is(
   FROM unnest(ARRAY['awa_producer', 'awa_worker', 'awa_monitor', 'public']) r;
 
 -- Exactly SELECT for awa_admin on the views and the control tables of the
--- lifecycle and of periodic jobs; nothing for awa_monitor and PUBLIC: 6 + 6 + 6
+-- lifecycle, of the keys' weights and of periodic jobs; nothing for awa_monitor
+-- and PUBLIC: 7 + 7 + 7
 SELECT table_privs_are('awa', t::name, 'awa_admin', ARRAY['SELECT']::name[], 'awa_admin may only SELECT awa.' || t)
-  FROM unnest(ARRAY['lanes', 'dlq', 'periodic_jobs', 'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
+  FROM unnest(ARRAY['lanes', 'dlq', 'periodic_jobs', 'queue_meta', 'key_weights', 'job_unique_claims',
+                    'periodic_schedules']) t;
 SELECT table_privs_are('awa', t::name, 'awa_monitor', ARRAY[]::name[], 'awa_monitor has no privilege on awa.' || t)
-  FROM unnest(ARRAY['lanes', 'dlq', 'periodic_jobs', 'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
+  FROM unnest(ARRAY['lanes', 'dlq', 'periodic_jobs', 'queue_meta', 'key_weights', 'job_unique_claims',
+                    'periodic_schedules']) t;
 SELECT table_privs_are('awa', t::name, 'public', ARRAY[]::name[], 'PUBLIC has no privilege on awa.' || t)
-  FROM unnest(ARRAY['lanes', 'dlq', 'periodic_jobs', 'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
+  FROM unnest(ARRAY['lanes', 'dlq', 'periodic_jobs', 'queue_meta', 'key_weights', 'job_unique_claims',
+                    'periodic_schedules']) t;
 -- No relation's ACL names any grantee besides the owner and awa_admin: 1
 SELECT is(
     ARRAY(SELECT DISTINCT coalesce(r.rolname, 'PUBLIC')::text || ' ' || a.privilege_type
@@ -307,7 +316,7 @@ SELECT throws_ok($$SELECT awa.schedule_periodic('pgtap_privileges', '@hourly', '
 SELECT ok(awa.enqueue('k', '{}', 'pgtap_privileges') > 0, 'a producer may enqueue');
 RESET ROLE;
 
--- awa_worker: 15
+-- awa_worker: 16
 SET LOCAL ROLE awa_pgtap_worker;
 SELECT throws_ok($$SELECT awa.enqueue('k')$$, '42501', NULL, 'a worker may not enqueue');
 SELECT throws_ok($$SELECT awa.cancel(-1)$$, '42501', NULL, 'a worker may not cancel');
@@ -315,6 +324,8 @@ SELECT throws_ok($$SELECT awa.get_job(-1)$$, '42501', NULL, 'a worker may not re
 SELECT throws_ok($$SELECT awa.configure_queue('pgtap_privileges', true)$$, '42501', NULL,
                  'a worker may not configure a queue');
 SELECT throws_ok($$SELECT awa.pause_queue('pgtap_privileges')$$, '42501', NULL, 'a worker may not pause a queue');
+SELECT throws_ok($$SELECT awa.set_key_weight('pgtap_privileges', 'k', 2)$$, '42501', NULL,
+                 'a worker may not set a key''s weight');
 SELECT throws_ok($$SELECT awa.promote_due()$$, '42501', NULL, 'a worker may not promote due jobs');
 SELECT throws_ok($$SELECT awa.dlq_purge('{-1}')$$, '42501', NULL, 'a worker may not purge the DLQ');
 SELECT throws_ok($$SELECT count(*) FROM awa.queue_meta$$, '42501', NULL, 'a worker may not read awa.queue_meta');
@@ -336,7 +347,7 @@ SELECT results_eq(
     'a worker may heartbeat_many');
 RESET ROLE;
 
--- awa_admin: 14 + 12
+-- awa_admin: 14 + 12 + 4
 SET LOCAL ROLE awa_pgtap_admin;
 SELECT throws_ok($$SELECT awa._backoff(1)$$, '42501', NULL, 'an admin may not execute awa._backoff');
 SELECT throws_ok($$SELECT awa._count_move('pgtap_privileges', 'available', NULL)$$, '42501', NULL,
@@ -418,9 +429,19 @@ SELECT results_eq(
 SELECT lives_ok($$SELECT (SELECT count(*) FROM awa.job_event_totals()), (SELECT count(*) FROM awa.waiting_claims()),
                          (SELECT count(*) FROM awa.periodic_status())$$,
                 'an admin may read the job event totals, the waiting claims and the periodic status');
+-- ... and the keys' weights:
+SELECT throws_ok($$SELECT awa._require_concurrency_key('k')$$, '42501', NULL,
+                 'an admin may not execute awa._require_concurrency_key');
+SELECT throws_ok($$SELECT awa._key_weight_changed('pgtap_privileges', 'k', 2)$$, '42501', NULL,
+                 'an admin may not execute awa._key_weight_changed (only through awa.set_key_weight)');
+SELECT lives_ok($$SELECT awa.set_key_weight('pgtap_privileges', 'k', 2)$$, 'an admin may set a key''s weight');
+SELECT results_eq(
+    $$SELECT queue, concurrency_key, weight FROM awa.key_weights$$,
+    $$VALUES ('pgtap_privileges', 'k', 2)$$,
+    'an admin may read awa.key_weights (the weight just set)');
 RESET ROLE;
 
--- awa_monitor reads the metrics surface and nothing else: 12 + 6
+-- awa_monitor reads the metrics surface and nothing else: 14 + 6
 SET LOCAL ROLE awa_pgtap_monitor;
 SELECT throws_ok($$SELECT awa.enqueue('k')$$, '42501', NULL, 'a monitor may not enqueue');
 SELECT throws_ok($$SELECT * FROM awa.claim('q')$$, '42501', NULL, 'a monitor may not claim');
@@ -439,6 +460,9 @@ SELECT throws_ok($$SELECT * FROM awa.periodic_jobs$$, '42501', NULL,
 SELECT throws_ok($$SELECT * FROM awa.periodic_schedules$$, '42501', NULL,
                  'a monitor may not read awa.periodic_schedules');
 SELECT throws_ok($$SELECT count(*) FROM awa.queue_meta$$, '42501', NULL, 'a monitor may not read awa.queue_meta');
+SELECT throws_ok($$SELECT awa.set_key_weight('pgtap_privileges', 'k', 2)$$, '42501', NULL,
+                 'a monitor may not set a key''s weight');
+SELECT throws_ok($$SELECT count(*) FROM awa.key_weights$$, '42501', NULL, 'a monitor may not read awa.key_weights');
 SELECT throws_ok($$SELECT awa._oldest_available_at('pgtap_privileges')$$, '42501', NULL,
                  'a monitor may not execute awa._oldest_available_at');
 SELECT results_eq(
