@@ -18,7 +18,10 @@ SELECT jsonb_build_object(
     'errors', coalesce(payload -> 'errors', '[]'::jsonb),
     'progress', coalesce(progress, payload -> 'progress'),
     'metadata', coalesce(payload -> 'metadata', '{}'::jsonb),
-    'tags', coalesce(payload -> 'tags', '[]'::jsonb)) || coalesce(extra, '{}'::jsonb)
+    'tags', coalesce(payload -> 'tags', '[]'::jsonb))
+  || CASE WHEN payload ? 'concurrency_key' THEN jsonb_build_object('concurrency_key', payload -> 'concurrency_key')
+          ELSE '{}'::jsonb END  -- only for a keyed job
+  || coalesce(extra, '{}'::jsonb)
 $$;
 
 -- One job wherever it is: deferred (scheduled, retryable), dead-lettered, or in

@@ -1,6 +1,7 @@
 // key_scheduler.hpp: which key a claim of a keyed queue serves next
-// (docs/flow-control.md, "Per key and fair share": the core). NOT YET WIRED
-// to claims: nothing in src/pg calls it yet.
+// (docs/flow-control.md, "The core: the key scheduler"). src/pg/key_lanes.cpp
+// uses it for fair share and first-come order between a priority's lanes;
+// its limits per key (SetLimits, Release, SetRunning) are not used yet.
 //
 // A queue's keys with work ("active") or with attempts still running, each
 // with its running attempts, its reserved ones (claims in progress), its

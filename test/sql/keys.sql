@@ -68,10 +68,13 @@ SELECT awa.configure_queue('keys_retry', fairness => 'key');
 SELECT count(*) FROM (SELECT awa.enqueue('k', '{"key": "r"}', 'keys_retry', opts => '{"concurrency_key": "r", "tags": ["t"]}')) x;
 CREATE TEMP TABLE keys_first AS SELECT job_id, run_lease, receipt_id, metadata FROM awa.claim('keys_retry', 1);
 SELECT metadata FROM keys_first;
+SELECT awa.get_job(job_id)->'concurrency_key' AS key, awa.get_job(job_id)->'tags' AS tags FROM keys_first;
 SELECT awa.retry(job_id, run_lease, receipt_id, 'again', 0) FROM keys_first;
 SELECT awa.promote_due(100) >= 1 AS promoted;
 SELECT count(*) AS keyed_lanes FROM awa.queue_lanes WHERE queue = 'keys_retry' AND concurrency_key = 'r';
 SELECT args->>'key' AS key, attempt FROM awa.claim('keys_retry', 1);
+-- A job without a key has none in its document.
+SELECT awa.get_job(awa.enqueue('k', '{}', 'keys_retry')) ? 'concurrency_key' AS has_key;
 
 -- Several jobs of one key in one claim; a claim of more than a key has takes
 -- what that key has (the next claim serves the next key).
