@@ -9,7 +9,7 @@ namespace awa::pg {
 
 namespace {
 
-constexpr int kHeadCacheSize = 256;
+constexpr int kHeadCacheSize = 16384;  // a keyed queue cycles through its keys' lanes
 
 struct HeadCacheEntry {
 	Oid incarnation;

@@ -356,7 +356,7 @@ namespace {
 
 // Per-backend cache of committed lanes by lane_id (keyed claims look lanes up
 // by the id their scheduler picked). Emptied with the other caches.
-constexpr int kLaneIdCacheSize = 4096;
+constexpr int kLaneIdCacheSize = 16384;
 struct LaneIdCacheEntry {
 	Oid incarnation;
 	uint64 rows_epoch;

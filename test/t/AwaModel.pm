@@ -20,8 +20,12 @@
 #     by run_at, appends jobs to their lanes in the order the ops deferred
 #     them; a promotion first waits (bounded) until the clock passes W, so it
 #     moves every committed deferred job of the unpaused queues;
-#   - aging_interval = 0 (strict priorities), so the lane a claim serves is
-#     predictable;
+#   - aging_interval = 0 (strict priorities), so the priority a claim serves
+#     is predictable; jobs may carry a concurrency key (c0..c2), which puts
+#     them into their key's lane (queue|priority|key): a claim of a priority
+#     with keyed lanes may serve any of that priority's lanes with claimable
+#     jobs (fair share or first come, src/pg/key_lanes.hpp), but within the
+#     lane it serves it must return the lane's head;
 #   - the driver never starts a call that would wait for a lock another
 #     session's open transaction holds (claim batch locks, unique keys).
 package AwaModel;
@@ -195,7 +199,10 @@ sub msql { my ($self, $sql) = @_; return $self->qok($self->{m}, $sql, "m"); }
 # ---------------------------------------------------------------------------
 # Model helpers
 # ---------------------------------------------------------------------------
-sub lane { my ($j) = @_; return "$j->{queue}|$j->{prio}"; }
+sub lane { my ($j) = @_; return "$j->{queue}|$j->{prio}" . (defined $j->{ckey} ? "|$j->{ckey}" : ''); }
+
+# The lanes of queue $q at priority $p (with or without a key).
+sub lanes_at { my ($by, $q, $p) = @_; return grep { $_ eq "$q|$p" || index($_, "$q|$p|") == 0 } sort keys %$by; }
 
 # Saves a job before an open transaction of $s changes it.
 sub touch
@@ -393,11 +400,12 @@ sub do_enqueue
 	my $queue = $QUEUES[ int(rand(@QUEUES)) ];
 	my $n     = $many ? 2 + int(rand(7)) : 1;
 	my $maxatt = 1 + int(rand(3));
-	my (@prio, @future, @ukey, @skip);
+	my (@prio, @future, @ukey, @skip, @ckey);
 	for my $k (1 .. $n)
 	{
 		my $r = rand();
 		push @prio, $r < 0.15 ? 1 : $r < 0.75 ? 2 : $r < 0.9 ? 3 : 4;
+		push @ckey, rand() < 0.3 ? 'c' . int(rand(3)) : undef;
 		push @future, rand() < 0.15 ? 1 : 0;
 		my $key;
 		if (rand() < 0.15)
@@ -428,11 +436,15 @@ sub do_enqueue
 	my $runat = $self->mk_runat_sql;
 	my $kopts = sub {
 		my ($k) = @_;
-		return $skip[$k] ? qq{{"unique_key": "$ukey[$k]", "unique": {"on_conflict": "skip"}}} : qq{{"unique_key": "$ukey[$k]"}};
+		my @parts;
+		push @parts, qq{"unique_key": "$ukey[$k]"} if defined $ukey[$k];
+		push @parts, qq{"unique": {"on_conflict": "skip"}} if defined $ukey[$k] && $skip[$k];
+		push @parts, qq{"concurrency_key": "$ckey[$k]"} if defined $ckey[$k];
+		return '{' . join(', ', @parts) . '}';
 	};
 	if (!$many)
 	{
-		my $opts = defined $ukey[0] ? "'" . $kopts->(0) . "'" : "'{}'";
+		my $opts = "'" . $kopts->(0) . "'";
 		$sql = "SELECT awa.enqueue('k', '{}', '$queue', $prio[0], "
 		  . ($future[0] ? $runat : 'NULL') . ", $maxatt, $opts)";
 	}
@@ -441,7 +453,7 @@ sub do_enqueue
 		my $kinds = "ARRAY[" . join(',', map { "'k'" } 1 .. $n) . "]";
 		my $prios = "ARRAY[" . join(',', @prio) . "]";
 		my $ra    = "ARRAY[" . join(',', map { $_ ? 'ra.t' : 'NULL::timestamptz' } @future) . "]";
-		my $opts  = "ARRAY[" . join(',', map { defined $ukey[$_] ? "'" . $kopts->($_) . "'::jsonb" : 'NULL::jsonb' } 0 .. $n - 1) . "]";
+		my $opts  = "ARRAY[" . join(',', map { defined $ukey[$_] || defined $ckey[$_] ? "'" . $kopts->($_) . "'::jsonb" : 'NULL::jsonb' } 0 .. $n - 1) . "]";
 		$sql = "SELECT e FROM (SELECT $runat AS t) ra, awa.enqueue_many($kinds, NULL, '$queue', $prios, $ra, $maxatt, $opts) e";
 	}
 	my ($rows, $err) = $self->sq($s->{dbh}, $sql);
@@ -476,7 +488,7 @@ sub do_enqueue
 	{
 		my $j = {
 			id => $ids[$k], queue => $queue, prio => $prio[$k], max => $maxatt,
-			lease => 0, attempt => 0, ukey => $ukey[$k],
+			lease => 0, attempt => 0, ukey => $ukey[$k], ckey => $ckey[$k],
 			state => $future[$k] ? 'scheduled' : 'available',
 			seq => $seq{$k}, dseq => $future[$k] ? $dseq : undef, gen => $self->{gen},
 		};
@@ -519,23 +531,29 @@ sub check_claim
 		return if $self->{paused}{$queue} || !$certain;
 		for my $p (1 .. 4)
 		{
-			my $lane = "$queue|$p";
-			my $l = $by->{$lane} // [];
-			next unless @$l;
-			next if $self->lane_maybe_blocked($s, $lane);
-			$self->bad("$label returned nothing although lane $lane has "
-				  . scalar(@$l) . " claimable jobs (" . join(',', map { $_->{id} } @$l[0 .. ($#$l < 9 ? $#$l : 9)]) . ")");
+			for my $lane (lanes_at($by, $queue, $p))
+			{
+				my $l = $by->{$lane} // [];
+				next unless @$l;
+				next if $self->lane_maybe_blocked($s, $lane);
+				$self->bad("$label returned nothing although lane $lane has "
+					  . scalar(@$l) . " claimable jobs (" . join(',', map { $_->{id} } @$l[0 .. ($#$l < 9 ? $#$l : 9)]) . ")");
+			}
 		}
 		return;
 	}
 	my $prio = $rows->[0][6];
-	my $lane = "$queue|$prio";
+	my $first = $self->{jobs}{ $rows->[0][0] };
+	my $lane = $first ? lane($first) : "$queue|$prio";
 	for my $p (1 .. $prio - 1)
 	{
-		my $l = $by->{"$queue|$p"} // [];
-		next unless @$l && !$self->lane_maybe_blocked($s, "$queue|$p");
-		$self->bad("$label served lane $lane although the more urgent lane $queue|$p has claimable jobs ("
-			  . join(',', map { $_->{id} } @$l) . ")");
+		for my $urgent (lanes_at($by, $queue, $p))
+		{
+			my $l = $by->{$urgent} // [];
+			next unless @$l && !$self->lane_maybe_blocked($s, $urgent);
+			$self->bad("$label served lane $lane although the more urgent lane $urgent has claimable jobs ("
+				  . join(',', map { $_->{id} } @$l) . ")");
+		}
 	}
 	my $l = $by->{$lane} // [];
 	my @got = map { $_->[0] } @$rows;
@@ -1027,7 +1045,7 @@ sub check_all
 			my ($rows, $err) = $self->sq($m, "SELECT job_id, priority FROM awa.claim('$q', 1000, interval '1 day')");
 			$self->bad("$label: probe claim failed: $err") if $err;
 			last unless @$rows;
-			push @{ $got{"$q|$_->[1]"} }, $_->[0] for @$rows;
+			push @{ $got{ $self->{jobs}{ $_->[0] } ? lane($self->{jobs}{ $_->[0] }) : "$q|$_->[1]" } }, $_->[0] for @$rows;
 		}
 	}
 	$m->rollback;
@@ -1112,15 +1130,20 @@ sub setup
 	$self->read_gen;
 	for my $q (@QUEUES)
 	{
-		$self->msql("SELECT awa.configure_queue('$q', aging_interval => interval '0')");
+		$self->msql("SELECT awa.configure_queue('$q', aging_interval => interval '0', fairness => '"
+			  . (rand() < 0.5 ? 'key' : 'none') . "')");
 		# Create every lane up front (a first enqueue of a lane would make a
 		# concurrent first enqueue wait), and finish those jobs.
 		for my $p (1 .. 4)
 		{
-			my $id = $self->msql("SELECT awa.enqueue('setup', '{}', '$q', $p)")->[0][0];
-			$self->{jobs}{$id} = { id => $id, queue => $q, prio => $p, max => 1, lease => 0, attempt => 0, state => 'available', seq => ++$self->{seq}, gen => $self->{gen} };
+			for my $ckey (undef, 'c0', 'c1', 'c2')
+			{
+				my $opts = defined $ckey ? qq{'{"concurrency_key": "$ckey"}'} : "'{}'";
+				my $id = $self->msql("SELECT awa.enqueue('setup', '{}', '$q', $p, NULL, 25, $opts)")->[0][0];
+				$self->{jobs}{$id} = { id => $id, queue => $q, prio => $p, max => 1, lease => 0, attempt => 0, state => 'available', seq => ++$self->{seq}, gen => $self->{gen}, ckey => $ckey };
+			}
 		}
-		for (1 .. 4)
+		for (1 .. 16)
 		{
 			my $r = $self->msql("SELECT job_id, run_lease, receipt_id FROM awa.claim('$q', 10)");
 			for my $c (@$r)
@@ -1130,7 +1153,7 @@ sub setup
 			}
 		}
 	}
-	$self->logop('setup', "database $self->{db}: queues @QUEUES, strict priorities, 12 lanes created");
+	$self->logop('setup', "database $self->{db}: queues @QUEUES, strict priorities, 48 lanes created (12 without a key)");
 }
 
 sub step
