@@ -137,16 +137,10 @@ SELECT q.queue,
 $$;
 
 
--- Raises what an opts.concurrency_key raises when it is not a key
--- (src/core/validate.cpp, CheckConcurrencyKey): NULL, empty, over 255 bytes.
-CREATE FUNCTION awa._require_concurrency_key(concurrency_key text)
-RETURNS void
-AS 'MODULE_PATHNAME', 'awa_internal_require_concurrency_key'
-LANGUAGE C VOLATILE;  -- raises: never evaluated ahead of time; not STRICT: NULL raises
-
--- Gives the key's lanes their new weight in the claims' shared memory when
--- this transaction commits (src/pg/key_lanes.hpp).
+-- Checks a key's new weight (and its queue and key: src/core/validate.hpp),
+-- and gives the key's lanes the weight in the claims' shared memory when this
+-- transaction commits (src/pg/key_lanes.hpp).
 CREATE FUNCTION awa._key_weight_changed(queue text, concurrency_key text, weight int)
 RETURNS void
 AS 'MODULE_PATHNAME', 'awa_internal_key_weight_changed'
-LANGUAGE C VOLATILE STRICT;
+LANGUAGE C VOLATILE;  -- raises: not STRICT, NULL raises

@@ -103,15 +103,9 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 BEGIN
-    PERFORM awa._require_queue(queue);
-    PERFORM awa._require_concurrency_key(concurrency_key);
-    IF weight IS NULL OR weight < 1 OR weight > 10000 THEN
-        RAISE EXCEPTION 'weight must be between 1 and 10000' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'A key of weight 2 gets twice the claims of a key of weight 1 while both have work.';
-    END IF;
+    PERFORM awa._key_weight_changed($1, $2, $3);  -- checks the three first
     INSERT INTO awa.key_weights AS w (queue, concurrency_key, weight) VALUES ($1, $2, $3)
     ON CONFLICT ON CONSTRAINT key_weights_pkey DO UPDATE SET weight = $3;
-    PERFORM awa._key_weight_changed($1, $2, $3);
 END
 $$;
 

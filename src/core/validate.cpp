@@ -1,6 +1,8 @@
 // validate.cpp: argument rules of the SQL API (see validate.hpp).
 #include "core/validate.hpp"
 
+#include "core/key_scheduler.hpp"
+
 #include <cinttypes>
 #include <cmath>
 #include <cstdarg>
@@ -55,6 +57,16 @@ CheckConcurrencyKey(const void *value, size_t bytes, Violation *out) noexcept
 	if (bytes > kMaxConcurrencyKeyBytes)
 		return Fail(out, ViolationCode::kInvalidParameter, kHint,
 		            "concurrency_key is %zu bytes long; at most %zu are allowed", bytes, kMaxConcurrencyKeyBytes);
+	return true;
+}
+
+bool
+CheckKeyWeight(bool is_null, int64_t weight, Violation *out) noexcept
+{
+	if (is_null || weight < kMinKeyWeight || weight > kMaxKeyWeight)
+		return Fail(out, ViolationCode::kInvalidParameter,
+		            "A key of weight 2 gets twice the claims of a key of weight 1 while both have work.",
+		            "weight must be between %d and %d", static_cast<int>(kMinKeyWeight), static_cast<int>(kMaxKeyWeight));
 	return true;
 }
 

@@ -46,6 +46,10 @@ bool CheckPriority(int64_t priority, Violation *out) noexcept;
 // the CHECK of awa.queue_lanes.concurrency_key.
 constexpr size_t kMaxConcurrencyKeyBytes = 255;
 bool CheckConcurrencyKey(const void *value, size_t bytes, Violation *out) noexcept;
+// A key's weight in its queue's fair share (awa.set_key_weight): within
+// core::kMinKeyWeight..kMaxKeyWeight (key_scheduler.hpp, which refuses any
+// other); `is_null` for SQL NULL.
+bool CheckKeyWeight(bool is_null, int64_t weight, Violation *out) noexcept;
 bool CheckMaxAttempts(int64_t max_attempts, Violation *out) noexcept;
 bool CheckMaxJobs(int64_t max_jobs, Violation *out) noexcept;
 bool CheckDeadline(int64_t deadline_micros, Violation *out) noexcept;

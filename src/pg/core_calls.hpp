@@ -54,6 +54,7 @@ AWA_CHECK_NOEXCEPT(EffectivePriority(declval<int>(), declval<int64_t>(), declval
 AWA_CHECK_NOEXCEPT(CheckKind(declval<const void *>(), declval<size_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckQueue(declval<const void *>(), declval<size_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckConcurrencyKey(declval<const void *>(), declval<size_t>(), declval<Violation *>()));
+AWA_CHECK_NOEXCEPT(CheckKeyWeight(declval<bool>(), declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckPriority(declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckMaxAttempts(declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckMaxJobs(declval<int64_t>(), declval<Violation *>()));

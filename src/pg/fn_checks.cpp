@@ -3,7 +3,6 @@
 // rule and its message exist once (src/core/validate.hpp).
 #include "core/validate.hpp"
 #include "pg/arguments.hpp"
-#include "pg/errors.hpp"
 #include "pg/guard.hpp"
 
 using namespace awa::pg;
@@ -29,14 +28,4 @@ AWA_FUNCTION(awa_internal_job_defaults)
 	                   Int32GetDatum(static_cast<int32>(awa::core::kDefaultMaxAttempts))};
 	bool nulls[2] = {false, false};
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-}
-
-// awa._require_concurrency_key(key): raises what an opts.concurrency_key that
-// is not a key raises (core/validate.hpp, CheckConcurrencyKey).
-AWA_FUNCTION(awa_internal_require_concurrency_key)
-{
-	awa::core::Violation violation;
-	text *key = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
-	Require(awa::core::CheckConcurrencyKey(key, key ? VARSIZE_ANY_EXHDR(key) : 0, &violation), violation);
-	PG_RETURN_VOID();
 }

@@ -5,7 +5,7 @@
 -- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
 -- _oldest_live_generation, _prune_target, the closure batch id range _first_closure_batch_id and
 -- _last_closure_batch_id, the internal tick arithmetic
--- _periodic_latest, the key weight notice _key_weight_changed and the ten functions of the type awa.duration are STRICT:
+-- _periodic_latest and the ten functions of the type awa.duration are STRICT:
 -- NULL arguments of the API must reach the code that raises 22004), row
 -- estimates, the pinned search path
 -- (every SQL and PL/pgSQL function has SET search_path = pg_catalog, pg_temp;
@@ -15,7 +15,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1166);
+SELECT plan(1155);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -310,7 +310,7 @@ INSERT INTO api VALUES
      'void',
      'queue text, concurrency_key text, weight integer',
      'void',
-     'c', false, 'volatile', true, 0, 'awa_internal_key_weight_changed'),
+     'c', false, 'volatile', false, 0, 'awa_internal_key_weight_changed'),
     ('_check_job',
      ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
      'void',
@@ -441,12 +441,6 @@ INSERT INTO api VALUES
      'queue text',
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_require_queue'),
-    ('_require_concurrency_key',
-     ARRAY['text'],
-     'void',
-     'concurrency_key text',
-     'void',
-     'c', false, 'volatile', false, 0, 'awa_internal_require_concurrency_key'),
     ('_job_document',
      ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
            'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'timestamp with time zone',
@@ -697,10 +691,10 @@ INSERT INTO api VALUES
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
                      'schema awa has exactly the 40 public functions and the 70 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 110,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 109,
           'no function is overloaded');
 
--- Per function, 10 checks: 110 x 10 = 1100
+-- Per function, 10 checks: 109 x 10 = 1090
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

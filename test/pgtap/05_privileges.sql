@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(688);
+SELECT plan(682);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -87,7 +87,6 @@ INSERT INTO grants VALUES
     ('_periodic', ARRAY[]::name[], false, false, false, false),
     ('_queue_counts_scan', ARRAY['text'], false, false, false, false),
     ('_require_queue', ARRAY['text'], false, false, false, false),
-    ('_require_concurrency_key', ARRAY['text'], false, false, false, false),
     ('_job_document', ARRAY['bigint', 'text', 'integer', 'text', 'jsonb', 'text', 'integer', 'integer', 'bigint',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb',
                             'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'jsonb'],
@@ -430,8 +429,6 @@ SELECT lives_ok($$SELECT (SELECT count(*) FROM awa.job_event_totals()), (SELECT 
                          (SELECT count(*) FROM awa.periodic_status())$$,
                 'an admin may read the job event totals, the waiting claims and the periodic status');
 -- ... and the keys' weights:
-SELECT throws_ok($$SELECT awa._require_concurrency_key('k')$$, '42501', NULL,
-                 'an admin may not execute awa._require_concurrency_key');
 SELECT throws_ok($$SELECT awa._key_weight_changed('pgtap_privileges', 'k', 2)$$, '42501', NULL,
                  'an admin may not execute awa._key_weight_changed (only through awa.set_key_weight)');
 SELECT lives_ok($$SELECT awa.set_key_weight('pgtap_privileges', 'k', 2)$$, 'an admin may set a key''s weight');

@@ -130,6 +130,20 @@ TEST(CheckConcurrencyKey, NullEmptyAndByteBoundaries)
 	                hint);
 }
 
+TEST(CheckKeyWeight, BoundsAndNull)
+{
+	const char *hint = "A key of weight 2 gets twice the claims of a key of weight 1 while both have work.";
+	Violation v = Dirty();
+	EXPECT_TRUE(CheckKeyWeight(false, 1, &v));
+	EXPECT_TRUE(CheckKeyWeight(false, 10000, &v));
+	for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{10001}}) {
+		EXPECT_FALSE(CheckKeyWeight(false, bad, &v));
+		ExpectViolation(v, ViolationCode::kInvalidParameter, "weight must be between 1 and 10000", hint);
+	}
+	EXPECT_FALSE(CheckKeyWeight(true, 5, &v));
+	ExpectViolation(v, ViolationCode::kInvalidParameter, "weight must be between 1 and 10000", hint);
+}
+
 // ---- numbers ---------------------------------------------------------------
 
 TEST(CheckPriority, Boundaries)
