@@ -302,6 +302,10 @@ struct Note {
 	bool claimed;   // a claim took jobs from it
 	bool weighed;   // set_key_weight gave it `weight`
 	bool keyed;
+	// ResolveNotes activated it before the commit, where it was no member;
+	// the activation count it left (an abort undoes it, if still its own).
+	bool pre_activated;
+	uint32 pre_activations;
 	int16 priority;
 	int32 weight;
 	int64 head;
@@ -329,7 +333,8 @@ NoteOf(int64 lane_id, text *queue, int16 priority)
 	bool found;
 	Note *note = static_cast<Note *>(hash_search(notes, &lane_id, HASH_ENTER, &found));
 	if (!found) {
-		note->work = note->claimed = note->weighed = note->keyed = false;
+		note->work = note->claimed = note->weighed = note->keyed = note->pre_activated = false;
+		note->pre_activations = 0;
 		note->priority = priority;
 		note->weight = 1;
 		note->head = PG_INT64_MAX;
@@ -376,10 +381,15 @@ ResolveNotes()
 		}
 		KeyResult result = KeyResult::kOk;
 		if (note->work) {
-			const core::KeyEntry *entry = note->scheduler->Find(static_cast<uint64>(note->lane_id));
+			uint64 id = static_cast<uint64>(note->lane_id);
+			const core::KeyEntry *entry = note->scheduler->Find(id);
+			bool was_member = entry != NULL && entry->state == core::KeyState::kActive;
 			int32 weight = entry != NULL && !note->weighed ? entry->weight : note->weight;
-			result = note->scheduler->Activate(static_cast<uint64>(note->lane_id), weight, note->head,
-			                                   GetCurrentTimestamp(), true);
+			result = note->scheduler->Activate(id, weight, note->head, GetCurrentTimestamp(), true);
+			if (result == KeyResult::kOk && !was_member) {
+				note->pre_activated = true;
+				note->pre_activations = note->scheduler->Find(id)->activations;
+			}
 		}
 		LWLockRelease(SlotLock(note->slot));
 		if (result == KeyResult::kTableFull)
@@ -414,6 +424,26 @@ ApplyNotesAtCommit()
 			if (scheduler->Activate(id, weight, note->head, now, true) == KeyResult::kTableFull)
 				shared->slots[note->slot].built = false;  // read from the lanes again
 		}
+		LWLockRelease(SlotLock(note->slot));
+	}
+}
+
+// An abort after PRE_COMMIT (a later commit step failed, or 53200 for a later
+// lane): the lanes it made members have no work of it; it takes them out
+// again unless something activated them since. Plain code that cannot fail.
+void
+UndoPreCommitActivations()
+{
+	HASH_SEQ_STATUS status;
+	hash_seq_init(&status, notes);
+	int64 now = GetCurrentTimestamp();
+	while (Note *note = static_cast<Note *>(hash_seq_search(&status))) {
+		if (!note->pre_activated || note->scheduler == NULL)
+			continue;
+		KeyScheduler *scheduler = LockScheduler(note->slot, note->generation, note->scheduler);
+		if (scheduler == NULL)
+			continue;
+		(void)scheduler->DeactivateIfUnchanged(static_cast<uint64>(note->lane_id), note->pre_activations, now);
 		LWLockRelease(SlotLock(note->slot));
 	}
 }
@@ -488,6 +518,7 @@ OnKeyLanesTransactionEvent(XactEvent event)
 		ForgetNotes();
 		break;
 	case XACT_EVENT_ABORT:
+		UndoPreCommitActivations();
 		ReactivateClaimed();
 		ForgetNotes();
 		break;

@@ -56,6 +56,13 @@ is(enqueue_keys('kb', 17, 20, 1), 0, 'once keys drained, new keys fit again');
 is(q1(q{SELECT count(*) FROM (SELECT (awa.claim('kb', 1)).job_id FROM generate_series(1, 10)) x}), '4',
 	'and their jobs are claimed');
 
+# A transaction refused at its commit (21 new keys, room for 16) leaves no
+# member behind: 16 other keys fit at once, without a claim to clear them.
+isnt(enqueue_keys('kb', 100, 120, 1), 0, 'a transaction of 21 new keys is refused');
+is(enqueue_keys('kb', 200, 215, 1), 0, 'and took no room: 16 other keys fit right after');
+is(q1(q{SELECT count(*) FROM (SELECT (awa.claim('kb', 1)).job_id FROM generate_series(1, 20)) x}), '16',
+	'their 16 jobs are claimed, and nothing of the refused one');
+
 # Two schedulers in all, one for this database: its second keyed queue has none.
 q1(q{SELECT awa.configure_queue('kc', fairness => 'key')});
 enqueue_keys('kc', 1, 3, 3);
