@@ -108,12 +108,16 @@ ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring
 {
 	*released = false;
 	LaneWalk walk = WalkLane(request.queue, lane, ring, request.max_jobs, WalkMode::kClaim);
-	// A walk that plans nothing saw no claimable job (claims pass holes and
-	// jobs held by claims in flight, whose aborts make the lane a member
-	// again); one that took the head and saw nothing reserved after it
-	// emptied the lane.
+	// The lane is empty only when it is proven so: everything reserved in it
+	// is spent (the walk's spent prefix reaches the enqueue cursor), or the
+	// claim took the head and nothing is reserved after it. A walk that plans
+	// nothing is no proof: the jobs may be held by claims in flight or by an
+	// open enqueue (whose commit, for a lane without a key, may note nothing),
+	// or the walk may have stopped short (key_lanes.hpp keeps such a lane).
 	if (exhausted != NULL)
-		*exhausted = walk.plan.claimed == 0 || (!walk.from_frontier && walk.head.next.state == kHeadEmpty);
+		*exhausted = !walk.from_frontier &&
+		             ((walk.plan.claimed == 0 && walk.plan.new_cursor >= ReadLaneCursors(lane).enqueue) ||
+		              (walk.plan.claimed > 0 && walk.head.next.state == kHeadEmpty));
 	// setval takes an xid and a lock that a rolled-back look would keep:
 	// a waiting look advances the cursor only when it claims (the next
 	// claim, or the worker's idle-lane advance, does it otherwise).
@@ -174,13 +178,14 @@ LockLane(ClaimRequest *request, const Lane &lane, bool wait)
 	return false;
 }
 
-// Claims from one lane under its claim lock; 0 when it is busy or yields nothing.
+// Claims from one lane under its claim lock; 0 when it is busy (waited for
+// when `wait`) or yields nothing.
 int
 ClaimFromLaneLocked(ClaimRequest *request, const Lane &lane, const RingPositions &ring, bool *exhausted,
-                    int64 *last_job_id = NULL)
+                    int64 *last_job_id = NULL, bool wait = true)
 {
 	*exhausted = false;
-	if (!LockLane(request, lane, true))
+	if (!LockLane(request, lane, wait))
 		return 0;
 	bool released;
 	int claimed = ClaimFromLane(*request, lane, ring, &released, exhausted, last_job_id);
@@ -192,18 +197,20 @@ ClaimFromLaneLocked(ClaimRequest *request, const Lane &lane, const RingPositions
 // A priority of a queue with keyed lanes (key_lanes.hpp): the scheduler's
 // lanes in its order; without a scheduler, every lane of the priority. A pick
 // whose lane is empty drops the lane and picks again (members without work
-// are few: a lane is dropped the first time a claim finds it empty), so a
-// claim returns nothing only when no member has claimable work; picks that
-// find a lane busy or not empty yet yielding nothing (its jobs held by claims
-// in flight) are at most kMaxKeyedPicks a look.
+// are few: a lane is dropped the first time a claim finds it empty). A pick
+// that finds its lane busy (waited for once a look, at most
+// awa.lane_wait_timeout) or not empty yet yielding nothing (its jobs held by
+// claims in flight, or by an open enqueue) moves the lane behind the others
+// (SettleKeyedPick), so the next pick goes elsewhere; at most kMaxKeyedPicks
+// of those a look.
 constexpr int kMaxKeyedPicks = 16;
 int
-ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int16 priority)
+ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int16 priority, const Lane *unkeyed)
 {
 	int64 epoch;
-	RingPositions ring = CurrentRings(&epoch);
 	KeyedPriority keyed = OpenKeyedPriority(request->queue, priority, settings.fair_keys);
 	if (keyed.slot < 0) {
+		RingPositions ring = CurrentRings(&epoch);
 		Lane *lanes;
 		int count = LanesOfPriority(request->queue, priority, &lanes);
 		for (int i = 0; i < count; i++) {
@@ -218,8 +225,11 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		return 0;
 	}
 	int want = request->max_jobs;
+	bool waited = false;
 	for (int fruitless = 0; fruitless < kMaxKeyedPicks;) {
 		CHECK_FOR_INTERRUPTS();
+		// Afresh each pick: a look over many empty lanes may outlast a rotation.
+		RingPositions ring = CurrentRings(&epoch);
 		int64 lane_id = 0;
 		uint32 activations = 0;
 		int charged = PickKeyedLane(keyed, want, &lane_id, &activations);
@@ -231,7 +241,11 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		int64 last_job_id = 0;
 		if (LaneById(lane_id, &lane)) {
 			request->max_jobs = charged;
-			claimed = ClaimFromLaneLocked(request, lane, ring, &exhausted, &last_job_id);
+			bool unsure = request->unsure;
+			request->unsure = false;
+			claimed = ClaimFromLaneLocked(request, lane, ring, &exhausted, &last_job_id, !waited);
+			waited = waited || request->unsure;  // busy: waited for (or not allowed to)
+			request->unsure = request->unsure || unsure;
 			request->max_jobs = want;
 		}
 		SettleKeyedPick(keyed, lane_id, charged, claimed, exhausted, activations, last_job_id + 1);
@@ -239,6 +253,23 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 			return claimed;
 		if (!exhausted)
 			fruitless++;
+	}
+	// The lane of jobs without a key is looked at directly when the picks
+	// found nothing: its jobs' commit makes it a member only when the
+	// priority had a scheduler already (key_lanes.hpp); one made meanwhile,
+	// from the committed lanes, may not know it (a lane created by a
+	// transaction still open then). Found from outside: such a job stayed
+	// unclaimed for good.
+	if (unkeyed != NULL) {
+		LaneCursors cursors = ReadLaneCursors(*unkeyed);
+		if (cursors.claim < cursors.enqueue) {
+			RingPositions ring = CurrentRings(&epoch);
+			bool exhausted;
+			int claimed = ClaimFromLaneLocked(request, *unkeyed, ring, &exhausted, NULL, !waited);
+			if (claimed > 0 && !exhausted)
+				ActivateKeyedLane(keyed, unkeyed->lane_id);
+			return claimed;
+		}
 	}
 	return 0;
 }
@@ -256,7 +287,11 @@ ClaimFromLanes(ClaimRequest *request, const QueueSettings &settings, TimestampTz
 		for (int16 priority = 1; priority <= kMaxLanesPerQueue; priority++) {
 			int claimed = 0;
 			if (keyed & (1u << (priority - 1))) {
-				claimed = ClaimFromKeyedPriority(request, settings, priority);
+				const Lane *unkeyed = NULL;
+				for (int i = 0; i < lane_count; i++)
+					if (lanes[i].priority == priority)
+						unkeyed = &lanes[i];
+				claimed = ClaimFromKeyedPriority(request, settings, priority, unkeyed);
 			} else {
 				for (int i = 0; i < lane_count; i++) {
 					if (lanes[i].priority != priority)

@@ -319,6 +319,32 @@ static_assert(std::is_trivially_destructible_v<Note>, "lives in a dynahash");
 MemoryContext notes_context = NULL;
 HTAB *notes = NULL;
 
+// A pick charged and not settled yet: an error in between (a cancel, a
+// timeout during the walk) gives its reservation back at the abort, or the
+// member would keep it, and its entry, for good.
+struct PendingPick {
+	int slot;  // -1: none
+	uint64 generation;
+	int64 lane_id;
+	int charged;
+	KeyScheduler *scheduler;
+};
+PendingPick pending_pick = {-1, 0, 0, 0, NULL};
+
+void
+GiveBackPendingPick()
+{
+	if (pending_pick.slot < 0)
+		return;
+	PendingPick pick = pending_pick;
+	pending_pick.slot = -1;
+	KeyScheduler *scheduler = LockScheduler(pick.slot, pick.generation, pick.scheduler);
+	if (scheduler == NULL)
+		return;
+	(void)scheduler->GiveBack(static_cast<uint64>(pick.lane_id), pick.charged, pick.charged, GetCurrentTimestamp());
+	LWLockRelease(SlotLock(pick.slot));
+}
+
 Note *
 NoteOf(int64 lane_id, text *queue, int16 priority)
 {
@@ -507,6 +533,10 @@ StartupKeyLanesShmem()
 void
 OnKeyLanesTransactionEvent(XactEvent event)
 {
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		GiveBackPendingPick();
+	else if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+		pending_pick.slot = -1;  // (settled by the claim; never left across a commit)
 	if (notes == NULL)
 		return;
 	switch (event) {
@@ -537,6 +567,8 @@ OnKeyLanesSubTransactionEvent(SubXactEvent event)
 	// Activating a lane that has no work again costs one empty walk; so a
 	// subtransaction's abort activates every lane this transaction claimed
 	// from, not only its own.
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		GiveBackPendingPick();
 	if (notes != NULL && event == SUBXACT_EVENT_ABORT_SUB)
 		ReactivateClaimed();
 }
@@ -619,6 +651,8 @@ PickKeyedLane(const KeyedPriority &priority, int want, int64 *lane_id, uint32 *a
 			charged = 0;
 		*lane_id = static_cast<int64>(pick.id);
 		*activations = scheduler->Find(pick.id)->activations;
+		if (charged > 0)
+			pending_pick = PendingPick{priority.slot, priority.generation, *lane_id, charged, scheduler};
 	}
 	LWLockRelease(SlotLock(priority.slot));
 	return charged;
@@ -637,6 +671,7 @@ SettleKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, int c
 		note->generation = priority.generation;
 		note->scheduler = SchedulerOf(priority.slot);
 	}
+	pending_pick.slot = -1;  // settled here from now on (nothing below can fail)
 	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
 	if (scheduler == NULL)
 		return;
@@ -653,8 +688,23 @@ SettleKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, int c
 		(void)scheduler->Settle(id, charged - unused, false, now);
 	if (exhausted)
 		(void)scheduler->DeactivateIfUnchanged(id, activations, now);
-	else if (claimed > 0 && scheduler->mode() == KeyMode::kOldestHead)
-		(void)scheduler->SetHead(id, next_head);  // its next job is younger than those it gave
+	else if (scheduler->mode() == KeyMode::kOldestHead)
+		// Its next job is younger than those it gave; a pick that found it busy
+		// or yielding nothing moves it behind the others (in fair mode the pass
+		// kept above does that), until an enqueue's commit brings its head back.
+		(void)scheduler->SetHead(id, claimed > 0 ? next_head : PG_INT64_MAX);
+	LWLockRelease(SlotLock(priority.slot));
+}
+
+void
+ActivateKeyedLane(const KeyedPriority &priority, int64 lane_id)
+{
+	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
+	if (scheduler == NULL)
+		return;
+	uint64 id = static_cast<uint64>(lane_id);
+	const core::KeyEntry *entry = scheduler->Find(id);
+	(void)scheduler->Activate(id, entry != NULL ? entry->weight : 1, PG_INT64_MAX, GetCurrentTimestamp(), true);
 	LWLockRelease(SlotLock(priority.slot));
 }
 

@@ -73,6 +73,10 @@ int PickKeyedLane(const KeyedPriority &priority, int want, int64 *lane_id, uint3
 void SettleKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, int claimed, bool exhausted,
                      uint32 activations, int64 next_head);
 
+// Makes `lane_id` a member (a claim found work in a lane the scheduler did
+// not know). Cannot fail.
+void ActivateKeyedLane(const KeyedPriority &priority, int64 lane_id);
+
 // A cancel tombstoned a job of `lane`: if this (sub)transaction aborts, the
 // job is claimable again and the lane a member again. May ereport.
 void NoteLaneHeld(text *queue, const Lane &lane);

@@ -24,6 +24,43 @@ use AwaTap;
 my $primary = start_awa_node('keysprimary', init => { allows_streaming => 1 }, maintenance => 1);
 sub p1 { return $primary->safe_psql('postgres', $_[0]); }
 
+# Found from outside: on a server where no key scheduler exists yet, a job
+# without a key written (not committed) in a priority that then gets keyed
+# lanes. The first claims build the scheduler and meet that job uncommitted;
+# its lane must stay a member (nothing proves it empty), so that once the
+# producer commits the job is claimed (it stayed unclaimed for good: the
+# commit of a job without a key noted nothing while no scheduler existed).
+{
+	my $producer = $primary->background_psql('postgres');
+	$producer->query_safe('BEGIN');
+	$producer->query_safe(q{SELECT awa.enqueue('k', '{"n": "A"}', 'nk')});
+	$producer->query_safe(q{SELECT count(*) FROM awa.claim('nothing_here')});    # writes the pending job now
+	p1(q{SELECT awa.enqueue('k', '{"n": "B"}', 'nk', opts => '{"concurrency_key": "t1"}')});
+	is(p1(q{SELECT args->>'n' FROM awa.claim('nk', 10)}), 'B', 'the keyed job is claimed');
+	is(p1(q{SELECT count(*) FROM awa.claim('nk', 10)}), '0', 'the job without a key is not committed yet');
+	$producer->query_safe('COMMIT');
+	is(p1(q{SELECT args->>'n' FROM awa.claim('nk', 10)}), 'A', 'once committed, the job without a key is claimed');
+	$producer->quit;
+}
+
+# Found from outside: in first-come order, a lane held busy by a claim that
+# keeps its lane lock (awa.early_lane_release off) made every pick of other
+# claims choose that lane again: they returned nothing while another key had
+# jobs. A busy lane now goes behind the others.
+{
+	p1(q{SELECT count(*) FROM (SELECT awa.enqueue('k', jsonb_build_object('key', k), 'busy',
+	                                              opts => jsonb_build_object('concurrency_key', k))
+	                             FROM unnest(ARRAY['t1','t1','t1','t2','t2']) k) x});
+	my $holder = $primary->background_psql('postgres');
+	$holder->query_safe('SET awa.early_lane_release = off');
+	$holder->query_safe('BEGIN');
+	is($holder->query_safe(q{SELECT args->>'key' FROM awa.claim('busy', 1)}), 't1', 'a claim holds key t1\'s lane to its end');
+	is(p1(q{SELECT args->>'key' FROM awa.claim('busy', 1)}), 't2', 'another claim takes key t2 instead of returning nothing');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	is(p1(q{SELECT count(*) FROM (SELECT (awa.claim('busy', 1)).job_id FROM generate_series(1, 5)) x}), '3', 'the rest is claimed');
+}
+
 my $keys = 40;
 p1(qq{SELECT awa.configure_queue('kq', fairness => 'key');
   SELECT awa.set_key_weight('kq', 'k1', 2);
