@@ -8,8 +8,9 @@
 #      producer at -R SMALL_KEYS*SMALL_RATE, a random small key per job) for DURATION seconds while
 #      CLIENTS consumers claim one job, record its pickup (claim time - enqueue time) and complete it.
 #      Three cells: no backlog; a BACKLOG-job backlog of one big key, fairness 'key'; the same backlog,
-#      fairness 'none' (first come: the big key's older jobs go first). Reported: the small keys' pickup
-#      p50/p99 and the ratio of each p99 to the cell without backlog (target with fairness 'key': <= 2).
+#      fairness 'none' (first come: the big key's older jobs go first, so small keys may get none while
+#      it lasts: '-'). Reported: the small keys' pickup p50/p99 and the ratio of each p99 to the cell
+#      without backlog (target with fairness 'key': <= 2).
 #   2. Shares by weight. WEIGHTS.len keys with weights WEIGHTS, each a backlog of SATURATED jobs, CLIENTS
 #      consumers for DURATION seconds: claims per key against its weight's share, and Jain's index of
 #      claims/weight over the keys (target >= 0.95).
@@ -78,8 +79,9 @@ pickup_cell backlog_fifo "$BACKLOG" none
 	             percentile_cont(0.5) WITHIN GROUP (ORDER BY pickup_ms) FILTER (WHERE key <> 'big') AS p50,
 	             percentile_cont(0.99) WITHIN GROUP (ORDER BY pickup_ms) FILTER (WHERE key <> 'big') AS p99
 	        FROM picks GROUP BY cell)
-	     SELECT '| ' || cell || ' | ' || small || ' | ' || big || ' | ' || round(p50::numeric, 1) || ' | ' || round(p99::numeric, 1)
-	            || ' | ' || round((p99 / (SELECT p99 FROM s WHERE cell = 'nobacklog'))::numeric, 2) || ' |'
+	     SELECT format('| %s | %s | %s | %s | %s | %s |', cell, small, big, coalesce(round(p50::numeric, 1)::text, '-'),
+	                   coalesce(round(p99::numeric, 1)::text, '-'),
+	                   coalesce(round((p99 / (SELECT p99 FROM s WHERE cell = 'nobacklog'))::numeric, 2)::text, '-'))
 	       FROM s ORDER BY array_position(ARRAY['nobacklog', 'backlog_fair', 'backlog_fifo'], cell)"
 	echo
 } | tee "$WORKDIR/result.md"

@@ -108,16 +108,14 @@ ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring
 {
 	*released = false;
 	LaneWalk walk = WalkLane(request.queue, lane, ring, request.max_jobs, WalkMode::kClaim);
-	// The lane is empty only when it is proven so: everything reserved in it
-	// is spent (the walk's spent prefix reaches the enqueue cursor), or the
-	// claim took the head and nothing is reserved after it. A walk that plans
-	// nothing is no proof: the jobs may be held by claims in flight or by an
-	// open enqueue (whose commit, for a lane without a key, may note nothing),
-	// or the walk may have stopped short (key_lanes.hpp keeps such a lane).
+	// A walk that plans nothing saw no claimable job: claims pass holes (issue
+	// 19 §1), jobs held by claims in flight come back with their aborts (which
+	// make the lane a member again), and an open enqueue's commit makes it a
+	// member (or, for the lane without a key, the claim looks at it directly:
+	// ClaimFromKeyedPriority). One that took the head and saw nothing reserved
+	// after it emptied the lane. A walk from the frontier proves nothing below it.
 	if (exhausted != NULL)
-		*exhausted = !walk.from_frontier &&
-		             ((walk.plan.claimed == 0 && walk.plan.new_cursor >= ReadLaneCursors(lane).enqueue) ||
-		              (walk.plan.claimed > 0 && walk.head.next.state == kHeadEmpty));
+		*exhausted = !walk.from_frontier && (walk.plan.claimed == 0 || walk.head.next.state == kHeadEmpty);
 	// setval takes an xid and a lock that a rolled-back look would keep:
 	// a waiting look advances the cursor only when it claims (the next
 	// claim, or the worker's idle-lane advance, does it otherwise).
