@@ -194,13 +194,12 @@ ClaimFromLaneLocked(ClaimRequest *request, const Lane &lane, const RingPositions
 
 // A priority of a queue with keyed lanes (key_lanes.hpp): the scheduler's
 // lanes in its order; without a scheduler, every lane of the priority. A pick
-// whose lane is empty drops the lane and picks again (members without work
-// are few: a lane is dropped the first time a claim finds it empty). A pick
-// that finds its lane busy (waited for once a look, at most
-// awa.lane_wait_timeout) or not empty yet yielding nothing (its jobs held by
-// claims in flight, or by an open enqueue) moves the lane behind the others
-// (SettleKeyedPick), so the next pick goes elsewhere; at most kMaxKeyedPicks
-// of those a look.
+// whose walk plans nothing drops the lane and picks again (members without
+// work are few: a lane is dropped the first time a claim finds it empty). A
+// pick that finds its lane busy (waited for once a look, at most
+// awa.lane_wait_timeout), or whose walk started at the in-flight frontier and
+// planned nothing, moves the lane behind the others (SettleKeyedPick), so the
+// next pick goes elsewhere; at most kMaxKeyedPicks of those a look.
 constexpr int kMaxKeyedPicks = 16;
 int
 ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int16 priority, const Lane *unkeyed)
@@ -281,7 +280,8 @@ ClaimFromLanes(ClaimRequest *request, const QueueSettings &settings, TimestampTz
 	if (uint8 keyed = KeyedPriorities(request->queue)) {
 		// Priorities in order, strictly (no aging in a queue with keyed
 		// jobs); in a keyed priority the lane of jobs without a key is one
-		// of the scheduler's members.
+		// of the scheduler's members, and also looked at directly when the
+		// picks find nothing.
 		for (int16 priority = 1; priority <= kMaxLanesPerQueue; priority++) {
 			int claimed = 0;
 			if (keyed & (1u << (priority - 1))) {
