@@ -28,6 +28,15 @@ CREATE TABLE awa.queue_meta (
     -- (opts.concurrency_key), by their weights; 'none': keys in turn of when
     -- their work arrived (docs/flow-control.md, "Fair share between keys").
     fairness         text        NOT NULL DEFAULT 'none' CHECK (fairness IN ('none', 'key')),
+    -- The same limits per key of the queue's jobs (opts.concurrency_key): at
+    -- most key_max_running running attempts of one key, over its priorities;
+    -- at most key_rate_count per key_rate_period, key_rate_burst at once
+    -- (NULL: none; docs/flow-control.md, "Limits per key").
+    key_max_running  integer     CHECK (key_max_running > 0),
+    key_rate_count   integer     CHECK (key_rate_count > 0),
+    key_rate_period  interval    CHECK (key_rate_period > interval '0'),
+    key_rate_burst   integer     CHECK (key_rate_burst > 0),
+    key_rate_set_at  timestamptz,
     updated_at       timestamptz NOT NULL DEFAULT now()
 ) WITH (fillfactor = 70);
 

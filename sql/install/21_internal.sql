@@ -48,7 +48,7 @@ LANGUAGE C VOLATILE;
 -- Sends the relcache invalidation that empties every backend's settings cache,
 -- and wakes the queue's waiting claims and the maintenance worker at commit
 -- (a resumed queue can be claimed and promoted again).
-CREATE FUNCTION awa._queue_meta_changed(queue text)
+CREATE FUNCTION awa._queue_meta_changed(queue text, key_limits_new boolean DEFAULT false)
 RETURNS void
 AS 'MODULE_PATHNAME', 'awa_internal_queue_meta_changed'
 LANGUAGE C VOLATILE;
@@ -136,6 +136,47 @@ SELECT q.queue,
  ORDER BY q.queue
 $$;
 
+
+-- The counters' name of a key of a queue (src/pg/key_limits.hpp: the one
+-- definition, which the scan below and the claims share).
+CREATE FUNCTION awa._key_counter_name(queue text, concurrency_key text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'awa_internal_key_counter_name'
+LANGUAGE C IMMUTABLE STRICT;
+
+-- The running attempts of each key of the queues with limits per key
+-- (p_queue, p_key NULL: all), counted from the claim ring as
+-- _queue_counts_scan counts a queue's: claimed attempts - closed ones. The
+-- counter rebuild runs it under its published snapshot (src/pg/counters.cpp).
+CREATE FUNCTION awa._key_running_scan(p_queue text, p_key text)
+RETURNS TABLE (name text, running bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+WITH keyed AS (
+    SELECT l.lane_id, awa._key_counter_name(l.queue, l.concurrency_key) AS name
+      FROM awa.queue_lanes l
+      JOIN awa.queue_meta m ON m.queue = l.queue
+     WHERE l.concurrency_key IS NOT NULL
+       AND (m.key_max_running IS NOT NULL OR m.key_rate_count IS NOT NULL)
+       AND (p_queue IS NULL OR l.queue = p_queue)
+       AND (p_key IS NULL OR l.concurrency_key = p_key)
+), claimed AS (
+    SELECT c.lane_id, sum(c.claimed_count) AS n FROM awa.lease_claim_batches c
+     WHERE c.lane_id IN (SELECT lane_id FROM keyed) GROUP BY c.lane_id
+), closed AS (
+    SELECT c.lane_id, sum(x.closed_count) AS n
+      FROM awa.lease_claim_closure_batches x
+      JOIN awa.lease_claim_batches c ON c.batch_id = x.claim_batch_id AND c.claim_slot = x.claim_slot
+     WHERE c.lane_id IN (SELECT lane_id FROM keyed) GROUP BY c.lane_id
+)
+SELECT k.name, sum(coalesce(claimed.n, 0) - coalesce(closed.n, 0))::bigint
+  FROM keyed k
+  LEFT JOIN claimed USING (lane_id)
+  LEFT JOIN closed USING (lane_id)
+ GROUP BY k.name
+$$;
 
 -- Checks a key's new weight (and its queue and key: src/core/validate.hpp),
 -- and gives the key's lanes the weight in the claims' shared memory when this

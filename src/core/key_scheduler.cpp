@@ -502,7 +502,7 @@ KeyScheduler::Reevaluate(int32_t slot, int64_t now) noexcept
 		Free(slot);
 		return;
 	}
-	if (limits_.max_running > 0 && int64_t{entry.running} + entry.in_flight >= limits_.max_running) {
+	if (entry.blocked || (limits_.max_running > 0 && int64_t{entry.running} + entry.in_flight >= limits_.max_running)) {
 		Leave(slot);
 		TimerRemove(slot);  // back with Release, Settle or GiveBack
 		return;
@@ -681,6 +681,42 @@ KeyScheduler::SetRunning(uint64_t id, int32_t running, int64_t now) noexcept
 	entries()[slot].running = running;
 	Reevaluate(slot, now);
 	return KeyResult::kOk;
+}
+
+KeyResult
+KeyScheduler::Block(uint64_t id, int64_t now) noexcept
+{
+	int32_t slot = Lookup(id);
+	if (slot < 0)
+		return KeyResult::kUnknownKey;
+	entries()[slot].blocked = true;
+	Reevaluate(slot, now);
+	return KeyResult::kOk;
+}
+
+KeyResult
+KeyScheduler::Unblock(uint64_t id, int64_t now) noexcept
+{
+	int32_t slot = Lookup(id);
+	if (slot < 0)
+		return KeyResult::kUnknownKey;
+	if (entries()[slot].blocked) {
+		entries()[slot].blocked = false;
+		Reevaluate(slot, now);
+	}
+	return KeyResult::kOk;
+}
+
+void
+KeyScheduler::UnblockAll(int64_t now) noexcept
+{
+	KeyEntry *e = entries();
+	for (int32_t slot = 0; slot < capacity_; slot++) {
+		if (e[slot].state == KeyState::kFree || !e[slot].blocked)
+			continue;
+		e[slot].blocked = false;
+		Reevaluate(slot, now);
+	}
 }
 
 // ---------------------------------------------------------------------------

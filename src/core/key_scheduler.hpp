@@ -1,7 +1,9 @@
 // key_scheduler.hpp: which key a claim of a keyed queue serves next
 // (docs/flow-control.md, "The core: the key scheduler"). src/pg/key_lanes.cpp
 // uses it for fair share and first-come order between a priority's lanes;
-// its limits per key (SetLimits, Release, SetRunning) are not used yet.
+// its limits per key (SetLimits, Release, SetRunning) are not used there:
+// src/pg counts a key's running attempts over all its priorities in the
+// counters (key_limits.hpp) and takes a key at its limit out with Block.
 //
 // A queue's keys with work ("active") or with attempts still running, each
 // with its running attempts, its reserved ones (claims in progress), its
@@ -108,6 +110,7 @@ struct KeyEntry {
 	int32_t next_free;    // free list (kFree entries), or -1
 	uint32_t activations;  // Activate calls since the entry was made (DeactivateIfUnchanged)
 	KeyState state;       // kIdle: no work, kept for its running attempts or its bucket
+	bool blocked;         // Block: not eligible until Unblock, whatever its work and limits
 };
 
 class KeyScheduler {
@@ -146,6 +149,13 @@ public:
 	// Its running attempts, counted (a rebuild after a restart, a correction):
 	// a key with none yet gets an idle entry (weight 1).
 	KeyResult SetRunning(uint64_t id, int32_t running, int64_t now) noexcept;
+	// A limit kept outside the scheduler holds the key: it leaves the eligible
+	// set (keeping its pass and work) until Unblock. kUnknownKey: no entry
+	// (nothing to block). Unblock of a key not blocked changes nothing.
+	KeyResult Block(uint64_t id, int64_t now) noexcept;
+	KeyResult Unblock(uint64_t id, int64_t now) noexcept;
+	// Unblocks every key (the outside limit was lifted). O(n).
+	void UnblockAll(int64_t now) noexcept;
 
 	// The eligible key first in order and how many jobs it may take. Only moves
 	// keys whose token is due back into the eligible set.
@@ -170,6 +180,7 @@ public:
 	int32_t waiting_for_tokens() const noexcept { return timer_size_; }
 	uint64_t vtime() const noexcept { return vtime_; }
 	KeyMode mode() const noexcept { return mode_; }
+	const KeyLimits &limits() const noexcept { return limits_; }
 	uint64_t comparisons() const noexcept { return comparisons_; }
 	// Checks every invariant (heap order and positions, hash, counts); for tests.
 	bool Consistent() const noexcept;

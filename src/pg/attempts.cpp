@@ -1,6 +1,8 @@
 // attempts.cpp: finding, checking and closing running attempts (see attempts.hpp).
 #include "pg/attempts.hpp"
 
+#include "pg/key_limits.hpp"
+
 #include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
@@ -365,9 +367,12 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	CountMove(DatumGetTextPP(queue), static_cast<int>(JobState::kRunning), static_cast<int>(StateOfOutcome(close_as)),
 	          accepted, IsRescueOutcome(close_as) ? core::JobEvent::kRescued : core::JobEvent::kNone);
 	// Slots of a queue with a concurrency limit free at this commit: the
-	// claims waiting at the limit look again then (running_limits.hpp).
+	// claims waiting at the limit look again then (running_limits.hpp); the
+	// key's, when the queue has limits per key (key_limits.hpp, which wakes
+	// them too).
 	if (SettingsOf(DatumGetTextPP(queue)).max_running > 0)
 		WakeQueueAtCommit(DatumGetTextPP(queue));
+	CountKeyedAttemptsEnded(DatumGetTextPP(queue), lane_id, accepted);
 	for (int i = 0; i < accepted; i++) {
 		closed_out->job_ids[closed_out->count] = closed_jobs[i];
 		closed_out->run_leases[closed_out->count] = closed_leases[i];

@@ -131,6 +131,8 @@ OnTransactionEvent(XactEvent event, void *)
 	// After the counters: a committed claim's running attempts are applied
 	// before its reservation is given back (running_limits.hpp).
 	OnRunningLimitsTransactionEvent(event);
+	// After the counters and the reservations: a key's room is final by now.
+	OnKeyUnblocksTransactionEvent(event);
 	OnClaimWaitersTransactionEvent(event);
 	OnWakeupsTransactionEvent(event);
 	OnInflightTransactionEvent(event);

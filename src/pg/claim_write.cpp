@@ -1,6 +1,8 @@
 // claim_write.cpp: see claim_write.hpp.
 #include "pg/claim_write.hpp"
 
+#include "pg/key_limits.hpp"
+
 #include "pg/core_calls.hpp"
 #include "pg/claim_fence.hpp"
 #include "pg/counters.hpp"
@@ -154,6 +156,7 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	bool claim_nulls[16] = {false};
 	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 16);
 	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
+	CountKeyedAttemptsStarted(queue, lane.lane_id, lane.keyed, n);
 	if (lane.keyed)
 		NoteKeyedAvailable(queue, n);  // the heads kept are of the lanes without a key
 	else

@@ -5,6 +5,7 @@
 #include "pg/core_calls.hpp"
 
 #include "pg/gucs.hpp"
+#include "pg/key_limits.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/rings.hpp"
 #include "pg/spi_plans.hpp"
@@ -154,6 +155,14 @@ const char *
 NameOf(const QueueCounters *entry)
 {
 	return static_cast<const char *>(dsa_get_address(area, entry->name));
+}
+
+// A key's entry (key_limits.hpp), not a queue's.
+bool
+IsKeyEntry(QueueCounters *entry)
+{
+	const char *name = NameOf(entry);
+	return IsKeyCounterName(name, strlen(name));
 }
 
 bool
@@ -755,6 +764,12 @@ ForgetPending()
 }  // namespace
 
 void
+DistrustCountersAtCommit()
+{
+	pending_lost = true;
+}
+
+void
 OnCountersTransactionEvent(XactEvent event)
 {
 	switch (event) {
@@ -1016,6 +1031,8 @@ ReadEventTotals(QueueEventTotals **out)
 	LWLockAcquire(counters_lock, LW_SHARED);
 	// palloc under the LWLock: an out-of-memory error releases it at abort.
 	ForEachEntry(MyDatabaseId, [&](QueueCounters *entry) {
+		if (IsKeyEntry(entry))
+			return;  // a key's (key_limits.hpp): its queue has the events
 		if (count == capacity) {
 			capacity *= 2;
 			list = static_cast<QueueEventTotals *>(repalloc(list, sizeof(QueueEventTotals) * capacity));
@@ -1082,27 +1099,46 @@ EnsureCountersTrusted()
 	{
 		if (awa_debug_counter_rebuild_lock != 0)
 			(void)DirectFunctionCall1(pg_advisory_xact_lock_int8, Int64GetDatum(awa_debug_counter_rebuild_lock));
-		ExecuteWithSnapshot(Stmt::kCountsScan, 0, NULL, NULL, snapshot);
+		// The queues, then the keys of queues with limits per key
+		// (key_limits.hpp), under the one snapshot, with the same columns;
+		// copied out of each result before the next statement runs.
+		struct ScanRow {
+			text *name;
+			int64 counts[kStates];
+		};
+		ScanRow *scanned = NULL;
+		uint64 scanned_count = 0;
+		for (Stmt stmt : {Stmt::kCountsScan, Stmt::kKeyCountsScan}) {
+			ExecuteWithSnapshot(stmt, 0, NULL, NULL, snapshot);
+			uint64 rows = SPI_processed;
+			scanned = static_cast<ScanRow *>(scanned == NULL ? palloc(sizeof(ScanRow) * (rows + 1))
+			                                                 : repalloc(scanned, sizeof(ScanRow) * (scanned_count + rows + 1)));
+			for (uint64 i = 0; i < rows; i++) {
+				HeapTuple tuple = SPI_tuptable->vals[i];
+				TupleDesc desc = SPI_tuptable->tupdesc;
+				bool isnull;
+				ScanRow &row = scanned[scanned_count++];
+				row.name = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 1, &isnull));
+				for (int st = 0; st < kStates; st++)
+					row.counts[st] = DatumGetInt64(SPI_getbinval(tuple, desc, st + 2, &isnull));
+			}
+		}
 		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 		// Queues the pass does not list have no jobs in the snapshot: every
 		// entry starts at zero, the listed ones get their counts (readers do
 		// not trust the database meanwhile).
 		ForEachEntry(MyDatabaseId, [](QueueCounters *entry) {
-			for (int s = 0; s < kStates; s++)
-				pg_atomic_write_u64(&entry->main[s], 0);
+			for (int st = 0; st < kStates; st++)
+				pg_atomic_write_u64(&entry->main[st], 0);
 		});
 		Refusal refused = kNotRefused;
-		for (uint64 i = 0; i < SPI_processed; i++) {
-			HeapTuple tuple = SPI_tuptable->vals[i];
-			TupleDesc desc = SPI_tuptable->tupdesc;
-			bool isnull;
-			text *queue = DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull));
-			QueueCounters *entry = EnterQueue(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue), db_index, &refused);
+		for (uint64 i = 0; i < scanned_count; i++) {
+			const ScanRow &row = scanned[i];
+			QueueCounters *entry = EnterQueue(VARDATA_ANY(row.name), VARSIZE_ANY_EXHDR(row.name), db_index, &refused);
 			if (entry == NULL)
 				break;
-			for (int s = 0; s < kStates; s++)
-				pg_atomic_write_u64(&entry->main[s],
-				                    static_cast<uint64>(DatumGetInt64(SPI_getbinval(tuple, desc, s + 2, &isnull))));
+			for (int st = 0; st < kStates; st++)
+				pg_atomic_write_u64(&entry->main[st], static_cast<uint64>(row.counts[st]));
 		}
 		if (refused != kNotRefused)
 			shared->dbs[db_index].overflow = true;
@@ -1229,11 +1265,15 @@ NoteClaimLimited(text *queue)
 namespace {
 
 // The tokens this backend's claim in progress holds (TakeRateTokens until
-// ReturnRateTokens; one claim at a time), so that an error between the two
-// gives them up (OnRateTokensAbort) instead of holding them for good.
-QueueCounters *held_entry = NULL;
-int held_tokens = 0;
-SubTransactionId held_subtransaction = InvalidSubTransactionId;
+// ReturnRateTokens; one claim at a time: one hold of the queue's bucket, one
+// of a key's), so that an error between the two gives them up
+// (OnRateTokensAbort) instead of holding them for good.
+struct RateHold {
+	QueueCounters *entry;
+	int tokens;
+	SubTransactionId subtransaction;
+};
+RateHold holds[kRateHolds] = {{NULL, 0, InvalidSubTransactionId}, {NULL, 0, InvalidSubTransactionId}};
 
 // Ends the hold of `held` tokens and puts `unused` of them back (the others
 // count as used); under the entry's rate_lock.
@@ -1246,7 +1286,7 @@ ReleaseHeld(QueueCounters *entry, int held, int unused, int32 burst)
 }  // namespace
 
 int
-TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros)
+TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros, int hold)
 {
 	*wait_micros = 0;
 	QueueCounters *entry = EntryOf(queue, true);
@@ -1267,19 +1307,16 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 		*wait_micros = take.wait_micros;
 		pg_atomic_fetch_add_u64(&entry->claims_rate_limited, 1);
 	}
-	held_entry = taken > 0 ? entry : NULL;
-	held_tokens = taken;
-	held_subtransaction = GetCurrentSubTransactionId();
+	holds[hold] = RateHold{taken > 0 ? entry : NULL, taken, GetCurrentSubTransactionId()};
 	return taken;
 }
 
 void
-ReturnRateTokens(int unused, int32 burst)
+ReturnRateTokens(int unused, int32 burst, int hold)
 {
-	QueueCounters *entry = held_entry;
-	int held = held_tokens;
-	held_entry = NULL;
-	held_tokens = 0;
+	QueueCounters *entry = holds[hold].entry;
+	int held = holds[hold].tokens;
+	holds[hold] = RateHold{NULL, 0, InvalidSubTransactionId};
 	if (entry == NULL || held <= 0)
 		return;
 	SpinLockAcquire(&entry->rate_lock);
@@ -1294,18 +1331,19 @@ OnRateTokensAbort(SubTransactionId subtransaction)
 	// unused ones: they count as used (as a rolled-back claim's do), and
 	// are no longer held. A subtransaction begun after the take (a timed
 	// lock wait inside the claim) aborts without ending the hold.
-	if (subtransaction != InvalidSubTransactionId && held_subtransaction != InvalidSubTransactionId &&
-	    subtransaction > held_subtransaction)
-		return;
-	QueueCounters *entry = held_entry;
-	int held = held_tokens;
-	held_entry = NULL;
-	held_tokens = 0;
-	if (entry == NULL || held <= 0)
-		return;
-	SpinLockAcquire(&entry->rate_lock);
-	ReleaseHeld(entry, held, 0, PG_INT32_MAX);
-	SpinLockRelease(&entry->rate_lock);
+	for (RateHold &h : holds) {
+		if (subtransaction != InvalidSubTransactionId && h.subtransaction != InvalidSubTransactionId &&
+		    subtransaction > h.subtransaction)
+			continue;
+		QueueCounters *entry = h.entry;
+		int held = h.tokens;
+		h = RateHold{NULL, 0, InvalidSubTransactionId};
+		if (entry == NULL || held <= 0)
+			continue;
+		SpinLockAcquire(&entry->rate_lock);
+		ReleaseHeld(entry, held, 0, PG_INT32_MAX);
+		SpinLockRelease(&entry->rate_lock);
+	}
 }
 
 int64
@@ -1375,6 +1413,8 @@ CountUnknownHeads()
 	int64 unknown = 0;
 	LWLockAcquire(counters_lock, LW_SHARED);
 	ForEachEntry(MyDatabaseId, [&unknown](QueueCounters *entry) {
+		if (IsKeyEntry(entry))
+			return;  // a key's (key_limits.hpp): it has no lanes' heads
 		SpinLockAcquire(&entry->head_lock);
 		bool any = false;
 		for (int l = 0; l < kHeadLanes; l++)

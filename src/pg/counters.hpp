@@ -65,6 +65,10 @@ void OnCountersSubTransactionEvent(SubXactEvent event);
 constexpr int kNoState = core::kNoJobState;
 void CountMove(text *queue, int from, int to, int64 n, core::JobEvent event = core::JobEvent::kNone);
 
+// This transaction's commit makes the database's counters untrusted (they
+// are rebuilt): a change they did not follow (limits per key set where none
+// were: key_limits.hpp).
+void DistrustCountersAtCommit();
 // The event totals of every queue of this database that has counters: sets
 // *out to a palloc'd array, in no particular order, and returns its length
 // (0, *out NULL, without shared memory or for a database without counters).
@@ -117,13 +121,18 @@ struct RateLimit {
 // counters) and returns how many (0..want); when fewer, *wait_micros is the
 // time until the next token. -1: the queue has no counters entry and none is
 // to be had (it makes one as AddClaimsInFlight does). May ereport.
-int TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros);
+// A claim holds the tokens of at most two buckets at once: its queue's
+// (kQueueRateHold) and its key's (kKeyRateHold; key_limits.hpp).
+constexpr int kQueueRateHold = 0;
+constexpr int kKeyRateHold = 1;
+constexpr int kRateHolds = 2;
+int TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros, int hold = kQueueRateHold);
 // Ends the hold of the tokens this backend's claim took last (TakeRateTokens):
 // puts back the `unused` ones (the bucket, with the tokens other claims hold,
 // at most `burst`); the others count as used. Until then the taken tokens
 // count against the burst, so the refill while a claim runs cannot add to
 // what it gives back.
-void ReturnRateTokens(int unused, int32 burst);
+void ReturnRateTokens(int unused, int32 burst, int hold = kQueueRateHold);
 // A transaction's abort (subtransaction InvalidSubTransactionId) or a
 // subtransaction's (callbacks.cpp): a claim that failed between
 // TakeRateTokens and ReturnRateTokens, in it, holds its tokens no longer;

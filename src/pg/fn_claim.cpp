@@ -25,7 +25,9 @@
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
 #include "pg/inflight.hpp"
+#include "pg/counters.hpp"
 #include "pg/key_lanes.hpp"
+#include "pg/key_limits.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/lanes.hpp"
 #include "pg/pending_enqueues.hpp"
@@ -192,6 +194,59 @@ ClaimFromLaneLocked(ClaimRequest *request, const Lane &lane, const RingPositions
 	return claimed;
 }
 
+// What the queue's limits per key (key_limits.hpp) let a claim of `want`
+// jobs of `key` start now: the key's rate tokens first (held in
+// kKeyRateHold), then room under key_max_running (ReserveRunning, the
+// queue's own protocol on the key's counters entry).
+struct KeyAllowance {
+	text *name;   // the key's counters name
+	int tokens;   // held rate tokens (== want without a key rate)
+	int granted;  // jobs the key may start (reserved)
+	bool by_running;  // refused by key_max_running (not by the rate)
+};
+static_assert(std::is_trivially_destructible_v<KeyAllowance>, "lives across PostgreSQL errors");
+
+KeyAllowance
+AllowKey(ClaimRequest *request, const QueueSettings &settings, text *key, int want)
+{
+	KeyAllowance a{KeyCounterName(request->queue, key), want, want, false};
+	if (settings.key_rate_count > 0) {
+		RateLimit limit{settings.key_rate_count, settings.key_rate_period_micros, settings.key_rate_burst,
+		                settings.key_rate_set_at};
+		int64 wait_micros;
+		a.tokens = TakeRateTokens(a.name, limit, want, &wait_micros, kKeyRateHold);
+		if (a.tokens <= 0) {
+			if (a.tokens == 0 && wait_micros > 0 &&
+			    (request->retry_after_micros == 0 || wait_micros < request->retry_after_micros))
+				request->retry_after_micros = wait_micros;
+			a.tokens = 0;
+			a.granted = 0;
+			return a;
+		}
+	}
+	a.granted = a.tokens;
+	if (settings.key_max_running > 0) {
+		a.granted = ReserveRunning(a.name, settings.key_max_running, a.tokens);
+		a.by_running = a.granted == 0;
+	}
+	return a;
+}
+
+// The claim took `claimed` of what AllowKey granted: the rest goes back.
+// True when reserved room went back (others may have been held by it).
+bool
+SettleKey(const QueueSettings &settings, const KeyAllowance &a, int claimed)
+{
+	bool returned = false;
+	if (settings.key_max_running > 0 && a.granted > claimed) {
+		ReturnRunning(a.name, a.granted - claimed);
+		returned = true;
+	}
+	if (settings.key_rate_count > 0 && a.tokens > 0)
+		ReturnRateTokens(a.tokens - claimed, settings.key_rate_burst, kKeyRateHold);
+	return returned;
+}
+
 // A priority of a queue with keyed lanes (key_lanes.hpp): the scheduler's
 // lanes in its order; without a scheduler, every lane of the priority. A pick
 // whose walk plans nothing drops the lane and picks again (members without
@@ -216,11 +271,30 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 			if (cursors.claim >= cursors.enqueue)
 				continue;
 			bool exhausted;
-			if (int claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted))
+			text *key = lanes[i].keyed && HasKeyLimits(settings) ? KeyOfLane(lanes[i].lane_id) : NULL;
+			if (key == NULL) {
+				if (int claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted))
+					return claimed;
+				continue;
+			}
+			int want = request->max_jobs;
+			KeyAllowance a = AllowKey(request, settings, key, want);
+			int claimed = 0;
+			if (a.granted > 0) {
+				request->max_jobs = a.granted;
+				claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted);
+				request->max_jobs = want;
+			}
+			(void)SettleKey(settings, a, claimed);
+			if (claimed > 0)
 				return claimed;
 		}
 		return 0;
 	}
+	// The queue's key rate, in the scheduler too: a key out of tokens waits
+	// there until its next token (no pick finds it meanwhile).
+	ApplyKeyLimits(keyed, settings.key_max_running, settings.key_rate_count, settings.key_rate_period_micros,
+	               settings.key_rate_burst);
 	int want = request->max_jobs;
 	bool waited = false;
 	for (int fruitless = 0; fruitless < kMaxKeyedPicks;) {
@@ -237,13 +311,45 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		bool exhausted = true;  // a lane that is gone has no work
 		int64 last_job_id = 0;
 		if (LaneById(lane_id, &lane)) {
-			request->max_jobs = charged;
-			bool unsure = request->unsure;
-			request->unsure = false;
-			claimed = ClaimFromLaneLocked(request, lane, ring, &exhausted, &last_job_id, !waited);
-			waited = waited || request->unsure;  // busy: waited for (or not allowed to)
-			request->unsure = request->unsure || unsure;
-			request->max_jobs = want;
+			// The key's limits (key_limits.hpp): a key at key_max_running
+			// leaves the scheduler (looked at again once blocked: room freed
+			// in between brings it back); one out of key rate tokens moves
+			// behind the others.
+			text *key = lane.keyed && HasKeyLimits(settings) ? KeyOfLane(lane_id) : NULL;
+			KeyAllowance a{NULL, charged, charged, false};
+			if (key != NULL) {
+				a = AllowKey(request, settings, key, charged);
+				if (a.granted == 0 && a.by_running) {
+					(void)SettleKey(settings, a, 0);
+					BlockKeyedPick(keyed, lane_id, charged);
+					KeyAllowance again = AllowKey(request, settings, key, 1);
+					(void)SettleKey(settings, again, 0);
+					if (again.granted > 0)
+						UnblockKeyedLane(keyed, lane_id);
+					fruitless++;
+					continue;
+				}
+			}
+			if (a.granted > 0) {
+				request->max_jobs = a.granted;
+				bool unsure = request->unsure;
+				request->unsure = false;
+				claimed = ClaimFromLaneLocked(request, lane, ring, &exhausted, &last_job_id, !waited);
+				waited = waited || request->unsure;  // busy: waited for (or not allowed to)
+				request->unsure = request->unsure || unsure;
+				request->max_jobs = want;
+			} else {
+				exhausted = false;  // out of key tokens: its jobs stay
+			}
+			if (key != NULL) {
+				// Room given back may have held other claims' picks of the
+				// key: its lanes come back now, and at this transaction's
+				// end (an abort gives the rest back).
+				if (SettleKey(settings, a, claimed))
+					UnblockKeyLanesNow(request->queue, key);
+				if (claimed > 0 && settings.key_max_running > 0)
+					UnblockKeyLanesAtEnd(request->queue, key);
+			}
 		}
 		SettleKeyedPick(keyed, lane_id, charged, claimed, exhausted, activations, last_job_id + 1);
 		if (claimed > 0)
@@ -251,6 +357,11 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		if (!exhausted)
 			fruitless++;
 	}
+	// Keys out of their rate's tokens: a waiting claim looks again when the
+	// first of them gets one.
+	int64 token_wait = KeyedTokenWait(keyed);
+	if (token_wait > 0 && (request->retry_after_micros == 0 || token_wait < request->retry_after_micros))
+		request->retry_after_micros = token_wait;
 	// The lane of jobs without a key is looked at directly when the picks
 	// found nothing: its jobs' commit makes it a member only when the
 	// priority had a scheduler already (key_lanes.hpp); one made meanwhile,

@@ -39,6 +39,7 @@ struct KeyedSlot {
 	char queue[kMaxQueueBytes];
 	uint64 generation;  // moves when the slot is made for another queue
 	dsa_pointer block;  // the KeyScheduler
+	int32 key_max_running;  // as the last claim saw it (ApplyKeyLimits)
 };
 
 struct KeyLanesShared {
@@ -225,6 +226,7 @@ MakeSlot(Oid incarnation, text *queue, int16 priority, uint64 *generation)
 			memcpy(s.queue, VARDATA_ANY(queue), length);
 			s.generation = ++shared->next_generation;
 			s.block = block;
+			s.key_max_running = 0;
 			pg_atomic_fetch_add_u32(&shared->used, 1);
 			found = free_slot;
 		}
@@ -496,6 +498,60 @@ ReactivateClaimed()
 	}
 }
 
+// Lanes to take out of Block at the transaction's end (key_limits.hpp): the
+// lanes of keys whose room may grow then. Applied after the counters and the
+// reservations (callbacks.cpp), whether it commits or aborts (an unblocked
+// lane without room is blocked again by the next pick).
+struct Unblock {
+	int slot;
+	uint64 generation;
+	int64 lane_id;
+	KeyScheduler *scheduler;  // mapped in this backend
+};
+static_assert(std::is_trivially_destructible_v<Unblock>, "lives in TopTransactionContext");
+// (In TopTransactionContext; emptied by every transaction's end,
+// OnKeyUnblocksTransactionEvent.)
+Unblock *unblocks = NULL;
+int unblock_count = 0;
+int unblock_capacity = 0;
+
+// The schedulers holding lanes of (queue, key): each (slot, lane). Requires
+// SPI. May ereport.
+template <typename Visit>
+void
+ForEachKeyLane(text *queue, text *key, Visit visit)
+{
+	if (shared == NULL || pg_atomic_read_u32(&shared->used) == 0)
+		return;
+	Oid incarnation = ExtensionIncarnation();
+	for (int16 priority = 1; priority <= kMaxLanesPerQueue; priority++) {
+		uint64 generation;
+		int slot = FindSlot(incarnation, queue, priority, &generation);
+		if (slot < 0)
+			continue;
+		Datum values[3] = {PointerGetDatum(queue), Int16GetDatum(priority), PointerGetDatum(key)};
+		Execute(Stmt::kKeyedLaneOf, 0, values, NULL, 1);
+		if (SPI_processed == 0)
+			continue;
+		Lane lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+		visit(slot, generation, lane.lane_id, SchedulerOf(slot));
+	}
+}
+
+void
+ApplyUnblocks()
+{
+	int64 now = GetCurrentTimestamp();
+	for (int i = 0; i < unblock_count; i++) {
+		const Unblock &u = unblocks[i];
+		KeyScheduler *scheduler = LockScheduler(u.slot, u.generation, u.scheduler);
+		if (scheduler == NULL)
+			continue;
+		(void)scheduler->Unblock(static_cast<uint64>(u.lane_id), now);
+		LWLockRelease(SlotLock(u.slot));
+	}
+}
+
 }  // namespace
 
 void
@@ -571,6 +627,121 @@ OnKeyLanesSubTransactionEvent(SubXactEvent event)
 		GiveBackPendingPick();
 	if (notes != NULL && event == SUBXACT_EVENT_ABORT_SUB)
 		ReactivateClaimed();
+	// (After the subtransaction's reservations were given back.)
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		ApplyUnblocks();
+}
+
+void
+OnKeyUnblocksTransactionEvent(XactEvent event)
+{
+	switch (event) {
+	case XACT_EVENT_COMMIT:
+	case XACT_EVENT_PARALLEL_COMMIT:
+	case XACT_EVENT_ABORT:
+	case XACT_EVENT_PARALLEL_ABORT:
+	case XACT_EVENT_PREPARE:
+		ApplyUnblocks();
+		unblocks = NULL;  // freed with TopTransactionContext
+		unblock_count = unblock_capacity = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+void
+UnblockKeyLanesAtEnd(text *queue, text *key)
+{
+	ForEachKeyLane(queue, key, [](int slot, uint64 generation, int64 lane_id, KeyScheduler *scheduler) {
+		for (int i = 0; i < unblock_count; i++)
+			if (unblocks[i].slot == slot && unblocks[i].generation == generation && unblocks[i].lane_id == lane_id)
+				return;
+		if (unblock_count == unblock_capacity) {
+			int capacity = Max(16, unblock_capacity * 2);
+			Unblock *grown = static_cast<Unblock *>(MemoryContextAlloc(TopTransactionContext, sizeof(Unblock) * capacity));
+			if (unblock_count > 0)
+				memcpy(grown, unblocks, sizeof(Unblock) * unblock_count);
+			unblocks = grown;
+			unblock_capacity = capacity;
+		}
+		unblocks[unblock_count++] = Unblock{slot, generation, lane_id, scheduler};
+	});
+}
+
+void
+UnblockKeyLanesNow(text *queue, text *key)
+{
+	int64 now = GetCurrentTimestamp();
+	ForEachKeyLane(queue, key, [now](int slot, uint64 generation, int64 lane_id, KeyScheduler *known) {
+		KeyScheduler *scheduler = LockScheduler(slot, generation, known);
+		if (scheduler == NULL)
+			return;
+		(void)scheduler->Unblock(static_cast<uint64>(lane_id), now);
+		LWLockRelease(SlotLock(slot));
+	});
+}
+
+void
+BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged)
+{
+	pending_pick.slot = -1;  // given back here
+	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
+	if (scheduler == NULL)
+		return;
+	int64 now = GetCurrentTimestamp();
+	uint64 id = static_cast<uint64>(lane_id);
+	if (charged > 0)
+		(void)scheduler->GiveBack(id, charged, charged, now);
+	(void)scheduler->Block(id, now);
+	LWLockRelease(SlotLock(priority.slot));
+}
+
+void
+UnblockKeyedLane(const KeyedPriority &priority, int64 lane_id)
+{
+	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
+	if (scheduler == NULL)
+		return;
+	(void)scheduler->Unblock(static_cast<uint64>(lane_id), GetCurrentTimestamp());
+	LWLockRelease(SlotLock(priority.slot));
+}
+
+void
+ApplyKeyLimits(const KeyedPriority &priority, int32 key_max_running, int64 rate_count, int64 rate_period_micros,
+               int32 rate_burst)
+{
+	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
+	if (scheduler == NULL)
+		return;
+	int64 now = GetCurrentTimestamp();
+	KeyedSlot &s = shared->slots[priority.slot];
+	if (s.key_max_running != key_max_running) {
+		scheduler->UnblockAll(now);  // each is blocked again if still at the new limit
+		s.key_max_running = key_max_running;
+	}
+	core::KeyLimits wanted{0, rate_count > 0, core::RateSpec{rate_count, rate_period_micros, rate_burst}};
+	const core::KeyLimits &have = scheduler->limits();
+	if (have.rate_set != wanted.rate_set ||
+	    (wanted.rate_set && (have.rate.count != wanted.rate.count || have.rate.period_micros != wanted.rate.period_micros ||
+	                         have.rate.burst != wanted.rate.burst)))
+		scheduler->SetLimits(wanted, now);  // O(keys), once per change of the setting
+	LWLockRelease(SlotLock(priority.slot));
+}
+
+int64
+KeyedTokenWait(const KeyedPriority &priority)
+{
+	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
+	if (scheduler == NULL)
+		return 0;
+	int64 wait = 0;
+	if (scheduler->limits().rate_set) {
+		core::KeyPick pick = scheduler->Pick(GetCurrentTimestamp());
+		wait = !pick.found && pick.wait_micros > 0 ? pick.wait_micros : 0;
+	}
+	LWLockRelease(SlotLock(priority.slot));
+	return wait;
 }
 
 void

@@ -85,6 +85,26 @@ void NoteLaneHeld(text *queue, const Lane &lane);
 // scheduler: palloc'd, returns how many. Requires SPI. May ereport.
 int LanesOfPriority(text *queue, int16 priority, Lane **lanes);
 
+// Limits per key (key_limits.hpp). A pick refused by its key's limit gives
+// its charge back and leaves the scheduler until unblocked.
+void BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged);
+void UnblockKeyedLane(const KeyedPriority &priority, int64 lane_id);
+// The lanes of `key` of `queue` (every priority) come back now, or at this
+// transaction's end (after its counters and reservations: callbacks.cpp,
+// OnKeyUnblocksTransactionEvent). Require SPI. May ereport.
+void UnblockKeyLanesNow(text *queue, text *key);
+void UnblockKeyLanesAtEnd(text *queue, text *key);
+void OnKeyUnblocksTransactionEvent(XactEvent event);
+// The queue's limits per key as the scheduler needs them: the key rate
+// (rate_count 0: none; each lane's bucket in the scheduler, so that a key
+// out of tokens is not picked until its next one), and key_max_running,
+// whose change brings every blocked lane back. Cannot fail.
+void ApplyKeyLimits(const KeyedPriority &priority, int32 key_max_running, int64 rate_count, int64 rate_period_micros,
+                    int32 rate_burst);
+// How long until a key of the scheduler out of rate tokens gets one (0: none
+// waits). Cannot fail.
+int64 KeyedTokenWait(const KeyedPriority &priority);
+
 // set_key_weight: the weight applies to the key's lanes at commit. Requires
 // SPI. May ereport.
 void NoteKeyWeight(text *queue, text *key, int32 weight);

@@ -1,6 +1,8 @@
 // queue_settings.cpp: the per-backend cache of awa.queue_meta (see queue_settings.hpp).
 #include "pg/queue_settings.hpp"
 
+#include "pg/counters.hpp"
+
 #include "pg/arguments.hpp"
 #include "pg/wakeups.hpp"
 
@@ -116,6 +118,17 @@ SettingsOf(text *queue)
 			settings.rate_set_at = isnull ? 0 : DatumGetTimestampTz(set_at);
 		}
 		settings.fair_keys = DatumGetBool(SPI_getbinval(tuple, desc, 10, &isnull));
+		Datum key_max_running = SPI_getbinval(tuple, desc, 11, &isnull);
+		settings.key_max_running = isnull ? 0 : DatumGetInt32(key_max_running);
+		Datum key_rate_count = SPI_getbinval(tuple, desc, 12, &isnull);
+		if (!isnull) {
+			settings.key_rate_count = DatumGetInt32(key_rate_count);
+			settings.key_rate_period_micros =
+			    IntervalMicros(DatumGetIntervalP(SPI_getbinval(tuple, desc, 13, &isnull)));
+			settings.key_rate_burst = DatumGetInt32(SPI_getbinval(tuple, desc, 14, &isnull));
+			Datum set_at = SPI_getbinval(tuple, desc, 15, &isnull);
+			settings.key_rate_set_at = isnull ? 0 : DatumGetTimestampTz(set_at);
+		}
 	}
 	// Not cached while this transaction may have changed the settings itself
 	// (its invalidation reaches other backends only at commit).
@@ -146,6 +159,10 @@ AWA_FUNCTION(awa_internal_queue_meta_changed)
 	// (An extension script from before the argument calls it without one.)
 	if (PG_NARGS() > 0)
 		WakeQueueAtCommit(QueueArgument(fcinfo, 0));
+	// Limits per key set where none were: the running attempts of its keys
+	// were not counted (key_limits.hpp); the counters are rebuilt.
+	if (PG_NARGS() > 1 && !PG_ARGISNULL(1) && PG_GETARG_BOOL(1))
+		DistrustCountersAtCommit();
 	WakeWorkerForDeferred(GetCurrentTimestamp());
 	PG_RETURN_VOID();
 }

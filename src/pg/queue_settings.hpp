@@ -25,6 +25,12 @@ struct QueueSettings {
 	int32 rate_burst;        // ... at most this many at once
 	TimestampTz rate_set_at;  // when the rate limit (or its burst) was last set; 0: never
 	bool fair_keys;          // fairness 'key' (key_lanes.hpp)
+	// The same limits for each concurrency key (key_limits.hpp).
+	int32 key_max_running;   // 0: none
+	int64 key_rate_count;    // 0: none
+	int64 key_rate_period_micros;
+	int32 key_rate_burst;
+	TimestampTz key_rate_set_at;
 };
 
 constexpr int64 kDefaultAgingMicros = 60 * USECS_PER_SEC;

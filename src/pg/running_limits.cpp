@@ -2,6 +2,7 @@
 #include "pg/running_limits.hpp"
 
 #include "pg/counters.hpp"
+#include "pg/key_limits.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/spi_plans.hpp"
 #include "pg/wakeups.hpp"
@@ -54,11 +55,20 @@ PendingAdd pending_add = {NULL, 0, 0};
 // waiting claims are woken to look again. A claim limited by a total that no
 // longer holds when it gives back sees it in that total (ReserveRunning
 // looks again). (test/t/045)
+// The wake bucket of the claims a limit holds: its queue's (a key's limit,
+// key_limits.hpp, holds claims of the key's queue).
+uint32
+WakeBucketOfLimit(text *limited)
+{
+	text *queue = QueueOfKeyCounterName(VARDATA_ANY(limited), VARSIZE_ANY_EXHDR(limited));
+	return QueueWakeBucket(queue != NULL ? queue : limited);
+}
+
 void
 WakeIfCut(text *queue, int64 limited_before, int64 own)
 {
 	if (ReadClaimsLimited(queue) - own > limited_before)
-		WakeQueueBucket(QueueWakeBucket(queue));
+		WakeQueueBucket(WakeBucketOfLimit(queue));
 }
 
 void
@@ -84,8 +94,17 @@ int64
 ExactRunning(text *queue)
 {
 	constexpr int kRunningColumn = 2 + static_cast<int>(core::JobState::kRunning);
-	Datum key[1] = {PointerGetDatum(queue)};
-	ExecuteLatest(Stmt::kCountsScanOne, 0, key, NULL);
+	const char *name = VARDATA_ANY(queue);
+	size_t length = VARSIZE_ANY_EXHDR(queue);
+	if (IsKeyCounterName(name, length)) {
+		// A key's running attempts (key_limits.hpp).
+		Datum values[2] = {PointerGetDatum(QueueOfKeyCounterName(name, length)),
+		                   PointerGetDatum(KeyOfKeyCounterName(name, length))};
+		ExecuteLatest(Stmt::kKeyRunningOne, 0, values, NULL);
+	} else {
+		Datum key[1] = {PointerGetDatum(queue)};
+		ExecuteLatest(Stmt::kCountsScanOne, 0, key, NULL);
+	}
 	if (SPI_processed == 0)
 		return 0;
 	bool isnull;

@@ -65,6 +65,18 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kLaneById, "SELECT ctid, lane_id, priority, concurrency_key IS NOT NULL AS keyed"
 	 "  FROM awa.queue_lanes WHERE lane_id = $1",
 	 1, {INT8OID}},
+	// kKeyOfLane: $1 lane_id (key_limits.cpp)
+	{Stmt::kKeyOfLane, "SELECT concurrency_key FROM awa.queue_lanes WHERE lane_id = $1", 1, {INT8OID}},
+	// kKeyRunningOne: $1 queue, $2 concurrency_key; the columns of kCountsScan
+	// (running_limits.cpp counts a key's running attempts exactly with it)
+	{Stmt::kKeyRunningOne, "SELECT name, 0::bigint, 0::bigint, 0::bigint, running, 0::bigint, 0::bigint, 0::bigint,"
+	 " 0::bigint FROM awa._key_running_scan($1, $2)",
+	 2, {TEXTOID, TEXTOID}},
+	// kKeyCountsScan: every key of the queues with limits per key, the
+	// columns of kCountsScan (the counter rebuild)
+	{Stmt::kKeyCountsScan, "SELECT name, 0::bigint, 0::bigint, 0::bigint, running, 0::bigint, 0::bigint, 0::bigint,"
+	 " 0::bigint FROM awa._key_running_scan(NULL, NULL)",
+	 0, {}},
 	// kKeyWeight: $1 queue, $2 concurrency_key
 	{Stmt::kKeyWeight, "SELECT weight FROM awa.key_weights WHERE queue = $1 AND concurrency_key = $2",
 	 2, {TEXTOID, TEXTOID}},
@@ -118,7 +130,8 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 3, {INT8OID, INT8OID, INT8OID}},
 	// kQueueSettings: $1 queue
 	{Stmt::kQueueSettings, "SELECT paused, dlq_enabled, aging_interval, default_deadline, max_running, rate_count, rate_period,"
-	 "       rate_burst, rate_set_at, fairness = 'key' FROM awa.queue_meta WHERE queue = $1",
+	 "       rate_burst, rate_set_at, fairness = 'key', key_max_running, key_rate_count, key_rate_period,"
+	 "       key_rate_burst, key_rate_set_at FROM awa.queue_meta WHERE queue = $1",
 	 1, {TEXTOID}},
 	// kDeleteAttemptState: $1 job_ids, $2 run_leases
 	{Stmt::kDeleteAttemptState, "DELETE FROM awa.attempt_state s USING unnest($1, $2) AS u(job_id, run_lease)"
@@ -324,7 +337,8 @@ AwaPlanner(Query *parse, const char *query_string, int cursor_options, ParamList
 bool
 WantsIndexPlan(Stmt stmt)
 {
-	return stmt != Stmt::kCountsScan && stmt != Stmt::kCountsScanOne && stmt != Stmt::kQueueList &&
+	return stmt != Stmt::kCountsScan && stmt != Stmt::kCountsScanOne && stmt != Stmt::kKeyCountsScan &&
+	       stmt != Stmt::kKeyRunningOne && stmt != Stmt::kQueueList &&
 	       stmt != Stmt::kAllLanes && stmt != Stmt::kPausedQueues;
 }
 

@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(456);
+SELECT plan(461);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -165,7 +165,8 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                           'payload', 'dlq_reason', 'dlq_at']),
     ('queue_meta', ARRAY['queue', 'paused', 'paused_at', 'dlq_enabled', 'aging_interval', 'default_deadline',
                          'max_running', 'rate_count', 'rate_period', 'rate_burst', 'rate_set_at', 'fairness',
-                         'updated_at']),
+                         'key_max_running', 'key_rate_count', 'key_rate_period', 'key_rate_burst',
+                         'key_rate_set_at', 'updated_at']),
     ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at']),
     ('periodic_schedules', ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
                                  'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at'])
@@ -419,6 +420,11 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('queue_meta', 'rate_burst', 'integer'),
     ('queue_meta', 'rate_set_at', 'timestamp with time zone'),
     ('queue_meta', 'fairness', 'text'),
+    ('queue_meta', 'key_max_running', 'integer'),
+    ('queue_meta', 'key_rate_count', 'integer'),
+    ('queue_meta', 'key_rate_period', 'interval'),
+    ('queue_meta', 'key_rate_burst', 'integer'),
+    ('queue_meta', 'key_rate_set_at', 'timestamp with time zone'),
     ('queue_meta', 'updated_at', 'timestamp with time zone'),
     ('job_unique_claims', 'unique_key', 'bytea'),
     ('job_unique_claims', 'job_id', 'bigint'),
@@ -462,7 +468,9 @@ SELECT results_eq(
              ('periodic_schedules', 'last_error'), ('periodic_schedules', 'last_job_id'),
              ('periodic_schedules', 'last_run_at'),
              ('queue_lanes', 'concurrency_key'),
-             ('queue_meta', 'default_deadline'), ('queue_meta', 'max_running'), ('queue_meta', 'paused_at'),
+             ('queue_meta', 'default_deadline'), ('queue_meta', 'key_max_running'),
+             ('queue_meta', 'key_rate_burst'), ('queue_meta', 'key_rate_count'), ('queue_meta', 'key_rate_period'),
+             ('queue_meta', 'key_rate_set_at'), ('queue_meta', 'max_running'), ('queue_meta', 'paused_at'),
              ('queue_meta', 'rate_burst'), ('queue_meta', 'rate_count'), ('queue_meta', 'rate_period'),
              ('queue_meta', 'rate_set_at'),
              ('ready_entries', 'attempted_at'), ('ready_entries', 'payload'), ('ready_entries', 'unique_key'),
@@ -547,6 +555,10 @@ SELECT results_eq(
              ('queue_meta', 'c', 'CHECK ((aging_interval >= ''00:00:00''::interval))'),
              ('queue_meta', 'c', 'CHECK ((default_deadline > ''00:00:00''::interval))'),
              ('queue_meta', 'c', 'CHECK ((fairness = ANY (ARRAY[''none''::text, ''key''::text])))'),
+             ('queue_meta', 'c', 'CHECK ((key_max_running > 0))'),
+             ('queue_meta', 'c', 'CHECK ((key_rate_burst > 0))'),
+             ('queue_meta', 'c', 'CHECK ((key_rate_count > 0))'),
+             ('queue_meta', 'c', 'CHECK ((key_rate_period > ''00:00:00''::interval))'),
              ('queue_meta', 'c', 'CHECK ((max_running > 0))'),
              ('queue_meta', 'c', 'CHECK ((rate_burst > 0))'),
              ('queue_meta', 'c', 'CHECK ((rate_count > 0))'),

@@ -5,7 +5,7 @@
 -- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
 -- _oldest_live_generation, _prune_target, the closure batch id range _first_closure_batch_id and
 -- _last_closure_batch_id, the internal tick arithmetic
--- _periodic_latest and the ten functions of the type awa.duration are STRICT:
+-- _periodic_latest, the key counters' name _key_counter_name and the ten functions of the type awa.duration are STRICT:
 -- NULL arguments of the API must reach the code that raises 22004), row
 -- estimates, the pinned search path
 -- (every SQL and PL/pgSQL function has SET search_path = pg_catalog, pg_temp;
@@ -15,7 +15,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1155);
+SELECT plan(1186);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -136,11 +136,14 @@ INSERT INTO api VALUES
      'boolean',
      'c', true, 'volatile', false, 0, 'awa_rebuild_counters'),
     ('configure_queue',
-     ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer', 'text'],
+     ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer', 'text', 'integer', 'text',
+           'integer'],
      'void',
      'queue text, dlq_enabled boolean DEFAULT NULL::boolean, aging_interval awa.duration DEFAULT NULL::awa.duration, '
      'default_deadline awa.duration DEFAULT NULL::awa.duration, max_running integer DEFAULT NULL::integer, '
-     'rate_limit text DEFAULT NULL::text, burst integer DEFAULT NULL::integer, fairness text DEFAULT NULL::text',
+     'rate_limit text DEFAULT NULL::text, burst integer DEFAULT NULL::integer, fairness text DEFAULT NULL::text, '
+     'key_max_running integer DEFAULT NULL::integer, key_rate_limit text DEFAULT NULL::text, '
+     'key_burst integer DEFAULT NULL::integer',
      'void',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('set_key_weight',
@@ -300,11 +303,29 @@ INSERT INTO api VALUES
      'interval',
      'c', false, 'volatile', false, 0, 'awa_internal_backoff'),
     ('_queue_meta_changed',
-     ARRAY['text'],
+     ARRAY['text', 'boolean'],
      'void',
-     'queue text',
+     'queue text, key_limits_new boolean DEFAULT false',
      'void',
      'c', false, 'volatile', false, 0, 'awa_internal_queue_meta_changed'),
+    ('_parse_rate',
+     ARRAY['text', 'text'],
+     'record',
+     'rate text, setting text, OUT rate_count integer, OUT rate_period interval',
+     'record',
+     'plpgsql', false, 'stable', false, 0, NULL),
+    ('_key_counter_name',
+     ARRAY['text', 'text'],
+     'text',
+     'queue text, concurrency_key text',
+     'text',
+     'c', false, 'immutable', true, 0, 'awa_internal_key_counter_name'),
+    ('_key_running_scan',
+     ARRAY['text', 'text'],
+     'setof record',
+     'p_queue text, p_key text',
+     'TABLE(name text, running bigint)',
+     'sql', false, 'stable', false, 1000, NULL),
     ('_key_weight_changed',
      ARRAY['text', 'text', 'integer'],
      'void',
@@ -689,12 +710,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 40 public functions and the 70 awa._* building blocks');
+                     'schema awa has exactly the 40 public functions and the 72 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 109,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 112,
           'no function is overloaded');
 
--- Per function, 10 checks: 109 x 10 = 1090
+-- Per function, 10 checks: 112 x 10 = 1120
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(682);
+SELECT plan(697);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -47,7 +47,8 @@ INSERT INTO grants VALUES
     ('queue_counts', ARRAY['text'], false, false, true, false),
     ('queue_counts_exact', ARRAY['text'], false, false, true, false),
     ('rebuild_counters', ARRAY[]::name[], false, false, true, false),
-    ('configure_queue', ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer', 'text'],
+    ('configure_queue', ARRAY['text', 'boolean', 'awa.duration', 'awa.duration', 'integer', 'text', 'integer', 'text',
+                              'integer', 'text', 'integer'],
      false, false, true, false),
     ('set_key_weight', ARRAY['text', 'text', 'integer'], false, false, true, false),
     ('pause_queue', ARRAY['text'], false, false, true, false),
@@ -73,7 +74,10 @@ INSERT INTO grants VALUES
     ('_promote_jobs', ARRAY['bigint[]'], false, false, false, false),
     ('_count_move', ARRAY['text', 'text', 'text', 'bigint'], false, false, false, false),
     ('_backoff', ARRAY['integer'], false, false, false, false),
-    ('_queue_meta_changed', ARRAY['text'], false, false, false, false),
+    ('_queue_meta_changed', ARRAY['text', 'boolean'], false, false, false, false),
+    ('_parse_rate', ARRAY['text', 'text'], false, false, false, false),
+    ('_key_counter_name', ARRAY['text', 'text'], false, false, false, false),
+    ('_key_running_scan', ARRAY['text', 'text'], false, false, false, false),
     ('_key_weight_changed', ARRAY['text', 'text', 'integer'], false, false, false, false),
     ('_check_job', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
      false, false, false, false),

@@ -139,6 +139,36 @@ TEST(KeyScheduler, OldestHeadModeFollowsHeads)
 	EXPECT_TRUE(s->Consistent());
 }
 
+// A key held by a limit kept outside the scheduler (key_max_running over all
+// priorities) leaves the eligible set without losing its work or its pass,
+// and comes back with Unblock; the others are picked meanwhile.
+TEST(KeyScheduler, BlockedKeyIsSkippedUntilUnblocked)
+{
+	Block s(8);
+	for (uint64_t id = 1; id <= 3; id++)
+		ASSERT_EQ(s->Activate(id, 1, static_cast<int64_t>(id), 0, true), KeyResult::kOk);
+	EXPECT_EQ(s->Block(1, 0), KeyResult::kOk);
+	EXPECT_EQ(s->eligible(), 2);
+	EXPECT_EQ(PickOne(*s), 2u);
+	EXPECT_EQ(s->Block(2, 0), KeyResult::kOk);
+	EXPECT_EQ(s->Block(3, 0), KeyResult::kOk);
+	EXPECT_FALSE(s->Pick(0).found);
+	EXPECT_EQ(s->Pick(0).wait_micros, -1);  // nothing waits for a token
+	EXPECT_EQ(s->Unblock(1, 0), KeyResult::kOk);
+	EXPECT_EQ(s->Unblock(1, 0), KeyResult::kOk);  // not blocked: nothing changes
+	EXPECT_EQ(s->eligible(), 1);
+	EXPECT_EQ(PickOne(*s), 1u);
+	// An activation does not unblock; Deactivate keeps it out; UnblockAll
+	// brings back every blocked key with work.
+	ASSERT_EQ(s->Activate(2, 1, 2, 0, true), KeyResult::kOk);
+	EXPECT_EQ(s->Find(2)->heap_pos, -1);
+	s->UnblockAll(0);
+	EXPECT_EQ(s->eligible(), 3);
+	EXPECT_EQ(s->Block(99, 0), KeyResult::kUnknownKey);
+	EXPECT_EQ(s->Unblock(99, 0), KeyResult::kUnknownKey);
+	EXPECT_TRUE(s->Consistent());
+}
+
 // A claim reads the activations, finds no work, and deactivates only if no
 // enqueue's commit activated the key since (else its work would be stranded).
 TEST(KeyScheduler, DeactivateIfUnchangedKeepsALaterActivation)
