@@ -853,7 +853,9 @@ SettleKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, int c
 	int unused = charged - claimed;
 	if (claimed == 0 && !exhausted && charged > 0)
 		unused = charged - 1;
-	if (unused > 0)
+	// (Also with nothing unused: it ends the hold of the key rate's tokens
+	// the charge took, else they would hold the bucket's burst for good.)
+	if (charged > 0)
 		(void)scheduler->GiveBack(id, charged, unused, now);
 	if (charged - unused > 0)
 		(void)scheduler->Settle(id, charged - unused, false, now);
