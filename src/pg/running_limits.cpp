@@ -29,7 +29,7 @@ struct Reservation {
 	int64 limited_before;
 };
 static_assert(std::is_trivially_destructible_v<Reservation>, "lives across PostgreSQL errors");
-constexpr int kMaxReservations = 64;
+constexpr int kMaxReservations = 1024;
 Reservation reservations[kMaxReservations];
 int reservation_count = 0;
 

@@ -80,10 +80,11 @@ SELECT max_running FROM awa.queue_meta WHERE queue = 'cc_q';
 -- Many claims of one limited queue in one transaction, each in a savepoint
 -- (drivers that wrap every statement in one) or with `wait` (each look runs
 -- in a subtransaction): each released subtransaction's reservation joins its
--- parent's, so the transaction's table of reservations (64) does not fill
--- (it did: "more than 64 claims of limited queues in one transaction").
-SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('k'::text, ARRAY[145]), NULL, 'cc_many');
-SELECT awa.configure_queue('cc_many', max_running => 140);
+-- parent's, so the transaction's table of reservations (1,024) does not fill
+-- (it did: "more than 64 claims of limited queues in one transaction", when
+-- the table held 64).
+SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('k'::text, ARRAY[2205]), NULL, 'cc_many');
+SELECT awa.configure_queue('cc_many', max_running => 2200);
 CREATE FUNCTION pg_temp.claim_in_savepoints(n int) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE claimed int := 0;
 BEGIN
@@ -104,8 +105,8 @@ BEGIN
   RETURN claimed;
 END $$;
 BEGIN;
-SELECT pg_temp.claim_in_savepoints(70) AS in_savepoints;
-SELECT pg_temp.claim_waiting(70) AS waiting;
+SELECT pg_temp.claim_in_savepoints(1100) AS in_savepoints;
+SELECT pg_temp.claim_waiting(1100) AS waiting;
 SELECT count(*) AS at_limit FROM awa.claim('cc_many', 5);
 SELECT running FROM awa.queue_counts('cc_many');
 ROLLBACK;
