@@ -145,10 +145,11 @@ AS 'MODULE_PATHNAME', 'awa_internal_key_counter_name'
 LANGUAGE C IMMUTABLE STRICT;
 
 -- The running attempts of each key of the queues with limits per key
--- (p_queue, p_key NULL: all), counted from the claim ring as
--- _queue_counts_scan counts a queue's: claimed attempts - closed ones. The
--- counter rebuild runs it under its published snapshot (src/pg/counters.cpp).
-CREATE FUNCTION awa._key_running_scan(p_queue text, p_key text)
+-- (p_queue, p_key NULL: all; p_unlimited: of the queues without them too),
+-- counted from the claim ring as _queue_counts_scan counts a queue's:
+-- claimed attempts - closed ones. The counter rebuild runs it under its
+-- published snapshot (src/pg/counters.cpp); awa.key_metrics with p_unlimited.
+CREATE FUNCTION awa._key_running_scan(p_queue text, p_key text, p_unlimited boolean DEFAULT false)
 RETURNS TABLE (name text, running bigint)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -157,9 +158,9 @@ AS $$
 WITH keyed AS (
     SELECT l.lane_id, awa._key_counter_name(l.queue, l.concurrency_key) AS name
       FROM awa.queue_lanes l
-      JOIN awa.queue_meta m ON m.queue = l.queue
+      LEFT JOIN awa.queue_meta m ON m.queue = l.queue
      WHERE l.concurrency_key IS NOT NULL
-       AND (m.key_max_running IS NOT NULL OR m.key_rate_count IS NOT NULL)
+       AND (p_unlimited OR m.key_max_running IS NOT NULL OR m.key_rate_count IS NOT NULL)
        AND (p_queue IS NULL OR l.queue = p_queue)
        AND (p_key IS NULL OR l.concurrency_key = p_key)
 ), claimed AS (

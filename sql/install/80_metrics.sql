@@ -44,7 +44,10 @@ DECLARE
     lane_oldest timestamptz;
     oldest timestamptz;
 BEGIN
-    FOR l IN SELECT q.lane_id, q.claim_cursor FROM awa.lane_cursors(p_queue) q LOOP
+    -- (The lanes of jobs without a key: the heads kept in shared memory are
+    -- theirs, and the two must agree; docs/monitoring.md.)
+    FOR l IN SELECT q.lane_id, q.claim_cursor FROM awa.lane_cursors(p_queue) q
+               JOIN awa.queue_lanes k ON k.lane_id = q.lane_id AND k.concurrency_key IS NULL LOOP
         cursor_at := l.claim_cursor;
         SELECT coalesce(range_agg(x.lanes), '{}'::int8multirange) INTO claimed
           FROM awa.ready_claim_attempt_batches b, unnest(b.lane_ranges) AS x(lanes)
@@ -84,6 +87,78 @@ RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint,
                rate_limit text, burst int, claims_rate_limited bigint)
 AS 'MODULE_PATHNAME', 'awa_queue_metrics'
 LANGUAGE C VOLATILE SECURITY DEFINER ROWS 1000;
+
+-- The claims a key's limits gave fewer jobs than they asked for, since the
+-- server started (src/pg/key_limits.hpp: the key's counters entry; 0 without one).
+CREATE FUNCTION awa._key_limit_stats(queue text, concurrency_key text,
+                                     OUT claims_limited bigint, OUT claims_rate_limited bigint)
+AS 'MODULE_PATHNAME', 'awa_internal_key_limit_stats'
+LANGUAGE C VOLATILE STRICT;
+
+-- The keys of the queues with keyed jobs (one queue, or all when NULL): per
+-- queue the `top` keys with the most backlog and the `top` with the most
+-- running attempts (docs/flow-control.md, "Seeing keys"). backlog: the
+-- positions of the key's lanes its claim cursor has not passed (available
+-- jobs, and jobs claimed or cancelled past a position still open: an upper
+-- bound of its available jobs, exact once claims have moved the cursor);
+-- running: counted from the claim ring (claimed - closed attempts).
+-- (The work is awa._key_metrics: a PL/pgSQL function cannot name an argument
+-- and a result column both "queue".)
+CREATE FUNCTION awa._key_metrics(p_queue text, p_top int)
+RETURNS TABLE (queue text, concurrency_key text, backlog bigint, running bigint, key_max_running int,
+               key_rate_limit text, key_burst int, claims_limited bigint, claims_rate_limited bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+ROWS 100
+AS $$
+BEGIN
+    IF $1 IS NOT NULL THEN
+        PERFORM awa._require_queue($1);
+    END IF;
+    IF $2 IS NULL OR $2 < 1 OR $2 > 10000 THEN
+        RAISE EXCEPTION 'top must be between 1 and 10000' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass how many keys per queue to list, by backlog and by running attempts.';
+    END IF;
+    RETURN QUERY
+    WITH lanes AS (
+        SELECT c.queue, l.concurrency_key AS key, sum(c.enqueue_cursor - c.claim_cursor)::bigint AS backlog
+          FROM awa.lane_cursors($1) c
+          JOIN awa.queue_lanes l ON l.lane_id = c.lane_id
+         WHERE l.concurrency_key IS NOT NULL
+         GROUP BY 1, 2
+    ), running AS (
+        SELECT r.name, r.running
+          FROM (SELECT DISTINCT lanes.queue FROM lanes) q,
+               LATERAL awa._key_running_scan(q.queue, NULL, true) r
+    ), keyed AS (
+        SELECT lanes.queue, lanes.key, lanes.backlog, coalesce(running.running, 0) AS running
+          FROM lanes
+          LEFT JOIN running ON running.name = awa._key_counter_name(lanes.queue, lanes.key)
+    ), ranked AS (
+        SELECT k.*, row_number() OVER (PARTITION BY k.queue ORDER BY k.backlog DESC, k.key) AS by_backlog,
+               row_number() OVER (PARTITION BY k.queue ORDER BY k.running DESC, k.key) AS by_running
+          FROM keyed k
+    )
+    SELECT r.queue, r.key, r.backlog, r.running, m.key_max_running,
+           CASE WHEN m.key_rate_count IS NOT NULL THEN m.key_rate_count || ' per ' || m.key_rate_period END,
+           m.key_rate_burst, s.claims_limited, s.claims_rate_limited
+      FROM ranked r
+      LEFT JOIN awa.queue_meta m ON m.queue = r.queue
+      CROSS JOIN LATERAL awa._key_limit_stats(r.queue, r.key) s
+     WHERE r.by_backlog <= $2 OR r.by_running <= $2
+     ORDER BY r.queue, r.backlog DESC, r.running DESC, r.key;
+END
+$$;
+
+CREATE FUNCTION awa.key_metrics(queue text DEFAULT NULL, top int DEFAULT 10)
+RETURNS TABLE (queue text, concurrency_key text, backlog bigint, running bigint, key_max_running int,
+               key_rate_limit text, key_burst int, claims_limited bigint, claims_rate_limited bigint)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+ROWS 100
+AS $$ SELECT * FROM awa._key_metrics($1, $2) $$;
 
 -- The queues whose oldest available job is not kept in shared memory now
 -- (tests and bench/queue_metrics.sh): awa.queue_metrics walks them.

@@ -59,6 +59,7 @@ GRANT EXECUTE ON FUNCTION awa.schedule_periodic(text, text, text, jsonb, text, i
     TO awa_admin;
 GRANT SELECT ON awa.lanes, awa.dlq, awa.periodic_jobs TO awa_admin;
 GRANT EXECUTE ON FUNCTION awa.queue_metrics(),
+                          awa.key_metrics(text, int),
                           awa.job_event_totals(),
                           awa.waiting_claims(),
                           awa.periodic_status(),

@@ -207,10 +207,11 @@ struct KeyAllowance {
 static_assert(std::is_trivially_destructible_v<KeyAllowance>, "lives across PostgreSQL errors");
 
 KeyAllowance
-AllowKey(ClaimRequest *request, const QueueSettings &settings, text *key, int want)
+AllowKey(ClaimRequest *request, const QueueSettings &settings, text *key, int want, bool again = false)
 {
 	KeyAllowance a{KeyCounterName(request->queue, key), want, want, false};
-	if (settings.key_rate_count > 0) {
+	// (`again`: a second look at the room of a key just blocked: no tokens.)
+	if (settings.key_rate_count > 0 && !again) {
 		RateLimit limit{settings.key_rate_count, settings.key_rate_period_micros, settings.key_rate_burst,
 		                settings.key_rate_set_at};
 		int64 wait_micros;
@@ -226,7 +227,7 @@ AllowKey(ClaimRequest *request, const QueueSettings &settings, text *key, int wa
 	}
 	a.granted = a.tokens;
 	if (settings.key_max_running > 0) {
-		a.granted = ReserveRunning(a.name, settings.key_max_running, a.tokens);
+		a.granted = ReserveRunning(a.name, settings.key_max_running, a.tokens, !again);
 		a.by_running = a.granted == 0;
 	}
 	return a;
@@ -322,7 +323,7 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 				if (a.granted == 0 && a.by_running) {
 					(void)SettleKey(settings, a, 0);
 					BlockKeyedPick(keyed, lane_id, charged);
-					KeyAllowance again = AllowKey(request, settings, key, 1);
+					KeyAllowance again = AllowKey(request, settings, key, 1, true);
 					(void)SettleKey(settings, again, 0);
 					if (again.granted > 0)
 						UnblockKeyedLane(keyed, lane_id);

@@ -8,8 +8,8 @@
 using namespace awa::pg;
 
 // awa.lane_cursors(p_queue text DEFAULT NULL) -> setof (queue, priority,
-// lane_id, enqueue_cursor, claim_cursor): the queue's lanes (every lane when
-// NULL), each cursor read under its page's share lock (a plain SELECT of
+// lane_id, enqueue_cursor, claim_cursor): the queue's lanes, those of its keys
+// too (every lane when NULL), each cursor read under its page's share lock (a plain SELECT of
 // awa.queue_lanes may see one half-written).
 AWA_FUNCTION(awa_lane_cursors)
 {
@@ -22,7 +22,7 @@ AWA_FUNCTION(awa_lane_cursors)
 		ExecuteLatest(Stmt::kAllLanes, 0, NULL, NULL);
 	} else {
 		Datum values[1] = {PointerGetDatum(queue)};
-		ExecuteLatest(Stmt::kLanesOfQueue, 0, values, NULL);
+		ExecuteLatest(Stmt::kAllLanesOfQueue, 0, values, NULL);
 	}
 	uint64 count = SPI_processed;
 	SPITupleTable *rows = SPI_tuptable;

@@ -136,7 +136,7 @@ ForgetAll(bool unused)
 }  // namespace
 
 int
-ReserveRunning(text *queue, int32 limit, int want)
+ReserveRunning(text *queue, int32 limit, int want, bool count_limited)
 {
 	SubTransactionId subtransaction = GetCurrentSubTransactionId();
 	Reservation *slot = NULL;
@@ -191,8 +191,10 @@ ReserveRunning(text *queue, int32 limit, int want)
 			if (granted == want)
 				break;
 			// Noted before the give-back (see WakeIfCut).
-			NoteClaimLimited(queue);
-			notes++;
+			if (count_limited) {
+				NoteClaimLimited(queue);
+				notes++;
+			}
 			int64 now_total = AddClaimsInFlight(queue, -(want - granted));
 			pending_add.count = granted;
 			// Others gave back since the add: the room they left is this

@@ -241,6 +241,9 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kAllLanes: every lane of the database (maintenance).
 	{Stmt::kAllLanes, "SELECT ctid, lane_id, priority, queue FROM awa.queue_lanes"
 	 " ORDER BY lane_id", 0, {}},
+	// kAllLanesOfQueue: every lane of a queue, keyed or not (awa.lane_cursors). $1 queue
+	{Stmt::kAllLanesOfQueue, "SELECT ctid, lane_id, priority, queue FROM awa.queue_lanes WHERE queue = $1"
+	 " ORDER BY lane_id", 1, {TEXTOID}},
 	// kAttemptHeartbeat: the attempt's last heartbeat. $1 job_id, $2 run_lease
 	{Stmt::kAttemptHeartbeat, "SELECT heartbeat_at FROM awa.attempt_state WHERE job_id = $1 AND run_lease = $2",
 	 2, {INT8OID, INT8OID}},

@@ -65,6 +65,7 @@ enum class Stmt {
 	kInsertDlq,
 	kInsertFailed,
 	kAllLanes,
+	kAllLanesOfQueue,
 	kAttemptHeartbeat,
 	kReadyRowAt,
 	kReadyRowOfJob,

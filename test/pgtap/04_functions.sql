@@ -1,6 +1,6 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (32 of the
--- 40 public functions; never await_durable, periodic_next, the
+-- types, names, defaults), return types, language, SECURITY DEFINER (33 of the
+-- 41 public functions; never await_durable, periodic_next, the
 -- six casts to awa.duration or an awa._* building block), volatility,
 -- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
 -- _oldest_live_generation, _prune_target, the closure batch id range _first_closure_batch_id and
@@ -15,7 +15,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1186);
+SELECT plan(1217);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -211,6 +211,13 @@ INSERT INTO api VALUES
      'waiting_claims bigint, paused boolean, max_running integer, claims_limited bigint, '
      'rate_limit text, burst integer, claims_rate_limited bigint)',
      'c', true, 'volatile', false, 1000, 'awa_queue_metrics'),
+    ('key_metrics',
+     ARRAY['text', 'integer'],
+     'setof record',
+     'queue text DEFAULT NULL::text, top integer DEFAULT 10',
+     'TABLE(queue text, concurrency_key text, backlog bigint, running bigint, key_max_running integer, '
+     'key_rate_limit text, key_burst integer, claims_limited bigint, claims_rate_limited bigint)',
+     'sql', true, 'volatile', false, 100, NULL),
     ('job_event_totals',
      ARRAY[]::name[],
      'setof record',
@@ -314,6 +321,19 @@ INSERT INTO api VALUES
      'rate text, setting text, OUT rate_count integer, OUT rate_period interval',
      'record',
      'plpgsql', false, 'stable', false, 0, NULL),
+    ('_key_limit_stats',
+     ARRAY['text', 'text'],
+     'record',
+     'queue text, concurrency_key text, OUT claims_limited bigint, OUT claims_rate_limited bigint',
+     'record',
+     'c', false, 'volatile', true, 0, 'awa_internal_key_limit_stats'),
+    ('_key_metrics',
+     ARRAY['text', 'integer'],
+     'setof record',
+     'p_queue text, p_top integer',
+     'TABLE(queue text, concurrency_key text, backlog bigint, running bigint, key_max_running integer, '
+     'key_rate_limit text, key_burst integer, claims_limited bigint, claims_rate_limited bigint)',
+     'plpgsql', false, 'volatile', false, 100, NULL),
     ('_key_counter_name',
      ARRAY['text', 'text'],
      'text',
@@ -321,9 +341,9 @@ INSERT INTO api VALUES
      'text',
      'c', false, 'immutable', true, 0, 'awa_internal_key_counter_name'),
     ('_key_running_scan',
-     ARRAY['text', 'text'],
+     ARRAY['text', 'text', 'boolean'],
      'setof record',
-     'p_queue text, p_key text',
+     'p_queue text, p_key text, p_unlimited boolean DEFAULT false',
      'TABLE(name text, running bigint)',
      'sql', false, 'stable', false, 1000, NULL),
     ('_key_weight_changed',
@@ -710,12 +730,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 40 public functions and the 72 awa._* building blocks');
+                     'schema awa has exactly the 41 public functions and the 74 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 112,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 115,
           'no function is overloaded');
 
--- Per function, 10 checks: 112 x 10 = 1120
+-- Per function, 10 checks: 115 x 10 = 1150
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(697);
+SELECT plan(712);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -60,6 +60,7 @@ INSERT INTO grants VALUES
     ('maintenance_status', ARRAY[]::name[], false, false, true, true),
     ('lane_cursors', ARRAY['text'], false, false, true, false),
     ('queue_metrics', ARRAY[]::name[], false, false, true, true),
+    ('key_metrics', ARRAY['text', 'integer'], false, false, true, true),
     ('job_event_totals', ARRAY[]::name[], false, false, true, true),
     ('waiting_claims', ARRAY[]::name[], false, false, true, true),
     ('periodic_status', ARRAY[]::name[], false, false, true, true),
@@ -77,7 +78,9 @@ INSERT INTO grants VALUES
     ('_queue_meta_changed', ARRAY['text', 'boolean'], false, false, false, false),
     ('_parse_rate', ARRAY['text', 'text'], false, false, false, false),
     ('_key_counter_name', ARRAY['text', 'text'], false, false, false, false),
-    ('_key_running_scan', ARRAY['text', 'text'], false, false, false, false),
+    ('_key_running_scan', ARRAY['text', 'text', 'boolean'], false, false, false, false),
+    ('_key_limit_stats', ARRAY['text', 'text'], false, false, false, false),
+    ('_key_metrics', ARRAY['text', 'integer'], false, false, false, false),
     ('_key_weight_changed', ARRAY['text', 'text', 'integer'], false, false, false, false),
     ('_check_job', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'jsonb'],
      false, false, false, false),
@@ -191,11 +194,12 @@ SELECT is(
                         'dlq_purge', 'dlq_retry', 'duration_from_float4', 'duration_from_float8',
                         'duration_from_int2', 'duration_from_int4', 'duration_from_int8', 'duration_from_numeric',
                         'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
-                        'heartbeat_many', 'job_event_totals', 'lane_cursors', 'maintenance_status', 'pause_queue', 'periodic_next',
+                        'heartbeat_many', 'job_event_totals', 'key_metrics', 'lane_cursors', 'maintenance_status',
+                        'pause_queue', 'periodic_next',
                         'periodic_status', 'promote_due', 'queue_counts', 'queue_counts_exact', 'queue_metrics',
                         'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance', 'schedule_periodic',
                         'set_key_weight', 'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),
-    ('awa_monitor', ARRAY['job_event_totals', 'maintenance_status', 'periodic_status', 'queue_metrics',
+    ('awa_monitor', ARRAY['job_event_totals', 'key_metrics', 'maintenance_status', 'periodic_status', 'queue_metrics',
                           'storage_status', 'waiting_claims']),
     ('public', ARRAY[]::text[])
   ) AS r(role, fns);

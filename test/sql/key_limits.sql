@@ -120,3 +120,15 @@ SELECT pg_temp.try($$SELECT awa.configure_queue('kl_q', key_rate_limit => '5 per
 SELECT pg_temp.try($$SELECT awa.configure_queue('kl_q', key_rate_limit => '5 per 1 second', key_burst => 0)$$);
 SELECT pg_temp.try($$SELECT awa.configure_queue('kl_q', rate_limit => 'x per y')$$);
 SELECT key_max_running, key_rate_count, key_rate_burst FROM awa.queue_meta WHERE queue = 'kl_q';
+
+-- awa.key_metrics: per queue the keys with the most backlog and the most
+-- running attempts, with their limits and the claims those cut.
+SELECT queue, concurrency_key, running, key_max_running, claims_limited
+  FROM awa.key_metrics('kl_p') ORDER BY concurrency_key;
+SELECT queue, concurrency_key, backlog >= 0 AS has_backlog, running, key_rate_limit IS NULL AS no_rate, key_burst
+  FROM awa.key_metrics('kl_r', 1);
+SELECT count(DISTINCT queue) FILTER (WHERE queue LIKE 'kl\_%') AS keyed_queues FROM awa.key_metrics();
+SELECT pg_temp.try($$SELECT * FROM awa.key_metrics('kl_q', 0)$$);
+SELECT pg_temp.try($$SELECT * FROM awa.key_metrics('kl_q', NULL)$$);
+SELECT pg_temp.try($$SELECT * FROM awa.key_metrics('')$$);
+SELECT count(*) AS unknown_queue FROM awa.key_metrics('no_such_queue');

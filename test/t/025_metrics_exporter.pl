@@ -63,6 +63,12 @@ $node->safe_psql('postgres', q{
 	SELECT awa.snooze(job_id, run_lease, receipt_id, '1 hour') FROM claimed ORDER BY job_id OFFSET 3 LIMIT 1;
 	SELECT awa.fail(job_id, run_lease, receipt_id, 'permanent') FROM claimed ORDER BY job_id OFFSET 4 LIMIT 1;
 	SELECT count(*) FROM awa.claim('m1', 1, deadline => '1 millisecond');
+	SELECT awa.configure_queue('keyed', key_max_running => 1);
+	SELECT awa.enqueue('m', '{}', 'keyed', opts => jsonb_build_object('concurrency_key', k))
+	  FROM unnest(ARRAY['ka', 'ka', 'ka', 'kb']) k;
+	SELECT count(*) FROM awa.claim('keyed', 5, deadline => '1 hour');
+	SELECT count(*) FROM awa.claim('keyed', 5, deadline => '1 hour');
+	SELECT count(*) FROM awa.claim('keyed', 5, deadline => '1 hour');
 });
 # The worker rescues the expired attempt, then promotes the job back.
 $node->poll_query_until('postgres',
@@ -156,8 +162,8 @@ for my $row (split /\n/, $counts) {
 		  if $expected_counts{$queue};
 	}
 }
-is($queues_seen, 4, 'queue_counts lists the four queues');
-is(scalar(keys %{ $m->{awa_queue_jobs} }), 4 * 8, 'awa_queue_jobs has a series per queue and state, no more');
+is($queues_seen, 5, 'queue_counts lists the five queues');
+is(scalar(keys %{ $m->{awa_queue_jobs} }), 5 * 8, 'awa_queue_jobs has a series per queue and state, no more');
 
 # Event totals.
 for my $queue (sort keys %expected_events) {
@@ -219,6 +225,18 @@ for my $task (@tasks) {
 is((grep { $_ != 0 } values %{ $m->{awa_maintenance_errors_total} }), 0, 'no maintenance task has an error');
 is($m->{awa_maintenance_worker_running}{''}, 1, 'the maintenance worker is reported running');
 
+# Keys (awa.key_metrics): key_max_running 1 let one attempt of each key run.
+# A claim the limit gives fewer jobs than it asked for counts: the first
+# claim (5 asked, ka gave 1), the second (ka at its limit gave 0; kb gave 1 of
+# 5); the third found nothing to ask (ka held back, kb drained).
+is($m->{awa_key_running}{'key=ka,queue=keyed'}, 1, 'awa_key_running{queue=keyed,key=ka} = 1');
+is($m->{awa_key_running}{'key=kb,queue=keyed'}, 1, 'awa_key_running{queue=keyed,key=kb} = 1');
+cmp_ok($m->{awa_key_backlog}{'key=ka,queue=keyed'}, '>=', 2, 'awa_key_backlog{queue=keyed,key=ka} counts its waiting jobs');
+is($m->{awa_key_claims_limited}{'key=ka,queue=keyed'}, 2, 'awa_key_claims_limited{queue=keyed,key=ka} = 2');
+is($m->{awa_key_claims_limited}{'key=kb,queue=keyed'}, 1, 'awa_key_claims_limited{queue=keyed,key=kb} = 1');
+is($m->{awa_key_claims_rate_limited}{'key=ka,queue=keyed'}, 0, 'awa_key_claims_rate_limited{queue=keyed,key=ka} = 0');
+is(scalar(keys %{ $m->{awa_key_running} }), 2, 'awa_key_running has a series per key of a keyed queue, no more');
+
 # The dashboard uses only metrics the exporter exports (each seen in this scrape).
 my $dashboard = JSON::PP::decode_json(slurp_file("$root/monitoring/grafana-dashboard.json"));
 my %used;
@@ -233,7 +251,7 @@ is(join(' ', grep { !exists $m->{$_} } sort keys %used), '', 'every metric the d
 # The monitoring role reads the surface and nothing else; a plain role not even that.
 my ($rc, $stdout, $stderr) = $node->psql('postgres', 'SELECT count(*) FROM awa.queue_metrics()',
 	extra_params => [ '-U', 'exporter' ]);
-is($stdout, '4', 'awa_monitor reads awa.queue_metrics');
+is($stdout, '5', 'awa_monitor reads awa.queue_metrics');
 ($rc, $stdout, $stderr) = $node->psql('postgres', 'SELECT * FROM awa.queue_counts()', extra_params => [ '-U', 'exporter' ]);
 like($stderr, qr/permission denied for function queue_counts/, 'awa_monitor may not call awa.queue_counts');
 ($rc, $stdout, $stderr) = $node->psql('postgres', q{SELECT awa.enqueue('x')}, extra_params => [ '-U', 'exporter' ]);
