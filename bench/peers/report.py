@@ -457,7 +457,10 @@ class Report:
             ("pgboss", "free"): "pg-boss, standard queue",
             ("pgboss", "key1"): "pg-boss, singleton policy, a key per job (never binds)",
             ("awa", "bind_conc"): "awa, max_running", ("pgboss", "bind_conc"): "pg-boss, singleton policy over keys",
-            ("awa", "bind_rate"): "awa, rate limit"}
+            ("awa", "bind_rate"): "awa, rate limit",
+            ("awa", "keyfree"): "awa, keyed jobs, fairness 'key', no limit",
+            ("awa", "keylim"): "awa, keyed jobs, limits per key (never bind)",
+            ("awa", "bind_key"): "awa, key_max_running 1 over keys"}
 
     def limits(self):
         lrs = [r for r in self.rows if r["workload"] == "L"]
@@ -471,26 +474,31 @@ class Report:
               "singleton key, so at most one active job per key), in one order on odd repetitions and the "
               "reverse on even ones. `x/none`: the limited mean divided by the unlimited mean of the same "
               "system and cell (each repetition's own ratio in parentheses); the issue's target for awa is "
-              "at least 0.90. Limits per key do not exist in awa yet, so awa's overhead *with keys* cannot be "
-              "measured; pg-boss's singleton-per-key column is its per-key limit.\n")
+              "at least 0.90. awa's keyed cells drain the same jobs spread round-robin over L_KEYS concurrency "
+              "keys with fairness 'key', without and with limits per key that never bind (key_max_running, "
+              "key_rate_limit, key_burst as the queue's); their ratio is to the keyed cell without a limit. "
+              "pg-boss's singleton-per-key column is its per-key limit.\n")
         cells = sorted({(r["N"], r["B"]) for r in lrs if not r["variant"].startswith("bind")},
                        key=lambda k: (int(k[1]), int(k[0])))
         have = lambda s, v: any(r["system"] == s and r["variant"] == v for r in lrs)
         cols = [(s, v) for s, v in [("awa", "free"), ("awa", "conc"), ("awa", "rate"), ("awa", "both"),
+                                    ("awa", "keyfree"), ("awa", "keylim"),
                                     ("pgboss", "free"), ("pgboss", "key1")] if have(s, v)]
-        rcols = [(s, v) for s, v in cols if v not in ("free",) and have(s, "free")]
+        base = lambda v: "keyfree" if v == "keylim" else "free"
+        rcols = [(s, v) for s, v in cols if v not in ("free",) and have(s, base(v))]
 
         def jps(s, v, n, b):
             return self.by.get(("L", v, s, n, b), [])
 
         def rep_ratios(s, v, n, b):
             lim = {r["rep"]: num(r["jobs_per_s"]) for r in jps(s, v, n, b)}
-            free = {r["rep"]: num(r["jobs_per_s"]) for r in jps(s, "free", n, b)}
+            free = {r["rep"]: num(r["jobs_per_s"]) for r in jps(s, base(v), n, b)}
             out = [lim[k] / free[k] for k in sorted(lim) if lim.get(k) and free.get(k)]
             return out
         if cells:
             print("### Jobs completed/s\n")
-            hdr = ["N", "B"] + [self.LVAR[c] for c in cols] + [f"{NAME[s]} {v}/none" for s, v in rcols]
+            hdr = ["N", "B"] + [self.LVAR[c] for c in cols] + [f"{NAME[s]} {v}/{'keyfree' if base(v) == 'keyfree' else 'none'}"
+                                                                for s, v in rcols]
             if have("awa", "free") and have("pgboss", "free"):
                 hdr.append("awa/pg-boss, no limit")
             print("| " + " | ".join(hdr) + " |")
@@ -502,7 +510,7 @@ class Report:
                     vals.append(cell([num(r["jobs_per_s"]) for r in rs]) + self.flags(rs, True))
                 for s, v in rcols:
                     a = mean([num(r["jobs_per_s"]) for r in jps(s, v, n, b)])
-                    f = mean([num(r["jobs_per_s"]) for r in jps(s, "free", n, b)])
+                    f = mean([num(r["jobs_per_s"]) for r in jps(s, base(v), n, b)])
                     rr = rep_ratios(s, v, n, b)
                     vals.append(ratio(a, f) + (" (" + " / ".join(f"{x:.2f}" for x in rr) + ")" if len(rr) > 1 else ""))
                 if have("awa", "free") and have("pgboss", "free"):
@@ -532,7 +540,7 @@ class Report:
             print("|---|---:|---:|---:|---:|---|---|---:|---:|")
             for r in sorted(brs, key=lambda r: (r["variant"], r["system"], int(r["B"]), int(r["rep"]))):
                 kv = self.kv(r)
-                if r["variant"] == "bind_conc":
+                if r["variant"] in ("bind_conc", "bind_key"):
                     chk = (f"limit {kv.get('limit')}: max seen {kv.get('max_running')}, mean "
                            f"{num(kv.get('mean_running')) or 0:.2f} over {kv.get('samples')} samples")
                 else:

@@ -60,6 +60,7 @@ L_N=${L_N:-"16 64"}                           # L: workers of the non-binding li
 L_B=${L_B:-"1 10"}                            # L: claim batch sizes (non-binding and binding cells)
 L_BIND_N=${L_BIND_N:-16}                      # L: workers of the binding cells
 L_BIND_CONC=${L_BIND_CONC:-4}                 # L: the binding concurrency limit
+L_KEYS=${L_KEYS:-1000}                        # L: the concurrency keys of awa's keyed cells
 L_BIND_RATE=${L_BIND_RATE:-200}               # L: the binding rate limit, jobs per second
 L_BIND_BURST=${L_BIND_BURST:-10}              # L: its burst
 # L's limits that never bind (awa): far above anything 64 workers on 2 cores reach
@@ -342,6 +343,23 @@ prepare_awa() {
 			                         queue => 'default');
 			END LOOP; END \$\$" -c "VACUUM (FREEZE, ANALYZE)"
 	fi
+	if wants L; then
+		# The same jobs with concurrency keys: round-robin over L_KEYS keys (the keyed cells), and
+		# over L_BIND_CONC keys (bind_key: key_max_running 1, pg-boss's singleton-over-keys cell).
+		local name keys
+		for name in keyed bindkey; do
+			keys=$L_KEYS
+			[ "$name" = keyed ] || keys=$L_BIND_CONC
+			make_template "bq_t_awa_200k_$name" bq_awa awa_helpers.sql
+			q "bq_t_awa_200k_$name" -c "DO \$\$ BEGIN FOR i IN 0 .. ($PRELOAD - 1) / 100 LOOP
+				PERFORM awa.enqueue_many(array_fill('job'::text, ARRAY[least(100, $PRELOAD - i * 100)]),
+				                         array_fill('$PAYLOAD'::jsonb, ARRAY[least(100, $PRELOAD - i * 100)]),
+				                         queue => 'default',
+				                         opts => ARRAY(SELECT jsonb_build_object('concurrency_key', 'k' || ((i * 100 + g) % $keys))
+				                                         FROM generate_series(1, least(100, $PRELOAD - i * 100)) g));
+				END LOOP; END \$\$" -c "VACUUM (FREEZE, ANALYZE)"
+		done
+	fi
 }
 
 # pg-boss makes its own schema (boss.start()) and is pre-loaded through its own insert API
@@ -383,6 +401,8 @@ tmpl_l() {
 	case $1:$2 in
 	pgboss:key1) echo bq_t_pgboss_200k_key1 ;;
 	pgboss:bind_conc) echo bq_t_pgboss_200k_bind ;;
+	awa:keyfree | awa:keylim) echo bq_t_awa_200k_keyed ;;
+	awa:bind_key) echo bq_t_awa_200k_bindkey ;;
 	*) tmpl_w2 "$1" ;;
 	esac
 }
@@ -610,8 +630,14 @@ limit_setup() {
 	awa:both) a="max_running => $L_FREE_MAXRUN, rate_limit => '$L_FREE_RATE per 1 second', burst => $L_FREE_BURST" ;;
 	awa:bind_conc) a="max_running => $L_BIND_CONC" ;;
 	awa:bind_rate) a="rate_limit => '$L_BIND_RATE per 1 second', burst => $L_BIND_BURST" ;;
+	awa:keyfree) a="fairness => 'key'" ;;
+	awa:keylim) a="fairness => 'key', key_max_running => $L_FREE_MAXRUN, key_rate_limit => '$L_FREE_RATE per 1 second', key_burst => $L_FREE_BURST" ;;
+	awa:bind_key) a="key_max_running => 1" ;;
 	esac
 	[ -z "$a" ] || q $RUNDB -c "SELECT awa.configure_queue('default', $a)" >/dev/null
+	# Limits per key set where none were leave the counters untrusted until a rebuild (the worker's,
+	# within 5 s): the runs measure the steady state after it.
+	case $2 in keylim | bind_key) q $RUNDB -c "SELECT awa.rebuild_counters()" >/dev/null ;; esac
 }
 
 # run_drain REP WORKLOAD VARIANT SYS N B TEMPLATE SCRIPT: W2, W4 and L (SCRIPT is ignored for
@@ -631,7 +657,7 @@ run_drain() {
 	local t0 sp=""
 	# a binding concurrency limit: one session samples the queue's running attempts every 10 ms
 	# for the whole run (bench_sample_running)
-	if [ "$var" = bind_conc ]; then
+	if [ "$var" = bind_conc ] || [ "$var" = bind_key ]; then
 		q $RUNDB -F ' ' -c "SELECT * FROM bench_sample_running($T + 1, 10)" >"$OUTDIR/$tag.sample" 2>&1 &
 		sp=$!
 		BG_PIDS="$sp"
@@ -693,7 +719,7 @@ run_drain() {
 limit_check() {
 	local sys=$1 var=$2 sf=$3 t0=$4 t1=$5 done=$6 out=""
 	case $var in
-	bind_conc)
+	bind_conc | bind_key)
 		local mx smp mean
 		read -r mx smp mean <"$sf" 2>/dev/null || true
 		out+=",limit=$L_BIND_CONC,max_running=${mx:-NA},samples=${smp:-NA},mean_running=${mean:-NA}"
@@ -970,7 +996,7 @@ l_cells() { # the "sys:variant" list of the non-binding cells, in the order of r
 	local s v out=""
 	for s in $ACTIVE; do
 		case $s in
-		awa) for v in free conc rate both; do out+="awa:$v "; done ;;
+		awa) for v in free conc rate both keyfree keylim; do out+="awa:$v "; done ;;
 		pgboss) out+="pgboss:free pgboss:key1 " ;;
 		esac
 	done
@@ -985,7 +1011,7 @@ run_limits() {
 		done
 	done; done
 	for b in $L_B; do
-		for c in awa:bind_conc pgboss:bind_conc awa:bind_rate; do
+		for c in awa:bind_conc awa:bind_key pgboss:bind_conc awa:bind_rate; do
 			sys=${c%%:*} var=${c#*:}
 			has_word "$ACTIVE" "$sys" || continue
 			run_drain "$rep" L "$var" "$sys" "$L_BIND_N" "$b" "$(tmpl_l "$sys" "$var")" "$(worker_script "$sys" sync)"
