@@ -138,7 +138,8 @@ KeyScheduler::Size(int32_t capacity) noexcept
 	bytes += Align8(sizeof(KeyEntry) * static_cast<size_t>(capacity));
 	bytes += Align8(sizeof(int32_t) * static_cast<size_t>(capacity));  // eligible heap
 	bytes += Align8(sizeof(int32_t) * static_cast<size_t>(capacity));  // timer heap
-	bytes += Align8(sizeof(int32_t) * static_cast<size_t>(TableSizeFor(capacity)));
+	bytes += Align8(sizeof(int32_t) * static_cast<size_t>(TableSizeFor(capacity)));  // ids
+	bytes += Align8(sizeof(int32_t) * static_cast<size_t>(TableSizeFor(capacity)));  // groups
 	return bytes;
 }
 
@@ -163,6 +164,8 @@ KeyScheduler::Init(void *memory, size_t bytes, int32_t capacity) noexcept
 	s->heap_offset_ = s->entries_offset_ + Align8(sizeof(KeyEntry) * static_cast<size_t>(capacity));
 	s->timers_offset_ = s->heap_offset_ + Align8(sizeof(int32_t) * static_cast<size_t>(capacity));
 	s->table_offset_ = s->timers_offset_ + Align8(sizeof(int32_t) * static_cast<size_t>(capacity));
+	s->groups_offset_ = s->table_offset_ + Align8(sizeof(int32_t) * static_cast<size_t>(s->table_size_));
+	s->blocked_ = 0;
 	KeyEntry *entries = s->entries();
 	for (int32_t i = 0; i < capacity; i++) {
 		entries[i].state = KeyState::kFree;
@@ -215,6 +218,17 @@ KeyScheduler::table() const noexcept
 	return reinterpret_cast<const int32_t *>(reinterpret_cast<const char *>(this) + table_offset_);
 }
 
+int32_t *
+KeyScheduler::groups() noexcept
+{
+	return reinterpret_cast<int32_t *>(reinterpret_cast<char *>(this) + groups_offset_);
+}
+const int32_t *
+KeyScheduler::groups() const noexcept
+{
+	return reinterpret_cast<const int32_t *>(reinterpret_cast<const char *>(this) + groups_offset_);
+}
+
 // ---------------------------------------------------------------------------
 // Id table: open addressing, linear probing, backward-shift deletion. A cell
 // holds slot + 1 (0: empty); at most half full.
@@ -265,6 +279,7 @@ KeyScheduler::Insert(uint64_t id) noexcept
 void
 KeyScheduler::Free(int32_t slot) noexcept
 {
+	ClearBlock(slot);
 	KeyEntry *e = entries();
 	int32_t *cells = table();
 	uint32_t mask = static_cast<uint32_t>(table_size_ - 1);
@@ -683,13 +698,69 @@ KeyScheduler::SetRunning(uint64_t id, int32_t running, int64_t now) noexcept
 	return KeyResult::kOk;
 }
 
+// The group table: the blocked keys by group (cells hold slot + 1), open
+// addressing with linear probing and backward-shift deletion, as the id table;
+// a group may have several cells (a collision of two keys' hashes).
+void
+KeyScheduler::GroupInsert(int32_t slot) noexcept
+{
+	int32_t *cells = groups();
+	uint32_t mask = static_cast<uint32_t>(table_size_ - 1);
+	uint32_t i = static_cast<uint32_t>(Mix(entries()[slot].group)) & mask;
+	while (cells[i] != 0)
+		i = (i + 1) & mask;
+	cells[i] = slot + 1;
+}
+
+void
+KeyScheduler::GroupRemove(int32_t slot) noexcept
+{
+	KeyEntry *e = entries();
+	int32_t *cells = groups();
+	uint32_t mask = static_cast<uint32_t>(table_size_ - 1);
+	uint32_t i = static_cast<uint32_t>(Mix(e[slot].group)) & mask;
+	while (cells[i] != slot + 1) {
+		if (cells[i] == 0)
+			return;  // (not there: cannot happen while blocked)
+		i = (i + 1) & mask;
+	}
+	for (uint32_t j = (i + 1) & mask; cells[j] != 0; j = (j + 1) & mask) {
+		uint32_t home = static_cast<uint32_t>(Mix(e[cells[j] - 1].group)) & mask;
+		bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (!stays) {
+			cells[i] = cells[j];
+			i = j;
+		}
+	}
+	cells[i] = 0;
+}
+
+void
+KeyScheduler::ClearBlock(int32_t slot) noexcept
+{
+	KeyEntry &entry = entries()[slot];
+	if (!entry.blocked)
+		return;
+	GroupRemove(slot);
+	entry.blocked = false;
+	blocked_--;
+}
+
 KeyResult
-KeyScheduler::Block(uint64_t id, int64_t now) noexcept
+KeyScheduler::Block(uint64_t id, uint64_t group, int64_t now) noexcept
 {
 	int32_t slot = Lookup(id);
 	if (slot < 0)
 		return KeyResult::kUnknownKey;
-	entries()[slot].blocked = true;
+	KeyEntry &entry = entries()[slot];
+	if (entry.blocked && entry.group != group)
+		ClearBlock(slot);
+	if (!entry.blocked) {
+		entry.blocked = true;
+		entry.group = group;
+		GroupInsert(slot);
+		blocked_++;
+	}
 	Reevaluate(slot, now);
 	return KeyResult::kOk;
 }
@@ -701,20 +772,43 @@ KeyScheduler::Unblock(uint64_t id, int64_t now) noexcept
 	if (slot < 0)
 		return KeyResult::kUnknownKey;
 	if (entries()[slot].blocked) {
-		entries()[slot].blocked = false;
+		ClearBlock(slot);
 		Reevaluate(slot, now);
 	}
 	return KeyResult::kOk;
+}
+
+int32_t
+KeyScheduler::UnblockGroup(uint64_t group, int64_t now) noexcept
+{
+	int32_t done = 0;
+	int32_t *cells = groups();
+	uint32_t mask = static_cast<uint32_t>(table_size_ - 1);
+	// Each removal may shift a later cell of the run back: look from the
+	// group's home again after each.
+	for (;;) {
+		int32_t found = -1;
+		for (uint32_t i = static_cast<uint32_t>(Mix(group)) & mask; cells[i] != 0; i = (i + 1) & mask)
+			if (entries()[cells[i] - 1].group == group) {
+				found = cells[i] - 1;
+				break;
+			}
+		if (found < 0)
+			return done;
+		ClearBlock(found);
+		Reevaluate(found, now);
+		done++;
+	}
 }
 
 void
 KeyScheduler::UnblockAll(int64_t now) noexcept
 {
 	KeyEntry *e = entries();
-	for (int32_t slot = 0; slot < capacity_; slot++) {
+	for (int32_t slot = 0; slot < capacity_ && blocked_ > 0; slot++) {
 		if (e[slot].state == KeyState::kFree || !e[slot].blocked)
 			continue;
-		e[slot].blocked = false;
+		ClearBlock(slot);
 		Reevaluate(slot, now);
 	}
 }
@@ -895,11 +989,20 @@ KeyScheduler::Consistent() const noexcept
 	for (int32_t pos = 1; pos < timer_size_; pos++)
 		if (e[t[pos]].due < e[t[(pos - 1) / 2]].due)
 			return false;
-	int32_t cells = 0;
-	for (int32_t i = 0; i < table_size_; i++)
+	int32_t cells = 0, group_cells = 0, blocked = 0;
+	for (int32_t i = 0; i < table_size_; i++) {
 		if (table()[i] != 0)
 			cells++;
-	return cells == keys_;
+		if (groups()[i] != 0) {
+			group_cells++;
+			if (!e[groups()[i] - 1].blocked || e[groups()[i] - 1].state == KeyState::kFree)
+				return false;
+		}
+	}
+	for (int32_t slot = 0; slot < capacity_; slot++)
+		if (e[slot].state != KeyState::kFree && e[slot].blocked)
+			blocked++;
+	return cells == keys_ && group_cells == blocked && blocked == blocked_;
 }
 
 }  // namespace awa::core

@@ -36,7 +36,8 @@
 // more rejoins with an error of at most its lag (bounded, never a starvation).
 //
 // Memory: one block from the caller, Size(capacity) bytes, 8-aligned: this
-// header, then the per-key entries, two heaps and an id hash table, all
+// header, then the per-key entries, two heaps, an id hash table and a group
+// hash table (the blocked keys), all
 // addressed by offsets from the header, so the block may be copied byte for
 // byte (memcpy) or mapped at another address: no pointers, no allocation,
 // trivially copyable. Nothing throws (noexcept): src/pg can call it under a
@@ -111,6 +112,7 @@ struct KeyEntry {
 	uint32_t activations;  // Activate calls since the entry was made (DeactivateIfUnchanged)
 	KeyState state;       // kIdle: no work, kept for its running attempts or its bucket
 	bool blocked;         // Block: not eligible until Unblock, whatever its work and limits
+	uint64_t group;       // while blocked: the group UnblockGroup finds it by (its key's hash)
 };
 
 class KeyScheduler {
@@ -150,12 +152,18 @@ public:
 	// a key with none yet gets an idle entry (weight 1).
 	KeyResult SetRunning(uint64_t id, int32_t running, int64_t now) noexcept;
 	// A limit kept outside the scheduler holds the key: it leaves the eligible
-	// set (keeping its pass and work) until Unblock. kUnknownKey: no entry
-	// (nothing to block). Unblock of a key not blocked changes nothing.
-	KeyResult Block(uint64_t id, int64_t now) noexcept;
+	// set (keeping its pass and work) until Unblock, or UnblockGroup(group)
+	// (src/pg: the group is a hash of the concurrency key, so the end of an
+	// attempt brings the key's lane back without knowing its id). kUnknownKey:
+	// no entry (nothing to block). Unblock of a key not blocked changes nothing.
+	KeyResult Block(uint64_t id, uint64_t group, int64_t now) noexcept;
 	KeyResult Unblock(uint64_t id, int64_t now) noexcept;
+	// Unblocks the keys blocked with `group` (O(1) expected; several only on a
+	// collision of groups, which unblocks one more: harmless) and returns how many.
+	int32_t UnblockGroup(uint64_t group, int64_t now) noexcept;
 	// Unblocks every key (the outside limit was lifted). O(n).
 	void UnblockAll(int64_t now) noexcept;
+	int32_t blocked() const noexcept { return blocked_; }
 
 	// The eligible key first in order and how many jobs it may take. Only moves
 	// keys whose token is due back into the eligible set.
@@ -194,6 +202,11 @@ private:
 	const int32_t *timers() const noexcept;
 	int32_t *table() noexcept;
 	const int32_t *table() const noexcept;
+	int32_t *groups() noexcept;
+	const int32_t *groups() const noexcept;
+	void GroupInsert(int32_t slot) noexcept;
+	void GroupRemove(int32_t slot) noexcept;
+	void ClearBlock(int32_t slot) noexcept;
 
 	int32_t Lookup(uint64_t id) const noexcept;
 	int32_t Insert(uint64_t id) noexcept;
@@ -226,6 +239,7 @@ private:
 	int32_t heap_size_;
 	int32_t timer_size_;
 	int32_t free_head_;
+	int32_t blocked_;
 	KeyMode mode_;
 	KeyLimits limits_;
 	uint64_t vtime_;
@@ -234,6 +248,7 @@ private:
 	uint64_t heap_offset_;
 	uint64_t timers_offset_;
 	uint64_t table_offset_;
+	uint64_t groups_offset_;  // the blocked keys by group: a second table like the id table
 };
 
 static_assert(std::is_trivially_copyable_v<KeyScheduler>, "KeyScheduler lives in shared memory");

@@ -322,7 +322,7 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 				a = AllowKey(request, settings, key, charged);
 				if (a.granted == 0 && a.by_running) {
 					(void)SettleKey(settings, a, 0);
-					BlockKeyedPick(keyed, lane_id, charged);
+					BlockKeyedPick(keyed, lane_id, charged, key);
 					KeyAllowance again = AllowKey(request, settings, key, 1, true);
 					(void)SettleKey(settings, again, 0);
 					if (again.granted > 0)

@@ -498,14 +498,16 @@ ReactivateClaimed()
 	}
 }
 
-// Lanes to take out of Block at the transaction's end (key_limits.hpp): the
-// lanes of keys whose room may grow then. Applied after the counters and the
+// Keys whose lanes come out of Block at the transaction's end (key_limits.hpp):
+// the keys whose room may grow then. Applied after the counters and the
 // reservations (callbacks.cpp), whether it commits or aborts (an unblocked
-// lane without room is blocked again by the next pick).
+// lane without room is blocked again by the next pick). A blocked lane is
+// found by its key's hash (KeyScheduler::UnblockGroup), in each scheduler of
+// the queue: no lookup of the key's lanes.
 struct Unblock {
 	int slot;
 	uint64 generation;
-	int64 lane_id;
+	uint64 group;
 	KeyScheduler *scheduler;  // mapped in this backend
 };
 static_assert(std::is_trivially_destructible_v<Unblock>, "lives in TopTransactionContext");
@@ -515,11 +517,18 @@ Unblock *unblocks = NULL;
 int unblock_count = 0;
 int unblock_capacity = 0;
 
-// The schedulers holding lanes of (queue, key): each (slot, lane). Requires
-// SPI. May ereport.
+uint64
+GroupOfKey(text *key)
+{
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(key)),
+	                           static_cast<int>(VARSIZE_ANY_EXHDR(key)), 0);
+}
+
+// The schedulers of the queue (one a priority with keyed lanes), mapped.
+// Cannot fail but for the mapping (may ereport: out of memory).
 template <typename Visit>
 void
-ForEachKeyLane(text *queue, text *key, Visit visit)
+ForEachQueueScheduler(text *queue, Visit visit)
 {
 	if (shared == NULL || pg_atomic_read_u32(&shared->used) == 0)
 		return;
@@ -527,14 +536,8 @@ ForEachKeyLane(text *queue, text *key, Visit visit)
 	for (int16 priority = 1; priority <= kMaxLanesPerQueue; priority++) {
 		uint64 generation;
 		int slot = FindSlot(incarnation, queue, priority, &generation);
-		if (slot < 0)
-			continue;
-		Datum values[3] = {PointerGetDatum(queue), Int16GetDatum(priority), PointerGetDatum(key)};
-		Execute(Stmt::kKeyedLaneOf, 0, values, NULL, 1);
-		if (SPI_processed == 0)
-			continue;
-		Lane lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
-		visit(slot, generation, lane.lane_id, SchedulerOf(slot));
+		if (slot >= 0)
+			visit(slot, generation, SchedulerOf(slot));
 	}
 }
 
@@ -547,7 +550,8 @@ ApplyUnblocks()
 		KeyScheduler *scheduler = LockScheduler(u.slot, u.generation, u.scheduler);
 		if (scheduler == NULL)
 			continue;
-		(void)scheduler->Unblock(static_cast<uint64>(u.lane_id), now);
+		if (scheduler->blocked() > 0)
+			(void)scheduler->UnblockGroup(u.group, now);
 		LWLockRelease(SlotLock(u.slot));
 	}
 }
@@ -653,9 +657,10 @@ OnKeyUnblocksTransactionEvent(XactEvent event)
 void
 UnblockKeyLanesAtEnd(text *queue, text *key)
 {
-	ForEachKeyLane(queue, key, [](int slot, uint64 generation, int64 lane_id, KeyScheduler *scheduler) {
+	uint64 group = GroupOfKey(key);
+	ForEachQueueScheduler(queue, [group](int slot, uint64 generation, KeyScheduler *scheduler) {
 		for (int i = 0; i < unblock_count; i++)
-			if (unblocks[i].slot == slot && unblocks[i].generation == generation && unblocks[i].lane_id == lane_id)
+			if (unblocks[i].slot == slot && unblocks[i].generation == generation && unblocks[i].group == group)
 				return;
 		if (unblock_count == unblock_capacity) {
 			int capacity = Max(16, unblock_capacity * 2);
@@ -665,25 +670,27 @@ UnblockKeyLanesAtEnd(text *queue, text *key)
 			unblocks = grown;
 			unblock_capacity = capacity;
 		}
-		unblocks[unblock_count++] = Unblock{slot, generation, lane_id, scheduler};
+		unblocks[unblock_count++] = Unblock{slot, generation, group, scheduler};
 	});
 }
 
 void
 UnblockKeyLanesNow(text *queue, text *key)
 {
+	uint64 group = GroupOfKey(key);
 	int64 now = GetCurrentTimestamp();
-	ForEachKeyLane(queue, key, [now](int slot, uint64 generation, int64 lane_id, KeyScheduler *known) {
+	ForEachQueueScheduler(queue, [group, now](int slot, uint64 generation, KeyScheduler *known) {
 		KeyScheduler *scheduler = LockScheduler(slot, generation, known);
 		if (scheduler == NULL)
 			return;
-		(void)scheduler->Unblock(static_cast<uint64>(lane_id), now);
+		if (scheduler->blocked() > 0)
+			(void)scheduler->UnblockGroup(group, now);
 		LWLockRelease(SlotLock(slot));
 	});
 }
 
 void
-BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged)
+BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, text *key)
 {
 	pending_pick.slot = -1;  // given back here
 	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
@@ -693,7 +700,7 @@ BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged)
 	uint64 id = static_cast<uint64>(lane_id);
 	if (charged > 0)
 		(void)scheduler->GiveBack(id, charged, charged, now);
-	(void)scheduler->Block(id, now);
+	(void)scheduler->Block(id, GroupOfKey(key), now);
 	LWLockRelease(SlotLock(priority.slot));
 }
 

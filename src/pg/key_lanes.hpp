@@ -86,12 +86,13 @@ void NoteLaneHeld(text *queue, const Lane &lane);
 int LanesOfPriority(text *queue, int16 priority, Lane **lanes);
 
 // Limits per key (key_limits.hpp). A pick refused by its key's limit gives
-// its charge back and leaves the scheduler until unblocked.
-void BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged);
+// its charge back and leaves the scheduler until unblocked (by the lane, or
+// by the key: UnblockKeyLanes*).
+void BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, text *key);
 void UnblockKeyedLane(const KeyedPriority &priority, int64 lane_id);
-// The lanes of `key` of `queue` (every priority) come back now, or at this
-// transaction's end (after its counters and reservations: callbacks.cpp,
-// OnKeyUnblocksTransactionEvent). Require SPI. May ereport.
+// The blocked lanes of `key` of `queue` (every priority) come back now, or at
+// this transaction's end (after its counters and reservations: callbacks.cpp,
+// OnKeyUnblocksTransactionEvent). No SPI. May ereport (out of memory).
 void UnblockKeyLanesNow(text *queue, text *key);
 void UnblockKeyLanesAtEnd(text *queue, text *key);
 void OnKeyUnblocksTransactionEvent(XactEvent event);
