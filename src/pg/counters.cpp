@@ -91,6 +91,12 @@ struct DbCounters {
 	int state;
 	int builder_pid;
 	bool overflow;  // no entry to be had for one of its queues (see EnterQueue): never trusted
+	// A transaction whose moves were not recorded (or that asked to be
+	// rebuilt: DistrustCountersAtCommit) committed while a rebuild ran: the
+	// rebuild ends untrusted. (Setting kUntrusted under a rebuild made the
+	// moves committed until its end go nowhere, and its end trusted: counts
+	// too low for good, found from outside as available -N after a drain.)
+	bool stale_build;
 	int64 entries;  // its queues' entries, at most awa.max_queues_per_database (under counters_lock)
 };
 
@@ -724,8 +730,12 @@ ApplyPending()
 	LWLockAcquire(counters_lock, pending_lost ? LW_EXCLUSIVE : LW_SHARED);
 	if (pending_lost) {
 		int index = DbIndex(MyDatabaseId, false);
-		if (index >= 0)
-			shared->dbs[index].state = kUntrusted;
+		if (index >= 0) {
+			if (shared->dbs[index].state == kBuilding)
+				shared->dbs[index].stale_build = true;  // (moves keep going to `since` until it ends)
+			else
+				shared->dbs[index].state = kUntrusted;
+		}
 		// Some moves were not recorded: no head of the database is known.
 		ForEachEntry(MyDatabaseId, [](QueueCounters *entry) { ForgetHeads(entry); });
 	} else {
@@ -859,7 +869,8 @@ ReleaseBuild(int db_index, bool trusted)
 	if (shared->build_database == MyDatabaseId)
 		shared->build_database = InvalidOid;
 	DbCounters &db = shared->dbs[db_index];
-	db.state = trusted && !db.overflow ? kTrusted : kUntrusted;
+	db.state = trusted && !db.overflow && !db.stale_build ? kTrusted : kUntrusted;
+	db.stale_build = false;
 	db.builder_pid = 0;
 	LWLockRelease(counters_lock);
 }
@@ -1084,6 +1095,7 @@ EnsureCountersTrusted()
 		return false;
 	}
 	db.state = kBuilding;
+	db.stale_build = false;
 	db.builder_pid = MyProcPid;
 	ZeroDatabase(MyDatabaseId, false);
 	Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());

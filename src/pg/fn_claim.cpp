@@ -207,11 +207,10 @@ struct KeyAllowance {
 static_assert(std::is_trivially_destructible_v<KeyAllowance>, "lives across PostgreSQL errors");
 
 KeyAllowance
-AllowKey(ClaimRequest *request, const QueueSettings &settings, text *key, int want, bool again = false)
+AllowKey(ClaimRequest *request, const QueueSettings &settings, text *key, int want)
 {
 	KeyAllowance a{KeyCounterName(request->queue, key), want, want, false};
-	// (`again`: a second look at the room of a key just blocked: no tokens.)
-	if (settings.key_rate_count > 0 && !again) {
+	if (settings.key_rate_count > 0) {
 		RateLimit limit{settings.key_rate_count, settings.key_rate_period_micros, settings.key_rate_burst,
 		                settings.key_rate_set_at};
 		int64 wait_micros;
@@ -227,7 +226,7 @@ AllowKey(ClaimRequest *request, const QueueSettings &settings, text *key, int wa
 	}
 	a.granted = a.tokens;
 	if (settings.key_max_running > 0) {
-		a.granted = ReserveRunning(a.name, settings.key_max_running, a.tokens, !again);
+		a.granted = ReserveRunning(a.name, settings.key_max_running, a.tokens);
 		a.by_running = a.granted == 0;
 	}
 	return a;
@@ -321,11 +320,15 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 			if (key != NULL) {
 				a = AllowKey(request, settings, key, charged);
 				if (a.granted == 0 && a.by_running) {
+					// Blocked, then looked at again without reserving: a room
+					// freed before the block is seen here, one freed after it
+					// unblocks (key_limits.hpp). (A second reservation would
+					// not do: two claims doing it at once can each see the
+					// other's and both stay blocked, with room and no end to
+					// come: found from outside.)
 					(void)SettleKey(settings, a, 0);
 					BlockKeyedPick(keyed, lane_id, charged, key);
-					KeyAllowance again = AllowKey(request, settings, key, 1, true);
-					(void)SettleKey(settings, again, 0);
-					if (again.granted > 0)
+					if (RoomNow(a.name, settings.key_max_running) > 0)
 						UnblockKeyedLane(keyed, lane_id);
 					fruitless++;
 					continue;

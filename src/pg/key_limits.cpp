@@ -47,15 +47,17 @@ SplitName(const char *name, size_t length, size_t *queue_start, size_t *queue_le
 	if (!IsKeyCounterName(name, length))
 		return false;
 	size_t i = kKeyNamePrefix;
-	size_t digits = 0;
-	while (i < length && name[i] >= '0' && name[i] <= '9' && digits < 10) {
-		digits = digits * 10 + static_cast<size_t>(name[i] - '0');
+	size_t value = 0;
+	size_t digits = 0;  // (a queue name's length has at most 4 digits: 800 bytes)
+	while (i < length && name[i] >= '0' && name[i] <= '9' && digits < 6) {
+		value = value * 10 + static_cast<size_t>(name[i] - '0');
+		digits++;
 		i++;
 	}
-	if (i >= length || name[i] != ':' || i + 1 + digits > length)
+	if (digits == 0 || i >= length || name[i] != ':' || i + 1 + value > length)
 		return false;
 	*queue_start = i + 1;
-	*queue_length = digits;
+	*queue_length = value;
 	return true;
 }
 

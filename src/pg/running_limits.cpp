@@ -136,7 +136,7 @@ ForgetAll(bool unused)
 }  // namespace
 
 int
-ReserveRunning(text *queue, int32 limit, int want, bool count_limited)
+ReserveRunning(text *queue, int32 limit, int want)
 {
 	SubTransactionId subtransaction = GetCurrentSubTransactionId();
 	Reservation *slot = NULL;
@@ -191,10 +191,8 @@ ReserveRunning(text *queue, int32 limit, int want, bool count_limited)
 			if (granted == want)
 				break;
 			// Noted before the give-back (see WakeIfCut).
-			if (count_limited) {
-				NoteClaimLimited(queue);
-				notes++;
-			}
+			NoteClaimLimited(queue);
+			notes++;
 			int64 now_total = AddClaimsInFlight(queue, -(want - granted));
 			pending_add.count = granted;
 			// Others gave back since the add: the room they left is this
@@ -254,6 +252,24 @@ ReserveRunning(text *queue, int32 limit, int want, bool count_limited)
 	// Recorded (or nothing kept): the transaction's end gives it back now.
 	pending_add = PendingAdd{NULL, 0, 0};
 	return granted;
+}
+
+int64
+RoomNow(text *queue, int32 limit)
+{
+	int64 own = 0;
+	for (int i = 0; i < reservation_count; i++)
+		if (reservations[i].in_shared && SameQueue(reservations[i].queue, queue))
+			own += reservations[i].count;
+	// Running first, then the reservations: a claim that commits in between
+	// is counted in neither (too much room: a lane unblocked once too often
+	// is blocked again by its next pick), never in both.
+	QueueCounts counts;
+	int64 running =
+	    ReadCounters(queue, &counts) ? counts.count[static_cast<int>(core::JobState::kRunning)] : ExactRunning(queue);
+	int64 in_flight = AddClaimsInFlight(queue, 0);
+	int64 others = in_flight < 0 ? 0 : Max(int64{0}, in_flight - own);
+	return static_cast<int64>(limit) - running - others;
 }
 
 void

@@ -29,10 +29,15 @@
 namespace awa::pg {
 
 // How many of `want` (>= 1) attempts a claim of `queue` may start now under
-// `limit` (>= 1); recorded as this (sub)transaction's reservation.
-// `count_limited`: a grant below `want` counts in the queue's claims_limited
-// (not for a second look of the same claim). Requires SPI. May ereport.
-int ReserveRunning(text *queue, int32 limit, int want, bool count_limited = true);
+// `limit` (>= 1); recorded as this (sub)transaction's reservation. Requires
+// SPI. May ereport.
+int ReserveRunning(text *queue, int32 limit, int want);
+
+// The room under `limit` now, read without reserving (so that two claims
+// looking at once never hide the room from each other, as two reservations
+// can: key_limits.hpp, the second look of a claim that blocked a key). Too
+// much rather than too little. Requires SPI. May ereport.
+int64 RoomNow(text *queue, int32 limit);
 
 // Gives back `n` attempts of this transaction's reservation for `queue` (a
 // claim that took fewer than it reserved).

@@ -132,3 +132,17 @@ SELECT pg_temp.try($$SELECT * FROM awa.key_metrics('kl_q', 0)$$);
 SELECT pg_temp.try($$SELECT * FROM awa.key_metrics('kl_q', NULL)$$);
 SELECT pg_temp.try($$SELECT * FROM awa.key_metrics('')$$);
 SELECT count(*) AS unknown_queue FROM awa.key_metrics('no_such_queue');
+
+-- Queue names of 100 to 200 characters: a key's counters name holds the
+-- queue's length in decimal, more than two digits here (a parse that
+-- stopped at the value 10 crashed the server on the exact count of the
+-- key's running attempts that follows setting the limit).
+SELECT awa.configure_queue(repeat('Q', 150), key_max_running => 1);
+SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('k', '{}', repeat('Q', 150), opts => '{"concurrency_key": "K"}')
+                                    FROM generate_series(1, 3)) x;
+SELECT count(*) AS long_name_claimed FROM awa.claim(repeat('Q', 150), 10);
+SELECT count(*) AS long_name_at_limit FROM awa.claim(repeat('Q', 150), 10);
+SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('k', '{}', repeat('R', 200), opts => '{"concurrency_key": "K"}')
+                                    FROM generate_series(1, 2)) x;
+SELECT awa.configure_queue(repeat('R', 200), key_max_running => 1);
+SELECT count(*) AS longest_name_claimed FROM awa.claim(repeat('R', 200), 10);
