@@ -9,7 +9,8 @@
 #   - awa.max_keyed_queues schedulers, one database at most half: a queue that
 #     finds none is still served, every job exactly once (its claims look at
 #     each lane), but first come, not fairly;
-#   - a dropped database's scheduler is freed for another database.
+#   - a dropped database's scheduler is freed for another database, and a
+#     scheduler without keys is given up for a queue that needs one.
 # Fair share is how a test sees that a queue has a scheduler: with one, the
 # first claims of three keys of 3 jobs each take the three keys.
 use strict;
@@ -63,13 +64,28 @@ is(enqueue_keys('kb', 200, 215, 1), 0, 'and took no room: 16 other keys fit righ
 is(q1(q{SELECT count(*) FROM (SELECT (awa.claim('kb', 1)).job_id FROM generate_series(1, 20)) x}), '16',
 	'their 16 jobs are claimed, and nothing of the refused one');
 
-# Two schedulers in all, one for this database: its second keyed queue has none.
+# Two schedulers in all, one for this database: its second keyed queue has none
+# while the first has a key with work.
+enqueue_keys('kb', 300, 300, 1);
 q1(q{SELECT awa.configure_queue('kc', fairness => 'key')});
 enqueue_keys('kc', 1, 3, 3);
 my $order = first_claims('kc', 9);
 is(join(',', sort split /,/, $order), 'k1,k1,k1,k2,k2,k2,k3,k3,k3', 'a queue without a scheduler is still served: every job once');
 isnt(join(',', (split /,/, $order)[0 .. 2]), 'k1,k2,k3', 'but not fairly (first come): it has no scheduler') or diag($order);
 is(q1(q{SELECT count(*) FROM awa.claim('kc', 1)}), '0', 'and nothing is left');
+
+# A scheduler without keys is given up for a queue that needs one: once kb
+# drained (its last key dropped by the claim that found it empty), kd gets it.
+is(q1(q{SELECT count(*) FROM (SELECT (awa.claim('kb', 1)).job_id FROM generate_series(1, 3)) x}), '1',
+	'kb drains its last key');
+q1(q{SELECT awa.configure_queue('kd', fairness => 'key')});
+enqueue_keys('kd', 1, 3, 3);
+is(first_claims('kd', 3), 'k1,k2,k3', 'a new keyed queue takes the scheduler kb no longer uses: fair');
+is(q1(q{SELECT count(*) FROM (SELECT (awa.claim('kd', 1)).job_id FROM generate_series(1, 10)) x}), '6',
+	'and every job is claimed');
+enqueue_keys('kb', 400, 402, 2);
+is(q1(q{SELECT count(*) FROM (SELECT (awa.claim('kb', 1)).job_id FROM generate_series(1, 10)) x}), '6',
+	'kb, back with work, takes the drained kd scheduler and every job is claimed');
 
 # Another database takes the other scheduler; dropped, it frees it.
 q1('CREATE DATABASE other');
