@@ -32,7 +32,7 @@ PEERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # ----------------------------------------------------------------------------- knobs
 # The command as typed, with the knobs that were set in the environment (for the report).
 CMD=""
-for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS L_N L_B L_BIND_N L_BIND_CONC L_BIND_RATE L_BIND_BURST PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
+for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS L_N L_B L_BIND_N L_BIND_CONC L_BIND_RATE L_BIND_BURST L_KEYS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
 	if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
 done
 CMD+="bench/peers/run.sh"

@@ -136,6 +136,10 @@ for my $run (@runs)
 	like($text, qr/^\| awa, max_running \| 2 \| 1 \| 1 \| .* \| limit 1: max seen [01], .* \| yes \|/m,
 		'bench/peers report: the binding concurrency limit held');
 	like($text, qr/^\| awa, rate limit \| 2 \| 1 \| 1 \| .* \| yes \|/m, 'bench/peers report: the binding rate limit held');
+	like($text, qr/\| awa, keyed jobs, fairness 'key', no limit \| awa, keyed jobs, limits per key \(never bind\) \|/m,
+		'bench/peers report: the keyed cells without and with limits per key');
+	like($text, qr/^\| awa, key_max_running 1 over keys \| 2 \| 1 \| 1 \| .* \| limit 1: max seen [01], .* \| yes \|/m,
+		'bench/peers report: the binding limit per key held');
 	if (-e "$bench/peers/pgboss/node_modules/pg-boss/package.json")
 	{
 		like($text, qr/^\| pg-boss, singleton policy over keys \| 2 \| 1 \| 1 \|/m, 'bench/peers report: pg-boss ran');
