@@ -276,6 +276,26 @@ LockScheduler(int slot, uint64 generation, KeyScheduler *known = NULL)
 	return known != NULL ? known : SchedulerOf(slot);
 }
 
+// A note's scheduler is gone (its slot was given up or reused since:
+// MakeSlot): the queue's scheduler of now, if any, did not see what the note
+// would have told it (a claim rolled back, an enqueue committed), so it is
+// read from the lanes again at its next use. Any incarnation: a stale one's is
+// freed anyway. Plain code that cannot fail (transaction callbacks).
+void
+MarkQueueSlotUnbuilt(text *queue, int16 priority)
+{
+	uint32 hash = QueueHash(queue);
+	int length = VARSIZE_ANY_EXHDR(queue);
+	LWLockAcquire(table_lock, LW_SHARED);
+	for (int i = 0; i < shared->slot_count; i++) {
+		KeyedSlot &s = shared->slots[i];
+		if (s.in_use && s.database == MyDatabaseId && s.priority == priority && s.hash == hash && s.length == length &&
+		    memcmp(s.queue, VARDATA_ANY(queue), length) == 0)
+			s.built = false;  // (a flag; its readers only build more often)
+	}
+	LWLockRelease(table_lock);
+}
+
 // Reads the lanes of the slot's (queue, priority) and makes those with work
 // members (key_lanes.hpp). Idempotent: several claims may build at once. May
 // ereport.
@@ -467,8 +487,11 @@ ApplyNotesAtCommit()
 		if (note->slot < 0 || note->scheduler == NULL || (!note->work && !note->weighed))
 			continue;
 		KeyScheduler *scheduler = LockScheduler(note->slot, note->generation, note->scheduler);
-		if (scheduler == NULL)
+		if (scheduler == NULL) {
+			if (note->work)
+				MarkQueueSlotUnbuilt(note->queue, note->priority);
 			continue;
+		}
 		uint64 id = static_cast<uint64>(note->lane_id);
 		if (note->weighed)
 			(void)scheduler->SetWeight(id, note->weight);
@@ -514,8 +537,12 @@ ReactivateClaimed()
 		if (!note->claimed || note->scheduler == NULL)
 			continue;
 		KeyScheduler *scheduler = LockScheduler(note->slot, note->generation, note->scheduler);
-		if (scheduler == NULL)
+		if (scheduler == NULL) {
+			// (Found from outside: a claim rolled back after its queue's
+			// scheduler was given up and made again left its job unclaimed.)
+			MarkQueueSlotUnbuilt(note->queue, note->priority);
 			continue;
+		}
 		uint64 id = static_cast<uint64>(note->lane_id);
 		const core::KeyEntry *entry = scheduler->Find(id);
 		if (scheduler->Activate(id, entry != NULL ? entry->weight : 1, note->head, now, true) == KeyResult::kTableFull)
