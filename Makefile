@@ -38,7 +38,7 @@ ISOLATION = two_claimers claim_skips_nothing_open rollback_gap stale_completion 
             unique_skip_concurrent open_producer_passed oldest_vs_claim counts_untrusted_midway concurrency_limit \
             limit_last_slot rescue_frees_slot rate_limit_races \
             lane_row_update_by_hand wide_reserve_gap_proof lane_create_race open_claim_many_batches \
-            keyed_lane_membership key_limit
+            keyed_lane_membership key_limit key_limit_set_midway
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 

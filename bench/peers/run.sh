@@ -637,7 +637,14 @@ limit_setup() {
 	[ -z "$a" ] || q $RUNDB -c "SELECT awa.configure_queue('default', $a)" >/dev/null
 	# Limits per key set where none were leave the counters untrusted until a rebuild (the worker's,
 	# within 5 s): the runs measure the steady state after it.
-	case $2 in keylim | bind_key) q $RUNDB -c "SELECT awa.rebuild_counters()" >/dev/null ;; esac
+	# (Trusted only once the transactions older than the setting have ended, and 1 s after it.)
+	case $2 in keylim | bind_key)
+		local i
+		for i in $(seq 1 100); do
+			[ "$(q $RUNDB -c "SELECT awa.rebuild_counters()")" = t ] && break
+			sleep 0.2
+		done ;;
+	esac
 }
 
 # run_drain REP WORKLOAD VARIANT SYS N B TEMPLATE SCRIPT: W2, W4 and L (SCRIPT is ignored for

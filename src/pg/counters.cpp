@@ -22,6 +22,7 @@ extern "C" {
 #include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/backend_status.h"
 #include "utils/dsa.h"
 #include "utils/syscache.h"
 }
@@ -97,6 +98,12 @@ struct DbCounters {
 	// moves committed until its end go nowhere, and its end trusted: counts
 	// too low for good, found from outside as available -N after a drain.)
 	bool stale_build;
+	// When a transaction that set a first limit per key committed (plus a
+	// second: its settings' invalidation is sent after the commit callback):
+	// transactions that began before it may count a key's attempts by the
+	// old settings (none), so no rebuild is trusted while one of them runs
+	// (OlderTransactionsRun). 0: none.
+	TimestampTz distrusted_at;
 	int64 entries;  // its queues' entries, at most awa.max_queues_per_database (under counters_lock)
 };
 
@@ -303,6 +310,7 @@ struct Pending {
 Pending pending[kMaxPending];
 int pending_count = 0;
 bool pending_lost = false;  // more distinct queues than kMaxPending: distrust at commit
+bool settings_distrust = false;  // DistrustCountersAtCommit: also wait for older transactions
 TransactionId pending_xid = InvalidTransactionId;
 
 // Per-backend cache: queue name -> shared entry (an entry is removed only with
@@ -735,6 +743,8 @@ ApplyPending()
 				shared->dbs[index].stale_build = true;  // (moves keep going to `since` until it ends)
 			else
 				shared->dbs[index].state = kUntrusted;
+			if (settings_distrust)
+				shared->dbs[index].distrusted_at = GetCurrentTimestamp() + USECS_PER_SEC;
 		}
 		// Some moves were not recorded: no head of the database is known.
 		ForEachEntry(MyDatabaseId, [](QueueCounters *entry) { ForgetHeads(entry); });
@@ -768,6 +778,7 @@ ForgetPending()
 {
 	pending_count = 0;
 	pending_lost = false;
+	settings_distrust = false;
 	pending_xid = InvalidTransactionId;
 }
 
@@ -777,6 +788,7 @@ void
 DistrustCountersAtCommit()
 {
 	pending_lost = true;
+	settings_distrust = true;
 }
 
 void
@@ -1058,6 +1070,33 @@ ReadEventTotals(QueueEventTotals **out)
 	return count;
 }
 
+namespace {
+
+// Whether a transaction of this database (other than this one) began before
+// `since` (pg_stat_activity's xact_start; with track_activities off none is
+// seen). Found from outside: a claim or an end that began before a first
+// limit per key and committed after the rebuild's snapshot counted its key
+// by the old settings, so the key's running count was off by one for good
+// (over its limit, or blocked with room).
+bool
+OlderTransactionsRun(TimestampTz since)
+{
+	pgstat_clear_backend_activity_snapshot();
+	int n = pgstat_fetch_stat_numbackends();
+	for (int i = 1; i <= n; i++) {
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+		if (local == NULL)
+			continue;
+		const PgBackendStatus &b = local->backendStatus;
+		if (b.st_procpid != MyProcPid && b.st_databaseid == MyDatabaseId && b.st_xact_start_timestamp != 0 &&
+		    b.st_xact_start_timestamp < since)
+			return true;
+	}
+	return false;
+}
+
+}  // namespace
+
 bool
 EnsureCountersTrusted()
 {
@@ -1068,7 +1107,12 @@ EnsureCountersTrusted()
 		return false;
 	LWLockAcquire(counters_lock, LW_SHARED);
 	bool settled = shared->dbs[db_index].state == kTrusted || shared->dbs[db_index].overflow;
+	TimestampTz distrusted_at = shared->dbs[db_index].distrusted_at;
 	LWLockRelease(counters_lock);
+	// Not before every transaction that may hold the settings of before a
+	// first limit per key has ended (exact counts meanwhile).
+	if (!settled && distrusted_at != 0 && (GetCurrentTimestamp() < distrusted_at || OlderTransactionsRun(distrusted_at)))
+		return false;
 	if (!settled && !TransactionIdIsValid(GetTopTransactionIdIfAny())) {
 		// A rebuild must not overlap a prune: TRUNCATE is not MVCC-safe, so a
 		// pass whose snapshot predates a prune's commit could read the
@@ -1094,6 +1138,11 @@ EnsureCountersTrusted()
 		LWLockRelease(counters_lock);
 		return false;
 	}
+	if (db.distrusted_at != distrusted_at) {  // a later one came: look again then
+		LWLockRelease(counters_lock);
+		return false;
+	}
+	db.distrusted_at = 0;
 	db.state = kBuilding;
 	db.stale_build = false;
 	db.builder_pid = MyProcPid;

@@ -14,8 +14,10 @@
 // the rebuild after a start or a promotion counts them from the claim ring
 // (awa._key_running_scan) under the snapshot it publishes. Setting a limit
 // per key where none was makes the counters of the database untrusted at the
-// commit (rebuilt; exact counts meanwhile), since the attempts running then
-// were not counted.
+// commit (exact counts meanwhile), since the attempts running then were not
+// counted; they are rebuilt once every transaction that began before that
+// commit has ended (counters.cpp, OlderTransactionsRun): those count a key's
+// attempts by the settings they read.
 //
 // A key at its limit leaves its priority's key scheduler (KeyScheduler::Block)
 // so claims go to the other keys, and comes back when its room may have grown:
