@@ -215,11 +215,16 @@ AllowKey(ClaimRequest *request, const QueueSettings &settings, text *key, int wa
 		                settings.key_rate_set_at};
 		int64 wait_micros;
 		a.tokens = TakeRateTokens(a.name, limit, want, &wait_micros, kKeyRateHold);
-		if (a.tokens <= 0) {
-			if (a.tokens == 0 && wait_micros > 0 &&
-			    (request->retry_after_micros == 0 || wait_micros < request->retry_after_micros))
+		// No counters entry to be had for the key (the database's share of
+		// awa.max_queues_per_database used up by its queues and keys): the
+		// key's rate is the one of its lane's bucket in the key scheduler,
+		// which the pick already took tokens from (per priority; full after
+		// a restart). Found from outside: such keys were never claimed.
+		if (a.tokens < 0)
+			a.tokens = want;
+		if (a.tokens == 0) {
+			if (wait_micros > 0 && (request->retry_after_micros == 0 || wait_micros < request->retry_after_micros))
 				request->retry_after_micros = wait_micros;
-			a.tokens = 0;
 			a.granted = 0;
 			return a;
 		}
