@@ -370,9 +370,10 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	// claims waiting at the limit look again then (running_limits.hpp); the
 	// key's, when the queue has limits per key (key_limits.hpp, which wakes
 	// them too).
-	if (SettingsOf(DatumGetTextPP(queue)).max_running > 0)
+	const QueueSettings settings = SettingsOf(DatumGetTextPP(queue));
+	if (settings.max_running > 0)
 		WakeQueueAtCommit(DatumGetTextPP(queue));
-	CountKeyedAttemptsEnded(DatumGetTextPP(queue), lane_id, accepted);
+	CountKeyedAttemptsEnded(DatumGetTextPP(queue), settings, lane_id, accepted);
 	for (int i = 0; i < accepted; i++) {
 		closed_out->job_ids[closed_out->count] = closed_jobs[i];
 		closed_out->run_leases[closed_out->count] = closed_leases[i];

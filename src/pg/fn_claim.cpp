@@ -368,7 +368,7 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 	}
 	// Keys out of their rate's tokens: a waiting claim looks again when the
 	// first of them gets one.
-	int64 token_wait = KeyedTokenWait(keyed);
+	int64 token_wait = settings.key_rate_count > 0 ? KeyedTokenWait(keyed) : 0;
 	if (token_wait > 0 && (request->retry_after_micros == 0 || token_wait < request->retry_after_micros))
 		request->retry_after_micros = token_wait;
 	// The lane of jobs without a key is looked at directly when the picks

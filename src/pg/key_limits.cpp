@@ -150,9 +150,9 @@ CountKeyedAttemptsStarted(text *queue, int64 lane_id, bool keyed, int64 n)
 }
 
 void
-CountKeyedAttemptsEnded(text *queue, int64 lane_id, int64 n)
+CountKeyedAttemptsEnded(text *queue, const QueueSettings &settings, int64 lane_id, int64 n)
 {
-	if (n <= 0 || !HasKeyLimits(SettingsOf(queue)))
+	if (n <= 0 || !HasKeyLimits(settings))
 		return;
 	text *key = KeyOfLane(lane_id);
 	if (key == NULL)

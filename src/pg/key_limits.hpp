@@ -56,9 +56,9 @@ text *KeyOfLane(int64 lane_id);
 // running for the lane's key while the queue has limits per key. Requires
 // SPI. May ereport.
 void CountKeyedAttemptsStarted(text *queue, int64 lane_id, bool keyed, int64 n);
-// `n` attempts of a claim batch of `lane_id` ended (attempts.cpp): the key's
-// running count drops at commit, and its lanes held at the limit come back
-// after it. Requires SPI. May ereport.
-void CountKeyedAttemptsEnded(text *queue, int64 lane_id, int64 n);
+// `n` attempts of a claim batch of `lane_id` ended (attempts.cpp; `settings`:
+// the queue's, read there once): the key's running count drops at commit, and
+// its lanes held at the limit come back after it. Requires SPI. May ereport.
+void CountKeyedAttemptsEnded(text *queue, const QueueSettings &settings, int64 lane_id, int64 n);
 
 }  // namespace awa::pg
