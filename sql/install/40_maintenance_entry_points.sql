@@ -43,6 +43,12 @@ RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_note_outcome' LANGUAGE C VOLATI
 CREATE FUNCTION awa._ensure_counters()
 RETURNS text AS 'MODULE_PATHNAME', 'awa_internal_ensure_counters' LANGUAGE C VOLATILE;
 
+-- The counters task's pass over key entries (src/pg/counters.cpp, "Freeing
+-- idle key entries"): {"key_entries_live": n, "key_entries_retired": n,
+-- "key_entries_freed": n}.
+CREATE FUNCTION awa._free_key_entries()
+RETURNS jsonb AS 'MODULE_PATHNAME', 'awa_internal_free_key_entries' LANGUAGE C VOLATILE;
+
 CREATE FUNCTION awa._wake_launcher()
 RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_wake_launcher' LANGUAGE C VOLATILE;
 

@@ -37,8 +37,10 @@ BEGIN
     END IF;
     FOREACH t IN ARRAY tasks LOOP
         IF t = 'counters' THEN
+            -- Idle keys' entries first: a database that had found none is
+            -- rebuilt at once.
+            step_detail := awa._free_key_entries();
             step_outcome := awa._ensure_counters();
-            step_detail := '{}';
         ELSIF t = 'promote' THEN
             SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._promote() x;
         ELSIF t = 'rescue' THEN

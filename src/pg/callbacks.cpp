@@ -136,6 +136,10 @@ OnTransactionEvent(XactEvent event, void *)
 	OnClaimWaitersTransactionEvent(event);
 	OnWakeupsTransactionEvent(event);
 	OnInflightTransactionEvent(event);
+	// Last: no callback touches a counters entry after it.
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
+	    event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
+		EndKeyEntryUse();
 }
 
 void

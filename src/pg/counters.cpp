@@ -77,6 +77,12 @@ struct QueueCounters {
 	// The arithmetic is core/token_bucket.hpp's (exact integers).
 	slock_t rate_lock;
 	awa::core::TokenBucket rate_bucket;
+	awa::core::RateSpec rate_spec;  // the rate of the last take (FreeIdleKeyEntries refills with it)
+	// A key's entry only (key_limits.hpp): the key epoch at which
+	// FreeIdleKeyEntries found it idle; 0 when live. A lookup makes it live
+	// again; still retired and idle a pass later, with every key user's
+	// epoch past it, the entry is freed (see "Freeing idle key entries").
+	pg_atomic_uint64 retired_at;
 	// The head of each lane (counters.hpp, "oldest available job"), under
 	// head_lock. head_changes counts the applied events that touched the
 	// queue's available jobs, head_removals those that took some out.
@@ -117,6 +123,15 @@ struct CountersShared {
 	int table_tranche;
 	dshash_table_handle table_handle;
 	int64 entry_count;  // under counters_lock
+	// Freeing idle key entries (see "Freeing idle key entries"): the epoch,
+	// bumped by each pass that retires entries; the cache epoch, bumped
+	// before it, tells backends to forget the key entries they cached; and
+	// per process (pgprocno) the epoch at which its current transaction
+	// began to use key entries, 0 when it uses none.
+	pg_atomic_uint64 key_epoch;
+	pg_atomic_uint64 key_cache_epoch;
+	int key_slot_count;
+	pg_atomic_uint64 *key_slots;
 	// The snapshot of the rebuild in progress (one at a time, cluster-wide).
 	Oid build_database;
 	int build_pid;  // the rebuilding backend (a dead one frees the rebuild)
@@ -205,9 +220,21 @@ DbsOffset()
 }
 
 Size
+KeySlotsOffset()
+{
+	return MAXALIGN(add_size(DbsOffset(), mul_size(sizeof(DbCounters), awa_max_counted_databases)));
+}
+
+int
+KeySlotCount()
+{
+	return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
+}
+
+Size
 SharedSize()
 {
-	return add_size(DbsOffset(), mul_size(sizeof(DbCounters), awa_max_counted_databases));
+	return add_size(KeySlotsOffset(), mul_size(sizeof(pg_atomic_uint64), KeySlotCount()));
 }
 
 }  // namespace
@@ -234,6 +261,12 @@ StartupCountersShmem()
 		memset(shared, 0, SharedSize());
 		shared->dbs = reinterpret_cast<DbCounters *>(reinterpret_cast<char *>(shared) + DbsOffset());
 		shared->db_capacity = awa_max_counted_databases;
+		shared->key_slots = reinterpret_cast<pg_atomic_uint64 *>(reinterpret_cast<char *>(shared) + KeySlotsOffset());
+		shared->key_slot_count = KeySlotCount();
+		for (int i = 0; i < shared->key_slot_count; i++)
+			pg_atomic_init_u64(&shared->key_slots[i], 0);
+		pg_atomic_init_u64(&shared->key_epoch, 1);
+		pg_atomic_init_u64(&shared->key_cache_epoch, 1);
 		// As PostgreSQL's shared statistics do: the area and its hash table
 		// are made here, in the postmaster, and backends attach to them.
 		shared->area_tranche = LWLockNewTrancheId();
@@ -320,8 +353,88 @@ struct EntryCacheSlot {
 	Oid database;
 	uint32 hash;
 	QueueCounters *entry;
+	bool key;  // a key's entry (freed when idle: see below)
 };
 EntryCacheSlot entry_cache[kEntryCacheSize];
+
+// ---------------------------------------------------------------------------
+// Freeing idle key entries.
+//
+// A queue's entry lives as long as its database; a key's would too, and keys
+// come and go (a tenant's, an order's): the database's share of entries would
+// fill up for good, and its keys beyond it are counted exactly. So the
+// counters task frees the entries of idle keys (FreeIdleKeyEntries): no
+// running attempt, no reservation, a full rate bucket, which is what a new
+// entry of the key would hold. Backends keep entry pointers beyond the
+// counters lock (the entry cache across transactions, the pending moves and
+// the token holds within one), so an entry is freed in two passes, as epoch
+// reclamation does:
+//  1. A pass marks the idle entries retired at the current key epoch R, then
+//     bumps the cache epoch and the epoch (R + 1).
+//  2. A transaction that uses key entries first publishes the epoch it began
+//     at in its process's slot (BeginKeyEntryUse), then forgets the key
+//     entries it cached if the cache epoch moved; it clears the slot at its
+//     end, after every callback that may touch an entry (EndKeyEntryUse). A
+//     lookup under the counters lock makes a retired entry live again.
+//  3. A later pass frees an entry still retired at R and still idle only when
+//     every published slot is 0 or past R: every transaction that could hold
+//     the pointer has ended, and any later one looked it up (and revived it)
+//     or never had it. Frees and revivals are under the counters lock.
+// ---------------------------------------------------------------------------
+bool key_use_open = false;           // this transaction published its slot
+uint64 key_cache_epoch_seen = 0;     // the cache epoch the entry cache is of
+bool key_slot_exit_registered = false;
+
+bool
+IsKeyName(const char *chars, int length)
+{
+	return length > 0 && chars[0] == '\x01' && IsKeyCounterName(chars, length);
+}
+
+void
+ForgetCachedKeyEntries()
+{
+	for (EntryCacheSlot &slot : entry_cache)
+		if (slot.key)
+			slot = EntryCacheSlot{InvalidOid, 0, NULL, false};
+}
+
+void
+ClearKeySlot(int, Datum)
+{
+	if (shared != NULL && MyProc != NULL && MyProc->pgprocno < shared->key_slot_count)
+		pg_atomic_write_u64(&shared->key_slots[MyProc->pgprocno], 0);
+	key_use_open = false;
+}
+
+// Before this transaction's first key entry pointer. Plain code that cannot
+// fail (after the first call: the exit callback's registration).
+void
+BeginKeyEntryUse()
+{
+	if (key_use_open || MyProc == NULL || MyProc->pgprocno >= shared->key_slot_count)
+		return;
+	if (!key_slot_exit_registered) {
+		before_shmem_exit(ClearKeySlot, 0);
+		key_slot_exit_registered = true;
+	}
+	pg_atomic_write_u64(&shared->key_slots[MyProc->pgprocno], pg_atomic_read_u64(&shared->key_epoch));
+	pg_memory_barrier();
+	uint64 cache_epoch = pg_atomic_read_u64(&shared->key_cache_epoch);
+	if (cache_epoch != key_cache_epoch_seen) {
+		ForgetCachedKeyEntries();
+		key_cache_epoch_seen = cache_epoch;
+	}
+	key_use_open = true;
+}
+
+// A lookup found the entry (counters lock held): it is live again.
+void
+Revive(QueueCounters *entry)
+{
+	if (pg_atomic_read_u64(&entry->retired_at) != 0)
+		pg_atomic_write_u64(&entry->retired_at, 0);
+}
 
 void
 MakeKey(CountersKey *key, const char *queue, int length)
@@ -495,8 +608,10 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 	bool collision;
 	QueueCounters *entry = FindQueue(key, chars, length, &collision);
 	*refused = kNotRefused;
-	if (entry != NULL)
+	if (entry != NULL) {
+		Revive(entry);
 		return entry;
+	}
 	if (collision)
 		*refused = kCollision;
 	else if (shared->dbs[db_index].entries >= awa_max_queues_per_database)
@@ -526,6 +641,8 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 		pg_atomic_init_u64(&entry->claims_rate_limited, 0);
 		SpinLockInit(&entry->rate_lock);
 		entry->rate_bucket = awa::core::TokenBucket{};
+		entry->rate_spec = awa::core::RateSpec{1, 1, 1};
+		pg_atomic_init_u64(&entry->retired_at, 0);
 		SpinLockInit(&entry->head_lock);
 		entry->head_changes = 0;
 		entry->head_removals = 0;
@@ -546,8 +663,12 @@ QueueCounters *
 FindEntry(const char *chars, int length, uint32 hash, bool *counted)
 {
 	*counted = true;
+	bool is_key = IsKeyName(chars, length);
+	if (is_key)
+		BeginKeyEntryUse();
 	EntryCacheSlot &slot = entry_cache[hash % kEntryCacheSize];
-	if (slot.entry != NULL && slot.database == MyDatabaseId && slot.hash == hash && SameName(slot.entry, chars, length))
+	if (slot.entry != NULL && slot.database == MyDatabaseId && slot.hash == hash && SameName(slot.entry, chars, length) &&
+	    (!is_key || pg_atomic_read_u64(&slot.entry->retired_at) == 0))
 		return slot.entry;
 	if (CurrentDbIndex() < 0) {
 		*counted = false;
@@ -558,9 +679,11 @@ FindEntry(const char *chars, int length, uint32 hash, bool *counted)
 	LWLockAcquire(counters_lock, LW_SHARED);
 	bool collision;
 	QueueCounters *entry = FindQueue(key, chars, length, &collision);
+	if (entry != NULL)
+		Revive(entry);
 	LWLockRelease(counters_lock);
 	if (entry != NULL)
-		slot = EntryCacheSlot{MyDatabaseId, hash, entry};
+		slot = EntryCacheSlot{MyDatabaseId, hash, entry, is_key};
 	return entry;
 }
 
@@ -574,6 +697,9 @@ MakeEntry(const char *chars, int length, uint32 hash)
 	int db_index = CurrentDbIndex();
 	if (db_index < 0)
 		return NULL;
+	bool key = IsKeyName(chars, length);
+	if (key)
+		BeginKeyEntryUse();
 	Refusal refused = kNotRefused;
 	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 	QueueCounters *entry = EnterQueue(chars, length, db_index, &refused);
@@ -593,7 +719,15 @@ MakeEntry(const char *chars, int length, uint32 hash)
 	static bool warned = false;  // once per backend
 	if (entry == NULL && !warned) {
 		warned = true;
-		if (refused == kShareFull)
+		if (refused == kShareFull && key)
+			ereport(WARNING,
+			        (errmsg("awa: more queues and keys with limits per key in this database than "
+			                "awa.max_queues_per_database (%d); queue counts are counted exactly",
+			                awa_max_queues_per_database),
+			         errdetail("Idle keys' entries are freed by the counters task; the counts are trusted again "
+			                   "once there is room."),
+			         errhint("Raise awa.max_queues_per_database and reload the configuration.")));
+		else if (refused == kShareFull)
 			ereport(WARNING,
 			        (errmsg("awa: more queues in this database than awa.max_queues_per_database (%d); queue counts "
 			                "are counted exactly",
@@ -606,7 +740,7 @@ MakeEntry(const char *chars, int length, uint32 hash)
 			                  errhint("Raise awa.max_queues, reload the configuration and call awa.rebuild_counters().")));
 	}
 	if (entry != NULL)
-		entry_cache[hash % kEntryCacheSize] = EntryCacheSlot{MyDatabaseId, hash, entry};
+		entry_cache[hash % kEntryCacheSize] = EntryCacheSlot{MyDatabaseId, hash, entry, key};
 	return entry;
 }
 
@@ -1362,6 +1496,7 @@ TakeRateTokens(text *queue, const RateLimit &limit, int want, int64 *wait_micros
 	// in progress hold (they may give them back); the wait is at most a day
 	// (a waiting claim looks again by then).
 	awa::core::TokenTake take = awa::core::TakeTokens(&entry->rate_bucket, rate, now, want);
+	entry->rate_spec = rate;
 	SpinLockRelease(&entry->rate_lock);
 	int taken = take.taken;
 	if (taken < want) {
@@ -1485,6 +1620,113 @@ CountUnknownHeads()
 	});
 	LWLockRelease(counters_lock);
 	return unknown;
+}
+
+void
+EndKeyEntryUse()
+{
+	if (!key_use_open)
+		return;
+	pg_memory_barrier();  // every use of this transaction's pointers first
+	ClearKeySlot(0, 0);
+}
+
+namespace {
+
+// Whether a key's entry holds nothing a new entry of the key would not: no
+// running attempt counted (while the counts are trusted; otherwise the next
+// rebuild counts them), no reservation, a full rate bucket. Counters lock
+// held exclusively: no commit is applying moves.
+bool
+KeyEntryIdle(QueueCounters *entry, bool trusted, TimestampTz now)
+{
+	if (pg_atomic_read_u64(&entry->claims_in_flight) != 0)
+		return false;
+	if (trusted)
+		for (int s = 0; s < kStates; s++)
+			if (pg_atomic_read_u64(&entry->main[s]) != 0)
+				return false;
+	bool full = true;
+	SpinLockAcquire(&entry->rate_lock);
+	if (entry->rate_bucket.started) {
+		awa::core::RefillBucket(&entry->rate_bucket, entry->rate_spec, now);
+		full = entry->rate_bucket.held == 0 && awa::core::BucketFull(entry->rate_bucket, entry->rate_spec.burst);
+	}
+	SpinLockRelease(&entry->rate_lock);
+	return full;
+}
+
+}  // namespace
+
+KeyEntryPass
+FreeIdleKeyEntries()
+{
+	KeyEntryPass pass{};
+	if (shared == NULL || RecoveryInProgress())
+		return pass;
+	int db_index = CurrentDbIndex();
+	if (db_index < 0)
+		return pass;
+	TimestampTz now = GetCurrentTimestamp();
+	(void)Table();  // attached before the lock (may ereport)
+	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
+	DbCounters &db = shared->dbs[db_index];
+	if (db.state == kBuilding) {  // its pass writes entries it found: next time
+		LWLockRelease(counters_lock);
+		return pass;
+	}
+	// The oldest epoch a transaction that uses key entries began at.
+	uint64 oldest = PG_UINT64_MAX;
+	for (int i = 0; i < shared->key_slot_count; i++) {
+		uint64 began = pg_atomic_read_u64(&shared->key_slots[i]);
+		if (began != 0 && began < oldest)
+			oldest = began;
+	}
+	bool trusted = db.state == kTrusted;
+	uint64 epoch = pg_atomic_read_u64(&shared->key_epoch);
+	// Plain code under the lock (interrupts are held off; bounded by the
+	// database's share of entries).
+	dshash_seq_status status;
+	dshash_seq_init(&status, Table(), true);
+	while (QueueCounters *entry = static_cast<QueueCounters *>(dshash_seq_next(&status))) {
+		if (entry->key.database != MyDatabaseId || !IsKeyEntry(entry))
+			continue;
+		bool idle = KeyEntryIdle(entry, trusted, now);
+		uint64 retired = pg_atomic_read_u64(&entry->retired_at);
+		if (retired != 0 && !idle)
+			pg_atomic_write_u64(&entry->retired_at, 0);
+		else if (retired != 0 && retired < oldest) {
+			dsa_free(area, entry->name);
+			dshash_delete_current(&status);
+			shared->entry_count--;
+			db.entries--;
+			pass.freed++;
+			continue;
+		} else if (retired == 0 && idle) {
+			pg_atomic_write_u64(&entry->retired_at, epoch);
+			pass.retired++;
+			continue;
+		}
+		if (retired != 0 && idle)
+			pass.retired++;
+		else
+			pass.live++;
+	}
+	dshash_seq_term(&status);
+	if (pass.retired > 0) {
+		pg_atomic_fetch_add_u64(&shared->key_cache_epoch, 1);
+		pg_atomic_fetch_add_u64(&shared->key_epoch, 1);
+	}
+	// Entries to be had again: a database that found none (its counts exact
+	// since) is rebuilt by the next counters step, or claim that asks.
+	if (pass.freed > 0 && db.overflow && db.entries < awa_max_queues_per_database) {
+		db.overflow = false;
+		pass.share_regained = true;
+	}
+	LWLockRelease(counters_lock);
+	if (pass.freed > 0)
+		ForgetCachedKeyEntries();
+	return pass;
 }
 
 }  // namespace awa::pg

@@ -216,4 +216,19 @@ void StoreHead(text *queue, int priority, uint64 generation, const LaneHead &hea
 // Queues of this database with a lane whose head is not kept (tests, bench).
 int64 CountUnknownHeads();
 
+// Freeing idle key entries (counters.cpp, "Freeing idle key entries"). The
+// counters task's pass: frees the key entries of this database retired by an
+// earlier pass and idle since, once no transaction that may hold them runs;
+// retires the idle ones. Requires a transaction; may ereport (attaching).
+struct KeyEntryPass {
+	int64 live;     // key entries in use
+	int64 retired;  // idle, to be freed by a later pass
+	int64 freed;
+	bool share_regained;  // the database had found no entry; it is rebuilt next
+};
+KeyEntryPass FreeIdleKeyEntries();
+// At the end of every transaction, after every callback that may touch a
+// counters entry: this transaction holds no key entry pointer any more.
+void EndKeyEntryUse();
+
 }  // namespace awa::pg

@@ -105,6 +105,19 @@ AWA_FUNCTION(awa_internal_ensure_counters)
 	PG_RETURN_TEXT_P(cstring_to_text(awa::core::OutcomeName(trusted ? StepOutcome::kTrusted : StepOutcome::kUnavailable)));
 }
 
+// awa._free_key_entries() -> {"key_entries_live", "key_entries_retired",
+// "key_entries_freed"}: the counters
+// task's pass over the key entries of this database (counters.hpp).
+AWA_FUNCTION(awa_internal_free_key_entries)
+{
+	KeyEntryPass pass = FreeIdleKeyEntries();
+	char json[160];
+	snprintf(json, sizeof(json), "{\"key_entries_live\": %lld, \"key_entries_retired\": %lld, \"key_entries_freed\": %lld}",
+	         static_cast<long long>(pass.live), static_cast<long long>(pass.retired),
+	         static_cast<long long>(pass.freed));
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
+}
+
 // awa._wake_launcher(): asks the maintenance launcher to start this
 // database's worker once this transaction commits (CREATE EXTENSION calls
 // it, so a new database is served at once).

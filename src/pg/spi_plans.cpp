@@ -72,10 +72,12 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kKeyRunningOne, "SELECT name, 0::bigint, 0::bigint, 0::bigint, running, 0::bigint, 0::bigint, 0::bigint,"
 	 " 0::bigint FROM awa._key_running_scan($1, $2)",
 	 2, {TEXTOID, TEXTOID}},
-	// kKeyCountsScan: every key of the queues with limits per key, the
-	// columns of kCountsScan (the counter rebuild)
+	// kKeyCountsScan: the keys of the queues with limits per key that have
+	// running attempts, the columns of kCountsScan (the counter rebuild; a
+	// key with none needs no entry, and every key of a queue would take the
+	// database's share of entries)
 	{Stmt::kKeyCountsScan, "SELECT name, 0::bigint, 0::bigint, 0::bigint, running, 0::bigint, 0::bigint, 0::bigint,"
-	 " 0::bigint FROM awa._key_running_scan(NULL, NULL)",
+	 " 0::bigint FROM awa._key_running_scan(NULL, NULL) WHERE running <> 0",
 	 0, {}},
 	// kKeyWeight: $1 queue, $2 concurrency_key
 	{Stmt::kKeyWeight, "SELECT weight FROM awa.key_weights WHERE queue = $1 AND concurrency_key = $2",

@@ -15,7 +15,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1217);
+SELECT plan(1228);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -438,6 +438,12 @@ INSERT INTO api VALUES
      '',
      'text',
      'c', false, 'volatile', false, 0, 'awa_internal_ensure_counters'),
+    ('_free_key_entries',
+     ARRAY[]::name[],
+     'jsonb',
+     '',
+     'jsonb',
+     'c', false, 'volatile', false, 0, 'awa_internal_free_key_entries'),
     ('_flush_enqueues',
      ARRAY[]::name[],
      'integer',
@@ -730,12 +736,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 41 public functions and the 74 awa._* building blocks');
+                     'schema awa has exactly the 41 public functions and the 75 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 115,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 116,
           'no function is overloaded');
 
--- Per function, 10 checks: 115 x 10 = 1150
+-- Per function, 10 checks: 116 x 10 = 1160
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(712);
+SELECT plan(717);
 
 -- Roles: 4 + 4
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -115,6 +115,7 @@ INSERT INTO grants VALUES
     ('_enqueue_generation_in_use', ARRAY['bigint'], false, false, false, false),
     ('_note_outcome', ARRAY['text', 'text'], false, false, false, false),
     ('_ensure_counters', ARRAY[]::name[], false, false, false, false),
+    ('_free_key_entries', ARRAY[]::name[], false, false, false, false),
     ('_flush_enqueues', ARRAY[]::name[], false, false, false, false),
     ('_wake_launcher', ARRAY[]::name[], false, false, false, false),
     ('_advance_cursors', ARRAY[]::name[], false, false, false, false),
