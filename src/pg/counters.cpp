@@ -1671,7 +1671,15 @@ FreeIdleKeyEntries()
 	(void)Table();  // attached before the lock (may ereport)
 	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 	DbCounters &db = shared->dbs[db_index];
-	if (db.state == kBuilding) {  // its pass writes entries it found: next time
+	// Not while a rebuild of the database runs (whatever its state says: a
+	// commit refused an entry meanwhile makes it kUntrusted mid-build): its
+	// moves go to entries' `since`, and the overflow it must end untrusted
+	// for stays set. Found by test/t/059: an entry freed with its `since`, or
+	// the overflow cleared under a rebuild that then ended trusted, lost a
+	// key's running attempt (one attempt over key_max_running).
+	bool building = db.state == kBuilding || (db.builder_pid != 0 && BackendPidGetProc(db.builder_pid) != NULL) ||
+	                (shared->build_database == MyDatabaseId && BackendPidGetProc(shared->build_pid) != NULL);
+	if (building) {
 		LWLockRelease(counters_lock);
 		return pass;
 	}
@@ -1723,6 +1731,18 @@ FreeIdleKeyEntries()
 		db.overflow = false;
 		pass.share_regained = true;
 	}
+	// Room in the whole table helps the databases refused for want of it
+	// (awa.max_queues) too: each is rebuilt by its own next counters step
+	// (found from outside: another database stayed exact for good). Not one
+	// that a rebuild is running for: that rebuild must end untrusted.
+	if (pass.freed > 0 && shared->entry_count < awa_max_queues)
+		for (int i = 0; i < shared->db_capacity; i++) {
+			DbCounters &other = shared->dbs[i];
+			if (i == db_index || other.database == InvalidOid || !other.overflow || other.state == kBuilding ||
+			    shared->build_database == other.database || other.entries >= awa_max_queues_per_database)
+				continue;
+			other.overflow = false;
+		}
 	LWLockRelease(counters_lock);
 	if (pass.freed > 0)
 		ForgetCachedKeyEntries();

@@ -1,0 +1,277 @@
+# 059_key_limits_model.pl
+#
+# A seeded, model-checked run of limits per key (issue 21 §2, §5): random
+# keyed enqueues (some rolled back), claims of random sizes (some rolled back,
+# some in a savepoint rolled back), completions, changes of key_max_running,
+# rotations, prunes, counters passes (which free idle keys' entries) and
+# restarts, with the worker on at its cadence. The model knows each key's
+# available jobs and running attempts, so every claim has one right answer:
+# exactly min(asked, sum over keys of min(available, room)) jobs, none of a
+# key beyond its room (a claim at its limit holds back no other key, and
+# returns all it may). A restart may lose claims committed asynchronously:
+# the model takes their jobs back as available, as awa does.
+#
+#   KEYMODEL_SEED=<n>  replay a seed (default: time-based, printed)
+#   KEYMODEL_OPS=<n>   operations per run (default 500)
+#   KEYMODEL_SHARE=<n> awa.max_queues_per_database (default 1000)
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
+
+my $seed = $ENV{KEYMODEL_SEED} // (int(time * 1000) % 1_000_000_007);
+my $nops = $ENV{KEYMODEL_OPS} // 500;
+diag("replay: KEYMODEL_SEED=$seed KEYMODEL_OPS=$nops");
+srand($seed);
+
+# KEYMODEL_SHARE: awa.max_queues_per_database (default 1000: every key has
+# its counters entry). With 24 (below the 40 keys), runs beyond the share
+# still find a key one attempt over its limit now and then: an open defect
+# (docs/flow-control.md, "Limits of this design").
+my $share = $ENV{KEYMODEL_SHARE} // 1000;
+my $node = start_awa_node('keymodel', maintenance => 1, conf => "awa.max_queues_per_database = $share\n");
+my $fairness = rand() < 0.5 ? 'key' : 'none';
+my $limit = 1 + int(rand(3));
+$node->safe_psql('postgres', "SELECT awa.configure_queue('m', key_max_running => $limit, fairness => '$fairness')");
+diag("fairness $fairness, key_max_running $limit");
+
+my $s;    # the session (reconnected after a restart)
+sub connect_session { $s = $node->background_psql('postgres', on_error_stop => 0); }
+connect_session();
+
+# Runs SQL in the session; dies on an ERROR (warnings of a full share are expected).
+sub sql
+{
+	my ($q) = @_;
+	my $out = $s->query($q);
+	die "seed $seed: ERROR from <$q>: $s->{stderr}" if ($s->{stderr} // '') =~ /ERROR|FATAL|PANIC/;
+	return $out;
+}
+
+my @keys = map { "k$_" } 1 .. 40;
+my %available;    # key -> available jobs
+my %running;      # "job_id run_lease receipt_id" -> key
+my ($claims, $claimed_total, $limited_claims) = (0, 0, 0);
+my @log;
+
+sub running_of { my ($k) = @_; return scalar grep { $running{$_} eq $k } keys %running; }
+
+# A claim takes jobs of one priority, the most urgent one with a claimable
+# job (no aging in a queue with keyed jobs), from as many keys as it needs:
+# exactly min(n, sum over that priority's keys of min(available, room)).
+sub room_of { my ($k) = @_; my $r = $limit - running_of($k); return $r < 0 ? 0 : $r; }
+
+sub claimable
+{
+	my ($p) = @_;
+	my $c = 0;
+	for my $k (@keys)
+	{
+		my $a = $available{"$k $p"} // 0;
+		my $r = room_of($k);
+		$c += $a < $r ? $a : $r;
+	}
+	return $c;
+}
+
+sub expected_claim
+{
+	my ($n) = @_;
+	for my $p (1 .. 3)
+	{
+		my $c = claimable($p);
+		return ($p, $n < $c ? $n : $c) if $c > 0;
+	}
+	return (0, 0);
+}
+
+# Claims n in the session; returns the claimed rows [job, lease, receipt, key].
+sub claim_rows
+{
+	my ($n) = @_;
+	my $out = sql(qq{SELECT c.job_id || ' ' || c.run_lease || ' ' || c.receipt_id || ' ' || (c.args->>'key') || ' ' || c.priority
+	                   FROM awa.claim('m', $n) c});
+	return map { [split / /] } grep { length } split /\n/, $out;
+}
+
+my $ok = 1;
+OP: for my $op (1 .. $nops)
+{
+	my $r = rand();
+	if ($r < 0.25)
+	{
+		my $k = $keys[int(rand(@keys))];
+		my $n = 1 + int(rand(3));
+		my $prio = 1 + int(rand(3));
+		my $rollback = rand() < 0.2;
+		sql('BEGIN');
+		sql(qq{SELECT count(*) FROM (SELECT awa.enqueue('t', jsonb_build_object('key', '$k'), 'm', priority => $prio,
+		         opts => jsonb_build_object('concurrency_key', '$k')) FROM generate_series(1, $n)) x});
+		sql($rollback ? 'ROLLBACK' : 'COMMIT');
+		$available{"$k $prio"} += $n unless $rollback;
+		push @log, "$op enqueue $k x$n p$prio" . ($rollback ? ' rolled back' : '');
+	}
+	elsif ($r < 0.60)
+	{
+		my $n = 1 + int(rand(6));
+		my $mode = rand();
+		my ($want_prio, $want) = expected_claim($n);
+		if ($op % 10 == 0)
+		{
+			# The model agrees with the claim ring on every key's running attempts.
+			my %ring = map { split /\|/ } grep { length } split /\n/, sql(q{
+			  SELECT l.concurrency_key || '|' || (SELECT running FROM awa._key_running_scan('m', l.concurrency_key))
+			    FROM (SELECT DISTINCT concurrency_key FROM awa.queue_lanes WHERE queue = 'm' AND concurrency_key IS NOT NULL) l});
+			for my $k (@keys)
+			{
+				next if running_of($k) == ($ring{$k} // 0);
+				$ok = 0;
+				diag("seed $seed op $op: key $k runs " . ($ring{$k} // 0) . " attempts in the claim ring, " . running_of($k)
+					  . ' in the model: '
+					  . join(', ', map { my ($j) = split / /; "job $j " . sql(qq{SELECT awa.get_job($j)->>'state'}) }
+						  grep { $running{$_} eq $k } sort keys %running));
+			}
+		}
+		my @rows;
+		if ($mode < 0.15)
+		{
+			sql('BEGIN');
+			@rows = claim_rows($n);
+			sql('ROLLBACK');
+		}
+		elsif ($mode < 0.25)
+		{
+			sql('BEGIN');
+			sql('SAVEPOINT s');
+			@rows = claim_rows($n);
+			sql('ROLLBACK TO SAVEPOINT s');
+			sql('COMMIT');
+		}
+		else
+		{
+			@rows = claim_rows($n);
+		}
+		my $kept = $mode >= 0.25;
+		push @log, "$op claim $n: got " . scalar(@rows) . " want $want" . ($kept ? '' : ' (rolled back)')
+		  . ' [' . join(' ', map { "$_->[3]/p$_->[4]/j$_->[0]" } @rows) . ']';
+		my %per_key;
+		$per_key{ $_->[3] }++ for @rows;
+		for my $row (@rows)
+		{
+			next if $row->[4] == $want_prio;
+			$ok = 0;
+			diag("seed $seed op $op: a job of priority $row->[4], the model's most urgent claimable is $want_prio");
+		}
+		for my $k (keys %per_key)
+		{
+			my $room = room_of($k);
+			my $a = $available{"$k $want_prio"} // 0;
+			if ($per_key{$k} > $room || $per_key{$k} > $a)
+			{
+				$ok = 0;
+				diag("seed $seed op $op: key $k got $per_key{$k} (room $room, available at priority $want_prio: $a); "
+					  . "the claim ring counts "
+					  . sql(qq{SELECT running FROM awa._key_running_scan('m', '$k')})
+					  . " running, the model " . running_of($k));
+			}
+		}
+		if (scalar(@rows) != $want)
+		{
+			$ok = 0;
+			diag("seed $seed op $op: claim($n) returned " . scalar(@rows) . ", the model allows exactly $want");
+		}
+		last OP unless $ok;
+		$claims++;
+		$limited_claims++ if $want < $n;
+		if ($kept)
+		{
+			for my $row (@rows)
+			{
+				$running{"$row->[0] $row->[1] $row->[2]"} = $row->[3];
+				$available{"$row->[3] $row->[4]"}--;
+			}
+			$claimed_total += @rows;
+		}
+	}
+	elsif ($r < 0.85)
+	{
+		next OP unless %running;
+		my @ids = sort keys %running;
+		my $id = $ids[int(rand(@ids))];
+		my ($job, $lease, $receipt) = split / /, $id;
+		my $done = sql("SELECT awa.complete($job, $lease, $receipt) IS NOT NULL");
+		push @log, "$op complete $job ($running{$id})";
+		delete $running{$id};
+	}
+	elsif ($r < 0.90)
+	{
+		$limit = 1 + int(rand(3));
+		sql("SELECT awa.configure_queue('m', key_max_running => $limit)");
+		push @log, "$op key_max_running $limit";
+	}
+	elsif ($r < 0.97)
+	{
+		my $task = ('rotate', 'prune', 'counters')[int(rand(3))];
+		sql("SELECT count(*) FROM awa.run_maintenance('$task')");
+		push @log, "$op run_maintenance $task";
+	}
+	else
+	{
+		$s->quit;
+		$node->restart;
+		connect_session();
+		# A claim committed asynchronously may be lost with the restart
+		# (docs/architecture.md): its job is available again, whole.
+		my $lost = 0;
+		for my $id (sort keys %running)
+		{
+			my ($job, $lease) = split / /, $id;
+			my $state = sql(qq{SELECT (awa.get_job($job)->>'state') || ' ' || (awa.get_job($job)->>'run_lease')
+			                     || ' ' || (awa.get_job($job)->>'priority')});
+			my ($st, $l, $p) = split / /, $state;
+			next if $st eq 'running' && $l == $lease;
+			die "seed $seed op $op: job $job is $state after the restart" unless $st eq 'available';
+			$available{"$running{$id} $p"}++;
+			delete $running{$id};
+			$lost++;
+		}
+		push @log, "$op restart ($lost asynchronous claims lost)";
+	}
+}
+ok($ok, "seed $seed: every claim of $claims returned exactly what the model allows ($limited_claims cut by the limit, "
+	  . "$claimed_total claimed, fairness $fairness)")
+  or do
+{
+	my $file = "$PostgreSQL::Test::Utils::tmp_check/keymodel_oplog_$seed.txt";
+	open my $fh, '>', $file or die;
+	print $fh join("\n", @log), "\n";
+	close $fh;
+	diag("the operations: $file; the last ones:\n" . join("\n", grep { defined } @log[-30 .. -1]));
+};
+
+# The end: everything drains, the counts agree.
+sql("SELECT count(*) FROM awa.complete(" . join(', ', split / /, $_) . ")") for keys %running;
+%running = ();
+sql("SELECT awa.configure_queue('m', key_max_running => 3)");
+$limit = 3;
+my $left = 0;
+$left += $_ for values %available;
+my $drained = 0;
+for (1 .. 1000)
+{
+	my @rows = claim_rows(10);
+	last unless @rows;
+	sql("SELECT count(*) FROM awa.complete($_->[0], $_->[1], $_->[2])") for @rows;
+	$drained += @rows;
+}
+is($drained, $left, "seed $seed: the $left jobs left drain at the end");
+is(sql(q{SELECT available || '/' || running FROM awa.queue_counts_exact('m')}), '0/0', 'none available or running');
+$s->quit;
+$node->stop;
+done_testing();
