@@ -130,6 +130,9 @@ struct CountersShared {
 	// began to use key entries, 0 when it uses none.
 	pg_atomic_uint64 key_epoch;
 	pg_atomic_uint64 key_cache_epoch;
+	// A key was reserved under its limit lock (no entry to be had) since
+	// the start: reservations on keys' entries look at that lock too.
+	pg_atomic_uint32 key_lock_path_used;
 	int key_slot_count;
 	pg_atomic_uint64 *key_slots;
 	// The snapshot of the rebuild in progress (one at a time, cluster-wide).
@@ -266,6 +269,7 @@ StartupCountersShmem()
 		for (int i = 0; i < shared->key_slot_count; i++)
 			pg_atomic_init_u64(&shared->key_slots[i], 0);
 		pg_atomic_init_u64(&shared->key_epoch, 1);
+		pg_atomic_init_u32(&shared->key_lock_path_used, 0);
 		pg_atomic_init_u64(&shared->key_cache_epoch, 1);
 		// As PostgreSQL's shared statistics do: the area and its hash table
 		// are made here, in the postmaster, and backends attach to them.
@@ -1747,6 +1751,19 @@ FreeIdleKeyEntries()
 	if (pass.freed > 0)
 		ForgetCachedKeyEntries();
 	return pass;
+}
+
+void
+NoteKeyLockPathUsed()
+{
+	if (shared != NULL && pg_atomic_read_u32(&shared->key_lock_path_used) == 0)
+		pg_atomic_write_u32(&shared->key_lock_path_used, 1);
+}
+
+bool
+KeyLockPathUsed()
+{
+	return shared != NULL && pg_atomic_read_u32(&shared->key_lock_path_used) != 0;
 }
 
 }  // namespace awa::pg

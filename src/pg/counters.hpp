@@ -231,4 +231,9 @@ KeyEntryPass FreeIdleKeyEntries();
 // counters entry: this transaction holds no key entry pointer any more.
 void EndKeyEntryUse();
 
+// A key was reserved under its limit lock, without a counters entry
+// (running_limits.cpp); since the server started.
+void NoteKeyLockPathUsed();
+bool KeyLockPathUsed();
+
 }  // namespace awa::pg

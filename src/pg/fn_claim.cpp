@@ -261,7 +261,6 @@ SettleKey(const QueueSettings &settings, const KeyAllowance &a, int claimed)
 // planned nothing, moves the lane behind the others (SettleKeyedPick), so the
 // next pick goes elsewhere; at most kMaxKeyedPicks of those a look.
 constexpr int kMaxKeyedPicks = 16;
-constexpr int kMaxBlockedPicks = 4096;
 int
 ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int16 priority, const Lane *unkeyed)
 {
@@ -271,49 +270,45 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		RingPositions ring = CurrentRings(&epoch);
 		Lane *lanes;
 		int count = LanesOfPriority(request->queue, priority, &lanes);
-		int want = request->max_jobs;
-		int total = 0;
-		for (int i = 0; i < count && total < want; i++) {
+		for (int i = 0; i < count; i++) {
 			CHECK_FOR_INTERRUPTS();
 			LaneCursors cursors = ReadLaneCursors(lanes[i]);
 			if (cursors.claim >= cursors.enqueue)
 				continue;
 			bool exhausted;
 			text *key = lanes[i].keyed && HasKeyLimits(settings) ? KeyOfLane(lanes[i].lane_id) : NULL;
-			KeyAllowance a{NULL, want - total, want - total, false};
-			if (key != NULL)
-				a = AllowKey(request, settings, key, want - total);
+			if (key == NULL) {
+				if (int claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted))
+					return claimed;
+				continue;
+			}
+			int want = request->max_jobs;
+			KeyAllowance a = AllowKey(request, settings, key, want);
 			int claimed = 0;
 			if (a.granted > 0) {
 				request->max_jobs = a.granted;
 				claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted);
 				request->max_jobs = want;
 			}
-			if (key != NULL)
-				(void)SettleKey(settings, a, claimed);
-			total += claimed;
+			(void)SettleKey(settings, a, claimed);
+			if (claimed > 0)
+				return claimed;
 		}
-		return total;
+		return 0;
 	}
 	// The queue's key rate, in the scheduler too: a key out of tokens waits
 	// there until its next token (no pick finds it meanwhile).
 	ApplyKeyLimits(keyed, settings.key_max_running, settings.key_rate_count, settings.key_rate_period_micros,
 	               settings.key_rate_burst);
-	// A claim of several jobs takes them from as many keys as it needs (the
-	// next picks), each key within its limits: a key at its limit holds back
-	// no other key's jobs, in one claim as across claims. Each pick that
-	// claims takes at least one job, so the picks end.
 	int want = request->max_jobs;
-	int total = 0;
 	bool waited = false;
-	int blocked_picks = 0;
-	for (int fruitless = 0; fruitless < kMaxKeyedPicks && total < want;) {
+	for (int fruitless = 0; fruitless < kMaxKeyedPicks;) {
 		CHECK_FOR_INTERRUPTS();
 		// Afresh each pick: a look over many empty lanes may outlast a rotation.
 		RingPositions ring = CurrentRings(&epoch);
 		int64 lane_id = 0;
 		uint32 activations = 0;
-		int charged = PickKeyedLane(keyed, want - total, &lane_id, &activations);
+		int charged = PickKeyedLane(keyed, want, &lane_id, &activations);
 		if (charged == 0)
 			break;
 		Lane lane;
@@ -340,11 +335,7 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 					BlockKeyedPick(keyed, lane_id, charged, key);
 					if (RoomNow(a.name, settings.key_max_running) > 0)
 						UnblockKeyedLane(keyed, lane_id);
-					// A blocked key leaves the scheduler: the picks go on to
-					// the keys with room (each key found at its limit once),
-					// up to a bound for keys that keep coming back.
-					if (++blocked_picks >= kMaxBlockedPicks)
-						break;
+					fruitless++;
 					continue;
 				}
 			}
@@ -370,12 +361,11 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 			}
 		}
 		SettleKeyedPick(keyed, lane_id, charged, claimed, exhausted, activations, last_job_id + 1);
-		total += claimed;
-		if (claimed == 0 && !exhausted)
+		if (claimed > 0)
+			return claimed;
+		if (!exhausted)
 			fruitless++;
 	}
-	if (total > 0)
-		return total;
 	// Keys out of their rate's tokens: a waiting claim looks again when the
 	// first of them gets one.
 	int64 token_wait = settings.key_rate_count > 0 ? KeyedTokenWait(keyed) : 0;

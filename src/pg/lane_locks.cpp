@@ -335,4 +335,14 @@ UnlockQueueLimit(text *queue)
 	(void)LockRelease(&tag, ExclusiveLock, false);
 }
 
+bool
+QueueLimitHeldByOther(text *queue)
+{
+	LOCKTAG tag = QueueLimitTag(queue);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	(void)LockRelease(&tag, ExclusiveLock, false);  // the hold just taken (one of ours stays)
+	return false;
+}
+
 }  // namespace awa::pg

@@ -90,5 +90,8 @@ void LockQueueLimit(text *queue);
 // Gives back the hold LockQueueLimit just took (a claim that reserved
 // nothing); a hold taken before by this transaction stays.
 void UnlockQueueLimit(text *queue);
+// Whether another transaction holds the queue limit lock (a claim reserving
+// under it: running_limits.cpp); takes and gives back a hold when free.
+bool QueueLimitHeldByOther(text *queue);
 
 }  // namespace awa::pg

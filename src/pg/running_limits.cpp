@@ -206,6 +206,19 @@ ReserveRunning(text *queue, int32 limit, int want)
 			pending_add.count = want;
 			others = after - own - want;
 		}
+		// A key reserved under its limit lock by a claim still open (it had
+		// no entry then; one was made since) is not in the total: while
+		// such a claim holds the lock, this one takes nothing (found from
+		// outside: a key one attempt over its limit once idle entries were
+		// freed beside such a claim).
+		if (granted > 0 && KeyLockPathUsed() && IsKeyCounterName(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)) &&
+		    QueueLimitHeldByOther(queue)) {
+			NoteClaimLimited(queue);
+			notes++;
+			(void)AddClaimsInFlight(queue, -granted);
+			pending_add.count = 0;
+			granted = 0;
+		}
 		// This claim's own give-back may have cut others (its own notes
 		// excepted).
 		if (granted < want)
@@ -219,8 +232,13 @@ ReserveRunning(text *queue, int32 limit, int want)
 		// such a claim is open, after the limits are raised and the counters
 		// rebuilt, does not know it: docs/flow-control.md.)
 		in_shared = false;
+		if (IsKeyCounterName(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)))
+			NoteKeyLockPathUsed();
 		LockQueueLimit(queue);
-		int64 room = static_cast<int64>(limit) - ExactRunning(queue);
+		// An entry made since (another claim's, which looked at this lock
+		// before it was taken) counts its claims in flight.
+		int64 in_flight = AddClaimsInFlight(queue, 0);
+		int64 room = static_cast<int64>(limit) - ExactRunning(queue) - Max(int64{0}, in_flight);
 		granted = room <= 0 ? 0 : static_cast<int>(Min(static_cast<int64>(want), room));
 		// A claim that reserves nothing has nothing to keep exact: it gives
 		// the lock back (kept, an idle transaction or a prepared one that

@@ -68,8 +68,8 @@ ROLLBACK TO SAVEPOINT s;
 SELECT pg_temp.claim('kl_q', 10) AS after_savepoint;
 COMMIT;
 
--- Retry and fail free the slot too. (A claim takes the jobs of the keys with
--- room, as many as it asks for.)
+-- Retry and fail free the slot too. (A claim takes the jobs of one key: the
+-- first key with room.)
 SELECT awa.retry(job_id, run_lease, receipt_id, 'again', 0) AS retried
   FROM kl_claimed WHERE key = 'a' ORDER BY job_id LIMIT 1;
 DELETE FROM kl_claimed WHERE job_id = (SELECT min(job_id) FROM kl_claimed WHERE key = 'a');

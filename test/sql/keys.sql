@@ -76,8 +76,8 @@ SELECT args->>'key' AS key, attempt FROM awa.claim('keys_retry', 1);
 -- A job without a key has none in its document.
 SELECT awa.get_job(awa.enqueue('k', '{}', 'keys_retry')) ? 'concurrency_key' AS has_key;
 
--- Several jobs of one key in one claim; a claim of more than a key has goes on
--- to the next keys (since stop 31; before, it took what the one key had).
+-- Several jobs of one key in one claim; a claim of more than a key has takes
+-- what that key has (the next claim serves the next key).
 SELECT awa.configure_queue('keys_batch', fairness => 'key');
 SELECT pg_temp.fill('keys_batch');
 SELECT string_agg(args->>'key', ',') AS batch FROM awa.claim('keys_batch', 4);
@@ -90,7 +90,7 @@ SELECT count(*) AS enqueued FROM awa.enqueue_many(ARRAY['k','k','k'], ARRAY['{"k
     'keys_many', opts => ARRAY['{"concurrency_key":"x"}','{"concurrency_key":"y"}','{"concurrency_key":"x"}']::jsonb[]);
 SELECT awa.cancel(min(job_id)) FROM awa.ready_entries WHERE queue = 'keys_many';
 SELECT available, cancelled FROM awa.queue_counts('keys_many');
--- (A claim takes the jobs of as many keys as it needs.)
+-- (A claim takes jobs of one lane: one key.)
 SELECT string_agg(args->>'key', ',' ORDER BY job_id) AS rest FROM awa.claim('keys_many', 10);
 SELECT string_agg(args->>'key', ',' ORDER BY job_id) AS rest FROM awa.claim('keys_many', 10);
 -- A scheduled keyed job cancelled: its terminal row names its key's lane.

@@ -98,6 +98,38 @@ is(q1(q{SELECT available || '/' || running || '/' || completed FROM awa.queue_co
 is(q1(q{SELECT completed FROM awa.queue_counts('q')}), '305', 'the counts trusted after it');
 $node->stop;
 
+# --- Part 1b: a claim under the key's limit lock, open while entries are freed
+# A key without an entry (the share full) is reserved under its limit lock;
+# freeing then makes room, and a claim in another session makes the key an
+# entry. Found from outside: that claim did not see the first one, and the
+# key ran 2 attempts with key_max_running 1.
+my $l = start_awa_node('keyfreel', maintenance => 0, conf => $conf);
+sub ql { return $l->safe_psql('postgres', $_[0]); }
+ql(q{SELECT awa.configure_queue('q', key_max_running => 1)});
+ql(q{SELECT count(awa.enqueue('k', '{}', 'q', opts => jsonb_build_object('concurrency_key', 'f' || i))) FROM generate_series(1, 20) i});
+ql(q{CREATE TABLE held AS SELECT job_id, run_lease, receipt_id FROM awa.claim('q', 1) LIMIT 0});
+for my $i (1 .. 20)
+{
+	my ($out, $err) = ('', '');
+	$l->psql('postgres', q{INSERT INTO held SELECT job_id, run_lease, receipt_id FROM awa.claim('q', 1)},
+		stdout => \$out, stderr => \$err);
+}
+is(ql(q{SELECT count(*) FROM held}), '20', '20 keys running, beyond a share of 16');
+ql(q{SELECT count(awa.enqueue('k', '{}', 'q', priority => p, opts => '{"concurrency_key": "K"}')) FROM generate_series(1, 3) p});
+ql(q{SELECT count(awa.complete(job_id, run_lease, receipt_id)) FROM held});
+ql(q{SELECT count(*) FROM awa.run_maintenance('counters')});
+my $a = $l->background_psql('postgres');
+$a->query('BEGIN');
+is($a->query(q{SELECT count(*) FROM awa.claim('q', 1)}), '1', 'session A claims a job of key K (no entry: under its limit lock)');
+like(ql(q{SELECT outcome || ' ' || (detail->>'key_entries_freed') FROM awa.run_maintenance('counters')}), qr/^trusted [1-9]/,
+	'the counters step frees idle entries meanwhile');
+is(ql(q{SELECT count(*) FROM awa.claim('q', 1)}), '0', 'session B claims nothing of key K while A is open');
+$a->query('COMMIT');
+$a->quit;
+is(ql(q{SELECT running FROM awa._key_running_scan('q', 'K')}), '1', 'key K: one attempt running, its limit');
+is(ql(q{SELECT count(*) FROM awa.claim('q', 1)}), '0', 'and no more after A commits');
+$l->stop;
+
 # --- Part 2: the worker at its cadence ---------------------------------------
 my $w = start_awa_node('keyfreew', maintenance => 1, conf => $conf);
 $w->safe_psql('postgres',

@@ -6,9 +6,8 @@
 # rotations, prunes, counters passes (which free idle keys' entries) and
 # restarts, with the worker on at its cadence. The model knows each key's
 # available jobs and running attempts, so every claim has one right answer:
-# exactly min(asked, sum over keys of min(available, room)) jobs, none of a
-# key beyond its room (a claim at its limit holds back no other key, and
-# returns all it may). A restart may lose claims committed asynchronously:
+# exactly the jobs of one key it may take (a key at its limit holds back no
+# other key's jobs), none beyond the key's room. A restart may lose claims committed asynchronously:
 # the model takes their jobs back as available, as awa does.
 #
 #   KEYMODEL_SEED=<n>  replay a seed (default: time-based, printed)
@@ -62,33 +61,27 @@ my @log;
 
 sub running_of { my ($k) = @_; return scalar grep { $running{$_} eq $k } keys %running; }
 
-# A claim takes jobs of one priority, the most urgent one with a claimable
-# job (no aging in a queue with keyed jobs), from as many keys as it needs:
-# exactly min(n, sum over that priority's keys of min(available, room)).
+# A claim takes the jobs of one key (one lane), at the most urgent priority
+# that has a claimable job (no aging in a queue with keyed jobs): of a key
+# with room, min(n, its available jobs there, its room); nothing only when no
+# key has both at any priority.
 sub room_of { my ($k) = @_; my $r = $limit - running_of($k); return $r < 0 ? 0 : $r; }
 
-sub claimable
+sub claimable_of
 {
-	my ($p) = @_;
-	my $c = 0;
-	for my $k (@keys)
-	{
-		my $a = $available{"$k $p"} // 0;
-		my $r = room_of($k);
-		$c += $a < $r ? $a : $r;
-	}
-	return $c;
+	my ($k, $p) = @_;
+	my $a = $available{"$k $p"} // 0;
+	my $r = room_of($k);
+	return $a < $r ? $a : $r;
 }
 
-sub expected_claim
+sub first_priority
 {
-	my ($n) = @_;
 	for my $p (1 .. 3)
 	{
-		my $c = claimable($p);
-		return ($p, $n < $c ? $n : $c) if $c > 0;
+		return $p if grep { claimable_of($_, $p) > 0 } @keys;
 	}
-	return (0, 0);
+	return 0;
 }
 
 # Claims n in the session; returns the claimed rows [job, lease, receipt, key].
@@ -121,7 +114,7 @@ OP: for my $op (1 .. $nops)
 	{
 		my $n = 1 + int(rand(6));
 		my $mode = rand();
-		my ($want_prio, $want) = expected_claim($n);
+		my $want_prio = first_priority();
 		if ($op % 10 == 0)
 		{
 			# The model agrees with the claim ring on every key's running attempts.
@@ -150,7 +143,7 @@ OP: for my $op (1 .. $nops)
 					  . join(', ', map { my ($j) = split / /; "job $j " . sql(qq{SELECT awa.get_job($j)->>'state'}) }
 						  grep { $running{$_} eq $k } sort keys %running));
 			}
-			($want_prio, $want) = expected_claim($n);
+			$want_prio = first_priority();
 		}
 		my @rows;
 		if ($mode < 0.15)
@@ -172,37 +165,41 @@ OP: for my $op (1 .. $nops)
 			@rows = claim_rows($n);
 		}
 		my $kept = $mode >= 0.25;
-		push @log, "$op claim $n: got " . scalar(@rows) . " want $want" . ($kept ? '' : ' (rolled back)')
-		  . ' [' . join(' ', map { "$_->[3]/p$_->[4]/j$_->[0]" } @rows) . ']';
 		my %per_key;
 		$per_key{ $_->[3] }++ for @rows;
+		my ($key) = keys %per_key;
+		my $want = 0;
+		$want = claimable_of($key, $want_prio) if defined $key;
+		$want = $n if $want > $n;
+		push @log, "$op claim $n: got " . scalar(@rows) . " want " . ($want_prio ? "$want (priority $want_prio)" : 0)
+		  . ($kept ? '' : ' (rolled back)') . ' [' . join(' ', map { "$_->[3]/p$_->[4]/j$_->[0]" } @rows) . ']';
+		if (keys(%per_key) > 1)
+		{
+			$ok = 0;
+			diag("seed $seed op $op: one claim took jobs of " . join(', ', sort keys %per_key));
+		}
 		for my $row (@rows)
 		{
 			next if $row->[4] == $want_prio;
 			$ok = 0;
 			diag("seed $seed op $op: a job of priority $row->[4], the model's most urgent claimable is $want_prio");
 		}
-		for my $k (keys %per_key)
-		{
-			my $room = room_of($k);
-			my $a = $available{"$k $want_prio"} // 0;
-			if ($per_key{$k} > $room || $per_key{$k} > $a)
-			{
-				$ok = 0;
-				diag("seed $seed op $op: key $k got $per_key{$k} (room $room, available at priority $want_prio: $a); "
-					  . "the claim ring counts "
-					  . sql(qq{SELECT running FROM awa._key_running_scan('m', '$k')})
-					  . " running, the model " . running_of($k));
-			}
-		}
-		if (scalar(@rows) != $want)
+		if (!@rows && $want_prio)
 		{
 			$ok = 0;
-			diag("seed $seed op $op: claim($n) returned " . scalar(@rows) . ", the model allows exactly $want");
+			diag("seed $seed op $op: claim($n) returned nothing, the model has claimable jobs at priority $want_prio");
 		}
-		last OP unless $ok;
+		if (@rows && scalar(@rows) != $want)
+		{
+			$ok = 0;
+			diag("seed $seed op $op: claim($n) returned " . scalar(@rows) . " of key $key, the model allows exactly $want"
+				  . ' (room ' . room_of($key) . ', the claim ring counts '
+				  . sql(qq{SELECT running FROM awa._key_running_scan('m', '$key')}) . ' running now, the model '
+				  . running_of($key) . ' before)');
+		}
 		$claims++;
-		$limited_claims++ if $want < $n;
+		$limited_claims++ if @rows && $want < $n && $want == room_of($key);
+		last OP unless $ok;
 		if ($kept)
 		{
 			for my $row (@rows)
