@@ -7,7 +7,9 @@
 # restarts, with the worker on at its cadence. The model knows each key's
 # available jobs and running attempts, so every claim has one right answer:
 # exactly the jobs of one key it may take (a key at its limit holds back no
-# other key's jobs), none beyond the key's room. A restart may lose claims committed asynchronously:
+# other key's jobs), none beyond the key's room; fewer than it could take, or
+# a less urgent priority, is allowed (a lane walk may stop short, a busy lane
+# is passed) and counted; nothing while something is claimable is not. A restart may lose claims committed asynchronously:
 # the model takes their jobs back as available, as awa does.
 #
 #   KEYMODEL_SEED=<n>  replay a seed (default: time-based, printed)
@@ -56,7 +58,7 @@ sub sql
 my @keys = map { "k$_" } 1 .. 40;
 my %available;    # key -> available jobs
 my %running;      # "job_id run_lease receipt_id" -> key
-my ($claims, $claimed_total, $limited_claims, $lost_claims) = (0, 0, 0, 0);
+my ($claims, $claimed_total, $limited_claims, $lost_claims, $short_claims, $out_of_order) = (0, 0, 0, 0, 0, 0);
 my @log;
 
 sub running_of { my ($k) = @_; return scalar grep { $running{$_} eq $k } keys %running; }
@@ -168,8 +170,9 @@ OP: for my $op (1 .. $nops)
 		my %per_key;
 		$per_key{ $_->[3] }++ for @rows;
 		my ($key) = keys %per_key;
+		my $got_prio = @rows ? $rows[0]->[4] : 0;
 		my $want = 0;
-		$want = claimable_of($key, $want_prio) if defined $key;
+		$want = claimable_of($key, $got_prio) if defined $key;
 		$want = $n if $want > $n;
 		push @log, "$op claim $n: got " . scalar(@rows) . " want " . ($want_prio ? "$want (priority $want_prio)" : 0)
 		  . ($kept ? '' : ' (rolled back)') . ' [' . join(' ', map { "$_->[3]/p$_->[4]/j$_->[0]" } @rows) . ']';
@@ -178,28 +181,34 @@ OP: for my $op (1 .. $nops)
 			$ok = 0;
 			diag("seed $seed op $op: one claim took jobs of " . join(', ', sort keys %per_key));
 		}
+		# Of one lane (one key, one priority). A less urgent priority than the
+		# model's most urgent claimable one is allowed when that lane was busy
+		# (docs/sql-reference.md, "Which jobs"): counted, not failed.
 		for my $row (@rows)
 		{
-			next if $row->[4] == $want_prio;
+			next if $row->[4] == $got_prio;
 			$ok = 0;
-			diag("seed $seed op $op: a job of priority $row->[4], the model's most urgent claimable is $want_prio");
+			diag("seed $seed op $op: one claim took jobs of priorities $got_prio and $row->[4]");
 		}
+		$out_of_order++ if @rows && $got_prio != $want_prio;
 		if (!@rows && $want_prio)
 		{
 			$ok = 0;
 			diag("seed $seed op $op: claim($n) returned nothing, the model has claimable jobs at priority $want_prio");
 		}
-		if (@rows && scalar(@rows) != $want)
+		# Fewer is allowed (a lane walk may stop short of waiting jobs:
+		# docs/sql-reference.md, "Which jobs"); more never.
+		$short_claims++ if @rows && scalar(@rows) < $want;
+		if (@rows && scalar(@rows) > $want)
 		{
 			$ok = 0;
-			diag("seed $seed op $op: claim($n) returned " . scalar(@rows) . " of key $key, the model allows exactly $want"
+			diag("seed $seed op $op: claim($n) returned " . scalar(@rows) . " of key $key, the model allows at most $want"
 				  . ' (room ' . room_of($key) . ', the claim ring counts '
 				  . sql(qq{SELECT running FROM awa._key_running_scan('m', '$key')}) . ' running now, the model '
 				  . running_of($key) . ' before)');
 		}
 		$claims++;
 		$limited_claims++ if @rows && $want < $n && $want == room_of($key);
-		last OP unless $ok;
 		if ($kept)
 		{
 			for my $row (@rows)
@@ -209,6 +218,7 @@ OP: for my $op (1 .. $nops)
 			}
 			$claimed_total += @rows;
 		}
+		last OP unless $ok;
 	}
 	elsif ($r < 0.85)
 	{
@@ -255,8 +265,9 @@ OP: for my $op (1 .. $nops)
 		push @log, "$op restart ($lost asynchronous claims lost)";
 	}
 }
-ok($ok, "seed $seed: every claim of $claims returned exactly what the model allows ($limited_claims cut by the limit, "
-	  . "$claimed_total claimed, $lost_claims claims lost and taken back, fairness $fairness)")
+ok($ok, "seed $seed: no claim of $claims took more than the model allows, none nothing while it had work ($limited_claims cut by the limit, "
+	  . "$claimed_total claimed, $short_claims short of what they could take, $out_of_order of a less urgent priority, "
+	  . "$lost_claims claims lost and taken back, fairness $fairness)")
   or do
 {
 	my $file = "$PostgreSQL::Test::Utils::tmp_check/keymodel_oplog_$seed.txt";
