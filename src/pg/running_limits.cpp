@@ -229,8 +229,9 @@ ReserveRunning(text *queue, int32 limit, int want)
 		// other claims in flight are unknown, so the claims of the queue
 		// follow one another under the limit lock, held until this
 		// transaction ends, and count exactly. (An entry that appears while
-		// such a claim is open, after the limits are raised and the counters
-		// rebuilt, does not know it: docs/flow-control.md.)
+		// such a claim is open does not know it: a key's reservations on the
+		// entry look at this lock, above; a queue's do not:
+		// docs/flow-control.md.)
 		in_shared = false;
 		if (IsKeyCounterName(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)))
 			NoteKeyLockPathUsed();
