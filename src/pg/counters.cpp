@@ -111,6 +111,7 @@ struct DbCounters {
 	// (OlderTransactionsRun). 0: none.
 	TimestampTz distrusted_at;
 	int64 entries;  // its queues' entries, at most awa.max_queues_per_database (under counters_lock)
+	int64 key_entries;  // of them, keys' (key_limits.hpp): FreeIdleKeyEntries walks nothing without one
 };
 
 struct CountersShared {
@@ -389,12 +390,6 @@ bool key_use_open = false;           // this transaction published its slot
 uint64 key_cache_epoch_seen = 0;     // the cache epoch the entry cache is of
 bool key_slot_exit_registered = false;
 
-bool
-IsKeyName(const char *chars, int length)
-{
-	return length > 0 && chars[0] == '\x01' && IsKeyCounterName(chars, length);
-}
-
 void
 ForgetCachedKeyEntries()
 {
@@ -654,6 +649,8 @@ EnterQueue(const char *chars, int length, int db_index, Refusal *refused)
 			entry->heads[l] = LaneHead{kHeadUnknown, 0, 0};
 		shared->entry_count++;
 		shared->dbs[db_index].entries++;
+		if (IsKeyCounterName(chars, length))
+			shared->dbs[db_index].key_entries++;
 	}
 	dshash_release_lock(Table(), entry);
 	if (found)
@@ -667,7 +664,7 @@ QueueCounters *
 FindEntry(const char *chars, int length, uint32 hash, bool *counted)
 {
 	*counted = true;
-	bool is_key = IsKeyName(chars, length);
+	bool is_key = IsKeyCounterName(chars, length);
 	if (is_key)
 		BeginKeyEntryUse();
 	EntryCacheSlot &slot = entry_cache[hash % kEntryCacheSize];
@@ -701,7 +698,7 @@ MakeEntry(const char *chars, int length, uint32 hash)
 	int db_index = CurrentDbIndex();
 	if (db_index < 0)
 		return NULL;
-	bool key = IsKeyName(chars, length);
+	bool key = IsKeyCounterName(chars, length);
 	if (key)
 		BeginKeyEntryUse();
 	Refusal refused = kNotRefused;
@@ -1637,6 +1634,16 @@ EndKeyEntryUse()
 
 namespace {
 
+// Whether a rebuild of the database runs (counters lock held), whatever its
+// state says: a commit refused an entry meanwhile makes it kUntrusted
+// mid-build.
+bool
+RebuildRuns(const DbCounters &db)
+{
+	return db.state == kBuilding || (db.builder_pid != 0 && BackendPidGetProc(db.builder_pid) != NULL) ||
+	       (shared->build_database == db.database && BackendPidGetProc(shared->build_pid) != NULL);
+}
+
 // Whether a key's entry holds nothing a new entry of the key would not: no
 // running attempt counted (while the counts are trusted; otherwise the next
 // rebuild counts them), no reservation, a full rate bucket. Counters lock
@@ -1675,15 +1682,14 @@ FreeIdleKeyEntries()
 	(void)Table();  // attached before the lock (may ereport)
 	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 	DbCounters &db = shared->dbs[db_index];
-	// Not while a rebuild of the database runs (whatever its state says: a
-	// commit refused an entry meanwhile makes it kUntrusted mid-build): its
-	// moves go to entries' `since`, and the overflow it must end untrusted
+	// Not while a rebuild of the database runs: its moves go to entries'
+	// `since`, and the overflow it must end untrusted
 	// for stays set. Found by test/t/059: an entry freed with its `since`, or
 	// the overflow cleared under a rebuild that then ended trusted, lost a
 	// key's running attempt (one attempt over key_max_running).
-	bool building = db.state == kBuilding || (db.builder_pid != 0 && BackendPidGetProc(db.builder_pid) != NULL) ||
-	                (shared->build_database == MyDatabaseId && BackendPidGetProc(shared->build_pid) != NULL);
-	if (building) {
+	// (And nothing to walk without key entries: the walk visits every
+	// entry of the table, all databases', under the exclusive lock.)
+	if (RebuildRuns(db) || db.key_entries == 0) {
 		LWLockRelease(counters_lock);
 		return pass;
 	}
@@ -1712,6 +1718,7 @@ FreeIdleKeyEntries()
 			dshash_delete_current(&status);
 			shared->entry_count--;
 			db.entries--;
+			db.key_entries--;
 			pass.freed++;
 			continue;
 		} else if (retired == 0 && idle) {
@@ -1731,10 +1738,8 @@ FreeIdleKeyEntries()
 	}
 	// Entries to be had again: a database that found none (its counts exact
 	// since) is rebuilt by the next counters step, or claim that asks.
-	if (pass.freed > 0 && db.overflow && db.entries < awa_max_queues_per_database) {
+	if (pass.freed > 0 && db.overflow && db.entries < awa_max_queues_per_database)
 		db.overflow = false;
-		pass.share_regained = true;
-	}
 	// Room in the whole table helps the databases refused for want of it
 	// (awa.max_queues) too: each is rebuilt by its own next counters step
 	// (found from outside: another database stayed exact for good). Not one
@@ -1742,8 +1747,8 @@ FreeIdleKeyEntries()
 	if (pass.freed > 0 && shared->entry_count < awa_max_queues)
 		for (int i = 0; i < shared->db_capacity; i++) {
 			DbCounters &other = shared->dbs[i];
-			if (i == db_index || other.database == InvalidOid || !other.overflow || other.state == kBuilding ||
-			    shared->build_database == other.database || other.entries >= awa_max_queues_per_database)
+			if (i == db_index || other.database == InvalidOid || !other.overflow || RebuildRuns(other) ||
+			    other.entries >= awa_max_queues_per_database)
 				continue;
 			other.overflow = false;
 		}

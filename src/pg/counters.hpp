@@ -224,7 +224,6 @@ struct KeyEntryPass {
 	int64 live;     // key entries in use
 	int64 retired;  // idle, to be freed by a later pass
 	int64 freed;
-	bool share_regained;  // the database had found no entry; it is rebuilt next
 };
 KeyEntryPass FreeIdleKeyEntries();
 // At the end of every transaction, after every callback that may touch a

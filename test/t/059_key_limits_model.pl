@@ -5,12 +5,13 @@
 # some in a savepoint rolled back), completions, changes of key_max_running,
 # rotations, prunes, counters passes (which free idle keys' entries) and
 # restarts, with the worker on at its cadence. The model knows each key's
-# available jobs and running attempts, so every claim has one right answer:
-# exactly the jobs of one key it may take (a key at its limit holds back no
-# other key's jobs), none beyond the key's room; fewer than it could take, or
-# a less urgent priority, is allowed (a lane walk may stop short, a busy lane
-# is passed) and counted; nothing while something is claimable is not. A restart may lose claims committed asynchronously:
-# the model takes their jobs back as available, as awa does.
+# available jobs and running attempts, so it bounds every claim: the jobs of
+# one key (a key at its limit holds back no other key's jobs), none beyond the
+# key's room, and something whenever something is claimable; fewer than the
+# key could give, or a less urgent priority, is allowed (a lane walk may stop
+# short, a busy lane is passed) and counted. A restart may lose claims
+# committed asynchronously: the model takes their jobs back as available, as
+# awa does.
 #
 #   KEYMODEL_SEED=<n>  replay a seed (default: time-based, printed)
 #   KEYMODEL_OPS=<n>   operations per run (default 500)
