@@ -259,7 +259,13 @@ SettleKey(const QueueSettings &settings, const KeyAllowance &a, int claimed)
 // pick that finds its lane busy (waited for once a look, at most
 // awa.lane_wait_timeout), or whose walk started at the in-flight frontier and
 // planned nothing, moves the lane behind the others (SettleKeyedPick), so the
-// next pick goes elsewhere; at most kMaxKeyedPicks of those a look.
+// next pick goes elsewhere; at most kMaxKeyedPicks of those a look. A key at
+// key_max_running whose lane leaves the scheduler is not one of them: each
+// such block shrinks the scheduler, so they end, and a look after a restart
+// (a scheduler built afresh, every lane in it, many keys at their limit) must
+// pass all of them to reach a key with room. Found by test/t/059: with more
+// than 16 keys at their limit ahead, a claim returned nothing while a key had
+// room and jobs.
 constexpr int kMaxKeyedPicks = 16;
 int
 ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int16 priority, const Lane *unkeyed)
@@ -332,10 +338,13 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 					// other's and both stay blocked, with room and no end to
 					// come: found from outside.)
 					(void)SettleKey(settings, a, 0);
-					BlockKeyedPick(keyed, lane_id, charged, key);
-					if (RoomNow(a.name, settings.key_max_running) > 0)
+					bool left = BlockKeyedPick(keyed, lane_id, charged, key);
+					if (RoomNow(a.name, settings.key_max_running) > 0) {
 						UnblockKeyedLane(keyed, lane_id);
-					fruitless++;
+						left = false;
+					}
+					if (!left)
+						fruitless++;
 					continue;
 				}
 			}

@@ -742,19 +742,20 @@ UnblockKeyLanesNow(text *queue, text *key)
 	});
 }
 
-void
+bool
 BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, text *key)
 {
 	pending_pick.slot = -1;  // given back here
 	KeyScheduler *scheduler = LockScheduler(priority.slot, priority.generation);
 	if (scheduler == NULL)
-		return;
+		return false;
 	int64 now = GetCurrentTimestamp();
 	uint64 id = static_cast<uint64>(lane_id);
 	if (charged > 0)
 		(void)scheduler->GiveBack(id, charged, charged, now);
-	(void)scheduler->Block(id, GroupOfKey(key), now);
+	bool blocked = scheduler->Block(id, GroupOfKey(key), now) == KeyResult::kOk;
 	LWLockRelease(SlotLock(priority.slot));
+	return blocked;
 }
 
 void

@@ -88,7 +88,8 @@ int LanesOfPriority(text *queue, int16 priority, Lane **lanes);
 // Limits per key (key_limits.hpp). A pick refused by its key's limit gives
 // its charge back and leaves the scheduler until unblocked (by the lane, or
 // by the key: UnblockKeyLanes*).
-void BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, text *key);
+// True when the lane left the scheduler (false: the scheduler is gone).
+bool BlockKeyedPick(const KeyedPriority &priority, int64 lane_id, int charged, text *key);
 void UnblockKeyedLane(const KeyedPriority &priority, int64 lane_id);
 // The blocked lanes of `key` of `queue` (every priority) come back now, or at
 // this transaction's end (after its counters and reservations: callbacks.cpp,

@@ -146,3 +146,16 @@ SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('k', '{}', repeat('R', 200)
                                     FROM generate_series(1, 2)) x;
 SELECT awa.configure_queue(repeat('R', 200), key_max_running => 1);
 SELECT count(*) AS longest_name_claimed FROM awa.claim(repeat('R', 200), 10);
+
+-- Twenty keys at their limit ahead of one with room (their next jobs older
+-- than its only job): one claim passes all twenty to it. (A look gave up
+-- after 16 such keys and returned nothing: found by test/t/059 after a
+-- restart, where every key's lane is in a scheduler built afresh.)
+SELECT awa.configure_queue('kl_many', key_max_running => 1);
+SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('k', jsonb_build_object('k', k), 'kl_many',
+                                         opts => jsonb_build_object('concurrency_key', 'k' || lpad(k::text, 2, '0')))
+                                    FROM generate_series(1, 20) k, generate_series(1, 2) n ORDER BY n, k) x;
+SELECT awa.enqueue('k', '{"k": "last"}', 'kl_many', opts => '{"concurrency_key": "last"}') IS NOT NULL AS enqueued_last;
+SELECT count(DISTINCT c.args->>'k') AS one_per_key FROM generate_series(1, 20) i, LATERAL awa.claim('kl_many', 1 + 0 * i) c;
+SELECT c.args->>'k' AS past_twenty_at_limit FROM awa.claim('kl_many', 1) c;
+SELECT count(*) AS none_left FROM awa.claim('kl_many', 10);
