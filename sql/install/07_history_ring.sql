@@ -24,4 +24,8 @@ CREATE TABLE awa.job_history (
     payload      jsonb
 ) PARTITION BY LIST (history_slot);
 CREATE INDEX job_history_job_id_idx ON awa.job_history (job_id);
+-- The failed and cancelled jobs among the completed ones, newest first
+-- (awa.list_jobs with state 'failed' or 'cancelled'; written by prunes, in
+-- bulk, never on a claim's or a completion's path).
+CREATE INDEX job_history_unsuccessful_idx ON awa.job_history (job_id) WHERE state <> 'completed';
 

@@ -57,7 +57,14 @@ GRANT EXECUTE ON FUNCTION awa.schedule_periodic(text, text, text, jsonb, text, i
                           awa.unschedule_periodic(text),
                           awa.periodic_next(text, text, timestamptz)
     TO awa_admin;
-GRANT SELECT ON awa.lanes, awa.dlq, awa.periodic_jobs TO awa_admin;
+GRANT EXECUTE ON FUNCTION awa.bulk_count(text, text, text, text, text, jsonb, timestamptz, timestamptz, jsonb),
+                          awa.bulk_start(text, text, text, text, text, jsonb, timestamptz, timestamptz, jsonb),
+                          awa.bulk_step(bigint, int),
+                          awa.bulk_cancel(bigint)
+    TO awa_admin;
+GRANT SELECT ON awa.lanes, awa.dlq, awa.periodic_jobs, awa.bulk_operations TO awa_admin;
+GRANT EXECUTE ON FUNCTION awa.list_jobs(text, text, text, text, jsonb, timestamptz, timestamptz, bigint, int, jsonb)
+    TO awa_monitor, awa_admin;
 GRANT EXECUTE ON FUNCTION awa.queue_metrics(),
                           awa.key_metrics(text, int),
                           awa.job_event_totals(),

@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(461);
+SELECT plan(477);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -20,7 +20,7 @@ SELECT tables_are('awa',
           'leases',
           'job_history',
           'attempt_state', 'deferred_jobs', 'dlq_entries',
-          'queue_meta', 'job_unique_claims', 'periodic_schedules']::name[]
+          'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations']::name[]
     || ARRAY(SELECT (f || '_' || s)::name
                FROM unnest(ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
                                  'ready_claim_attempt_batches', 'done_entries',
@@ -32,9 +32,9 @@ SELECT tables_are('awa',
                     generate_series(0, 15) s)
     || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s)
     || ARRAY(SELECT ('job_history_' || s)::name FROM generate_series(0, 7) s),
-    'schema awa has exactly the 32 tables and their 272 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
+    'schema awa has exactly the 33 tables and their 272 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
 
--- has_table: 32
+-- has_table: 33
 SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -46,10 +46,10 @@ SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases', 'job_history',
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
-                    'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
+                    'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations']) t;
 
 -- has_pk, every table but the insert-only history ring job_history and
--- queue_lanes (identified by a unique constraint, below): 30
+-- queue_lanes (identified by a unique constraint, below): 31
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -61,7 +61,7 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases',
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
-                    'queue_meta', 'job_unique_claims', 'periodic_schedules']) t;
+                    'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations']) t;
 
 -- awa.job_history has no primary key (a job has one history row; lookups use
 -- job_history_job_id_idx), nor has awa.queue_lanes (the lane of jobs without a
@@ -70,7 +70,7 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
 SELECT hasnt_pk('awa', 'job_history', 'table awa.job_history has no primary key');
 SELECT hasnt_pk('awa', 'queue_lanes', 'table awa.queue_lanes has no primary key');
 
--- col_is_pk, exact key columns in key order: 30
+-- col_is_pk, exact key columns in key order: 31
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['singleton']),
@@ -102,10 +102,11 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('dlq_entries',                 ARRAY['job_id']),
     ('queue_meta',                  ARRAY['queue']),
     ('job_unique_claims',           ARRAY['unique_key']),
-    ('periodic_schedules',          ARRAY['name'])
+    ('periodic_schedules',          ARRAY['name']),
+    ('bulk_operations',             ARRAY['op_id'])
   ) AS pk(t, cols);
 
--- columns_are, exact column sets: 32
+-- columns_are, exact column sets: 33
 SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
   FROM (VALUES
     ('queue_ring_state', ARRAY['singleton', 'slot_count', 'width']),
@@ -169,10 +170,12 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                          'key_rate_set_at', 'updated_at']),
     ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at']),
     ('periodic_schedules', ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
-                                 'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at'])
+                                 'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at']),
+    ('bulk_operations', ARRAY['op_id', 'action', 'filter', 'state', 'next_before', 'acted', 'passed', 'steps',
+                              'created_by', 'created_at', 'updated_at', 'finished_at'])
   ) AS c(t, cols);
 
--- col_type_is, every column of every table (partitions inherit them): 264
+-- col_type_is, every column of every table (partitions inherit them): 276
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -443,10 +446,22 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('periodic_schedules', 'last_job_id', 'bigint'),
     ('periodic_schedules', 'last_error', 'text'),
     ('periodic_schedules', 'created_at', 'timestamp with time zone'),
-    ('periodic_schedules', 'updated_at', 'timestamp with time zone')
+    ('periodic_schedules', 'updated_at', 'timestamp with time zone'),
+    ('bulk_operations', 'op_id', 'bigint'),
+    ('bulk_operations', 'action', 'text'),
+    ('bulk_operations', 'filter', 'jsonb'),
+    ('bulk_operations', 'state', 'text'),
+    ('bulk_operations', 'next_before', 'bigint'),
+    ('bulk_operations', 'acted', 'bigint'),
+    ('bulk_operations', 'passed', 'bigint'),
+    ('bulk_operations', 'steps', 'integer'),
+    ('bulk_operations', 'created_by', 'text'),
+    ('bulk_operations', 'created_at', 'timestamp with time zone'),
+    ('bulk_operations', 'updated_at', 'timestamp with time zone'),
+    ('bulk_operations', 'finished_at', 'timestamp with time zone')
   ) AS ct(t, c, ty);
 
--- Nullability: exactly these columns of the 32 tables may be NULL (all others NOT NULL): 1
+-- Nullability: exactly these columns of the 33 tables may be NULL (all others NOT NULL): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default"
         FROM pg_catalog.pg_attribute a
@@ -455,7 +470,7 @@ SELECT results_eq(
          AND c.relkind IN ('r', 'p') AND NOT c.relispartition
          AND a.attnum > 0 AND NOT a.attisdropped AND NOT a.attnotnull
        ORDER BY 1, 2$$,
-    $$VALUES ('attempt_state', 'heartbeat_at'), ('attempt_state', 'progress'),
+    $$VALUES ('attempt_state', 'heartbeat_at'), ('attempt_state', 'progress'), ('bulk_operations', 'finished_at'),
              ('deferred_jobs', 'finalized_at'), ('deferred_jobs', 'payload'),
              ('deferred_jobs', 'unique_key'), ('deferred_jobs', 'unique_states'),
              ('dlq_entries', 'payload'), ('dlq_entries', 'unique_key'), ('dlq_entries', 'unique_states'),
@@ -477,7 +492,7 @@ SELECT results_eq(
              ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
--- Defaults: exactly these columns of the 32 tables have a default, and these
+-- Defaults: exactly these columns of the 33 tables have a default, and these
 -- are the defaults (configure_queue's fallbacks match queue_meta's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default",
@@ -487,7 +502,10 @@ SELECT results_eq(
         JOIN pg_catalog.pg_class c ON c.oid = d.adrelid
        WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
        ORDER BY c.relname COLLATE "C", a.attname COLLATE "C"$$,
-    $$VALUES ('claim_ring_rotations', 'rotated_at', 'now()'),
+    $$VALUES ('bulk_operations', 'acted', '0'), ('bulk_operations', 'created_at', 'clock_timestamp()'),
+             ('bulk_operations', 'passed', '0'), ('bulk_operations', 'state', '''running''::text'),
+             ('bulk_operations', 'steps', '0'), ('bulk_operations', 'updated_at', 'clock_timestamp()'),
+             ('claim_ring_rotations', 'rotated_at', 'now()'),
              ('claim_ring_state', 'singleton', 'true'),
              ('deferred_jobs', 'attempt', '0'), ('deferred_jobs', 'run_lease', '0'),
              ('history_ring_rotations', 'rotated_at', 'now()'),
@@ -506,7 +524,7 @@ SELECT results_eq(
              ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0')$$,
     'exactly these columns have defaults, and these are the defaults');
 
--- CHECK and UNIQUE constraints of the 32 tables, exactly (no foreign keys, no
+-- CHECK and UNIQUE constraints of the 33 tables, exactly (no foreign keys, no
 -- exclusion constraints; partitions inherit their parent's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", k.contype::text COLLATE "default",
@@ -516,7 +534,11 @@ SELECT results_eq(
        WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
          AND k.contype <> 'p'
        ORDER BY c.relname COLLATE "C", pg_catalog.pg_get_constraintdef(k.oid) COLLATE "C"$$,
-    $$VALUES ('claim_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
+    $$VALUES ('bulk_operations', 'c',
+              'CHECK ((action = ANY (ARRAY[''cancel''::text, ''dlq_retry''::text, ''dlq_purge''::text])))'),
+             ('bulk_operations', 'c',
+              'CHECK ((state = ANY (ARRAY[''running''::text, ''done''::text, ''cancelled''::text])))'),
+             ('claim_ring_rotations', 'c', 'CHECK ((generation >= 0))'),
              ('claim_ring_rotations', 'c', 'CHECK ((slot >= 0))'),
              ('claim_ring_state', 'c', 'CHECK (((slot_count >= 2) AND (slot_count <= 16)))'),
              ('claim_ring_state', 'c', 'CHECK (((width >= 2) AND (width <= slot_count)))'),
@@ -699,7 +721,7 @@ SELECT is(
            WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'S'
              AND c.relname !~ '^lane_[0-9]+_(enqueue|claim)_seq$'
            ORDER BY c.relname COLLATE "C"),
-    ARRAY['claim_batch_id_seq', 'claim_fence_seq', 'job_id_seq', 'queue_lane_id_seq',
+    ARRAY['bulk_operations_op_id_seq', 'claim_batch_id_seq', 'claim_fence_seq', 'job_id_seq', 'queue_lane_id_seq',
           'ring_epoch_seq'],
     'awa has no sequences besides the identities, the ring epoch, the claim fence and per-lane cursor sequences');
 SELECT is(

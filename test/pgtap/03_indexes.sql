@@ -3,7 +3,7 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(113);
+SELECT plan(116);
 
 -- Hot-path indexes with their exact key columns: 11
 SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
@@ -63,9 +63,9 @@ SELECT index_is_primary('awa', 'periodic_schedules', 'periodic_schedules_pkey',
 SELECT index_is_unique('awa', 'queue_lanes', 'queue_lanes_identity',
                        'queue_lanes_identity is a unique index of queue_lanes');
 
--- Exact definitions of every index of the 32 tables (uniqueness, method,
+-- Exact definitions of every index of the 33 tables (uniqueness, method,
 -- columns, order, predicate, NULLS NOT DISTINCT; ON ONLY = the partitioned
--- parent's index): 45
+-- parent's index): 47
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -136,6 +136,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX leases_attempt_idx ON ONLY awa.leases USING btree (job_id, run_lease)'),
     ('job_history_job_id_idx',
      'CREATE INDEX job_history_job_id_idx ON ONLY awa.job_history USING btree (job_id)'),
+    ('job_history_unsuccessful_idx',
+     'CREATE INDEX job_history_unsuccessful_idx ON ONLY awa.job_history USING btree (job_id) WHERE (state <> ''completed''::text)'),
     ('attempt_state_pkey',
      'CREATE UNIQUE INDEX attempt_state_pkey ON awa.attempt_state USING btree (job_id, run_lease)'),
     ('deferred_jobs_pkey',
@@ -157,10 +159,12 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
     ('periodic_schedules_pkey',
      'CREATE UNIQUE INDEX periodic_schedules_pkey ON awa.periodic_schedules USING btree (name)'),
     ('periodic_schedules_due_idx',
-     'CREATE INDEX periodic_schedules_due_idx ON awa.periodic_schedules USING btree (next_run_at)')
+     'CREATE INDEX periodic_schedules_due_idx ON awa.periodic_schedules USING btree (next_run_at)'),
+    ('bulk_operations_pkey',
+     'CREATE UNIQUE INDEX bulk_operations_pkey ON awa.bulk_operations USING btree (op_id)')
   ) AS d(i, def);
 
--- Exact index set of every table: 32
+-- Exact index set of every table: 33
 SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its indexes')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['queue_ring_state_pkey']),
@@ -190,13 +194,14 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('lease_claim_closures',        ARRAY['lease_claim_closures_pkey']),
     ('lease_claim_closure_batches', ARRAY['lease_claim_closure_batches_pkey']),
     ('leases',                      ARRAY['leases_pkey', 'leases_attempt_idx']),
-    ('job_history',                 ARRAY['job_history_job_id_idx']),
+    ('job_history',                 ARRAY['job_history_job_id_idx', 'job_history_unsuccessful_idx']),
     ('attempt_state',               ARRAY['attempt_state_pkey']),
     ('deferred_jobs',               ARRAY['deferred_jobs_pkey', 'deferred_jobs_due_idx', 'deferred_jobs_unique_key_idx']),
     ('dlq_entries',                 ARRAY['dlq_entries_pkey', 'dlq_entries_queue_idx']),
     ('queue_meta',                  ARRAY['queue_meta_pkey']),
     ('job_unique_claims',           ARRAY['job_unique_claims_pkey', 'job_unique_claims_job_id_idx']),
-    ('periodic_schedules',          ARRAY['periodic_schedules_pkey', 'periodic_schedules_due_idx'])
+    ('periodic_schedules',          ARRAY['periodic_schedules_pkey', 'periodic_schedules_due_idx']),
+    ('bulk_operations',             ARRAY['bulk_operations_pkey'])
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its

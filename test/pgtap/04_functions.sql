@@ -1,6 +1,6 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (33 of the
--- 41 public functions; never await_durable, periodic_next, the
+-- types, names, defaults), return types, language, SECURITY DEFINER (38 of the
+-- 46 public functions; never await_durable, periodic_next, the
 -- six casts to awa.duration or an awa._* building block), volatility,
 -- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
 -- _oldest_live_generation, _prune_target, the closure batch id range _first_closure_batch_id and
@@ -15,7 +15,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1228);
+SELECT plan(1328);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -108,6 +108,51 @@ INSERT INTO api VALUES
      'jsonb',
      'job_id bigint',
      'jsonb',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('list_jobs',
+     ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone', 'bigint',
+           'integer', 'jsonb'],
+     'setof awa.job_listing',
+     'queue text DEFAULT NULL::text, state text DEFAULT NULL::text, kind text DEFAULT NULL::text, '
+     'tag text DEFAULT NULL::text, args_contains jsonb DEFAULT NULL::jsonb, '
+     'enqueued_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+     'enqueued_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+     'before_job_id bigint DEFAULT NULL::bigint, max_rows integer DEFAULT 50, metadata_contains jsonb DEFAULT NULL::jsonb',
+     'SETOF awa.job_listing',
+     'plpgsql', true, 'volatile', false, 1000, NULL),
+    ('bulk_count',
+     ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
+           'jsonb'],
+     'bigint',
+     'action text, queue text DEFAULT NULL::text, state text DEFAULT NULL::text, kind text DEFAULT NULL::text, '
+     'tag text DEFAULT NULL::text, args_contains jsonb DEFAULT NULL::jsonb, '
+     'enqueued_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+     'enqueued_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+     'metadata_contains jsonb DEFAULT NULL::jsonb',
+     'bigint',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('bulk_start',
+     ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
+           'jsonb'],
+     'bigint',
+     'action text, queue text DEFAULT NULL::text, state text DEFAULT NULL::text, kind text DEFAULT NULL::text, '
+     'tag text DEFAULT NULL::text, args_contains jsonb DEFAULT NULL::jsonb, '
+     'enqueued_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+     'enqueued_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+     'metadata_contains jsonb DEFAULT NULL::jsonb',
+     'bigint',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('bulk_step',
+     ARRAY['bigint', 'integer'],
+     'awa.bulk_operations',
+     'op_id bigint, max_jobs integer DEFAULT 500',
+     'awa.bulk_operations',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('bulk_cancel',
+     ARRAY['bigint'],
+     'boolean',
+     'op_id bigint',
+     'boolean',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('promote_due',
      ARRAY['integer'],
@@ -674,6 +719,41 @@ INSERT INTO api VALUES
      'job_id bigint',
      'jsonb',
      'plpgsql', false, 'stable', false, 0, NULL),
+    ('_list_jobs',
+     ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone', 'bigint',
+           'integer', 'jsonb', 'boolean', 'jsonb'],
+     'setof awa.job_listing',
+     'p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb, p_after timestamp with time zone, '
+     'p_before_at timestamp with time zone, p_before bigint, p_max_rows integer, p_metadata jsonb, '
+     'p_payloads boolean, p_cursors jsonb',
+     'SETOF awa.job_listing',
+     'plpgsql', false, 'stable', false, 1000, NULL),
+    ('_bulk_filter',
+     ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
+           'jsonb'],
+     'jsonb',
+     'action text, queue text, state text, kind text, tag text, args_contains jsonb, '
+     'enqueued_after timestamp with time zone, enqueued_before timestamp with time zone, metadata_contains jsonb',
+     'jsonb',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_bulk_page',
+     ARRAY['jsonb', 'bigint', 'integer'],
+     'setof awa.job_listing',
+     'filter jsonb, before bigint, max_rows integer',
+     'SETOF awa.job_listing',
+     'sql', false, 'volatile', false, 1000, NULL),
+    ('_job_states',
+     ARRAY[]::name[],
+     'text[]',
+     '',
+     'text[]',
+     'sql', false, 'immutable', false, 0, NULL),
+    ('_caller_reads_payloads',
+     ARRAY[]::name[],
+     'boolean',
+     '',
+     'boolean',
+     'sql', false, 'stable', false, 0, NULL),
     ('_hold_rings',
      ARRAY[]::name[],
      'void',
@@ -736,12 +816,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 41 public functions and the 75 awa._* building blocks');
+                     'schema awa has exactly the 46 public functions and the 80 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 116,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 126,
           'no function is overloaded');
 
--- Per function, 10 checks: 116 x 10 = 1160
+-- Per function, 10 checks: 126 x 10 = 1260
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -3,22 +3,31 @@
 -- heartbeat, retry, snooze, fail) and run the casts from numbers to
 -- awa.duration; both may wait for durability (await_durable); awa_admin may call every public function and
 -- read (only read) every table and the views lanes, dlq and periodic_jobs;
--- awa_monitor may call the metrics surface (queue_metrics, job_event_totals,
+-- awa_monitor may call the metrics surface and list_jobs (queue_metrics, job_event_totals,
 -- waiting_claims, periodic_status, storage_status, maintenance_status) and
 -- nothing else, and reads no table. Nobody may execute the awa._* building
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(717);
+SELECT plan(774);
 
--- Roles: 4 + 4
+-- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
-  FROM unnest(ARRAY['awa_producer', 'awa_worker', 'awa_admin', 'awa_monitor']) r;
+  FROM unnest(ARRAY['awa_producer', 'awa_worker', 'awa_admin', 'awa_monitor', 'awa_payload_reader']) r;
 SELECT ok(NOT rolcanlogin AND NOT rolsuper AND NOT rolcreaterole AND NOT rolcreatedb AND NOT rolbypassrls,
           'role ' || rolname || ' is NOLOGIN with no special attributes')
   FROM pg_catalog.pg_roles
- WHERE rolname IN ('awa_producer', 'awa_worker', 'awa_admin', 'awa_monitor')
+ WHERE rolname IN ('awa_producer', 'awa_worker', 'awa_admin', 'awa_monitor', 'awa_payload_reader')
  ORDER BY rolname;
+-- awa_payload_reader (who sees args and metadata in awa.list_jobs): awa_admin
+-- is its one member, and it is a member of nothing.
+SELECT is(ARRAY(SELECT m.rolname::text FROM pg_catalog.pg_auth_members a
+                  JOIN pg_catalog.pg_roles r ON r.oid = a.roleid JOIN pg_catalog.pg_roles m ON m.oid = a.member
+                 WHERE r.rolname = 'awa_payload_reader'),
+          ARRAY['awa_admin'], 'awa_admin is the one member of awa_payload_reader');
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_auth_members a JOIN pg_catalog.pg_roles m ON m.oid = a.member
+            WHERE m.rolname = 'awa_payload_reader'),
+          0, 'awa_payload_reader is a member of no role');
 
 -- Who may execute what: one row per function (P = awa_producer, W =
 -- awa_worker, A = awa_admin, M = awa_monitor). PUBLIC executes nothing, and no
@@ -43,6 +52,14 @@ INSERT INTO grants VALUES
     ('await_durable', ARRAY[]::name[], true, true, true, false),
     ('cancel', ARRAY['bigint'], false, false, true, false),
     ('get_job', ARRAY['bigint'], false, false, true, false),
+    ('bulk_count', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
+                         'timestamp with time zone', 'jsonb'], false, false, true, false),
+    ('bulk_start', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
+                         'timestamp with time zone', 'jsonb'], false, false, true, false),
+    ('bulk_step', ARRAY['bigint', 'integer'], false, false, true, false),
+    ('bulk_cancel', ARRAY['bigint'], false, false, true, false),
+    ('list_jobs', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
+                        'bigint', 'integer', 'jsonb'], false, false, true, true),
     ('promote_due', ARRAY['integer'], false, false, true, false),
     ('queue_counts', ARRAY['text'], false, false, true, false),
     ('queue_counts_exact', ARRAY['text'], false, false, true, false),
@@ -108,6 +125,13 @@ INSERT INTO grants VALUES
     ('_outcome_names', ARRAY[]::name[], false, false, false, false),
     ('_get_job', ARRAY['bigint'], false, false, false, false),
     ('_hold_rings', ARRAY[]::name[], false, false, false, false),
+    ('_list_jobs', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
+                         'bigint', 'integer', 'jsonb', 'boolean', 'jsonb'], false, false, false, false),
+    ('_job_states', ARRAY[]::name[], false, false, false, false),
+    ('_bulk_filter', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
+                           'timestamp with time zone', 'jsonb'], false, false, false, false),
+    ('_bulk_page', ARRAY['jsonb', 'bigint', 'integer'], false, false, false, false),
+    ('_caller_reads_payloads', ARRAY[]::name[], false, false, false, false),
     ('_slot_live_rows', ARRAY['integer'], false, false, false, false),
     ('_queue_prune_target', ARRAY[]::name[], false, false, false, false),
     ('_queue_live_generations', ARRAY[]::name[], false, false, false, false),
@@ -191,17 +215,19 @@ SELECT is(
     ('awa_worker', ARRAY['await_durable', 'claim', 'complete', 'complete_many', 'duration_from_float4',
                          'duration_from_float8', 'duration_from_int2', 'duration_from_int4', 'duration_from_int8',
                          'duration_from_numeric', 'fail', 'heartbeat', 'heartbeat_many', 'retry', 'snooze']),
-    ('awa_admin', ARRAY['await_durable', 'cancel', 'claim', 'complete', 'complete_many', 'configure_queue',
+    ('awa_admin', ARRAY['await_durable', 'bulk_cancel', 'bulk_count', 'bulk_start', 'bulk_step', 'cancel', 'claim',
+                        'complete', 'complete_many', 'configure_queue',
                         'dlq_purge', 'dlq_retry', 'duration_from_float4', 'duration_from_float8',
                         'duration_from_int2', 'duration_from_int4', 'duration_from_int8', 'duration_from_numeric',
                         'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
-                        'heartbeat_many', 'job_event_totals', 'key_metrics', 'lane_cursors', 'maintenance_status',
+                        'heartbeat_many', 'job_event_totals', 'key_metrics', 'lane_cursors', 'list_jobs',
+                        'maintenance_status',
                         'pause_queue', 'periodic_next',
                         'periodic_status', 'promote_due', 'queue_counts', 'queue_counts_exact', 'queue_metrics',
                         'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance', 'schedule_periodic',
                         'set_key_weight', 'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),
-    ('awa_monitor', ARRAY['job_event_totals', 'key_metrics', 'maintenance_status', 'periodic_status', 'queue_metrics',
-                          'storage_status', 'waiting_claims']),
+    ('awa_monitor', ARRAY['job_event_totals', 'key_metrics', 'list_jobs', 'maintenance_status', 'periodic_status',
+                          'queue_metrics', 'storage_status', 'waiting_claims']),
     ('public', ARRAY[]::text[])
   ) AS r(role, fns);
 -- Nobody but the owner holds EXECUTE on an awa._* function: 1
@@ -477,6 +503,13 @@ SELECT results_eq(
     $$VALUES ('pgtap_privileges', 1::bigint, 0::bigint, 0::bigint, 0::bigint, false, true)$$,
     'a monitor may read queue metrics (the producer''s job is available)');
 SELECT lives_ok($$SELECT count(*) FROM awa.job_event_totals()$$, 'a monitor may read the job event totals');
+SELECT results_eq($$SELECT queue, state, args IS NULL, metadata IS NULL FROM awa.list_jobs(queue => 'pgtap_privileges')$$,
+                  $$VALUES ('pgtap_privileges', 'available', true, true)$$,
+                  'a monitor may list jobs, without their args and metadata');
+SELECT throws_ok($$SELECT count(*) FROM awa.list_jobs(args_contains => '{"a": 1}')$$, '42501', NULL,
+                 'a monitor may not filter jobs by args (it would reveal them)');
+SELECT throws_ok($$SELECT count(*) FROM awa.list_jobs(metadata_contains => '{"a": 1}')$$, '42501', NULL,
+                 'a monitor may not filter jobs by metadata');
 SELECT results_eq($$SELECT count(*)::int FROM awa.waiting_claims()$$, $$VALUES (0)$$,
                   'a monitor may read the waiting claims (none waits)');
 SELECT results_eq(

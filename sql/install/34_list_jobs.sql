@@ -1,0 +1,282 @@
+-- ---------------------------------------------------------------------------
+-- Finding jobs: awa.list_jobs (docs/operations-ui.md, "Finding jobs").
+-- ---------------------------------------------------------------------------
+
+-- A row of awa.list_jobs (a type, not OUT parameters: its columns queue,
+-- kind and state are also names of the function's filters).
+CREATE TYPE awa.job_listing AS (
+    job_id       bigint,
+    queue        text,
+    kind         text,
+    state        text,
+    priority     int,
+    attempt      int,
+    max_attempts int,
+    run_at       timestamptz,
+    enqueued_at  timestamptz,
+    finished_at  timestamptz,
+    last_error   text,
+    args         jsonb,   -- NULL unless the caller may read payloads
+    metadata     jsonb,   -- NULL unless the caller may read payloads
+    tags         jsonb
+);
+
+-- The states a job can be listed in (awa.get_job's, every one).
+CREATE FUNCTION awa._job_states()
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT ARRAY['available', 'running', 'scheduled', 'retryable', 'completed', 'failed', 'cancelled', 'dlq']
+$$;
+
+-- True when the role that called (not the owner of a SECURITY DEFINER
+-- function it runs in) may see jobs' args and metadata: a member of
+-- awa_payload_reader (awa_admin is one). Inside a SECURITY DEFINER function
+-- current_user is its owner; the caller is the role SET ROLE chose, else the
+-- session's user. A call from inside another SECURITY DEFINER function is
+-- judged by that session's role, not by that function's owner.
+CREATE FUNCTION awa._caller_reads_payloads()
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT pg_has_role(CASE current_setting('role') WHEN 'none' THEN session_user::text
+                                              ELSE current_setting('role') END,
+                   'awa_payload_reader', 'USAGE')
+$$;
+
+-- The jobs that match, newest first (by job_id), below p_before; at most
+-- p_max_rows. Every read under the caller's one snapshot (STABLE), so a job
+-- is seen in exactly one state. Candidates come from the tables that can hold
+-- a job of the state asked for, each read backward along a job_id index with
+-- the filters its columns answer; a chunk of the newest candidates is
+-- resolved by awa._get_job (the one definition of a job's state) and checked
+-- again whole, and the next chunk follows while the page is not full.
+-- Where a state is not a column (the queue ring), rows that cannot be in it
+-- are passed over without resolving them: for 'available', a ready row at or
+-- below its lane's claim cursor (p_cursors, read before this snapshot: a row
+-- it passed was spent before the snapshot); for 'completed', a ready row at or
+-- above its lane's claim frontier (the end of the lane's newest claim batch
+-- this snapshot sees: no claim covers it). Running jobs come from the open
+-- claim batches of the claim ring, gathered once (docs/operations-ui.md,
+-- "Finding jobs", has what each page costs).
+CREATE FUNCTION awa._list_jobs(p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb,
+                               p_after timestamptz, p_before_at timestamptz, p_before bigint, p_max_rows int,
+                               p_metadata jsonb, p_payloads boolean, p_cursors jsonb)
+RETURNS SETOF awa.job_listing
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    chunk    constant int := greatest(p_max_rows * 2, 64);
+    from_ready    boolean := p_state IS NULL OR p_state IN ('available', 'completed');
+    from_deferred boolean := p_state IS NULL OR p_state IN ('scheduled', 'retryable');
+    from_dlq      boolean := p_state IS NULL OR p_state = 'dlq';
+    from_history  boolean := p_state IS NULL OR p_state = 'completed';
+    from_history_unsuccessful boolean := coalesce(p_state IN ('failed', 'cancelled'), false);
+    from_done     boolean := p_state IS NULL OR p_state IN ('completed', 'failed', 'cancelled');
+    from_running  boolean := coalesce(p_state = 'running', false);
+    available_only boolean := coalesce(p_state = 'available', false);
+    claimed_only  boolean := coalesce(p_state = 'completed', false);
+    frontiers jsonb;
+    running_ids bigint[];
+    below    bigint := coalesce(p_before, 9223372036854775807);
+    ids      bigint[];
+    id       bigint;
+    doc      jsonb;
+    r        awa.job_listing;
+    n_found  int := 0;
+BEGIN
+    IF claimed_only THEN
+        -- One probe per lane of the queue (of every queue without one).
+        SELECT jsonb_object_agg(l.lane_id::text, coalesce(
+                   (SELECT max(b.next_lane_seq) FROM awa.ready_claim_attempt_batches b WHERE b.lane_id = l.lane_id), 0))
+          INTO frontiers
+          FROM awa.queue_lanes l WHERE p_queue IS NULL OR l.queue = p_queue;
+        frontiers := coalesce(frontiers, '{}');
+    END IF;
+    IF from_running THEN
+        -- The open claim batches (claimed more than their closures closed),
+        -- their jobs, newest first; awa._get_job tells which are running.
+        SELECT array_agg(DISTINCT j.id ORDER BY j.id DESC) INTO running_ids
+          FROM awa.lease_claim_batches c, unnest(c.job_ids) AS j(id)
+         WHERE (p_queue IS NULL OR c.queue = p_queue) AND j.id < below
+           AND c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.lease_claim_closure_batches x
+                                   WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
+                                                        AND awa._last_closure_batch_id(c.batch_id)
+                                     AND x.claim_slot = c.claim_slot);
+    END IF;
+    LOOP
+        SELECT array_agg(c.id ORDER BY c.id DESC) INTO ids FROM (
+            SELECT DISTINCT s.id FROM (
+                (SELECT e.job_id AS id FROM awa.ready_entries e
+                  WHERE from_ready AND e.job_id < below
+                    AND (NOT available_only OR e.lane_seq > coalesce((p_cursors ->> e.lane_id::text)::bigint, 0))
+                    AND (NOT claimed_only OR e.lane_seq < coalesce((frontiers ->> e.lane_id::text)::bigint, 0))
+                    AND (p_queue IS NULL OR e.queue = p_queue) AND (p_kind IS NULL OR e.kind = p_kind)
+                    AND (p_args IS NULL OR e.args @> p_args)
+                    AND (p_tag IS NULL OR coalesce(e.payload -> 'tags', '[]') ? p_tag)
+                    AND (p_metadata IS NULL OR coalesce(e.payload -> 'metadata', '{}') @> p_metadata)
+                    AND (p_after IS NULL OR e.created_at >= p_after)
+                    AND (p_before_at IS NULL OR e.created_at < p_before_at)
+                  ORDER BY e.job_id DESC LIMIT chunk)
+                UNION ALL
+                (SELECT d.job_id FROM awa.deferred_jobs d
+                  WHERE from_deferred AND d.job_id < below
+                    AND (p_state IS NULL OR d.state = p_state)
+                    AND (p_queue IS NULL OR d.queue = p_queue) AND (p_kind IS NULL OR d.kind = p_kind)
+                    AND (p_args IS NULL OR d.args @> p_args)
+                    AND (p_tag IS NULL OR coalesce(d.payload -> 'tags', '[]') ? p_tag)
+                    AND (p_metadata IS NULL OR coalesce(d.payload -> 'metadata', '{}') @> p_metadata)
+                    AND (p_after IS NULL OR d.created_at >= p_after)
+                    AND (p_before_at IS NULL OR d.created_at < p_before_at)
+                  ORDER BY d.job_id DESC LIMIT chunk)
+                UNION ALL
+                (SELECT q.job_id FROM awa.dlq_entries q
+                  WHERE from_dlq AND q.job_id < below
+                    AND (p_queue IS NULL OR q.queue = p_queue) AND (p_kind IS NULL OR q.kind = p_kind)
+                    AND (p_args IS NULL OR q.args @> p_args)
+                    AND (p_tag IS NULL OR coalesce(q.payload -> 'tags', '[]') ? p_tag)
+                    AND (p_metadata IS NULL OR coalesce(q.payload -> 'metadata', '{}') @> p_metadata)
+                    AND (p_after IS NULL OR q.created_at >= p_after)
+                    AND (p_before_at IS NULL OR q.created_at < p_before_at)
+                  ORDER BY q.job_id DESC LIMIT chunk)
+                UNION ALL
+                (SELECT h.job_id FROM awa.job_history h
+                  WHERE from_history AND h.job_id < below
+                    AND (p_state IS NULL OR h.state = p_state)
+                    AND (p_queue IS NULL OR h.queue = p_queue) AND (p_kind IS NULL OR h.kind = p_kind)
+                    AND (p_args IS NULL OR h.args @> p_args)
+                    AND (p_tag IS NULL OR coalesce(h.payload -> 'tags', '[]') ? p_tag)
+                    AND (p_metadata IS NULL OR coalesce(h.payload -> 'metadata', '{}') @> p_metadata)
+                    AND (p_after IS NULL OR h.created_at >= p_after)
+                    AND (p_before_at IS NULL OR h.created_at < p_before_at)
+                  ORDER BY h.job_id DESC LIMIT chunk)
+                UNION ALL
+                -- Failed and cancelled ones along their own index (the
+                -- history ring holds mostly completed jobs).
+                (SELECT h.job_id FROM awa.job_history h
+                  WHERE from_history_unsuccessful AND h.state <> 'completed' AND h.job_id < below
+                    AND h.state = p_state
+                    AND (p_queue IS NULL OR h.queue = p_queue) AND (p_kind IS NULL OR h.kind = p_kind)
+                    AND (p_args IS NULL OR h.args @> p_args)
+                    AND (p_tag IS NULL OR coalesce(h.payload -> 'tags', '[]') ? p_tag)
+                    AND (p_metadata IS NULL OR coalesce(h.payload -> 'metadata', '{}') @> p_metadata)
+                    AND (p_after IS NULL OR h.created_at >= p_after)
+                    AND (p_before_at IS NULL OR h.created_at < p_before_at)
+                  ORDER BY h.job_id DESC LIMIT chunk)
+                UNION ALL
+                -- Failed and cancelled jobs (and wide completions); narrow
+                -- rows keep their body in the ready row (NULL columns here
+                -- pass, the whole check below decides).
+                (SELECT x.job_id FROM awa.done_entries x
+                  WHERE from_done AND x.job_id < below
+                    AND (p_state IS NULL OR x.state = p_state)
+                    AND (p_queue IS NULL OR x.queue = p_queue) AND (p_kind IS NULL OR x.kind = p_kind)
+                    AND (p_args IS NULL OR x.args IS NULL OR x.args @> p_args)
+                    AND (p_tag IS NULL OR x.payload IS NULL OR coalesce(x.payload -> 'tags', '[]') ? p_tag)
+                    AND (p_metadata IS NULL OR x.payload IS NULL
+                         OR coalesce(x.payload -> 'metadata', '{}') @> p_metadata)
+                    AND (p_after IS NULL OR x.created_at IS NULL OR x.created_at >= p_after)
+                    AND (p_before_at IS NULL OR x.created_at IS NULL OR x.created_at < p_before_at)
+                  ORDER BY x.job_id DESC LIMIT chunk)
+                UNION ALL
+                (SELECT j.id FROM unnest(running_ids) AS j(id)
+                  WHERE from_running AND j.id < below ORDER BY j.id DESC LIMIT chunk)
+            ) s
+            ORDER BY s.id DESC LIMIT chunk
+        ) c;
+        EXIT WHEN ids IS NULL;
+        FOREACH id IN ARRAY ids LOOP
+            doc := awa._get_job(id);
+            CONTINUE WHEN doc IS NULL
+                OR (p_state IS NOT NULL AND doc ->> 'state' <> p_state)
+                OR (p_queue IS NOT NULL AND doc ->> 'queue' <> p_queue)
+                OR (p_kind IS NOT NULL AND doc ->> 'kind' <> p_kind)
+                OR (p_args IS NOT NULL AND NOT (doc -> 'args') @> p_args)
+                OR (p_tag IS NOT NULL AND NOT (doc -> 'tags') ? p_tag)
+                OR (p_metadata IS NOT NULL AND NOT (doc -> 'metadata') @> p_metadata)
+                OR (p_after IS NOT NULL AND (doc ->> 'created_at')::timestamptz < p_after)
+                OR (p_before_at IS NOT NULL AND (doc ->> 'created_at')::timestamptz >= p_before_at);
+            r.job_id := id;
+            r.queue := doc ->> 'queue';
+            r.kind := doc ->> 'kind';
+            r.state := doc ->> 'state';
+            r.priority := (doc ->> 'priority')::int;
+            r.attempt := (doc ->> 'attempt')::int;
+            r.max_attempts := (doc ->> 'max_attempts')::int;
+            r.run_at := (doc ->> 'run_at')::timestamptz;
+            r.enqueued_at := (doc ->> 'created_at')::timestamptz;
+            r.finished_at := coalesce(doc ->> 'finalized_at', doc ->> 'dlq_at')::timestamptz;
+            r.last_error := doc -> 'errors' -> -1 ->> 'error';
+            r.args := CASE WHEN p_payloads THEN doc -> 'args' END;
+            r.metadata := CASE WHEN p_payloads THEN doc -> 'metadata' END;
+            r.tags := doc -> 'tags';
+            RETURN NEXT r;
+            n_found := n_found + 1;
+            IF n_found >= p_max_rows THEN
+                RETURN;
+            END IF;
+        END LOOP;
+        EXIT WHEN cardinality(ids) < chunk;
+        below := ids[cardinality(ids)];
+    END LOOP;
+END
+$$;
+
+-- Jobs in every state, newest first, filtered; pages by keyset
+-- (before_job_id: the last job_id of the page before), never OFFSET.
+-- args and metadata only for a caller that may read them
+-- (awa._caller_reads_payloads), else NULL. Like awa.get_job, it holds the
+-- ring tables before its snapshot (a prune in progress is waited for).
+CREATE FUNCTION awa.list_jobs(queue text DEFAULT NULL, state text DEFAULT NULL, kind text DEFAULT NULL,
+                              tag text DEFAULT NULL, args_contains jsonb DEFAULT NULL,
+                              enqueued_after timestamptz DEFAULT NULL, enqueued_before timestamptz DEFAULT NULL,
+                              before_job_id bigint DEFAULT NULL, max_rows int DEFAULT 50,
+                              metadata_contains jsonb DEFAULT NULL)
+RETURNS SETOF awa.job_listing
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    cursors jsonb;
+BEGIN
+    IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
+        RAISE EXCEPTION 'max_rows must be between 1 and 1000 (got %)', coalesce(max_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Page through more jobs with before_job_id.';
+    END IF;
+    IF state IS NOT NULL AND NOT state = ANY (awa._job_states()) THEN
+        RAISE EXCEPTION 'unknown job state "%"', left(state, 64)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass one of ' || array_to_string(awa._job_states(), ', ') || ', or NULL for every state.';
+    END IF;
+    IF args_contains IS NOT NULL AND jsonb_typeof(args_contains) <> 'object' THEN
+        RAISE EXCEPTION 'args_contains must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass the keys to match, such as ''{"user_id": 42}''.';
+    END IF;
+    IF metadata_contains IS NOT NULL AND jsonb_typeof(metadata_contains) <> 'object' THEN
+        RAISE EXCEPTION 'metadata_contains must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass the keys to match, such as ''{"tenant": "acme"}''.';
+    END IF;
+    IF (args_contains IS NOT NULL OR metadata_contains IS NOT NULL) AND NOT awa._caller_reads_payloads() THEN
+        RAISE EXCEPTION 'permission denied to filter jobs by args or metadata'
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Filtering by payload reveals it: it needs membership in awa_payload_reader.';
+    END IF;
+    PERFORM awa._flush_enqueues();
+    -- The claim cursors before the snapshot (awa._list_jobs): only for
+    -- 'available', one read per lane of the queue (of every queue).
+    IF state = 'available' THEN
+        SELECT jsonb_object_agg(c.lane_id::text, c.claim_cursor) INTO cursors
+          FROM awa.lane_cursors(list_jobs.queue) c;
+    END IF;
+    PERFORM awa._hold_rings();
+    RETURN QUERY SELECT * FROM awa._list_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, awa._caller_reads_payloads(),
+                                              coalesce(cursors, '{}'));
+END
+$$;

@@ -1,0 +1,91 @@
+--
+-- bulk: bulk operations by filter. awa.bulk_count (a dry run),
+-- awa.bulk_start, awa.bulk_step (one page per call, in the caller's
+-- transaction; the cursor moves with the page, so a rolled-back step is done
+-- again whole), awa.bulk_cancel, the progress in awa.bulk_operations; the
+-- actions cancel, dlq_retry and dlq_purge; bad input (22023, 22004) changes
+-- nothing. Queues used here: bk_a, bk_dlq.
+--
+\set VERBOSITY default
+
+\i test/sql/include/try.sql
+
+SELECT awa.configure_queue('bk_dlq', dlq_enabled => true);
+-- Eight jobs of bk_a (two of kind bk.keep; the first, a bk.x, claimed and
+-- left running), a bk.x scheduled a day ahead; four dead-lettered jobs of
+-- bk_dlq.
+SELECT count(*) AS enqueued FROM (
+    SELECT awa.enqueue(CASE WHEN i IN (2, 5) THEN 'bk.keep' ELSE 'bk.x' END, jsonb_build_object('i', i), 'bk_a')
+      FROM generate_series(1, 8) i) x;
+SELECT awa.enqueue('bk.x', '{"later": true}', 'bk_a', run_at => now() + interval '1 day') IS NOT NULL AS scheduled;
+SELECT count(*) AS running FROM awa.claim('bk_a', 1);
+SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('bk.d', jsonb_build_object('i', i), 'bk_dlq')
+                                    FROM generate_series(1, 4) i) x;
+SELECT count(*) AS dead FROM awa.claim('bk_dlq', 4) c, LATERAL awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom') f;
+
+-- A dry run counts, and changes nothing.
+SELECT awa.bulk_count('cancel', queue => 'bk_a', kind => 'bk.x') AS would_cancel;
+SELECT awa.bulk_count('cancel', queue => 'bk_a', kind => 'bk.x', state => 'available') AS would_cancel_available;
+SELECT awa.bulk_count('dlq_retry', queue => 'bk_dlq') AS would_retry;
+SELECT count(*) AS operations FROM awa.bulk_operations;
+
+-- Cancel every bk.x job of bk_a, two per step. A job enqueued after the
+-- start is not touched; a step rolled back is done again whole.
+SELECT awa.bulk_start('cancel', queue => 'bk_a', kind => 'bk.x') AS op \gset
+SELECT awa.enqueue('bk.x', '{"after": true}', 'bk_a') AS after_start \gset
+SELECT action, filter, state, acted, passed, steps, finished_at IS NULL AS open FROM awa.bulk_operations WHERE op_id = :op;
+BEGIN;
+SELECT state, acted, passed, steps FROM awa.bulk_step(:op, 2);
+ROLLBACK;
+SELECT state, acted, passed, steps FROM awa.bulk_operations WHERE op_id = :op;
+SELECT state, acted, passed, steps FROM awa.bulk_step(:op, 2);
+SELECT state, acted, passed, steps FROM awa.bulk_step(:op, 2);
+SELECT state, acted, passed, steps FROM awa.bulk_step(:op, 2);
+SELECT state, acted, passed, steps, finished_at IS NOT NULL AS finished FROM awa.bulk_step(:op, 2);
+-- Ended: a step changes nothing more.
+SELECT state, acted, passed, steps FROM awa.bulk_step(:op, 2);
+SELECT kind, state, count(*) FROM awa.list_jobs(queue => 'bk_a') GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT awa.get_job(:after_start) ->> 'state' AS enqueued_after_start;
+
+-- Retry the dead-lettered jobs: back to available.
+SELECT awa.bulk_start('dlq_retry', queue => 'bk_dlq') AS retry_op \gset
+SELECT state, acted, passed, steps FROM awa.bulk_step(:retry_op);
+SELECT state, count(*) FROM awa.list_jobs(queue => 'bk_dlq') GROUP BY 1;
+SELECT filter FROM awa.bulk_operations WHERE op_id = :retry_op;
+
+-- Purge: dead-letter them again, then purge one of them by its args, and stop
+-- an operation half way with awa.bulk_cancel.
+SELECT count(*) AS dead_again FROM awa.claim('bk_dlq', 4) c, LATERAL awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom') f;
+SELECT awa.bulk_start('dlq_purge', queue => 'bk_dlq', args_contains => '{"i": 1}') AS purge_op \gset
+SELECT state, acted FROM awa.bulk_step(:purge_op);
+SELECT count(*) AS dlq_left FROM awa.dlq WHERE queue = 'bk_dlq';
+SELECT awa.bulk_start('dlq_purge', state => 'dlq', queue => 'bk_dlq') AS stop_op \gset
+SELECT state, acted FROM awa.bulk_step(:stop_op, 1);
+SELECT awa.bulk_cancel(:stop_op) AS cancelled, awa.bulk_cancel(:stop_op) AS again;
+SELECT state, acted, finished_at IS NOT NULL AS finished FROM awa.bulk_step(:stop_op, 1);
+SELECT count(*) AS dlq_left FROM awa.dlq WHERE queue = 'bk_dlq';
+
+-- Bad input: 22023 (22004 for NULL) with a hint; nothing starts, nothing
+-- steps.
+SELECT pg_temp.try($$SELECT awa.bulk_start('delete_everything')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start(NULL)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('dlq_retry', state => 'failed')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('cancel', state => 'completed')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('cancel', state => 'asleep')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_count('cancel', args_contains => '[1]')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_step(NULL)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_step(-1)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_step(1, 0)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_step(1, 1001)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_cancel(NULL)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_cancel(-1)$$);
+SELECT count(*) AS operations FROM awa.bulk_operations;
+
+-- Only awa_admin: a monitor may not start, step or read them.
+CREATE ROLE bk_monitor IN ROLE awa_monitor;
+SET ROLE bk_monitor;
+SELECT pg_temp.try($$SELECT awa.bulk_count('cancel')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('cancel')$$);
+SELECT pg_temp.try($$SELECT count(*) FROM awa.bulk_operations$$);
+RESET ROLE;
+DROP ROLE bk_monitor;

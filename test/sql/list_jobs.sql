@@ -1,0 +1,115 @@
+--
+-- list_jobs: awa.list_jobs finds jobs in every state, newest first, by
+-- queue, state, kind, tag, args or metadata containment and enqueue time;
+-- pages by keyset (before_job_id); args and metadata only for members of
+-- awa_payload_reader; bad input gets 22023 (42501 for a payload filter
+-- without the right to read payloads) and changes nothing.
+-- Queues used here: lj_a, lj_b, lj_dlq.
+--
+\set VERBOSITY default
+
+\i test/sql/include/try.sql
+
+-- A job of every state.
+SELECT awa.configure_queue('lj_dlq', dlq_enabled => true);
+SELECT awa.enqueue('lj.done', '{"n": 1}', 'lj_a', opts => '{"tags": ["lj-t1"], "metadata": {"tenant": "lj-acme"}}') AS done \gset
+SELECT awa.enqueue('lj.fail', '{"n": 2}', 'lj_a', max_attempts => 1) AS failed \gset
+SELECT awa.enqueue('lj.cancel', '{"n": 3}', 'lj_a') AS cancelled \gset
+SELECT awa.enqueue('lj.retry', '{"n": 4}', 'lj_a', max_attempts => 5) AS retryable \gset
+SELECT awa.enqueue('lj.dlq', '{"n": 5}', 'lj_dlq') AS dlq \gset
+SELECT awa.enqueue('lj.run', '{"n": 6}', 'lj_b', opts => '{"tags": ["lj-t1", "lj-t2"]}') AS running \gset
+SELECT awa.enqueue('lj.later', '{"n": 7}', 'lj_b', run_at => now() + interval '1 day') AS scheduled \gset
+SELECT awa.enqueue('lj.avail', '{"n": 8, "html": "<script>alert(1)</script>"}', 'lj_b',
+                   opts => '{"metadata": {"tenant": "lj-zeta"}}') AS available \gset
+SELECT awa.cancel(:cancelled) AS cancel;
+SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) AS complete FROM awa.claim('lj_a', 1) c;
+SELECT awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom') AS fail FROM awa.claim('lj_a', 1) c;
+SELECT awa.retry(c.job_id, c.run_lease, c.receipt_id, 'try later', 3600) AS retry FROM awa.claim('lj_a', 1) c;
+SELECT awa.fail(c.job_id, c.run_lease, c.receipt_id, 'to the DLQ') AS dlq FROM awa.claim('lj_dlq', 1) c;
+SELECT count(*) AS claimed FROM awa.claim('lj_b', 1);
+
+-- Every job, newest first, each in the state awa.get_job gives it.
+SELECT job_id - :done AS n, queue, kind, state, priority, attempt, max_attempts, last_error,
+       finished_at IS NOT NULL AS finished, enqueued_at IS NOT NULL AS enqueued, args, metadata, tags
+  FROM awa.list_jobs() WHERE queue LIKE 'lj\_%';
+SELECT count(*) AS agree_with_get_job
+  FROM awa.list_jobs() l WHERE l.queue LIKE 'lj\_%' AND l.state = awa.get_job(l.job_id) ->> 'state';
+
+-- Each state, alone.
+SELECT s AS state, (SELECT string_agg(l.kind, ',') FROM awa.list_jobs(state => s) l WHERE l.queue LIKE 'lj\_%') AS kinds
+  FROM unnest(awa._job_states()) s;
+
+-- Filters: queue, kind, tag, args, metadata, enqueue time, and together.
+SELECT string_agg(kind, ',') AS queue_b FROM awa.list_jobs(queue => 'lj_b');
+SELECT string_agg(kind, ',') AS kind_fail FROM awa.list_jobs(kind => 'lj.fail');
+SELECT string_agg(kind, ',') AS tag_t1 FROM awa.list_jobs(tag => 'lj-t1');
+SELECT string_agg(kind, ',') AS tag_t2 FROM awa.list_jobs(tag => 'lj-t2');
+SELECT string_agg(kind, ',') AS args_n5 FROM awa.list_jobs(args_contains => '{"n": 5}');
+SELECT string_agg(kind, ',') AS metadata_acme FROM awa.list_jobs(metadata_contains => '{"tenant": "lj-acme"}');
+SELECT string_agg(kind, ',') AS b_available FROM awa.list_jobs(queue => 'lj_b', state => 'available');
+SELECT count(*) AS none_after FROM awa.list_jobs(enqueued_after => now() + interval '1 hour');
+SELECT count(*) AS none_before FROM awa.list_jobs(enqueued_before => now() - interval '1 hour');
+SELECT count(*) AS all_in_range FROM awa.list_jobs(enqueued_after => now() - interval '1 hour',
+                                                  enqueued_before => now() + interval '1 hour')
+ WHERE queue LIKE 'lj\_%';
+SELECT count(*) AS unknown_queue FROM awa.list_jobs(queue => 'lj_none');
+SELECT count(*) AS unknown_tag FROM awa.list_jobs(tag => 'nope');
+
+-- Keyset pages of 3: every job once, in order, none skipped.
+CREATE TEMP TABLE pages (page int, job_id bigint);
+DO $$
+DECLARE
+    last bigint := NULL;
+    p int := 0;
+    n int;
+BEGIN
+    LOOP
+        p := p + 1;
+        INSERT INTO pages SELECT p, l.job_id FROM awa.list_jobs(before_job_id => last, max_rows => 3) l
+                                             WHERE l.queue LIKE 'lj\_%';
+        GET DIAGNOSTICS n = ROW_COUNT;
+        EXIT WHEN n = 0 OR p > 10;
+        SELECT min(job_id) INTO last FROM pages WHERE page = p;
+    END LOOP;
+END
+$$;
+SELECT page, count(*) AS jobs FROM pages GROUP BY page ORDER BY page;
+SELECT count(*) AS listed, count(DISTINCT job_id) AS distinct_jobs,
+       bool_and(job_id = expected) AS in_order
+  FROM (SELECT job_id, row_number() OVER (ORDER BY page, job_id DESC) AS pos FROM pages) p
+  JOIN (SELECT id AS expected, row_number() OVER (ORDER BY id DESC) AS pos
+          FROM generate_series(:done::bigint, :available::bigint) id) e USING (pos);
+SELECT count(*) AS past_the_first FROM awa.list_jobs(before_job_id => :done) WHERE queue LIKE 'lj\_%';
+
+-- A finished job whose queue-ring slot was pruned is listed from the
+-- history ring, still completed.
+SELECT count(*) FROM (SELECT awa.run_maintenance('rotate_queue') FROM generate_series(1, 15)) r;
+SELECT task, outcome FROM awa.run_maintenance('prune_queue');
+SELECT count(*) AS in_history FROM awa.job_history WHERE job_id = :done;
+SELECT job_id - :done AS n, kind, state, tags FROM awa.list_jobs(state => 'completed') WHERE queue LIKE 'lj\_%';
+
+-- Bad input: 22023 with a hint (42501 for a payload filter without the
+-- right to read payloads, below).
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(state => 'done')$$);
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(state => repeat('x', 1000))$$);
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(max_rows => 0)$$);
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(max_rows => 1001)$$);
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(max_rows => NULL)$$);
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(args_contains => '[1]')$$);
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(metadata_contains => '"acme"')$$);
+SELECT count(*) AS max_rows_1000 FROM awa.list_jobs(max_rows => 1000) WHERE queue LIKE 'lj\_%';
+
+-- Roles: a monitor lists jobs without args or metadata, and may not filter
+-- by them; a member of awa_payload_reader sees them.
+CREATE ROLE lj_monitor IN ROLE awa_monitor;
+CREATE ROLE lj_reader IN ROLE awa_monitor, awa_payload_reader;
+SET ROLE lj_monitor;
+SELECT kind, state, args, metadata, tags FROM awa.list_jobs(queue => 'lj_b');
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(args_contains => '{"n": 5}')$$);
+SELECT pg_temp.try($$SELECT * FROM awa.list_jobs(metadata_contains => '{"tenant": "acme"}')$$);
+SELECT pg_temp.try($$SELECT awa.get_job(1)$$);
+RESET ROLE;
+SET ROLE lj_reader;
+SELECT kind, args, metadata FROM awa.list_jobs(queue => 'lj_b', args_contains => '{"n": 8}');
+RESET ROLE;
+DROP ROLE lj_monitor, lj_reader;
