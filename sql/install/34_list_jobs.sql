@@ -58,9 +58,11 @@ $$;
 -- Where a state is not a column (the queue ring), rows that cannot be in it
 -- are passed over without resolving them: for 'available', a ready row at or
 -- below its lane's claim cursor (p_cursors, read before this snapshot: a row
--- it passed was spent before the snapshot); for 'completed', a ready row at or
+-- it passed was spent before the snapshot) or covered by a claim batch (a
+-- probe of the index the claim walk uses); for 'completed', a ready row at or
 -- above its lane's claim frontier (the end of the lane's newest claim batch
--- this snapshot sees: no claim covers it). Running jobs come from the open
+-- this snapshot sees: no claim covers it), or of a job with a deferred, DLQ,
+-- failed or cancelled row (index probes by job_id), or of a running job. Running jobs come from the open
 -- claim batches of the claim ring, gathered once (docs/operations-ui.md,
 -- "Finding jobs", has what each page costs).
 CREATE FUNCTION awa._list_jobs(p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb,
@@ -70,6 +72,12 @@ RETURNS SETOF awa.job_listing
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+-- Every candidate scan walks a job_id index backward and stops at its LIMIT.
+-- With a filter the planner guesses selective (args @>, a rare kind), a
+-- session's first calls (custom plans) chose to read ring slots whole and
+-- sort them: 788 ms for the first page at 1,000,000 jobs, 72 ms without
+-- (bench/list_jobs.sh's store, a fresh session).
+SET enable_seqscan = off
 AS $$
 DECLARE
     chunk    constant int := greatest(p_max_rows * 2, 64);
@@ -84,6 +92,7 @@ DECLARE
     claimed_only  boolean := coalesce(p_state = 'completed', false);
     frontiers jsonb;
     running_ids bigint[];
+    running_set jsonb := '{}';
     below    bigint := coalesce(p_before, 9223372036854775807);
     ids      bigint[];
     id       bigint;
@@ -99,24 +108,43 @@ BEGIN
           FROM awa.queue_lanes l WHERE p_queue IS NULL OR l.queue = p_queue;
         frontiers := coalesce(frontiers, '{}');
     END IF;
-    IF from_running THEN
-        -- The open claim batches (claimed more than their closures closed),
-        -- their jobs, newest first; awa._get_job tells which are running.
+    IF from_running OR claimed_only THEN
+        -- The jobs of the open claim batches (claimed more than their
+        -- closures closed) that no closure names: the running attempts
+        -- (awa._get_job's definition), newest first.
         SELECT array_agg(DISTINCT j.id ORDER BY j.id DESC) INTO running_ids
-          FROM awa.lease_claim_batches c, unnest(c.job_ids) AS j(id)
+          FROM awa.lease_claim_batches c, unnest(c.job_ids) WITH ORDINALITY AS j(id, n)
          WHERE (p_queue IS NULL OR c.queue = p_queue) AND j.id < below
            AND c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.lease_claim_closure_batches x
                                    WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
                                                         AND awa._last_closure_batch_id(c.batch_id)
-                                     AND x.claim_slot = c.claim_slot);
+                                     AND x.claim_slot = c.claim_slot)
+           AND NOT EXISTS (SELECT FROM awa.lease_claim_closure_batches x
+                            WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
+                                                 AND awa._last_closure_batch_id(c.batch_id)
+                              AND x.claim_slot = c.claim_slot AND (j.n - 1)::int = ANY (x.claim_indexes));
+        IF claimed_only THEN
+            SELECT coalesce(jsonb_object_agg(j.id::text, true), '{}') INTO running_set FROM unnest(running_ids) j(id);
+        END IF;
     END IF;
     LOOP
         SELECT array_agg(c.id ORDER BY c.id DESC) INTO ids FROM (
             SELECT DISTINCT s.id FROM (
                 (SELECT e.job_id AS id FROM awa.ready_entries e
                   WHERE from_ready AND e.job_id < below
-                    AND (NOT available_only OR e.lane_seq > coalesce((p_cursors ->> e.lane_id::text)::bigint, 0))
-                    AND (NOT claimed_only OR e.lane_seq < coalesce((frontiers ->> e.lane_id::text)::bigint, 0))
+                    AND (NOT available_only OR (e.lane_seq > coalesce((p_cursors ->> e.lane_id::text)::bigint, 0)
+                         -- above a cursor that lags, the rows a claim took
+                         AND NOT EXISTS (SELECT FROM awa.ready_claim_attempt_batches a
+                                          WHERE a.lane_id = e.lane_id AND a.next_lane_seq > e.lane_seq
+                                            AND a.first_lane_seq <= e.lane_seq AND a.lane_ranges @> e.lane_seq)))
+                    AND (NOT claimed_only OR (e.lane_seq < coalesce((frontiers ->> e.lane_id::text)::bigint, 0)
+                         -- a job that is retryable, scheduled, dead-lettered,
+                         -- failed or cancelled now was not completed
+                         AND NOT EXISTS (SELECT FROM awa.deferred_jobs d WHERE d.job_id = e.job_id)
+                         AND NOT EXISTS (SELECT FROM awa.dlq_entries q WHERE q.job_id = e.job_id)
+                         AND NOT EXISTS (SELECT FROM awa.done_entries x
+                                          WHERE x.job_id = e.job_id AND x.state <> 'completed')
+                         AND NOT running_set ? e.job_id::text))
                     AND (p_queue IS NULL OR e.queue = p_queue) AND (p_kind IS NULL OR e.kind = p_kind)
                     AND (p_args IS NULL OR e.args @> p_args)
                     AND (p_tag IS NULL OR coalesce(e.payload -> 'tags', '[]') ? p_tag)
