@@ -1,0 +1,116 @@
+# 060_bulk_resume_after_crash.pl
+#
+# A bulk operation resumed after a crash (issue 22 §2): 300 dead-lettered jobs
+# retried by awa.bulk_step, 50 per step, the maintenance worker on at its
+# cadence. A step is open (its page retried, its cursor moved, not committed)
+# when its backend is killed with SIGKILL; after the crash recovery the operation is
+# where its last committed step left it, the open step's jobs are still in the
+# DLQ, and stepping on retries every job exactly once: each job is available
+# (and then claimed and completed) once, none is left in the DLQ, and the
+# counters agree with the tables. A second operation is cancelled from
+# another session while steps run; no step acts after the cancel.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use FindBin;
+use lib $FindBin::Bin;
+use AwaTap;
+
+my $node = start_awa_node('bulk', maintenance => 1);
+
+# 300 dead-lettered jobs of queue bq, each with its number.
+$node->safe_psql('postgres', q{
+  SELECT awa.configure_queue('bq', dlq_enabled => true);
+  SELECT count(*) FROM (SELECT awa.enqueue('k', jsonb_build_object('n', g), 'bq') FROM generate_series(1, 300) g) x;
+});
+for (1 .. 3)
+{
+	$node->safe_psql('postgres',
+		q{SELECT count(*) FROM awa.claim('bq', 100) c, LATERAL awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom') f});
+}
+is($node->safe_psql('postgres', q{SELECT count(*) FROM awa.dlq WHERE queue = 'bq'}), '300', '300 jobs dead-lettered');
+is($node->safe_psql('postgres', q{SELECT awa.bulk_count('dlq_retry', queue => 'bq')}), '300', 'the dry run counts 300');
+
+my $op = $node->safe_psql('postgres', q{SELECT awa.bulk_start('dlq_retry', queue => 'bq')});
+
+# Two steps committed, a third open when the server is killed.
+$node->safe_psql('postgres', "SELECT awa.bulk_step($op, 50)") for 1 .. 2;
+my $s = $node->background_psql('postgres', on_error_stop => 0);
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+$s->query_safe('BEGIN');
+is($s->query_safe("SELECT acted || '/' || steps FROM awa.bulk_step($op, 50)"), '150/3', 'the open third step retried its page');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM awa.dlq WHERE queue = 'bq'}), '200',
+	'others see the two committed steps only');
+# SIGKILL of the backend: the postmaster ends every backend (and, with the
+# test clusters' restart_after_crash = off, itself); it starts again with
+# crash recovery.
+kill 'KILL', $pid;
+eval { $s->quit };
+my $started = 0;
+for (1 .. 60)
+{
+	sleep 1;
+	$node->{_pid} = undef;
+	last if ($started = $node->start(fail_ok => 1));
+}
+ok($started, 'the server starts again after the kill');
+
+is($node->safe_psql('postgres', "SELECT state || ' ' || acted || ' ' || passed || ' ' || steps FROM awa.bulk_operations WHERE op_id = $op"),
+	'running 100 0 2', 'after the crash the operation is where its last committed step left it');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM awa.dlq WHERE queue = 'bq'}), '200',
+	'the open step retried nothing');
+
+# Step on to the end.
+my $state = 'running';
+my $steps = 0;
+while ($state eq 'running' && $steps < 20)
+{
+	$state = $node->safe_psql('postgres', "SELECT state FROM awa.bulk_step($op, 50)");
+	$steps++;
+}
+is($node->safe_psql('postgres', "SELECT state || ' ' || acted || ' ' || passed FROM awa.bulk_operations WHERE op_id = $op"),
+	'done 300 0', 'the operation ends having retried 300 jobs, none passed over');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM awa.dlq WHERE queue = 'bq'}), '0', 'none is left in the DLQ');
+
+# Every job is claimable exactly once: claim and complete all.
+my $claimed = '';
+my %seen;
+my $dups = 0;
+for (1 .. 20)
+{
+	my $out = $node->safe_psql('postgres', q{
+	  SELECT string_agg((c.args->>'n') || ':' || awa.complete(c.job_id, c.run_lease, c.receipt_id), ',')
+	    FROM awa.claim('bq', 50) c});
+	last if $out eq '';
+	for my $pair (split /,/, $out)
+	{
+		my ($n, $done) = split /:/, $pair;
+		$dups++ if $seen{$n}++;
+	}
+}
+is(scalar(keys %seen), 300, 'all 300 jobs were claimed after the retry');
+is($dups, 0, 'none twice');
+is($node->safe_psql('postgres', q{
+  SELECT c.completed || '/' || c.available || '/' || c.dlq || ' ' || (row(c.*)::text = (SELECT row(e.*)::text FROM awa.queue_counts_exact('bq') e))
+    FROM awa.queue_counts('bq') c}),
+	'300/0/0 true', 'the counters say 300 completed and agree with the tables');
+
+# A second operation, cancelled from another session while it runs.
+$node->safe_psql('postgres', q{
+  SELECT count(*) FROM (SELECT awa.enqueue('k', jsonb_build_object('m', g), 'bq') FROM generate_series(1, 100) g) x;
+});
+$node->safe_psql('postgres',
+	q{SELECT count(*) FROM awa.claim('bq', 100) c, LATERAL awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom') f});
+my $op2 = $node->safe_psql('postgres', q{SELECT awa.bulk_start('dlq_purge', queue => 'bq')});
+$node->safe_psql('postgres', "SELECT awa.bulk_step($op2, 10)");
+is($node->safe_psql('postgres', "SELECT awa.bulk_cancel($op2)"), 't', 'the purge is cancelled after one step');
+is($node->safe_psql('postgres', "SELECT state || ' ' || acted FROM awa.bulk_step($op2, 10)"), 'cancelled 10',
+	'a step after the cancel acts on nothing');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM awa.dlq WHERE queue = 'bq'}), '90', '90 jobs stay in the DLQ');
+
+$node->stop;
+done_testing();
