@@ -31,23 +31,6 @@ AS $$
 SELECT ARRAY['available', 'running', 'scheduled', 'retryable', 'completed', 'failed', 'cancelled', 'dlq']
 $$;
 
--- True when the role that called (not the owner of a SECURITY DEFINER
--- function it runs in) may see jobs' args and metadata: a member of
--- awa_payload_reader (awa_admin is one). Inside a SECURITY DEFINER function
--- current_user is its owner; the caller is the role SET ROLE chose, else the
--- session's user. A call from inside another SECURITY DEFINER function is
--- judged by that session's role, not by that function's owner.
-CREATE FUNCTION awa._caller_reads_payloads()
-RETURNS boolean
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-SELECT pg_has_role(CASE current_setting('role') WHEN 'none' THEN session_user::text
-                                              ELSE current_setting('role') END,
-                   'awa_payload_reader', 'USAGE')
-$$;
-
 -- The jobs that match, newest first (by job_id), below p_before; at most
 -- p_max_rows. Every read under the caller's one snapshot (STABLE), so a job
 -- is seen in exactly one state. Candidates come from the tables that can hold
@@ -100,6 +83,11 @@ DECLARE
     r        awa.job_listing;
     n_found  int := 0;
 BEGIN
+    IF p_state IS NOT NULL AND NOT p_state = ANY (awa._job_states()) THEN
+        RAISE EXCEPTION 'unknown job state "%"', left(p_state, 64)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass one of ' || array_to_string(awa._job_states(), ', ') || ', or NULL for every state.';
+    END IF;
     IF claimed_only THEN
         -- One probe per lane of the queue (of every queue without one).
         SELECT jsonb_object_agg(l.lane_id::text, coalesce(
@@ -130,7 +118,10 @@ BEGIN
     LOOP
         SELECT array_agg(c.id ORDER BY c.id DESC) INTO ids FROM (
             SELECT DISTINCT s.id FROM (
-                (SELECT e.job_id AS id FROM awa.ready_entries e
+                -- (DISTINCT before the LIMIT: a job has a ready row per
+                -- promotion; a chunk of rows would hold fewer jobs than the
+                -- chunk, and the merge below would pass over the rest)
+                (SELECT DISTINCT e.job_id AS id FROM awa.ready_entries e
                   WHERE from_ready AND e.job_id < below
                     AND (NOT available_only OR (e.lane_seq > coalesce((p_cursors ->> e.lane_id::text)::bigint, 0)
                          -- above a cursor that lags, the rows a claim took
@@ -201,7 +192,7 @@ BEGIN
                 -- Failed and cancelled jobs (and wide completions); narrow
                 -- rows keep their body in the ready row (NULL columns here
                 -- pass, the whole check below decides).
-                (SELECT x.job_id FROM awa.done_entries x
+                (SELECT DISTINCT x.job_id FROM awa.done_entries x
                   WHERE from_done AND x.job_id < below
                     AND (p_state IS NULL OR x.state = p_state)
                     AND (p_queue IS NULL OR x.queue = p_queue) AND (p_kind IS NULL OR x.kind = p_kind)
@@ -256,16 +247,18 @@ BEGIN
 END
 $$;
 
--- Jobs in every state, newest first, filtered; pages by keyset
--- (before_job_id: the last job_id of the page before), never OFFSET.
--- args and metadata only for a caller that may read them
--- (awa._caller_reads_payloads), else NULL. Like awa.get_job, it holds the
--- ring tables before its snapshot (a prune in progress is waited for).
-CREATE FUNCTION awa.list_jobs(queue text DEFAULT NULL, state text DEFAULT NULL, kind text DEFAULT NULL,
-                              tag text DEFAULT NULL, args_contains jsonb DEFAULT NULL,
-                              enqueued_after timestamptz DEFAULT NULL, enqueued_before timestamptz DEFAULT NULL,
-                              before_job_id bigint DEFAULT NULL, max_rows int DEFAULT 50,
-                              metadata_contains jsonb DEFAULT NULL)
+-- The two ways into awa._list_jobs, as the extension's owner: with payloads
+-- (executable by awa_payload_reader only) and without them (by awa_monitor
+-- and awa_admin; no payload filter). awa.list_jobs, which runs as its caller,
+-- picks one by what the caller may do, so the right to see payloads is the
+-- caller's own privilege, checked by PostgreSQL, never guessed from the
+-- session (a guess from session_user and SET ROLE leaked payloads to code a
+-- monitor owned, run by autovacuum as a superuser session: found in review).
+-- Both read the claim cursors before the snapshot and hold the ring tables as
+-- awa.get_job does.
+CREATE FUNCTION awa._list_jobs_payloads(p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb,
+                                        p_after timestamptz, p_before_at timestamptz, p_before bigint,
+                                        p_max_rows int, p_metadata jsonb)
 RETURNS SETOF awa.job_listing
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -274,15 +267,63 @@ AS $$
 DECLARE
     cursors jsonb;
 BEGIN
+    PERFORM awa._flush_enqueues();
+    -- The claim cursors before the snapshot (awa._list_jobs): only for
+    -- 'available', one read per lane of the queue (of every queue); not under
+    -- REPEATABLE READ, whose snapshot is older than this read.
+    IF p_state = 'available' AND current_setting('transaction_isolation') = 'read committed' THEN
+        SELECT jsonb_object_agg(c.lane_id::text, c.claim_cursor) INTO cursors FROM awa.lane_cursors(p_queue) c;
+    END IF;
+    PERFORM awa._hold_rings();
+    RETURN QUERY SELECT * FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, p_args, p_after, p_before_at, p_before,
+                                              p_max_rows, p_metadata, true, coalesce(cursors, '{}'));
+END
+$$;
+
+CREATE FUNCTION awa._list_jobs_plain(p_queue text, p_state text, p_kind text, p_tag text,
+                                     p_after timestamptz, p_before_at timestamptz, p_before bigint, p_max_rows int)
+RETURNS SETOF awa.job_listing
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    cursors jsonb;
+BEGIN
+    PERFORM awa._flush_enqueues();
+    IF p_state = 'available' AND current_setting('transaction_isolation') = 'read committed' THEN
+        SELECT jsonb_object_agg(c.lane_id::text, c.claim_cursor) INTO cursors FROM awa.lane_cursors(p_queue) c;
+    END IF;
+    PERFORM awa._hold_rings();
+    RETURN QUERY SELECT * FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, NULL, p_after, p_before_at, p_before,
+                                              p_max_rows, NULL, false, coalesce(cursors, '{}'));
+END
+$$;
+
+-- Jobs in every state, newest first, filtered; pages by keyset
+-- (before_job_id: the last job_id of the page before), never OFFSET.
+-- args and metadata only for a caller that is a member of
+-- awa_payload_reader, else NULL. Runs as its caller (not SECURITY DEFINER):
+-- current_user is the caller, whoever's session it runs in.
+CREATE FUNCTION awa.list_jobs(queue text DEFAULT NULL, state text DEFAULT NULL, kind text DEFAULT NULL,
+                              tag text DEFAULT NULL, args_contains jsonb DEFAULT NULL,
+                              enqueued_after timestamptz DEFAULT NULL, enqueued_before timestamptz DEFAULT NULL,
+                              before_job_id bigint DEFAULT NULL, max_rows int DEFAULT 50,
+                              metadata_contains jsonb DEFAULT NULL)
+RETURNS SETOF awa.job_listing
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    reads_payloads boolean := pg_has_role(current_user, 'awa_payload_reader', 'USAGE');
+BEGIN
     IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
         RAISE EXCEPTION 'max_rows must be between 1 and 1000 (got %)', coalesce(max_rows::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Page through more jobs with before_job_id.';
     END IF;
-    IF state IS NOT NULL AND NOT state = ANY (awa._job_states()) THEN
-        RAISE EXCEPTION 'unknown job state "%"', left(state, 64)
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Pass one of ' || array_to_string(awa._job_states(), ', ') || ', or NULL for every state.';
-    END IF;
+    -- (the state is checked by awa._list_jobs, which the caller may not
+    -- call but through the two functions above)
     IF args_contains IS NOT NULL AND jsonb_typeof(args_contains) <> 'object' THEN
         RAISE EXCEPTION 'args_contains must be a JSON object'
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass the keys to match, such as ''{"user_id": 42}''.';
@@ -291,20 +332,15 @@ BEGIN
         RAISE EXCEPTION 'metadata_contains must be a JSON object'
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass the keys to match, such as ''{"tenant": "acme"}''.';
     END IF;
-    IF (args_contains IS NOT NULL OR metadata_contains IS NOT NULL) AND NOT awa._caller_reads_payloads() THEN
+    IF reads_payloads THEN
+        RETURN QUERY SELECT * FROM awa._list_jobs_payloads($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+        RETURN;
+    END IF;
+    IF args_contains IS NOT NULL OR metadata_contains IS NOT NULL THEN
         RAISE EXCEPTION 'permission denied to filter jobs by args or metadata'
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'Filtering by payload reveals it: it needs membership in awa_payload_reader.';
     END IF;
-    PERFORM awa._flush_enqueues();
-    -- The claim cursors before the snapshot (awa._list_jobs): only for
-    -- 'available', one read per lane of the queue (of every queue).
-    IF state = 'available' THEN
-        SELECT jsonb_object_agg(c.lane_id::text, c.claim_cursor) INTO cursors
-          FROM awa.lane_cursors(list_jobs.queue) c;
-    END IF;
-    PERFORM awa._hold_rings();
-    RETURN QUERY SELECT * FROM awa._list_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, awa._caller_reads_payloads(),
-                                              coalesce(cursors, '{}'));
+    RETURN QUERY SELECT * FROM awa._list_jobs_plain($1, $2, $3, $4, $6, $7, $8, $9);
 END
 $$;

@@ -56,11 +56,26 @@ BEGIN
     -- list_jobs's own checks (22023, 42501), on one row.
     PERFORM 1 FROM awa.list_jobs(queue, state, kind, tag, args_contains, enqueued_after, enqueued_before, NULL, 1,
                                  metadata_contains);
-    RETURN jsonb_strip_nulls(jsonb_build_object(
-        'queue', queue, 'state', CASE WHEN action IN ('dlq_retry', 'dlq_purge') THEN 'dlq' ELSE state END,
-        'kind', kind, 'tag', tag, 'args_contains', args_contains, 'enqueued_after', enqueued_after,
-        'enqueued_before', enqueued_before, 'metadata_contains', metadata_contains));
+    -- The filters given, by name (NULLs left out at the top level only: a
+    -- containment such as {"deleted": null} is kept whole).
+    RETURN (SELECT coalesce(jsonb_object_agg(f.k, f.v), '{}')
+              FROM jsonb_each(jsonb_build_object(
+                       'queue', queue, 'state', CASE WHEN action IN ('dlq_retry', 'dlq_purge') THEN 'dlq' ELSE state END,
+                       'kind', kind, 'tag', tag, 'args_contains', args_contains, 'enqueued_after', enqueued_after,
+                       'enqueued_before', enqueued_before, 'metadata_contains', metadata_contains)) AS f(k, v)
+             WHERE f.v <> 'null'::jsonb);
 END
+$$;
+
+-- The states a bulk action acts on (cancel: the unfinished ones).
+CREATE FUNCTION awa._bulk_acts_on(action text, state text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+SELECT CASE action WHEN 'cancel' THEN state IN ('available', 'running', 'scheduled', 'retryable')
+                   ELSE state = 'dlq' END
 $$;
 
 -- The next page of a filter (a bulk operation's, as stored) below `before`.
@@ -93,11 +108,13 @@ DECLARE
     before  bigint := NULL;
     total   bigint := 0;
     n       int;
+    acts    int;
     lowest  bigint;
 BEGIN
     LOOP
-        SELECT count(*), min(p.job_id) INTO n, lowest FROM awa._bulk_page(f, before, 1000) p;
-        total := total + n;
+        SELECT count(*), min(p.job_id), count(*) FILTER (WHERE awa._bulk_acts_on(action, p.state))
+          INTO n, lowest, acts FROM awa._bulk_page(f, before, 1000) p;
+        total := total + acts;
         EXIT WHEN n < 1000;
         before := lowest;
     END LOOP;
@@ -145,8 +162,10 @@ SET jit = off
 AS $$
 DECLARE
     op     awa.bulk_operations;
-    ids    bigint[];
+    ids    bigint[];   -- the page, newest first
+    todo   bigint[];   -- its jobs in a state the action acts on
     did    bigint := 0;
+    n      int;
     id     bigint;
 BEGIN
     IF op_id IS NULL THEN
@@ -165,10 +184,12 @@ BEGIN
     IF op.state <> 'running' THEN
         RETURN op;
     END IF;
-    SELECT array_agg(p.job_id ORDER BY p.job_id DESC) INTO ids FROM awa._bulk_page(op.filter, op.next_before, max_jobs) p;
-    IF ids IS NOT NULL THEN
+    SELECT array_agg(p.job_id ORDER BY p.job_id DESC),
+           coalesce(array_agg(p.job_id ORDER BY p.job_id DESC) FILTER (WHERE awa._bulk_acts_on(op.action, p.state)), '{}')
+      INTO ids, todo FROM awa._bulk_page(op.filter, op.next_before, max_jobs) p;
+    IF cardinality(todo) > 0 THEN
         IF op.action = 'cancel' THEN
-            FOREACH id IN ARRAY ids LOOP
+            FOREACH id IN ARRAY todo LOOP
                 -- (a running job's cancel is requested: its attempt ends
                 -- it; the job is cancelled at that end)
                 IF awa.cancel(id) IN ('cancelled', 'cancel_requested') THEN
@@ -176,15 +197,29 @@ BEGIN
                 END IF;
             END LOOP;
         ELSIF op.action = 'dlq_retry' THEN
-            did := awa.dlq_retry(ids);
+            BEGIN
+                did := awa.dlq_retry(todo);
+            EXCEPTION WHEN unique_violation THEN
+                -- A job whose unique key another job took meanwhile: the
+                -- page's other jobs one by one; that one stays in the DLQ
+                -- (passed), the operation goes on.
+                did := 0;
+                FOREACH id IN ARRAY todo LOOP
+                    BEGIN
+                        did := did + awa.dlq_retry(ARRAY[id]);
+                    EXCEPTION WHEN unique_violation THEN
+                        NULL;
+                    END;
+                END LOOP;
+            END;
         ELSE
-            did := awa.dlq_purge(ids);
+            did := awa.dlq_purge(todo);
         END IF;
     END IF;
     UPDATE awa.bulk_operations b
        SET next_before = coalesce(ids[cardinality(ids)], b.next_before),
            acted = b.acted + did,
-           passed = b.passed + coalesce(cardinality(ids), 0) - did,
+           passed = b.passed + cardinality(todo) - did,
            steps = b.steps + 1,
            updated_at = clock_timestamp(),
            state = CASE WHEN coalesce(cardinality(ids), 0) < max_jobs THEN 'done' ELSE b.state END,

@@ -65,6 +65,15 @@ GRANT EXECUTE ON FUNCTION awa.bulk_count(text, text, text, text, text, jsonb, ti
 GRANT SELECT ON awa.lanes, awa.dlq, awa.periodic_jobs, awa.bulk_operations TO awa_admin;
 GRANT EXECUTE ON FUNCTION awa.list_jobs(text, text, text, text, jsonb, timestamptz, timestamptz, bigint, int, jsonb)
     TO awa_monitor, awa_admin;
+-- The two ways of awa.list_jobs (which runs as its caller) into the job
+-- store: the one with payloads only for awa_payload_reader, the one without
+-- for the roles that may list jobs (34_list_jobs.sql). The only awa._*
+-- functions granted to anyone.
+GRANT EXECUTE ON FUNCTION awa._list_jobs_payloads(text, text, text, text, jsonb, timestamptz, timestamptz, bigint,
+                                                  int, jsonb)
+    TO awa_payload_reader;
+GRANT EXECUTE ON FUNCTION awa._list_jobs_plain(text, text, text, text, timestamptz, timestamptz, bigint, int)
+    TO awa_monitor, awa_admin;
 GRANT EXECUTE ON FUNCTION awa.queue_metrics(),
                           awa.key_metrics(text, int),
                           awa.job_event_totals(),

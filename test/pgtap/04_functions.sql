@@ -1,7 +1,9 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (38 of the
--- 46 public functions; never await_durable, periodic_next, the
--- six casts to awa.duration or an awa._* building block), volatility,
+-- types, names, defaults), return types, language, SECURITY DEFINER (37 of the
+-- 46 public functions; never await_durable, periodic_next, list_jobs (it runs
+-- as its caller and picks _list_jobs_payloads or _list_jobs_plain, the two
+-- SECURITY DEFINER building blocks), the six casts to awa.duration or any
+-- other awa._* building block), volatility,
 -- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
 -- _oldest_live_generation, _prune_target, the closure batch id range _first_closure_batch_id and
 -- _last_closure_batch_id, the internal tick arithmetic
@@ -15,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1328);
+SELECT plan(1348);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -119,7 +121,7 @@ INSERT INTO api VALUES
      'enqueued_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
      'before_job_id bigint DEFAULT NULL::bigint, max_rows integer DEFAULT 50, metadata_contains jsonb DEFAULT NULL::jsonb',
      'SETOF awa.job_listing',
-     'plpgsql', true, 'volatile', false, 1000, NULL),
+     'plpgsql', false, 'volatile', false, 1000, NULL),
     ('bulk_count',
      ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
            'jsonb'],
@@ -748,12 +750,28 @@ INSERT INTO api VALUES
      '',
      'text[]',
      'sql', false, 'immutable', false, 0, NULL),
-    ('_caller_reads_payloads',
-     ARRAY[]::name[],
+    ('_list_jobs_payloads',
+     ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone', 'bigint',
+           'integer', 'jsonb'],
+     'setof awa.job_listing',
+     'p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb, p_after timestamp with time zone, '
+     'p_before_at timestamp with time zone, p_before bigint, p_max_rows integer, p_metadata jsonb',
+     'SETOF awa.job_listing',
+     'plpgsql', true, 'volatile', false, 1000, NULL),
+    ('_list_jobs_plain',
+     ARRAY['text', 'text', 'text', 'text', 'timestamp with time zone', 'timestamp with time zone', 'bigint',
+           'integer'],
+     'setof awa.job_listing',
+     'p_queue text, p_state text, p_kind text, p_tag text, p_after timestamp with time zone, '
+     'p_before_at timestamp with time zone, p_before bigint, p_max_rows integer',
+     'SETOF awa.job_listing',
+     'plpgsql', true, 'volatile', false, 1000, NULL),
+    ('_bulk_acts_on',
+     ARRAY['text', 'text'],
      'boolean',
-     '',
+     'action text, state text',
      'boolean',
-     'sql', false, 'stable', false, 0, NULL),
+     'sql', false, 'immutable', false, 0, NULL),
     ('_hold_rings',
      ARRAY[]::name[],
      'void',
@@ -816,12 +834,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 46 public functions and the 80 awa._* building blocks');
+                     'schema awa has exactly the 46 public functions and the 82 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 126,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 128,
           'no function is overloaded');
 
--- Per function, 10 checks: 126 x 10 = 1260
+-- Per function, 10 checks: 128 x 10 = 1280
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(774);
+SELECT plan(784);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -131,7 +131,12 @@ INSERT INTO grants VALUES
     ('_bulk_filter', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
                            'timestamp with time zone', 'jsonb'], false, false, false, false),
     ('_bulk_page', ARRAY['jsonb', 'bigint', 'integer'], false, false, false, false),
-    ('_caller_reads_payloads', ARRAY[]::name[], false, false, false, false),
+    ('_bulk_acts_on', ARRAY['text', 'text'], false, false, false, false),
+    -- (awa_admin through its membership of awa_payload_reader)
+    ('_list_jobs_payloads', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
+                                  'timestamp with time zone', 'bigint', 'integer', 'jsonb'], false, false, true, false),
+    ('_list_jobs_plain', ARRAY['text', 'text', 'text', 'text', 'timestamp with time zone', 'timestamp with time zone',
+                               'bigint', 'integer'], false, false, true, true),
     ('_slot_live_rows', ARRAY['integer'], false, false, false, false),
     ('_queue_prune_target', ARRAY[]::name[], false, false, false, false),
     ('_queue_live_generations', ARRAY[]::name[], false, false, false, false),
@@ -215,7 +220,7 @@ SELECT is(
     ('awa_worker', ARRAY['await_durable', 'claim', 'complete', 'complete_many', 'duration_from_float4',
                          'duration_from_float8', 'duration_from_int2', 'duration_from_int4', 'duration_from_int8',
                          'duration_from_numeric', 'fail', 'heartbeat', 'heartbeat_many', 'retry', 'snooze']),
-    ('awa_admin', ARRAY['await_durable', 'bulk_cancel', 'bulk_count', 'bulk_start', 'bulk_step', 'cancel', 'claim',
+    ('awa_admin', ARRAY['_list_jobs_payloads', '_list_jobs_plain', 'await_durable', 'bulk_cancel', 'bulk_count', 'bulk_start', 'bulk_step', 'cancel', 'claim',
                         'complete', 'complete_many', 'configure_queue',
                         'dlq_purge', 'dlq_retry', 'duration_from_float4', 'duration_from_float8',
                         'duration_from_int2', 'duration_from_int4', 'duration_from_int8', 'duration_from_numeric',
@@ -226,19 +231,22 @@ SELECT is(
                         'periodic_status', 'promote_due', 'queue_counts', 'queue_counts_exact', 'queue_metrics',
                         'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance', 'schedule_periodic',
                         'set_key_weight', 'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),
-    ('awa_monitor', ARRAY['job_event_totals', 'key_metrics', 'list_jobs', 'maintenance_status', 'periodic_status',
+    ('awa_monitor', ARRAY['_list_jobs_plain', 'job_event_totals', 'key_metrics', 'list_jobs', 'maintenance_status', 'periodic_status',
                           'queue_metrics', 'storage_status', 'waiting_claims']),
     ('public', ARRAY[]::text[])
   ) AS r(role, fns);
--- Nobody but the owner holds EXECUTE on an awa._* function: 1
+-- Nobody but the owner holds EXECUTE on an awa._* function, but the two ways
+-- of awa.list_jobs (which runs as its caller) into the job store: the one
+-- with payloads for awa_payload_reader, the one without for awa_monitor and
+-- awa_admin: 1
 SELECT is(
     ARRAY(SELECT p.proname || ' ' || coalesce(g.rolname, 'PUBLIC')
             FROM pg_catalog.pg_proc p, aclexplode(p.proacl) a
             LEFT JOIN pg_catalog.pg_roles g ON g.oid = a.grantee
            WHERE p.pronamespace = 'awa'::regnamespace AND p.proname LIKE '\_%' AND a.grantee <> p.proowner
            ORDER BY 1),
-    ARRAY[]::text[],
-    'the ACL of every awa._* function names its owner only');
+    ARRAY['_list_jobs_payloads awa_payload_reader', '_list_jobs_plain awa_admin', '_list_jobs_plain awa_monitor'],
+    'the ACL of every awa._* function names its owner only, but _list_jobs_payloads and _list_jobs_plain');
 
 -- The ACLs name no other grantee (no role besides the owner and these): 1
 SELECT is(
@@ -247,8 +255,8 @@ SELECT is(
             LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
            WHERE p.pronamespace = 'awa'::regnamespace AND a.grantee <> p.proowner
            ORDER BY 1),
-    ARRAY['awa_admin', 'awa_monitor', 'awa_producer', 'awa_worker'],
-    'EXECUTE on awa functions is granted to the four awa roles only');
+    ARRAY['awa_admin', 'awa_monitor', 'awa_payload_reader', 'awa_producer', 'awa_worker'],
+    'EXECUTE on awa functions is granted to the five awa roles only');
 -- Every API function has an explicit ACL (a NULL ACL would mean PUBLIC EXECUTE): 1
 SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc
             WHERE pronamespace = 'awa'::regnamespace AND proacl IS NULL),

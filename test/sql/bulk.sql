@@ -65,6 +65,32 @@ SELECT awa.bulk_cancel(:stop_op) AS cancelled, awa.bulk_cancel(:stop_op) AS agai
 SELECT state, acted, finished_at IS NOT NULL AS finished FROM awa.bulk_step(:stop_op, 1);
 SELECT count(*) AS dlq_left FROM awa.dlq WHERE queue = 'bk_dlq';
 
+-- cancel without a state selects the unfinished jobs only (bk_a now holds 7
+-- cancelled ones and 3 available).
+SELECT awa.bulk_count('cancel', queue => 'bk_a') AS unfinished_only;
+
+-- A containment with a JSON null is kept whole in the stored filter (it
+-- was stripped to {}, which matches every job: found in review).
+SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('bk.n', CASE WHEN i = 1 THEN '{"deleted": null}'::jsonb
+                                                                  ELSE jsonb_build_object('i', i) END, 'bk_n')
+                                    FROM generate_series(1, 3) i) x;
+SELECT awa.bulk_count('cancel', queue => 'bk_n', args_contains => '{"deleted": null}') AS null_containment;
+SELECT awa.bulk_start('cancel', queue => 'bk_n', args_contains => '{"deleted": null}') AS null_op \gset
+SELECT filter FROM awa.bulk_operations WHERE op_id = :null_op;
+SELECT state, acted, passed FROM awa.bulk_step(:null_op);
+SELECT count(*) FILTER (WHERE state = 'cancelled') AS cancelled, count(*) AS jobs FROM awa.list_jobs(queue => 'bk_n');
+
+-- A DLQ retry whose page holds a job whose unique key another job took
+-- meanwhile: the others are retried, that one stays (passed), and the
+-- operation ends (it failed every step with 23505 before: found in review).
+SELECT awa.configure_queue('bk_u', dlq_enabled => true);
+SELECT awa.enqueue('bk.u', '{}', 'bk_u', opts => '{"unique_key": "bk-u-1"}') IS NOT NULL AS keyed,
+       awa.enqueue('bk.u', '{"free": true}', 'bk_u') IS NOT NULL AS free;
+SELECT count(*) AS dead FROM awa.claim('bk_u', 2) c, LATERAL awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom') f;
+SELECT awa.enqueue('bk.u', '{}', 'bk_u_other', opts => '{"unique_key": "bk-u-1"}') IS NOT NULL AS key_taken;
+SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('dlq_retry', queue => 'bk_u'));
+SELECT count(*) AS left_in_dlq FROM awa.dlq WHERE queue = 'bk_u';
+
 -- Bad input: 22023 (22004 for NULL) with a hint; nothing starts, nothing
 -- steps.
 SELECT pg_temp.try($$SELECT awa.bulk_start('delete_everything')$$);
