@@ -274,7 +274,14 @@ BEGIN
     IF p_state = 'available' AND current_setting('transaction_isolation') = 'read committed' THEN
         SELECT jsonb_object_agg(c.lane_id::text, c.claim_cursor) INTO cursors FROM awa.lane_cursors(p_queue) c;
     END IF;
-    PERFORM awa._hold_rings();
+    -- Jobs of these states are read outside the rings (deferred rows, DLQ
+    -- rows, found first by awa._get_job): the ring tables are not held, so
+    -- a prune does not wait for this transaction (nor the claims queued
+    -- behind the prune's lock request). A job that left such a state
+    -- meanwhile is read in a ring unheld, but it is not in the state asked.
+    IF p_state IS NULL OR p_state NOT IN ('dlq', 'scheduled', 'retryable') THEN
+        PERFORM awa._hold_rings();
+    END IF;
     RETURN QUERY SELECT * FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, p_args, p_after, p_before_at, p_before,
                                               p_max_rows, p_metadata, true, coalesce(cursors, '{}'));
 END
@@ -294,7 +301,9 @@ BEGIN
     IF p_state = 'available' AND current_setting('transaction_isolation') = 'read committed' THEN
         SELECT jsonb_object_agg(c.lane_id::text, c.claim_cursor) INTO cursors FROM awa.lane_cursors(p_queue) c;
     END IF;
-    PERFORM awa._hold_rings();
+    IF p_state IS NULL OR p_state NOT IN ('dlq', 'scheduled', 'retryable') THEN  -- (as above)
+        PERFORM awa._hold_rings();
+    END IF;
     RETURN QUERY SELECT * FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, NULL, p_after, p_before_at, p_before,
                                               p_max_rows, NULL, false, coalesce(cursors, '{}'));
 END
