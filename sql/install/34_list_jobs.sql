@@ -50,7 +50,7 @@ $$;
 -- "Finding jobs", has what each page costs).
 CREATE FUNCTION awa._list_jobs(p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb,
                                p_after timestamptz, p_before_at timestamptz, p_before bigint, p_max_rows int,
-                               p_metadata jsonb, p_payloads boolean, p_cursors jsonb)
+                               p_metadata jsonb, p_cursors jsonb)
 RETURNS SETOF awa.job_listing
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -232,8 +232,8 @@ BEGIN
             r.enqueued_at := (doc ->> 'created_at')::timestamptz;
             r.finished_at := coalesce(doc ->> 'finalized_at', doc ->> 'dlq_at')::timestamptz;
             r.last_error := doc -> 'errors' -> -1 ->> 'error';
-            r.args := CASE WHEN p_payloads THEN doc -> 'args' END;
-            r.metadata := CASE WHEN p_payloads THEN doc -> 'metadata' END;
+            r.args := doc -> 'args';
+            r.metadata := doc -> 'metadata';
             r.tags := doc -> 'tags';
             RETURN NEXT r;
             n_found := n_found + 1;
@@ -254,7 +254,8 @@ $$;
 -- caller's own privilege, checked by PostgreSQL, never guessed from the
 -- session (a guess from session_user and SET ROLE leaked payloads to code a
 -- monitor owned, run by autovacuum as a superuser session: found in review).
--- Both read the claim cursors before the snapshot and hold the ring tables as
+-- The one without payloads is the other with those columns emptied. It
+-- reads the claim cursors before the snapshot and holds the ring tables as
 -- awa.get_job does.
 CREATE FUNCTION awa._list_jobs_payloads(p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb,
                                         p_after timestamptz, p_before_at timestamptz, p_before bigint,
@@ -283,30 +284,21 @@ BEGIN
         PERFORM awa._hold_rings();
     END IF;
     RETURN QUERY SELECT * FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, p_args, p_after, p_before_at, p_before,
-                                              p_max_rows, p_metadata, true, coalesce(cursors, '{}'));
+                                              p_max_rows, p_metadata, coalesce(cursors, '{}'));
 END
 $$;
 
 CREATE FUNCTION awa._list_jobs_plain(p_queue text, p_state text, p_kind text, p_tag text,
                                      p_after timestamptz, p_before_at timestamptz, p_before bigint, p_max_rows int)
 RETURNS SETOF awa.job_listing
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-DECLARE
-    cursors jsonb;
-BEGIN
-    PERFORM awa._flush_enqueues();
-    IF p_state = 'available' AND current_setting('transaction_isolation') = 'read committed' THEN
-        SELECT jsonb_object_agg(c.lane_id::text, c.claim_cursor) INTO cursors FROM awa.lane_cursors(p_queue) c;
-    END IF;
-    IF p_state IS NULL OR p_state NOT IN ('dlq', 'scheduled', 'retryable') THEN  -- (as above)
-        PERFORM awa._hold_rings();
-    END IF;
-    RETURN QUERY SELECT * FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, NULL, p_after, p_before_at, p_before,
-                                              p_max_rows, NULL, false, coalesce(cursors, '{}'));
-END
+SELECT l.job_id, l.queue, l.kind, l.state, l.priority, l.attempt, l.max_attempts, l.run_at, l.enqueued_at,
+       l.finished_at, l.last_error, NULL::jsonb, NULL::jsonb, l.tags
+  FROM awa._list_jobs_payloads(p_queue, p_state, p_kind, p_tag, NULL, p_after, p_before_at, p_before, p_max_rows,
+                               NULL) l
 $$;
 
 -- Jobs in every state, newest first, filtered; pages by keyset

@@ -723,11 +723,11 @@ INSERT INTO api VALUES
      'plpgsql', false, 'stable', false, 0, NULL),
     ('_list_jobs',
      ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone', 'bigint',
-           'integer', 'jsonb', 'boolean', 'jsonb'],
+           'integer', 'jsonb', 'jsonb'],
      'setof awa.job_listing',
      'p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb, p_after timestamp with time zone, '
      'p_before_at timestamp with time zone, p_before bigint, p_max_rows integer, p_metadata jsonb, '
-     'p_payloads boolean, p_cursors jsonb',
+     'p_cursors jsonb',
      'SETOF awa.job_listing',
      'plpgsql', false, 'stable', false, 1000, NULL),
     ('_bulk_filter',
@@ -765,7 +765,7 @@ INSERT INTO api VALUES
      'p_queue text, p_state text, p_kind text, p_tag text, p_after timestamp with time zone, '
      'p_before_at timestamp with time zone, p_before bigint, p_max_rows integer',
      'SETOF awa.job_listing',
-     'plpgsql', true, 'volatile', false, 1000, NULL),
+     'sql', true, 'volatile', false, 1000, NULL),
     ('_bulk_acts_on',
      ARRAY['text', 'text'],
      'boolean',

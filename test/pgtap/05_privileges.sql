@@ -126,7 +126,7 @@ INSERT INTO grants VALUES
     ('_get_job', ARRAY['bigint'], false, false, false, false),
     ('_hold_rings', ARRAY[]::name[], false, false, false, false),
     ('_list_jobs', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
-                         'bigint', 'integer', 'jsonb', 'boolean', 'jsonb'], false, false, false, false),
+                         'bigint', 'integer', 'jsonb', 'jsonb'], false, false, false, false),
     ('_job_states', ARRAY[]::name[], false, false, false, false),
     ('_bulk_filter', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
                            'timestamp with time zone', 'jsonb'], false, false, false, false),
