@@ -2,7 +2,8 @@
 # test.sh: the whole awa test suite on a fresh Debian 12 machine, run as root.
 # Installs what it needs, builds and installs awa, then runs, as the postgres
 # user (initdb refuses root), in a private copy of the tree:
-#   the install-script check, unit (GoogleTest), pg_regress, isolation, pgTAP, TAP.
+#   the install-script check, unit (GoogleTest), pg_regress, isolation, pgTAP, TAP,
+#   and the web UI in Chromium (test/ui/run.sh).
 # Ends with the line "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,6 +70,16 @@ unit_suite() {
 	report unit "$log" "$status" "${p:-0}" "${f:-0}"
 }
 
+# node's test runner (TAP): "# pass N" and "# fail N".
+ui_suite() {
+	local log="$work/ui.log" status p f
+	as_postgres bash "$work/test/ui/run.sh" >"$log" 2>&1
+	status=$?
+	p=$(grep -oE '^# pass [0-9]+' "$log" | awk '{print $3}' | tail -1)
+	f=$(grep -oE '^# fail [0-9]+' "$log" | awk '{print $3}' | tail -1)
+	report ui "$log" "$status" "${p:-0}" "${f:-0}"
+}
+
 # The installed install script is what sql/install/ makes (one check).
 script_suite() {
 	local log="$work/install-script.log" status
@@ -83,6 +94,7 @@ regress_suite regress regresscheck
 regress_suite isolation isolationcheck
 prove_suite pgtap pgtapcheck
 prove_suite tap tapcheck
+ui_suite
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,107 @@
+'use strict';
+// What an admin can change, one function per form. Each runs in one
+// transaction as awa_admin (lib/db.js), through awa's own SQL functions, and
+// returns the message the next page shows. The server checks the login and
+// the CSRF token before any of these runs (server.js).
+const jobs = require('../pages/jobs');
+
+class ActionError extends Error {}
+
+function required(body, name, pattern) {
+  const v = body[name];
+  if (typeof v !== 'string' || v === '' || (pattern && !pattern.test(v))) throw new ActionError(`missing or bad ${name}`);
+  return v;
+}
+
+const ID = /^[0-9]{1,19}$/;
+
+const CONFIGURE = [
+  ['dlq_enabled', 'boolean'],
+  ['aging_interval', 'awa.duration'],
+  ['default_deadline', 'awa.duration'],
+  ['max_running', 'int'],
+  ['rate_limit', 'text'],
+  ['burst', 'int'],
+  ['fairness', 'text'],
+  ['key_max_running', 'int'],
+  ['key_rate_limit', 'text'],
+  ['key_burst', 'int'],
+];
+
+const actions = {
+  async 'queue/pause'(ctx, body) {
+    const queue = required(body, 'queue');
+    await ctx.db.write((c) => c.query('SELECT awa.pause_queue($1)', [queue]));
+    return `Queue ${queue} paused: claims take none of its jobs until it is resumed.`;
+  },
+
+  async 'queue/resume'(ctx, body) {
+    const queue = required(body, 'queue');
+    await ctx.db.write((c) => c.query('SELECT awa.resume_queue($1)', [queue]));
+    return `Queue ${queue} resumed.`;
+  },
+
+  async 'queue/configure'(ctx, body) {
+    const queue = required(body, 'queue');
+    const names = [];
+    const values = [queue];
+    for (const [name, type] of CONFIGURE) {
+      const v = typeof body[name] === 'string' ? body[name].trim() : '';
+      if (v === '') continue;
+      values.push(v);
+      names.push(`${name} => $${values.length}::${type}`);
+    }
+    if (names.length === 0) return `Nothing to change for queue ${queue}.`;
+    await ctx.db.write((c) => c.query(`SELECT awa.configure_queue($1, ${names.join(', ')})`, values));
+    return `Settings of queue ${queue} saved.`;
+  },
+
+  async 'job/cancel'(ctx, body) {
+    const id = required(body, 'job_id', ID);
+    const r = await ctx.db.write((c) => c.query('SELECT awa.cancel($1::bigint) AS outcome', [id]));
+    return `Job ${id}: ${r.rows[0].outcome}.`;
+  },
+
+  async 'dlq/retry'(ctx, body) {
+    const id = required(body, 'job_id', ID);
+    const r = await ctx.db.write((c) => c.query('SELECT awa.dlq_retry(ARRAY[$1::bigint]) AS n', [id]));
+    return r.rows[0].n > 0 ? `Job ${id} retried: it is available.` : `Job ${id} is not in the DLQ.`;
+  },
+
+  async 'dlq/purge'(ctx, body) {
+    const id = required(body, 'job_id', ID);
+    const r = await ctx.db.write((c) => c.query('SELECT awa.dlq_purge(ARRAY[$1::bigint]) AS n', [id]));
+    return r.rows[0].n > 0 ? `Job ${id} purged.` : `Job ${id} is not in the DLQ.`;
+  },
+
+  async 'bulk/start'(ctx, body) {
+    const action = required(body, 'action', /^(cancel|dlq_retry|dlq_purge)$/);
+    let filter;
+    try {
+      filter = jobs.filtersOf(Object.fromEntries(Object.entries(JSON.parse(required(body, 'filter'))).map(
+        ([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])));
+    } catch (err) {
+      throw new ActionError(`bad filter: ${err.message}`);
+    }
+    const { names, values } = jobs.namedArgs(filter, 2);
+    const r = await ctx.db.write((c) => c.query(
+      `SELECT awa.bulk_start($1${names.length ? ', ' : ''}${names.join(', ')}) AS op`, [action, ...values]));
+    const op = r.rows[0].op;
+    ctx.bulk.run(op);
+    return `Bulk operation ${op} (${action}) started; its progress is on the DLQ screen.`;
+  },
+
+  async 'bulk/resume'(ctx, body) {
+    const op = required(body, 'op_id', ID);
+    ctx.bulk.run(op);
+    return `Bulk operation ${op} resumed.`;
+  },
+
+  async 'bulk/cancel'(ctx, body) {
+    const op = required(body, 'op_id', ID);
+    const r = await ctx.db.write((c) => c.query('SELECT awa.bulk_cancel($1::bigint) AS stopped', [op]));
+    return r.rows[0].stopped ? `Bulk operation ${op} stopped.` : `Bulk operation ${op} had already ended.`;
+  },
+};
+
+module.exports = { actions, ActionError };

@@ -1,0 +1,148 @@
+'use strict';
+// Jobs: the filterable list (awa.list_jobs: a keyset page of 50 at most,
+// newest first; docs/operations-ui.md has what a page costs) and, for admins,
+// a dry-run count and a bulk cancel of every match (awa.bulk_count,
+// awa.bulk_start). Args and metadata show only to roles that may read
+// payloads (admins).
+const { html, formatTime } = require('../lib/html');
+const { page, actionForm } = require('../lib/layout');
+
+const STATES = ['available', 'running', 'scheduled', 'retryable', 'completed', 'failed', 'cancelled', 'dlq'];
+const TEXT_FILTERS = ['queue', 'state', 'kind', 'tag', 'enqueued_after', 'enqueued_before'];
+const JSON_FILTERS = ['args_contains', 'metadata_contains'];
+const PAGE = 50;
+
+class BadFilter extends Error {}
+
+// The filters of a request, as list_jobs's named arguments (only those given).
+function filtersOf(query) {
+  const f = {};
+  for (const k of TEXT_FILTERS) if (query[k]) f[k] = String(query[k]);
+  for (const k of JSON_FILTERS) {
+    if (!query[k]) continue;
+    try {
+      f[k] = JSON.parse(query[k]);
+    } catch (err) {
+      throw new BadFilter(`${k} is not JSON: ${err.message}`);
+    }
+    if (f[k] === null || typeof f[k] !== 'object') throw new BadFilter(`${k} must be a JSON object or array, such as {"customer_id": 42}`);
+  }
+  return f;
+}
+
+// SQL named arguments for the filters: "queue => $1, ...", and the values.
+function namedArgs(filters, start = 1) {
+  const names = [];
+  const values = [];
+  for (const [k, v] of Object.entries(filters)) {
+    values.push(JSON_FILTERS.includes(k) ? JSON.stringify(v) : v);
+    const cast = JSON_FILTERS.includes(k) ? '::jsonb' : k.startsWith('enqueued_') ? '::timestamptz' : '::text';
+    names.push(`${k} => $${start + values.length - 1}${cast}`);
+  }
+  return { names, values };
+}
+
+function jobsQuery(filters, before, maxRows) {
+  const { names, values } = namedArgs(filters);
+  if (before) {
+    values.push(before);
+    names.push(`before_job_id => $${values.length}::bigint`);
+  }
+  values.push(maxRows);
+  names.push(`max_rows => $${values.length}::int`);
+  return { text: `SELECT * FROM awa.list_jobs(${names.join(', ')})`, values };
+}
+
+function queryString(filters, extra = {}) {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(filters)) p.set(k, JSON_FILTERS.includes(k) ? JSON.stringify(v) : v);
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined && v !== null) p.set(k, v);
+  return p.toString();
+}
+
+function jobRows(ctx, rows) {
+  return rows.map((j) => html`<tr data-job-id="${j.job_id}">
+<td class="num"><a href="/jobs/${j.job_id}">${j.job_id}</a></td>
+<td>${j.queue}</td><td>${j.kind}</td><td><span class="state ${j.state}">${j.state}</span></td>
+<td class="num">${j.priority}</td><td class="num">${j.attempt}/${j.max_attempts}</td>
+<td class="time">${formatTime(j.enqueued_at)}</td><td class="time">${formatTime(j.run_at)}</td><td class="time">${formatTime(j.finished_at)}</td>
+<td class="error">${j.last_error}</td>
+${ctx.visitor.admin ? html`<td><code class="args">${j.args === null ? '' : JSON.stringify(j.args)}</code></td>` : ''}
+</tr>`);
+}
+
+function jobsTable(ctx, rows) {
+  return html`<table id="jobs">
+<thead><tr><th class="num">job</th><th>queue</th><th>kind</th><th>state</th><th class="num">priority</th>
+<th class="num">attempt</th><th>enqueued</th><th>run at</th><th>finished</th><th>last error</th>${ctx.visitor.admin ? html`<th>args</th>` : ''}</tr></thead>
+<tbody>${jobRows(ctx, rows)}</tbody></table>`;
+}
+
+function filterForm(ctx, query, action = '/jobs', states = STATES) {
+  const v = (k) => query[k] || '';
+  return html`<form method="get" action="${action}" class="filters" id="filters">
+<label>queue <input name="queue" value="${v('queue')}"></label>
+<label>state <select name="state"><option value="">any</option>${states.map((s) =>
+    html`<option${v('state') === s ? html` selected` : ''}>${s}</option>`)}</select></label>
+<label>kind <input name="kind" value="${v('kind')}"></label>
+<label>tag <input name="tag" value="${v('tag')}"></label>
+${ctx.visitor.admin ? html`<label>args contain <input name="args_contains" value="${v('args_contains')}" placeholder='{"customer_id": 42}'></label>
+<label>metadata contains <input name="metadata_contains" value="${v('metadata_contains')}" placeholder='{"source": "api"}'></label>` : ''}
+<label>enqueued after <input name="enqueued_after" value="${v('enqueued_after')}" placeholder="2026-12-05 07:00Z"></label>
+<label>enqueued before <input name="enqueued_before" value="${v('enqueued_before')}"></label>
+<button type="submit">Filter</button> <a href="${action}">Clear</a></form>`;
+}
+
+async function listPage(ctx, filters, before) {
+  const q = jobsQuery(filters, before, PAGE);
+  const r = await ctx.db.read(ctx.role, (c) => c.query(q));
+  return r.rows;
+}
+
+function pager(filters, rows, base = '/jobs') {
+  if (rows.length < PAGE) return html`<p class="note">End of the list.</p>`;
+  return html`<p><a id="next-page" href="${base}?${queryString(filters, { before_job_id: rows[rows.length - 1].job_id })}">Older jobs →</a></p>`;
+}
+
+async function render(ctx) {
+  let filters;
+  let rows = [];
+  let error = null;
+  try {
+    filters = filtersOf(ctx.query);
+    const before = ctx.query.before_job_id && /^[0-9]+$/.test(ctx.query.before_job_id) ? ctx.query.before_job_id : null;
+    rows = await listPage(ctx, filters, before);
+  } catch (err) {
+    if (!(err instanceof BadFilter) && !err.code) throw err;
+    error = err;
+    ctx.status = 400;
+    filters = filters || {};
+  }
+  const count = ctx.visitor.admin && ctx.query.count === '1' && !error ? await dryRun(ctx, 'cancel', filters) : null;
+  return page(ctx, 'Jobs', html`
+${filterForm(ctx, ctx.query)}
+${error ? html`<p class="flash error" role="alert">${error.message}${error.hint ? html`<br><small>${error.hint}</small>` : ''}</p>` : ''}
+${ctx.visitor.admin && !error ? html`<div class="bulk">
+<a href="/jobs?${queryString(filters, { count: '1' })}">Count unfinished matches (dry run)</a>
+${count !== null ? html`<span id="dry-run-count">${count.error ? count.error : `${count.n} unfinished jobs match`}</span>` : ''}
+${actionForm(ctx, '/actions/bulk/start', { action: 'cancel', filter: JSON.stringify(filters), back: `/jobs?${queryString(filters)}` },
+    'Cancel every unfinished match', { danger: true, confirm: 'Cancel every unfinished job that matches this filter?' })}
+</div>` : ''}
+${rows.length ? jobsTable(ctx, rows) : html`<p class="empty">No job matches.</p>`}
+${rows.length ? pager(filters, rows) : ''}`);
+}
+
+// awa.bulk_count for a filter: { n } or { error }.
+async function dryRun(ctx, action, filters) {
+  const { names, values } = namedArgs(filters, 2);
+  try {
+    const r = await ctx.db.read(ctx.role, (c) => c.query(
+      `SELECT awa.bulk_count($1${names.length ? ', ' : ''}${names.join(', ')}) AS n`, [action, ...values]));
+    return { n: r.rows[0].n };
+  } catch (err) {
+    if (!err.code) throw err;
+    return { error: err.message };
+  }
+}
+
+module.exports = { render, filtersOf, namedArgs, jobsTable, filterForm, listPage, pager, queryString, dryRun, BadFilter, STATES, PAGE };

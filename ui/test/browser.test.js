@@ -1,0 +1,440 @@
+'use strict';
+// The web UI in a real browser (Debian's Chromium, headless, driven by
+// puppeteer-core) against the real UI server (server.js, started as a child
+// process) and a real PostgreSQL with awa, which test/ui/run.sh starts:
+//   AWA_TEST_DATABASE_URL  the database, as a superuser (to make jobs and check outcomes)
+//   AWA_UI_DATABASE_URL    the same database as the UI's role (awa_monitor and awa_admin member)
+// Every outcome is checked in the database, not only on the page.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const net = require('node:net');
+const http = require('node:http');
+const path = require('node:path');
+const { Client } = require('pg');
+const puppeteer = require('puppeteer-core');
+
+const PASSWORD = 'a-test-password-of-length';
+const WAIT = { timeout: 60000 }; // a liveness bound for the page, never a speed assertion
+
+let db;
+let browser;
+const servers = [];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+async function startUi(extraEnv) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.join(__dirname, '..', 'server.js')], {
+    env: { PATH: process.env.PATH, DATABASE_URL: process.env.AWA_UI_DATABASE_URL, AWA_UI_PORT: String(port),
+      AWA_UI_SAMPLE_SECONDS: '1', ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stdout.on('data', (d) => { log += d; });
+  child.stderr.on('data', (d) => { log += d; });
+  servers.push(child);
+  await new Promise((resolve, reject) => {
+    const check = () => {
+      if (log.includes('listening on')) return resolve();
+      if (child.exitCode !== null) return reject(new Error(`UI server exited: ${log}`));
+      setTimeout(check, 50);
+    };
+    check();
+  });
+  return { base: `http://127.0.0.1:${port}`, child, log: () => log };
+}
+
+async function sql(text, values) {
+  return (await db.query(text, values)).rows;
+}
+
+async function enqueue(kind, args, queue, opts = {}) {
+  const r = await sql('SELECT awa.enqueue($1, $2::jsonb, queue => $3, opts => $4::jsonb) AS id',
+    [kind, JSON.stringify(args), queue, JSON.stringify(opts)]);
+  return String(r[0].id);
+}
+
+// Claims up to n jobs of queue and fails them (into the DLQ when the queue has it).
+async function failJobs(queue, n, error) {
+  return (await sql(`SELECT c.job_id::text AS id, awa.fail(c.job_id, c.run_lease, c.receipt_id, $3)
+                       FROM awa.claim($1, $2) c`, [queue, n, error])).map((r) => r.id);
+}
+
+async function stateOf(id) {
+  return (await sql('SELECT awa.get_job($1::bigint) ->> \'state\' AS s', [id]))[0].s;
+}
+
+// A page in a context of its own: its own cookies, so its own visitor.
+async function newPage() {
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  const close = page.close.bind(page);
+  page.close = async () => {
+    await close();
+    await context.close();
+  };
+  page.on('dialog', (d) => d.accept());
+  return page;
+}
+
+async function login(page, base) {
+  await page.goto(`${base}/login`);
+  await page.type('input[name=password]', PASSWORD);
+  await Promise.all([page.waitForNavigation(), page.click('#login button')]);
+  assert.equal(await page.$eval('.badge.admin', (e) => e.textContent), 'admin');
+}
+
+// POST a form from the page (same origin, its cookies), as a hostile script or a stale tab would.
+function postFrom(page, action, fields) {
+  return page.evaluate(async (a, f) => {
+    const r = await fetch(a, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(f).toString(), redirect: 'manual' });
+    return { status: r.status, text: await r.text() };
+  }, action, fields);
+}
+
+let ro; // the UI without AWA_UI_ADMIN_PASSWORD: read-only
+let rw; // the UI with it
+
+test.before(async () => {
+  db = new Client({ connectionString: process.env.AWA_TEST_DATABASE_URL });
+  await db.connect();
+  browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  ro = await startUi({});
+  rw = await startUi({ AWA_UI_ADMIN_PASSWORD: PASSWORD });
+});
+
+test.after(async () => {
+  for (const s of servers) s.kill('SIGTERM');
+  if (browser) await browser.close();
+  if (db) await db.end();
+});
+
+test('the UI refuses to start without DATABASE_URL, or with a role that is not an awa_monitor member', async () => {
+  const run = (env) => new Promise((resolve) => {
+    const c = spawn(process.execPath, [path.join(__dirname, '..', 'server.js')], { env: { PATH: process.env.PATH, ...env } });
+    let out = '';
+    c.stderr.on('data', (d) => { out += d; });
+    c.on('exit', (code) => resolve({ code, out }));
+  });
+  const none = await run({});
+  assert.equal(none.code, 2);
+  assert.match(none.out, /DATABASE_URL is not set/);
+  const url = new URL(process.env.AWA_UI_DATABASE_URL);
+  url.username = 'awa_ui_outsider';
+  const outsider = await run({ DATABASE_URL: url.toString(), AWA_UI_PORT: String(await freePort()) });
+  assert.equal(outsider.code, 1);
+  assert.match(outsider.out, /not a member of awa_monitor/);
+  const short = await run({ DATABASE_URL: process.env.AWA_UI_DATABASE_URL, AWA_UI_ADMIN_PASSWORD: 'short' });
+  assert.equal(short.code, 2);
+  assert.match(short.out, /at least 12 characters/);
+});
+
+test('the overview shows awa.queue_counts() and refreshes it live', async () => {
+  await sql("SELECT awa.configure_queue('ui_overview', dlq_enabled => true)");
+  for (let i = 0; i < 7; i++) await enqueue('ov', { i }, 'ui_overview');
+  await failJobs('ui_overview', 2, 'boom');
+  const page = await newPage();
+  await page.goto(`${ro.base}/`);
+  await page.waitForFunction(() => Number(document.getElementById('refreshed').getAttribute('data-refreshes') || 0) >= 1, WAIT);
+  const shown = await page.$$eval('#counts tbody tr', (rows) => rows.map((r) => {
+    const o = { queue: r.getAttribute('data-queue') };
+    for (const td of r.querySelectorAll('td[data-state]')) o[td.getAttribute('data-state')] = td.textContent;
+    return o;
+  }));
+  const counts = await sql('SELECT * FROM awa.queue_counts() ORDER BY queue');
+  assert.deepEqual(shown.map((r) => r.queue), counts.map((r) => r.queue));
+  for (const c of counts) {
+    const s = shown.find((r) => r.queue === c.queue);
+    for (const st of ['available', 'running', 'scheduled', 'retryable', 'completed', 'failed', 'cancelled', 'dlq']) {
+      assert.equal(s[st], String(c[st]), `${c.queue} ${st}`);
+    }
+  }
+  assert.equal((await sql("SELECT available, dlq FROM awa.queue_counts('ui_overview')"))[0].available, '5');
+  // A job enqueued now shows without a reload.
+  await enqueue('ov', { i: 99 }, 'ui_overview');
+  await page.waitForFunction(() => {
+    const td = document.querySelector('#counts tr[data-queue="ui_overview"] td[data-state="available"]');
+    return td && td.textContent === '6';
+  }, WAIT);
+  // The charts draw from the sampler's points.
+  await page.waitForFunction(() => document.querySelectorAll('#throughput-chart path').length === 4, WAIT);
+  await page.close();
+});
+
+// A GET with a Host header of our choosing (a browser's page cannot set it).
+function getWithHost(base, pathname, host) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(base);
+    const req = http.request({ host: u.hostname, port: u.port, path: pathname, headers: { Host: host } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('a request for another host name is refused (DNS rebinding)', async () => {
+  const port = new URL(ro.base).port;
+  assert.equal(await getWithHost(ro.base, '/', 'attacker.example'), 421);
+  assert.equal(await getWithHost(ro.base, '/api/overview', `attacker.example:${port}`), 421);
+  assert.equal(await getWithHost(ro.base, '/', `localhost:${port}`), 200);
+  assert.equal(await getWithHost(ro.base, '/', `127.0.0.1:${port}`), 200);
+});
+
+test('read-only: no args, no action forms, and actions are refused', async () => {
+  const id = await enqueue('secret', { card: '4111-1111' }, 'ui_readonly');
+  const page = await newPage();
+  await page.goto(`${ro.base}/jobs?queue=ui_readonly`);
+  const text = await page.$eval('main', (m) => m.textContent);
+  assert.ok(text.includes('secret'));
+  assert.ok(!text.includes('4111'), 'a read-only visitor sees no args');
+  assert.equal(await page.$$eval('main form[method=post]', (f) => f.length), 0);
+  await page.goto(`${ro.base}/jobs/${id}`);
+  assert.equal(await page.$eval('#job-state', (e) => e.textContent), 'available');
+  assert.ok(!(await page.$eval('main', (m) => m.textContent)).includes('4111'));
+  // A POST with a valid CSRF token but no login (there is none to have): refused.
+  await page.goto(`${ro.base}/login`);
+  const csrf = await page.evaluate(() => document.cookie); // HttpOnly: the script sees no session cookie
+  assert.equal(csrf, '');
+  const token = await page.$eval('input[name=csrf]', (e) => e.value).catch(() => null);
+  assert.equal(token, null, 'no login form when AWA_UI_ADMIN_PASSWORD is unset');
+  await page.goto(`${ro.base}/queues`);
+  const r = await postFrom(page, '/actions/queue/pause', { queue: 'ui_readonly', csrf: 'x' });
+  assert.equal(r.status, 403);
+  assert.equal((await sql("SELECT paused FROM awa.queue_metrics() WHERE queue = 'ui_readonly'"))[0].paused, false);
+  await page.close();
+});
+
+test('an action without login or without the CSRF token is refused and changes nothing', async () => {
+  await enqueue('k', {}, 'ui_csrf');
+  const page = await newPage();
+  await page.goto(`${rw.base}/login`);
+  const anonToken = await page.$eval('input[name=csrf]', (e) => e.value);
+  // Not logged in, with the visitor's own valid token.
+  let r = await postFrom(page, '/actions/queue/pause', { queue: 'ui_csrf', csrf: anonToken });
+  assert.equal(r.status, 403);
+  assert.match(r.text, /log in first/);
+  await login(page, rw.base);
+  // Logged in, without a token, with a wrong one, with the token of the session before login.
+  r = await postFrom(page, '/actions/queue/pause', { queue: 'ui_csrf' });
+  assert.equal(r.status, 403);
+  assert.match(r.text, /CSRF/);
+  r = await postFrom(page, '/actions/queue/pause', { queue: 'ui_csrf', csrf: 'f'.repeat(64) });
+  assert.equal(r.status, 403);
+  r = await postFrom(page, '/actions/queue/pause', { queue: 'ui_csrf', csrf: anonToken });
+  assert.equal(r.status, 403);
+  // A login form posted without its token is refused too.
+  const fresh = await browser.createBrowserContext();
+  const other = await fresh.newPage();
+  await other.goto(`${rw.base}/login`);
+  r = await postFrom(other, '/login', { password: PASSWORD });
+  assert.equal(r.status, 403);
+  await fresh.close();
+  assert.equal((await sql("SELECT paused FROM awa.queue_metrics() WHERE queue = 'ui_csrf'"))[0].paused, false);
+  // A wrong password gives no session.
+  const ctx2 = await browser.createBrowserContext();
+  const p2 = await ctx2.newPage();
+  await p2.goto(`${rw.base}/login`);
+  await p2.type('input[name=password]', 'not-the-password!');
+  await Promise.all([p2.waitForNavigation(), p2.click('#login button')]);
+  assert.match(await p2.$eval('main', (m) => m.textContent), /Wrong password/);
+  assert.equal(await p2.$('.badge.admin'), null);
+  await ctx2.close();
+  await page.close();
+});
+
+test('pausing and resuming a queue in the UI shows in awa.queue_metrics()', async () => {
+  await enqueue('k', {}, 'ui_pause');
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/queues`);
+  await Promise.all([page.waitForNavigation(), page.click('tr[data-queue="ui_pause"] form[action="/actions/queue/pause"] button')]);
+  assert.match(await page.$eval('.flash', (e) => e.textContent), /ui_pause paused/);
+  assert.equal((await sql("SELECT paused FROM awa.queue_metrics() WHERE queue = 'ui_pause'"))[0].paused, true);
+  assert.equal(await page.$eval('tr[data-queue="ui_pause"] td[data-col="paused"]', (e) => e.textContent), 'paused');
+  assert.equal((await sql("SELECT count(*)::int AS n FROM awa.claim('ui_pause', 10)"))[0].n, 0);
+  await Promise.all([page.waitForNavigation(), page.click('tr[data-queue="ui_pause"] form[action="/actions/queue/resume"] button')]);
+  assert.equal((await sql("SELECT paused FROM awa.queue_metrics() WHERE queue = 'ui_pause'"))[0].paused, false);
+  await page.close();
+});
+
+test('queue settings: a valid change is saved, a bad one is refused with its SQLSTATE and changes nothing', async () => {
+  await enqueue('k', {}, 'ui_settings');
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/queues`);
+  const form = 'tr[data-queue="ui_settings"] form[action="/actions/queue/configure"]';
+  await page.click('tr[data-queue="ui_settings"] details summary');
+  await page.type(`${form} input[name=max_running]`, '3');
+  await Promise.all([page.waitForNavigation(), page.click(`${form} button`)]);
+  assert.equal((await sql("SELECT max_running FROM awa.queue_metrics() WHERE queue = 'ui_settings'"))[0].max_running, 3);
+  await page.click('tr[data-queue="ui_settings"] details summary');
+  await page.type(`${form} input[name=max_running]`, '5');
+  await page.type(`${form} input[name=rate_limit]`, 'lots');
+  await Promise.all([page.waitForNavigation(), page.click(`${form} button`)]);
+  assert.match(await page.$eval('.flash.error', (e) => e.textContent), /invalid rate_limit.*22023/);
+  const m = (await sql("SELECT max_running, rate_limit FROM awa.queue_metrics() WHERE queue = 'ui_settings'"))[0];
+  assert.deepEqual([m.max_running, m.rate_limit], [3, null]);
+  await page.close();
+});
+
+test('retrying a DLQ job in the UI makes it available; purging removes it', async () => {
+  await sql("SELECT awa.configure_queue('ui_dlq', dlq_enabled => true)");
+  await enqueue('d', { n: 1 }, 'ui_dlq');
+  await enqueue('d', { n: 2 }, 'ui_dlq');
+  const [a, b] = (await failJobs('ui_dlq', 2, 'bad')).sort();
+  assert.equal(await stateOf(a), 'dlq');
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/dlq?queue=ui_dlq`);
+  assert.deepEqual((await page.$$eval('#dlq tbody tr', (rows) => rows.map((r) => r.getAttribute('data-job-id')))).sort(), [a, b]);
+  await Promise.all([page.waitForNavigation(), page.click(`#dlq tr[data-job-id="${a}"] form[action="/actions/dlq/retry"] button`)]);
+  assert.equal(await stateOf(a), 'available');
+  await Promise.all([page.waitForNavigation(), page.click(`#dlq tr[data-job-id="${b}"] form[action="/actions/dlq/purge"] button`)]);
+  assert.equal(await stateOf(b), null);
+  assert.equal(await page.$('#dlq'), null);
+  await page.close();
+});
+
+test('a bulk DLQ retry by filter retries exactly the matching jobs, with a dry-run count first', async () => {
+  await sql("SELECT awa.configure_queue('ui_bulk', dlq_enabled => true)");
+  for (let i = 0; i < 1200; i++) await enqueue(i % 4 === 0 ? 'other' : 'mail', { i }, 'ui_bulk');
+  const failed = await failJobs('ui_bulk', 1200, 'smtp down');
+  assert.equal(failed.length, 1200);
+  const mail = (await sql(`SELECT job_id::text AS id FROM awa.list_jobs(queue => 'ui_bulk', state => 'dlq', kind => 'mail', max_rows => 1000)
+                            UNION ALL SELECT job_id::text FROM awa.list_jobs(queue => 'ui_bulk', state => 'dlq', kind => 'mail',
+                                   before_job_id => (SELECT min(job_id) FROM awa.list_jobs(queue => 'ui_bulk', state => 'dlq', kind => 'mail', max_rows => 1000)))`)).map((r) => r.id);
+  assert.equal(mail.length, 900);
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/dlq?queue=ui_bulk&kind=mail`);
+  await Promise.all([page.waitForNavigation(), page.click('.bulk a')]);
+  assert.equal(await page.$eval('#dry-run-count', (e) => e.textContent), '900 dead-lettered jobs match');
+  await Promise.all([page.waitForNavigation(), page.click('.bulk form:not(.danger) button')]);
+  assert.match(await page.$eval('.flash', (e) => e.textContent), /Bulk operation \d+ \(dlq_retry\) started/);
+  const op = (await sql("SELECT max(op_id)::text AS op FROM awa.bulk_operations WHERE action = 'dlq_retry'"))[0].op;
+  for (;;) {
+    const s = (await sql('SELECT state, acted FROM awa.bulk_operations WHERE op_id = $1', [op]))[0];
+    if (s.state !== 'running') {
+      assert.deepEqual([s.state, s.acted], ['done', '900']);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const counts = (await sql("SELECT available, dlq FROM awa.queue_counts('ui_bulk')"))[0];
+  assert.deepEqual([counts.available, counts.dlq], ['900', '300']);
+  for (const id of mail.slice(0, 20)) assert.equal(await stateOf(id), 'available');
+  assert.equal((await sql("SELECT count(*)::int AS n FROM awa.dlq WHERE queue = 'ui_bulk' AND kind = 'mail'"))[0].n, 0);
+  await page.goto(`${rw.base}/dlq`);
+  assert.equal(await page.$eval(`#bulk-operations tr[data-op-id="${op}"] .op-state`, (e) => e.textContent), 'done');
+  await page.close();
+});
+
+test('a filtered list shows exactly the matching jobs, page by page', async () => {
+  const want = [];
+  for (let i = 0; i < 130; i++) {
+    const kind = i % 3 === 0 ? 'invoice' : 'receipt';
+    const tags = i % 2 === 0 ? ['vip'] : [];
+    const id = await enqueue(kind, { customer: i % 5 }, 'ui_list', { tags });
+    if (kind === 'invoice' && i % 2 === 0) want.push(id);
+  }
+  await enqueue('invoice', {}, 'ui_list_other', { tags: ['vip'] });
+  const page = await newPage();
+  await page.goto(`${ro.base}/jobs`);
+  await page.type('#filters input[name=queue]', 'ui_list');
+  await page.type('#filters input[name=kind]', 'invoice');
+  await page.type('#filters input[name=tag]', 'vip');
+  await Promise.all([page.waitForNavigation(), page.click('#filters button')]);
+  const seen = [];
+  for (;;) {
+    seen.push(...await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => r.getAttribute('data-job-id'))));
+    const next = await page.$('#next-page');
+    if (!next) break;
+    await Promise.all([page.waitForNavigation(), next.click()]);
+  }
+  assert.deepEqual(seen, want.slice().reverse());
+  // With an args filter (an admin's): exactly the jobs whose args contain it.
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/jobs?queue=ui_list&args_contains=${encodeURIComponent('{"customer": 3}')}`);
+  const byArgs = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => r.getAttribute('data-job-id')));
+  const expected = (await sql(`SELECT job_id::text AS id FROM awa.list_jobs(queue => 'ui_list', args_contains => '{"customer": 3}', max_rows => 50)`)).map((r) => r.id);
+  assert.equal(expected.length, 26);
+  assert.deepEqual(byArgs, expected);
+  // Bad input: a clear error, status 400.
+  const r = await page.goto(`${rw.base}/jobs?args_contains=${encodeURIComponent('{oops')}`);
+  assert.equal(r.status(), 400);
+  assert.match(await page.$eval('.flash.error', (e) => e.textContent), /args_contains is not JSON/);
+  const bad = await page.goto(`${rw.base}/jobs?state=finished`);
+  assert.equal(bad.status(), 400);
+  await page.close();
+});
+
+test('a job whose args, kind and error hold markup renders them as text', async () => {
+  const evil = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">';
+  await sql("SELECT awa.configure_queue('ui_xss', dlq_enabled => true)");
+  const id = await enqueue('<b>kind</b>', { html: evil }, 'ui_xss', { tags: ['<i>t</i>'] });
+  await failJobs('ui_xss', 1, evil);
+  const page = await newPage();
+  let dialogs = 0;
+  page.on('dialog', () => { dialogs += 1; });
+  await login(page, rw.base);
+  for (const url of [`/jobs/${id}`, '/jobs?queue=ui_xss', '/dlq?queue=ui_xss', '/', '/queues']) {
+    await page.goto(rw.base + url, { waitUntil: 'networkidle0' });
+    assert.equal(await page.evaluate(() => window.__pwned), undefined, url);
+    assert.equal(await page.$$eval('main script, main img, main b, main i', (e) => e.length), 0, url);
+  }
+  await page.goto(`${rw.base}/jobs/${id}`);
+  assert.ok((await page.$eval('#job-args', (e) => e.textContent)).includes('<script>window.__pwned = 1</script>'));
+  assert.ok((await page.$eval('#errors', (e) => e.textContent)).includes('<img src=x onerror='));
+  assert.equal(dialogs, 0);
+  await page.close();
+});
+
+test('cancelling a job from its page; logging out ends the admin session', async () => {
+  const id = await enqueue('c', {}, 'ui_cancel');
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/jobs/${id}`);
+  await Promise.all([page.waitForNavigation(), page.click('form[action="/actions/job/cancel"] button')]);
+  assert.equal(await stateOf(id), 'cancelled');
+  assert.equal(await page.$eval('#job-state', (e) => e.textContent), 'cancelled');
+  const token = await page.$eval('header input[name=csrf]', (e) => e.value);
+  await Promise.all([page.waitForNavigation(), page.click('header form.who button')]);
+  assert.equal(await page.$('.badge.admin'), null);
+  const id2 = await enqueue('c', {}, 'ui_cancel');
+  const r = await postFrom(page, '/actions/job/cancel', { job_id: id2, csrf: token });
+  assert.equal(r.status, 403);
+  assert.equal(await stateOf(id2), 'available');
+  await page.close();
+});
+
+test('the periodic and storage screens show what awa reports', async () => {
+  await sql("SELECT awa.schedule_periodic('ui_nightly', '0 3 * * *', 'report', '{}', queue => 'ui_periodic')");
+  const page = await newPage();
+  await page.goto(`${ro.base}/periodic`);
+  const names = await page.$$eval('#periodic tbody tr', (rows) => rows.map((r) => r.getAttribute('data-name')));
+  assert.deepEqual(names, (await sql('SELECT name FROM awa.periodic_status() ORDER BY name')).map((r) => r.name));
+  await page.goto(`${ro.base}/storage`);
+  const rings = await page.$$eval('#rings tbody tr', (rows) => rows.map((r) => r.getAttribute('data-ring')));
+  assert.deepEqual(rings, (await sql('SELECT ring FROM awa.storage_status()')).map((r) => r.ring));
+  assert.match(await page.$eval('#worker', (e) => e.textContent), /Maintenance worker running \(pid \d+\)/);
+  const tasks = await page.$$eval('#maintenance tbody tr', (rows) => rows.map((r) => r.getAttribute('data-task')));
+  assert.deepEqual(tasks, (await sql('SELECT task FROM awa.maintenance_status() ORDER BY task')).map((r) => r.task));
+  await page.close();
+});
