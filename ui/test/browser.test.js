@@ -329,8 +329,10 @@ test('a bulk DLQ retry by filter retries exactly the matching jobs, with a dry-r
   await Promise.all([page.waitForNavigation(), page.click('.bulk form:not(.danger) button')]);
   assert.match(await page.$eval('.flash', (e) => e.textContent), /Bulk operation \d+ \(dlq_retry\) started/);
   const op = (await sql("SELECT max(op_id)::text AS op FROM awa.bulk_operations WHERE action = 'dlq_retry'"))[0].op;
+  const deadline = Date.now() + WAIT.timeout; // liveness only: the UI steps it until it ends
   for (;;) {
     const s = (await sql('SELECT state, acted FROM awa.bulk_operations WHERE op_id = $1', [op]))[0];
+    assert.ok(Date.now() < deadline, `bulk operation ${op} still ${s.state} after ${WAIT.timeout} ms: ${rw.log()}`);
     if (s.state !== 'running') {
       assert.deepEqual([s.state, s.acted], ['done', '900']);
       break;
