@@ -42,7 +42,7 @@ async function main() {
       await page.goto(base + url, { waitUntil: 'networkidle0' });
       if (name === 'overview') await page.waitForFunction(() => Number(document.getElementById('refreshed').getAttribute('data-refreshes') || 0) >= 1);
       const file = path.join(out, `ui-${name}.png`);
-      await page.screenshot({ path: file, fullPage: false });
+      await page.screenshot({ path: file, fullPage: name === 'job' });
       console.log(file);
     }
   } finally {
