@@ -17,7 +17,7 @@ function timeline(doc) {
   if (doc.attempted_at) events.push({ at: doc.attempted_at, what: `attempt ${doc.attempt} claimed` });
   if (doc.heartbeat_at) events.push({ at: doc.heartbeat_at, what: 'last heartbeat' });
   if (doc.finalized_at) events.push({ at: doc.finalized_at, what: doc.state === 'dlq' ? 'dead-lettered' : doc.state });
-  events.sort((a, b) => String(a.at).localeCompare(String(b.at)));
+  events.sort((a, b) => new Date(a.at) - new Date(b.at));
   return html`<table id="timeline"><thead><tr><th>at</th><th>event</th><th>error</th></tr></thead><tbody>${events.map((e) =>
     html`<tr><td>${formatTime(e.at)}</td><td>${e.what}</td><td class="error">${e.error}</td></tr>`)}</tbody></table>`;
 }
