@@ -2,13 +2,16 @@
 // Queues: depth, the oldest available job's age, waiting claims and limits
 // (awa.queue_metrics(): counters and lane heads in shared memory, a cost per
 // queue); pause and resume; settings (awa.configure_queue) for admins, who
-// also see every setting (awa.queue_meta).
-const { html, formatAge } = require('../lib/html');
+// also see every setting (awa.queue_meta); the busiest concurrency keys
+// (awa.key_metrics) and the claims waiting for work (awa.waiting_claims).
+const { html, formatAge, formatTime } = require('../lib/html');
 const { page, actionForm } = require('../lib/layout');
 
 async function render(ctx) {
-  const { metrics, meta } = await ctx.db.read(ctx.role, async (c) => {
+  const { metrics, meta, keys, waiting } = await ctx.db.read(ctx.role, async (c) => {
     const m = await c.query(`SELECT * FROM awa.queue_metrics() ORDER BY queue`);
+    const k = await c.query(`SELECT * FROM awa.key_metrics(NULL, 5)`);
+    const w = await c.query(`SELECT pid, queue, waiting_since FROM awa.waiting_claims() ORDER BY queue, waiting_since`);
     let settings = new Map();
     if (ctx.visitor.admin) {
       const s = await c.query(
@@ -20,7 +23,7 @@ async function render(ctx) {
            FROM awa.queue_meta`);
       settings = new Map(s.rows.map((r) => [r.queue, r]));
     }
-    return { metrics: m.rows, meta: settings };
+    return { metrics: m.rows, meta: settings, keys: k.rows, waiting: w.rows };
   });
   const rows = metrics.map((q) => {
     const s = meta.get(q.queue);
@@ -48,7 +51,20 @@ ${metrics.length === 0 ? html`<p class="empty">No queue yet.</p>` : html`<table 
 <th class="num">retryable</th><th class="num">oldest available</th><th class="num">waiting claims</th><th>state</th>
 <th>max running</th><th>rate limit</th><th class="num" title="claims given fewer jobs by the concurrency / rate limit since the server started">limited</th><th></th></tr></thead>
 <tbody>${rows}</tbody></table>`}
-${ctx.visitor.admin ? '' : html`<p class="note">Log in to pause, resume and change settings.</p>`}`);
+${ctx.visitor.admin || !ctx.auth.enabled ? '' : html`<p class="note">Log in to pause, resume and change settings.</p>`}
+<h2>Concurrency keys</h2>
+${keys.length === 0 ? html`<p class="empty">No job with a concurrency key is waiting or running.</p>` : html`<table id="keys">
+<thead><tr><th>queue</th><th>key</th><th class="num">backlog</th><th class="num">running</th><th>max running per key</th>
+<th>rate per key</th><th class="num">limited</th></tr></thead>
+<tbody>${keys.map((k) => html`<tr><td>${k.queue}</td><td>${k.concurrency_key}</td><td class="num">${k.backlog}</td>
+<td class="num">${k.running}</td><td>${k.key_max_running === null ? '–' : k.key_max_running}</td>
+<td>${k.key_rate_limit === null ? '–' : html`${k.key_rate_limit}${k.key_burst ? `, burst ${k.key_burst}` : ''}`}</td>
+<td class="num">${k.claims_limited} / ${k.claims_rate_limited}</td></tr>`)}</tbody></table>
+<p class="note">Per queue, the 5 keys with the most backlog and the 5 with the most running attempts (awa.key_metrics).</p>`}
+<h2>Workers waiting for work</h2>
+${waiting.length === 0 ? html`<p class="empty">No claim is waiting (awa.claim with wait) right now.</p>` : html`<table id="waiting">
+<thead><tr><th>queue</th><th class="num">backend pid</th><th>waiting since</th></tr></thead>
+<tbody>${waiting.map((w) => html`<tr><td>${w.queue}</td><td class="num">${w.pid}</td><td class="time">${formatTime(w.waiting_since)}</td></tr>`)}</tbody></table>`}`);
 }
 
 function settingsForm(ctx, q, s) {

@@ -64,10 +64,18 @@ async function enqueue(kind, args, queue, opts = {}) {
   return String(r[0].id);
 }
 
-// Claims up to n jobs of queue and fails them (into the DLQ when the queue has it).
+// Claims up to n jobs of queue and fails them (into the DLQ when the queue
+// has it). A claim takes from one lane and may return fewer than it asks
+// for (docs/sql-reference.md, awa.claim): claims repeat until n or none.
 async function failJobs(queue, n, error) {
-  return (await sql(`SELECT c.job_id::text AS id, awa.fail(c.job_id, c.run_lease, c.receipt_id, $3)
-                       FROM awa.claim($1, $2) c`, [queue, n, error])).map((r) => r.id);
+  const ids = [];
+  while (ids.length < n) {
+    const got = (await sql(`SELECT c.job_id::text AS id, awa.fail(c.job_id, c.run_lease, c.receipt_id, $3)
+                              FROM awa.claim($1, $2) c`, [queue, n - ids.length, error])).map((r) => r.id);
+    if (got.length === 0) break;
+    ids.push(...got);
+  }
+  return ids;
 }
 
 async function stateOf(id) {
@@ -272,6 +280,37 @@ test('pausing and resuming a queue in the UI shows in awa.queue_metrics()', asyn
   await Promise.all([page.waitForNavigation(), page.click('tr[data-queue="ui_pause"] form[action="/actions/queue/resume"] button')]);
   assert.equal((await sql("SELECT paused FROM awa.queue_metrics() WHERE queue = 'ui_pause'"))[0].paused, false);
   await page.close();
+});
+
+test('the queues screen lists a waiting claim and the keys with backlog', async () => {
+  await enqueue('keyed', {}, 'ui_keys', { concurrency_key: 'tenant-<7>' });
+  await enqueue('keyed', {}, 'ui_keys', { concurrency_key: 'tenant-<7>' });
+  // A worker asleep in awa.claim(..., wait) on an empty queue, on a connection of its own.
+  const worker = new Client({ connectionString: process.env.AWA_TEST_DATABASE_URL });
+  await worker.connect();
+  const pid = String((await worker.query('SELECT pg_backend_pid() AS p')).rows[0].p);
+  const asleep = worker.query("SELECT * FROM awa.claim('ui_waiting', 1, wait => '60 seconds')");
+  try {
+    const deadline = Date.now() + WAIT.timeout; // liveness only
+    for (;;) {
+      assert.ok(Date.now() < deadline, 'the claim never went to sleep');
+      const w = await sql("SELECT count(*)::int AS n FROM awa.waiting_claims() WHERE queue = 'ui_waiting'");
+      if (w[0].n === 1) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const page = await newPage();
+    await page.goto(`${ro.base}/queues`);
+    const waiting = await page.$$eval('#waiting tbody tr', (rows) => rows.map((r) => [...r.cells].slice(0, 2).map((c) => c.textContent)));
+    assert.deepEqual(waiting.filter((w) => w[0] === 'ui_waiting'), [['ui_waiting', pid]]);
+    const keys = await page.$$eval('#keys tbody tr', (rows) => rows.map((r) => [...r.cells].slice(0, 4).map((c) => c.textContent)));
+    assert.deepEqual(keys.filter((k) => k[0] === 'ui_keys'), [['ui_keys', 'tenant-<7>', '2', '0']]);
+    await page.close();
+  } finally {
+    await enqueue('wake', {}, 'ui_waiting');
+    const got = await asleep;
+    await Promise.all(got.rows.map((j) => worker.query('SELECT awa.complete($1, $2, $3)', [j.job_id, j.run_lease, j.receipt_id])));
+    await worker.end();
+  }
 });
 
 test('queue settings: a valid change is saved, a bad one is refused with its SQLSTATE and changes nothing', async () => {
