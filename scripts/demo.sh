@@ -147,5 +147,7 @@ cat <<MSG
    (or: psql "host=localhost port=$port user=postgres dbname=postgres")
    The example workers and producers (docs/getting-started.md):
    export DATABASE_URL="postgresql://postgres@/postgres?host=$demo&port=$port"
+   The web UI (docs/operations-ui.md), read-only, on http://127.0.0.1:8080/:
+   ./scripts/ui.sh          (it finds this server; AWA_UI_ADMIN_PASSWORD='a long secret' enables actions)
    Stop it with: runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D $demo/data stop
 MSG

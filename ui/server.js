@@ -12,7 +12,7 @@ const { Auth } = require('./lib/auth');
 const { Sampler } = require('./lib/sampler');
 const { BulkRunner } = require('./lib/bulk_runner');
 const { actions, ActionError } = require('./lib/actions');
-const { html } = require('./lib/html');
+const { html, isSqlError } = require('./lib/html');
 const { page } = require('./lib/layout');
 const login = require('./pages/login');
 
@@ -33,6 +33,7 @@ const STATIC = {
   '/static/style.css': ['style.css', 'text/css; charset=utf-8'],
 };
 const MAX_BODY = 64 * 1024;
+const DISCARD_LIMIT = 1024 * 1024;
 
 const SECURITY_HEADERS = {
   'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
@@ -60,25 +61,30 @@ function readForm(req) {
       reject(Object.assign(new Error('a form must be posted as application/x-www-form-urlencoded'), { status: 415 }));
       return;
     }
+    // A body over MAX_BODY is read on and dropped (so the client gets its
+    // 413 rather than a reset), up to DISCARD_LIMIT, past which the
+    // connection is cut.
     let size = 0;
     const chunks = [];
     req.on('data', (chunk) => {
       size += chunk.length;
-      if (size > MAX_BODY) {
-        reject(Object.assign(new Error('form too large'), { status: 413 }));
+      if (size > DISCARD_LIMIT) {
         req.destroy();
         return;
       }
-      chunks.push(chunk);
+      if (size <= MAX_BODY) chunks.push(chunk);
     });
-    req.on('end', () => resolve(Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')))));
+    req.on('end', () => {
+      if (size > MAX_BODY) reject(Object.assign(new Error(`form larger than ${MAX_BODY} bytes`), { status: 413 }));
+      else resolve(Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8'))));
+    });
     req.on('error', reject);
   });
 }
 
 function errorPage(ctx, status, err) {
   ctx.status = status;
-  const detail = err.code ? html` (SQLSTATE ${err.code})` : '';
+  const detail = isSqlError(err) ? html` (SQLSTATE ${err.code})` : '';
   return page(ctx, status === 403 ? 'Not allowed' : 'Error', html`<p class="flash error" role="alert">${err.message}${detail}</p>${
     err.hint ? html`<p class="note">${err.hint}</p>` : ''}`);
 }
@@ -105,7 +111,11 @@ function createServer(config, deps) {
     if (!auth.csrfValid(ctx.visitor, body.csrf)) {
       return send(res, 403, 'text/plain; charset=utf-8', 'refused: missing or wrong CSRF token (reload the page and try again)\n');
     }
-    if (name === 'login') return login.submit(ctx, res, body, send);
+    if (name === 'login') {
+      const sent = login.submit(ctx, res, body, send);
+      console.log(`awa-ui: ${new Date().toISOString()} ${ctx.address} login: ${ctx.loginOutcome}`);
+      return sent;
+    }
     if (name === 'logout') {
       auth.logout(ctx.visitor);
       return send(res, 303, 'text/plain; charset=utf-8', '', { Location: '/', 'Set-Cookie': ctx.visitor.setCookie });
@@ -120,10 +130,14 @@ function createServer(config, deps) {
     try {
       flash = { kind: 'ok', text: await action(ctx, body) };
     } catch (err) {
-      if (!(err instanceof ActionError) && !err.code) throw err;
-      flash = { kind: 'error', text: `${err.message}${err.hint ? ` (${err.hint})` : ''}${err.code ? ` [SQLSTATE ${err.code}]` : ''}` };
+      if (!(err instanceof ActionError) && !isSqlError(err)) throw err;
+      flash = { kind: 'error', text: `${err.message}${err.hint ? ` (${err.hint})` : ''}${isSqlError(err) ? ` [SQLSTATE ${err.code}]` : ''}` };
     }
     ctx.visitor.entry.flash = flash;
+    // One line per action on standard output: the UI's audit trail (a proxy in
+    // front says who; this says what, from where, and what came of it).
+    const fields = Object.fromEntries(Object.entries(body).filter(([k]) => !['csrf', 'password', 'back'].includes(k)));
+    console.log(`awa-ui: ${new Date().toISOString()} ${ctx.address} action ${name} ${JSON.stringify(fields)} -> ${flash.kind}: ${flash.text}`);
     return send(res, 303, 'text/plain; charset=utf-8', '', { Location: localPath(body.back) });
   }
 
@@ -133,10 +147,10 @@ function createServer(config, deps) {
         'refused: unknown Host (add it to AWA_UI_ALLOWED_HOSTS when a reverse proxy passes its own)\n');
     }
     const url = new URL(req.url, 'http://ui.invalid');
-    const visitor = auth.visitor(req);
+    const visitor = auth.visitor(req, url.pathname !== '/api/overview');
     if (visitor.setCookie) res.setHeader('Set-Cookie', visitor.setCookie);
     const ctx = {
-      db, auth, sampler, bulk, database, visitor,
+      db, auth, sampler, bulk, database, visitor, address: req.socket.remoteAddress,
       role: visitor.admin ? 'awa_admin' : 'awa_monitor',
       query: Object.fromEntries(url.searchParams),
       params: {},
@@ -160,6 +174,7 @@ function createServer(config, deps) {
         return send(res, 200, 'application/json; charset=utf-8', JSON.stringify(await OVERVIEW.data(ctx)));
       }
       if (url.pathname === '/healthz') return send(res, 200, 'text/plain; charset=utf-8', 'ok\n');
+      if (url.pathname === '/favicon.ico') return send(res, 204, 'text/plain; charset=utf-8', '');
       if (url.pathname === '/login') return send(res, 200, 'text/html; charset=utf-8', String(login.render(ctx)));
       let screen = SCREENS[url.pathname];
       const job = /^\/jobs\/([0-9]{1,18})$/.exec(url.pathname);
@@ -172,7 +187,7 @@ function createServer(config, deps) {
       const body = String(await screen.render(ctx));
       return send(res, ctx.status, 'text/html; charset=utf-8', body);
     } catch (err) {
-      const status = err.code === '42501' ? 403 : 500;
+      const status = isSqlError(err) && err.code === '42501' ? 403 : 500;
       if (status === 500) console.error(`awa-ui: ${req.method} ${url.pathname}: ${err.stack || err.message}`);
       try {
         return send(res, status, 'text/html; charset=utf-8', String(errorPage(ctx, status, err)));
@@ -206,6 +221,7 @@ async function main() {
     console.log(`awa-ui: connected to database ${database} as ${login}`);
   } catch (err) {
     console.error(`awa-ui: ${err.message}`);
+    if (!isSqlError(err)) console.error('awa-ui: is PostgreSQL running where DATABASE_URL points, and does it accept this role?');
     process.exit(1);
   }
   const auth = new Auth(config);

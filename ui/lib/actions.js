@@ -4,6 +4,7 @@
 // returns the message the next page shows. The server checks the login and
 // the CSRF token before any of these runs (server.js).
 const jobs = require('../pages/jobs');
+const { isSqlError } = require('./html');
 
 class ActionError extends Error {}
 
@@ -52,14 +53,24 @@ const actions = {
       names.push(`${name} => $${values.length}::${type}`);
     }
     if (names.length === 0) return `Nothing to change for queue ${queue}.`;
-    await ctx.db.write((c) => c.query(`SELECT awa.configure_queue($1, ${names.join(', ')})`, values));
+    try {
+      await ctx.db.write((c) => c.query(`SELECT awa.configure_queue($1, ${names.join(', ')})`, values));
+    } catch (err) {
+      if (isSqlError(err)) err.message = `queue ${queue}: ${err.message}`;
+      throw err;
+    }
     return `Settings of queue ${queue} saved.`;
   },
 
   async 'job/cancel'(ctx, body) {
     const id = required(body, 'job_id', ID);
     const r = await ctx.db.write((c) => c.query('SELECT awa.cancel($1::bigint) AS outcome', [id]));
-    return `Job ${id}: ${r.rows[0].outcome}.`;
+    return {
+      cancelled: `Job ${id} cancelled.`,
+      cancel_requested: `Job ${id} cancelled while running: its worker learns it at its next heartbeat (cancel_requested).`,
+      already_finished: `Job ${id} had already finished.`,
+      not_found: `No job ${id}.`,
+    }[r.rows[0].outcome] || `Job ${id}: ${r.rows[0].outcome}.`;
   },
 
   async 'dlq/retry'(ctx, body) {
@@ -83,16 +94,23 @@ const actions = {
     } catch (err) {
       throw new ActionError(`bad filter: ${err.message}`);
     }
+    // A cancel of every unfinished job of every queue is not a click away.
+    if (action === 'cancel' && Object.keys(filter).length === 0) {
+      throw new ActionError('a bulk cancel needs a filter (a queue, a kind, a tag, ...)');
+    }
     const { names, values } = jobs.namedArgs(filter, 2);
     const r = await ctx.db.write((c) => c.query(
       `SELECT awa.bulk_start($1${names.length ? ', ' : ''}${names.join(', ')}) AS op`, [action, ...values]));
     const op = r.rows[0].op;
     ctx.bulk.run(op);
-    return `Bulk operation ${op} (${action}) started; its progress is on the DLQ screen.`;
+    return `Bulk operation ${op} (${action}) started; its progress is under Bulk operations below (reload to follow it).`;
   },
 
   async 'bulk/resume'(ctx, body) {
     const op = required(body, 'op_id', ID);
+    const r = await ctx.db.read('awa_admin', (c) => c.query('SELECT state FROM awa.bulk_operations WHERE op_id = $1::bigint', [op]));
+    if (r.rows.length === 0) throw new ActionError(`no bulk operation ${op}`);
+    if (r.rows[0].state !== 'running') return `Bulk operation ${op} is ${r.rows[0].state}: nothing to resume.`;
     ctx.bulk.run(op);
     return `Bulk operation ${op} resumed.`;
   },

@@ -9,9 +9,12 @@ const crypto = require('crypto');
 
 const COOKIE = 'awa_ui';
 const MAX_ADMIN_SESSIONS = 1000;
-// Failed logins: at most this many a minute, over every visitor (a guesser
-// behind a proxy has no address of its own to count by).
+// Failed logins: at most this many a minute from one client address (behind
+// a reverse proxy, every visitor has the proxy's). Per address, so a guesser
+// cannot lock the admin out from elsewhere; at most MAX_ADDRESSES addresses
+// are remembered (the oldest forgotten first).
 const MAX_FAILURES_PER_MINUTE = 10;
+const MAX_ADDRESSES = 10000;
 
 function digest(text) {
   return crypto.createHash('sha256').update(String(text), 'utf8').digest();
@@ -37,15 +40,17 @@ class Auth {
     this.secureCookies = config.secureCookies;
     this.key = crypto.randomBytes(32);
     this.admins = new Map(); // id -> { expires, flash }
-    this.failures = [];
+    this.failures = new Map(); // address -> times of failed logins in the last minute
   }
 
   get enabled() {
     return this.password !== null;
   }
 
-  // The request's visitor: { id, admin, csrf, setCookie }.
-  visitor(req) {
+  // The request's visitor: { id, admin, csrf, setCookie }. A request that
+  // touches the session (every one but the overview's refresh) keeps a login
+  // alive for another AWA_UI_SESSION_SECONDS.
+  visitor(req, touch = true) {
     let id = parseCookies(req.headers.cookie)[COOKIE];
     let setCookie = null;
     if (!id || !/^[0-9a-f]{64}$/.test(id)) {
@@ -55,7 +60,7 @@ class Auth {
     const entry = this.admins.get(id);
     const admin = Boolean(entry && entry.expires > Date.now());
     if (entry && !admin) this.admins.delete(id);
-    if (admin) entry.expires = Date.now() + this.ttlMs;
+    if (admin && touch) entry.expires = Date.now() + this.ttlMs;
     return { id, admin, csrf: this.csrfFor(id), setCookie, entry: admin ? entry : null };
   }
 
@@ -72,15 +77,20 @@ class Auth {
   }
 
   // 'ok' (with the new session id in visitor.id), 'wrong', 'throttled' or 'disabled'.
-  login(visitor, password) {
+  login(visitor, password, address) {
     if (!this.enabled) return 'disabled';
     const now = Date.now();
-    this.failures = this.failures.filter((t) => t > now - 60000);
-    if (this.failures.length >= MAX_FAILURES_PER_MINUTE) return 'throttled';
+    const key = String(address || '');
+    const recent = (this.failures.get(key) || []).filter((t) => t > now - 60000);
+    if (recent.length >= MAX_FAILURES_PER_MINUTE) return 'throttled';
     if (typeof password !== 'string' || !sameText(password, this.password)) {
-      this.failures.push(now);
+      recent.push(now);
+      this.failures.delete(key);
+      this.failures.set(key, recent);
+      while (this.failures.size > MAX_ADDRESSES) this.failures.delete(this.failures.keys().next().value);
       return 'wrong';
     }
+    this.failures.delete(key);
     this.admins.delete(visitor.id);
     this.prune(now);
     const id = crypto.randomBytes(32).toString('hex');

@@ -55,4 +55,10 @@ function json(value) {
   return value === null || value === undefined ? '' : JSON.stringify(value, null, 2);
 }
 
-module.exports = { html, escape, formatTime, formatAge, json, Markup };
+// An error PostgreSQL raised (it has a SQLSTATE and a severity), as opposed
+// to a failure to reach it (ECONNREFUSED and the like), which is the UI's 500.
+function isSqlError(err) {
+  return Boolean(err && typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code) && err.severity);
+}
+
+module.exports = { html, escape, formatTime, formatAge, json, Markup, isSqlError };

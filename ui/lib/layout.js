@@ -39,7 +39,7 @@ function page(ctx, title, body) {
   <a class="brand" href="/">awa</a>
   <nav>${SCREENS.map(([href, name]) =>
     html`<a href="${href}"${ctx.screen === href ? html` class="current"` : ''}>${name}</a>`)}</nav>
-  <span class="db" title="database">${ctx.database}</span>
+  <span class="db">database ${ctx.database}</span>
   ${who(ctx)}
 </header>
 <main>

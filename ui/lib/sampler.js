@@ -3,8 +3,9 @@
 // sampleSeconds (as awa_monitor), the last hour kept in memory. Throughput is
 // the change of awa.job_event_totals() (counted at commit, since the server
 // started) between two samples; pickup latency is the age of the oldest
-// available job (awa.queue_metrics().oldest_available_age_seconds), the
-// longest any job now waiting has waited to be claimed.
+// available job of the queues that are not paused
+// (awa.queue_metrics().oldest_available_age_seconds), the longest any job now
+// waiting has waited to be claimed.
 const KEEP_SECONDS = 3600;
 
 const SAMPLE_SQL = `
@@ -13,7 +14,7 @@ SELECT clock_timestamp() AS at, e.*, m.oldest_age
                coalesce(sum(completed), 0) AS completed, coalesce(sum(failed), 0) AS failed,
                coalesce(sum(retried), 0) AS retried
           FROM awa.job_event_totals()) e,
-       (SELECT coalesce(max(oldest_available_age_seconds), 0) AS oldest_age FROM awa.queue_metrics()) m`;
+       (SELECT coalesce(max(oldest_available_age_seconds), 0) AS oldest_age FROM awa.queue_metrics() WHERE NOT paused) m`;
 
 class Sampler {
   constructor(db, sampleSeconds) {

@@ -3,10 +3,11 @@
 // table along its job_id index), each retried or purged by an admin
 // (awa.dlq_retry, awa.dlq_purge), or every match at once by a bulk operation
 // (awa.bulk_start, stepped by the UI: lib/bulk_runner.js), whose progress
-// (awa.bulk_operations) shows below.
-const { html, formatTime } = require('../lib/html');
+// (awa.bulk_operations) shows below (pages/bulk_operations.js).
+const { html, formatTime, isSqlError } = require('../lib/html');
 const { page, actionForm } = require('../lib/layout');
 const jobs = require('./jobs');
+const bulkOperations = require('./bulk_operations');
 
 function rows(ctx, list) {
   return list.map((j) => html`<tr data-job-id="${j.job_id}">
@@ -18,21 +19,6 @@ ${actionForm(ctx, '/actions/dlq/purge', { job_id: j.job_id, back: ctx.url }, 'Pu
 </tr>`);
 }
 
-async function operations(ctx) {
-  const r = await ctx.db.read(ctx.role, (c) => c.query(
-    `SELECT op_id, action, filter, state, acted, passed, steps, created_by, created_at, finished_at
-       FROM awa.bulk_operations ORDER BY op_id DESC LIMIT 20`));
-  if (r.rows.length === 0) return html`<p class="empty">No bulk operation yet.</p>`;
-  return html`<table id="bulk-operations"><thead><tr><th class="num">op</th><th>action</th><th>filter</th><th>state</th>
-<th class="num">acted</th><th class="num">passed</th><th class="num">steps</th><th>by</th><th>started</th><th>finished</th><th></th></tr></thead>
-<tbody>${r.rows.map((o) => html`<tr data-op-id="${o.op_id}"><td class="num">${o.op_id}</td><td>${o.action}</td>
-<td><code>${JSON.stringify(o.filter)}</code></td><td class="op-state">${o.state}${ctx.bulk.isRunning(o.op_id) ? ' (stepping)' : ''}</td>
-<td class="num">${o.acted}</td><td class="num">${o.passed}</td><td class="num">${o.steps}</td><td>${o.created_by}</td>
-<td>${formatTime(o.created_at)}</td><td>${formatTime(o.finished_at)}</td>
-<td>${o.state === 'running' ? html`${ctx.bulk.isRunning(o.op_id) ? '' : actionForm(ctx, '/actions/bulk/resume', { op_id: o.op_id, back: '/dlq' }, 'Resume')}
-${actionForm(ctx, '/actions/bulk/cancel', { op_id: o.op_id, back: '/dlq' }, 'Stop')}` : ''}</td></tr>`)}</tbody></table>`;
-}
-
 async function render(ctx) {
   let filters;
   let list = [];
@@ -42,8 +28,10 @@ async function render(ctx) {
     filters = jobs.filtersOf(query);
     const before = ctx.query.before_job_id && /^[0-9]+$/.test(ctx.query.before_job_id) ? ctx.query.before_job_id : null;
     list = await jobs.listPage(ctx, filters, before);
+    ctx.more = list.length > jobs.PAGE;
+    list = list.slice(0, jobs.PAGE);
   } catch (err) {
-    if (!(err instanceof jobs.BadFilter) && !err.code) throw err;
+    if (!(err instanceof jobs.BadFilter) && !isSqlError(err)) throw err;
     error = err;
     ctx.status = 400;
     filters = { state: 'dlq' };
@@ -52,7 +40,7 @@ async function render(ctx) {
   const count = admin && ctx.query.count === '1' && !error ? await jobs.dryRun(ctx, 'dlq_retry', filters) : null;
   const back = `/dlq?${jobs.queryString(filters)}`;
   return page(ctx, 'Dead-letter queue', html`
-${jobs.filterForm(ctx, query, '/dlq', ['dlq'])}
+${jobs.filterForm(ctx, query, '/dlq', null)}
 ${error ? html`<p class="flash error" role="alert">${error.message}${error.hint ? html`<br><small>${error.hint}</small>` : ''}</p>` : ''}
 ${admin && !error ? html`<div class="bulk">
 <a href="/dlq?${jobs.queryString(filters, { count: '1' })}">Count matches (dry run)</a>
@@ -64,8 +52,8 @@ ${actionForm(ctx, '/actions/bulk/start', { action: 'dlq_purge', filter: JSON.str
 </div>` : ''}
 ${list.length ? html`<table id="dlq"><thead><tr><th class="num">job</th><th>queue</th><th>kind</th><th class="num">attempt</th>
 <th>dead-lettered</th><th>reason</th>${admin ? html`<th>args</th><th></th>` : ''}</tr></thead><tbody>${rows(ctx, list)}</tbody></table>
-${jobs.pager(filters, list, '/dlq')}` : html`<p class="empty">The DLQ is empty${Object.keys(filters).length > 1 ? ' for this filter' : ''}.</p>`}
-${admin ? html`<h2>Bulk operations</h2>${await operations(ctx)}` : html`<p class="note">Log in to retry and purge.</p>`}`);
+${jobs.pager(ctx, filters, list, '/dlq')}` : html`<p class="empty">The DLQ is empty${Object.keys(filters).length > 1 ? ' for this filter' : ''}.</p>`}
+${admin ? html`<h2>Bulk operations</h2>${await bulkOperations.render(ctx)}` : ctx.auth.enabled ? html`<p class="note">Log in to retry and purge.</p>` : ''}`);
 }
 
 module.exports = { render };

@@ -11,6 +11,11 @@ function field(label, value) {
   return html`<tr><th>${label}</th><td>${value}</td></tr>`;
 }
 
+// A row only when there is something to show (a finished job has no deadline).
+function optional(label, value) {
+  return value === null || value === undefined || value === '' ? '' : field(label, value);
+}
+
 function timeline(doc) {
   const events = [{ at: doc.created_at, what: 'enqueued' }];
   for (const e of doc.errors || []) events.push({ at: e.at, what: `attempt ${e.attempt} ended`, error: e.error });
@@ -52,10 +57,11 @@ ${field('priority', doc.priority)}
 ${field('attempt', `${doc.attempt} of ${doc.max_attempts} (run lease ${doc.run_lease})`)}
 ${field('run at', formatTime(doc.run_at))}
 ${field('enqueued', formatTime(doc.created_at))}
-${field('claimed', formatTime(doc.attempted_at))}
-${field('deadline', formatTime(doc.deadline_at))}
-${field('finished', formatTime(doc.finalized_at))}
-${field('tags', (doc.tags || []).join(', '))}
+${optional('claimed', formatTime(doc.attempted_at))}
+${optional('deadline', formatTime(doc.deadline_at))}
+${optional('last heartbeat', formatTime(doc.heartbeat_at))}
+${optional('finished', formatTime(doc.finalized_at))}
+${optional('tags', (doc.tags || []).join(', '))}
 ${doc.dlq_reason ? field('DLQ reason', doc.dlq_reason) : ''}
 </table>
 <h2>Args</h2><pre id="job-args">${json(doc.args)}</pre>
@@ -77,7 +83,7 @@ ${field('state', html`<span class="state ${j.state}" id="job-state">${j.state}</
 ${field('queue', j.queue)}${field('kind', j.kind)}${field('priority', j.priority)}
 ${field('attempt', `${j.attempt} of ${j.max_attempts}`)}
 ${field('run at', formatTime(j.run_at))}${field('enqueued', formatTime(j.enqueued_at))}
-${field('finished', formatTime(j.finished_at))}${field('last error', j.last_error)}
+${optional('finished', formatTime(j.finished_at))}${optional('last error', j.last_error)}
 </table>
 <p class="note">Args, metadata, progress and the errors of every attempt are shown to admins (they may hold personal data${
     ctx.auth.enabled ? html`; <a href="/login">log in</a>` : ''}).</p>`);

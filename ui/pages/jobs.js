@@ -4,8 +4,9 @@
 // a dry-run count and a bulk cancel of every match (awa.bulk_count,
 // awa.bulk_start). Args and metadata show only to roles that may read
 // payloads (admins).
-const { html, formatTime } = require('../lib/html');
+const { html, formatTime, isSqlError } = require('../lib/html');
 const { page, actionForm } = require('../lib/layout');
+const bulkOperations = require('./bulk_operations');
 
 const STATES = ['available', 'running', 'scheduled', 'retryable', 'completed', 'failed', 'cancelled', 'dlq'];
 const TEXT_FILTERS = ['queue', 'state', 'kind', 'tag', 'enqueued_after', 'enqueued_before'];
@@ -82,8 +83,8 @@ function filterForm(ctx, query, action = '/jobs', states = STATES) {
   const v = (k) => query[k] || '';
   return html`<form method="get" action="${action}" class="filters" id="filters">
 <label>queue <input name="queue" value="${v('queue')}"></label>
-<label>state <select name="state"><option value="">any</option>${states.map((s) =>
-    html`<option${v('state') === s ? html` selected` : ''}>${s}</option>`)}</select></label>
+${states ? html`<label>state <select name="state"><option value="">any</option>${states.map((s) =>
+    html`<option${v('state') === s ? html` selected` : ''}>${s}</option>`)}</select></label>` : ''}
 <label>kind <input name="kind" value="${v('kind')}"></label>
 <label>tag <input name="tag" value="${v('tag')}"></label>
 ${ctx.visitor.admin ? html`<label>args contain <input name="args_contains" value="${v('args_contains')}" placeholder='{"customer_id": 42}'></label>
@@ -93,15 +94,19 @@ ${ctx.visitor.admin ? html`<label>args contain <input name="args_contains" value
 <button type="submit">Filter</button> <a href="${action}">Clear</a></form>`;
 }
 
+// A page of PAGE jobs and one more, which says whether an older page exists.
 async function listPage(ctx, filters, before) {
-  const q = jobsQuery(filters, before, PAGE);
+  const q = jobsQuery(filters, before, PAGE + 1);
   const r = await ctx.db.read(ctx.role, (c) => c.query(q));
   return r.rows;
 }
 
-function pager(filters, rows, base = '/jobs') {
-  if (rows.length < PAGE) return html`<p class="note">End of the list.</p>`;
-  return html`<p><a id="next-page" href="${base}?${queryString(filters, { before_job_id: rows[rows.length - 1].job_id })}">Older jobs →</a></p>`;
+// Links to the newest page (when this is not it) and to the next older one
+// (when ctx.more says there is one).
+function pager(ctx, filters, rows, base = '/jobs') {
+  const newest = ctx.query.before_job_id ? html`<a id="newest-page" href="${base}?${queryString(filters)}">← Newest</a> ` : '';
+  if (!ctx.more) return html`<p class="note">${newest}End of the list.</p>`;
+  return html`<p>${newest}<a id="next-page" href="${base}?${queryString(filters, { before_job_id: rows[rows.length - 1].job_id })}">Older jobs →</a></p>`;
 }
 
 async function render(ctx) {
@@ -112,8 +117,10 @@ async function render(ctx) {
     filters = filtersOf(ctx.query);
     const before = ctx.query.before_job_id && /^[0-9]+$/.test(ctx.query.before_job_id) ? ctx.query.before_job_id : null;
     rows = await listPage(ctx, filters, before);
+    ctx.more = rows.length > PAGE;
+    rows = rows.slice(0, PAGE);
   } catch (err) {
-    if (!(err instanceof BadFilter) && !err.code) throw err;
+    if (!(err instanceof BadFilter) && !isSqlError(err)) throw err;
     error = err;
     ctx.status = 400;
     filters = filters || {};
@@ -125,11 +132,13 @@ ${error ? html`<p class="flash error" role="alert">${error.message}${error.hint 
 ${ctx.visitor.admin && !error ? html`<div class="bulk">
 <a href="/jobs?${queryString(filters, { count: '1' })}">Count unfinished matches (dry run)</a>
 ${count !== null ? html`<span id="dry-run-count">${count.error ? count.error : `${count.n} unfinished jobs match`}</span>` : ''}
-${actionForm(ctx, '/actions/bulk/start', { action: 'cancel', filter: JSON.stringify(filters), back: `/jobs?${queryString(filters)}` },
-    'Cancel every unfinished match', { danger: true, confirm: 'Cancel every unfinished job that matches this filter?' })}
+${Object.keys(filters).length === 0 ? html`<span class="note">Filter the list to cancel its matches at once.</span>`
+    : actionForm(ctx, '/actions/bulk/start', { action: 'cancel', filter: JSON.stringify(filters), back: `/jobs?${queryString(filters)}` },
+      'Cancel every unfinished match', { danger: true, confirm: 'Cancel every unfinished job that matches this filter?' })}
 </div>` : ''}
 ${rows.length ? jobsTable(ctx, rows) : html`<p class="empty">No job matches.</p>`}
-${rows.length ? pager(filters, rows) : ''}`);
+${rows.length ? pager(ctx, filters, rows) : ''}
+${ctx.visitor.admin ? html`<h2>Bulk operations</h2>${await bulkOperations.render(ctx)}` : ''}`);
 }
 
 // awa.bulk_count for a filter: { n } or { error }.
@@ -140,7 +149,7 @@ async function dryRun(ctx, action, filters) {
       `SELECT awa.bulk_count($1${names.length ? ', ' : ''}${names.join(', ')}) AS n`, [action, ...values]));
     return { n: r.rows[0].n };
   } catch (err) {
-    if (!err.code) throw err;
+    if (!isSqlError(err)) throw err;
     return { error: err.message };
   }
 }

@@ -19,13 +19,14 @@ ${message ? html`<p class="flash error" role="alert">${message}</p>` : ''}
 }
 
 function submit(ctx, res, body, send) {
-  const outcome = ctx.auth.login(ctx.visitor, body.password);
+  const outcome = ctx.auth.login(ctx.visitor, body.password, ctx.address);
+  ctx.loginOutcome = outcome;
   if (outcome === 'ok') {
     return send(res, 303, 'text/plain; charset=utf-8', '', { Location: '/', 'Set-Cookie': ctx.visitor.setCookie });
   }
   const message = {
     wrong: 'Wrong password.',
-    throttled: 'Too many failed logins in the last minute: wait a minute.',
+    throttled: 'Too many failed logins from this address in the last minute: wait a minute.',
     disabled: 'This UI is read-only: AWA_UI_ADMIN_PASSWORD is not set.',
   }[outcome];
   return send(res, outcome === 'throttled' ? 429 : 403, 'text/html; charset=utf-8', String(render(ctx, message)));

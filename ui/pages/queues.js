@@ -35,7 +35,7 @@ async function render(ctx) {
 <td class="num">${q.retryable}</td>
 <td class="num" title="${q.oldest_available_at || ''}">${Number(q.available) > 0 ? formatAge(q.oldest_available_age_seconds) : '–'}</td>
 <td class="num">${q.waiting_claims}</td>
-<td data-col="paused">${q.paused ? html`<span class="badge paused">paused</span>` : 'running'}</td>
+<td data-col="paused">${q.paused ? html`<span class="badge paused">paused</span>` : 'active'}</td>
 <td>${q.max_running === null ? '–' : q.max_running}</td>
 <td>${q.rate_limit === null ? '–' : html`${q.rate_limit}${q.burst ? `, burst ${q.burst}` : ''}`}</td>
 <td class="num">${q.claims_limited} / ${q.claims_rate_limited}</td>

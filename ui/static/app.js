@@ -46,8 +46,8 @@
     if (series.length < 2) {
       svg.appendChild(el('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'axis' }, 'collecting samples…'));
     } else {
-      const minutes = Math.round((t1 - t0) / 60000);
-      svg.appendChild(el('text', { x: L, y: H - 6, class: 'axis' }, minutes > 0 ? `${minutes} min ago` : 'just now'));
+      const seconds = Math.round((t1 - t0) / 1000);
+      svg.appendChild(el('text', { x: L, y: H - 6, class: 'axis' }, seconds >= 120 ? `${Math.round(seconds / 60)} min ago` : `${seconds} s ago`));
       svg.appendChild(el('text', { x: W - R, y: H - 6, 'text-anchor': 'end', class: 'axis' }, 'now'));
       let lx = L + 60;
       for (const n of names) {
@@ -119,7 +119,7 @@
       drawChart(document.getElementById('latency-chart'), d.series, ['oldestAge']);
       const stamp = document.getElementById('refreshed');
       if (stamp) {
-        stamp.textContent = 'Last refresh ' + new Date().toLocaleTimeString() + (d.sampleError ? ' (sampler: ' + d.sampleError + ')' : '');
+        stamp.textContent = 'Last refresh ' + new Date().toISOString().slice(11, 19) + 'Z' + (d.sampleError ? ' (sampler: ' + d.sampleError + ')' : '');
         stamp.setAttribute('data-refreshes', String(Number(stamp.getAttribute('data-refreshes') || 0) + 1));
       }
     } catch (err) {

@@ -107,7 +107,7 @@ function postFrom(page, action, fields) {
   return page.evaluate(async (a, f) => {
     const r = await fetch(a, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams(f).toString(), redirect: 'manual' });
-    return { status: r.status, text: await r.text() };
+    return { status: r.status, type: r.type, text: await r.text() };
   }, action, fields);
 }
 
@@ -255,6 +255,9 @@ test('an action without login or without the CSRF token is refused and changes n
   assert.equal(r.status, 403);
   await fresh.close();
   assert.equal((await sql("SELECT paused FROM awa.queue_metrics() WHERE queue = 'ui_csrf'"))[0].paused, false);
+  // A form over 64 KB: 413, not a reset connection.
+  r = await postFrom(page, '/actions/queue/pause', { queue: 'ui_csrf', pad: 'x'.repeat(70 * 1024) });
+  assert.equal(r.status, 413);
   // A wrong password gives no session.
   const ctx2 = await browser.createBrowserContext();
   const p2 = await ctx2.newPage();
@@ -276,6 +279,8 @@ test('pausing and resuming a queue in the UI shows in awa.queue_metrics()', asyn
   assert.match(await page.$eval('.flash', (e) => e.textContent), /ui_pause paused/);
   assert.equal((await sql("SELECT paused FROM awa.queue_metrics() WHERE queue = 'ui_pause'"))[0].paused, true);
   assert.equal(await page.$eval('tr[data-queue="ui_pause"] td[data-col="paused"]', (e) => e.textContent), 'paused');
+  assert.match(rw.log(), /action queue\/pause \{"queue":"ui_pause"\} -> ok: Queue ui_pause paused/);
+  assert.ok(!/"csrf"/.test(rw.log()), 'the audit line leaves the token out');
   assert.equal((await sql("SELECT count(*)::int AS n FROM awa.claim('ui_pause', 10)"))[0].n, 0);
   await Promise.all([page.waitForNavigation(), page.click('tr[data-queue="ui_pause"] form[action="/actions/queue/resume"] button')]);
   assert.equal((await sql("SELECT paused FROM awa.queue_metrics() WHERE queue = 'ui_pause'"))[0].paused, false);
@@ -410,6 +415,19 @@ test('a filtered list shows exactly the matching jobs, page by page', async () =
     await Promise.all([page.waitForNavigation(), next.click()]);
   }
   assert.deepEqual(seen, want.slice().reverse());
+  // A list of exactly one page has no link to an older one; one more job makes one.
+  for (let i = 0; i < 50; i++) await enqueue('fifty', {}, 'ui_fifty');
+  await page.goto(`${ro.base}/jobs?queue=ui_fifty`);
+  assert.equal(await page.$$eval('#jobs tbody tr', (r) => r.length), 50);
+  assert.equal(await page.$('#next-page'), null);
+  const first = await enqueue('fifty', {}, 'ui_fifty');
+  await page.goto(`${ro.base}/jobs?queue=ui_fifty`);
+  assert.equal(await page.$eval('#jobs tbody tr', (r) => r.getAttribute('data-job-id')), first);
+  await Promise.all([page.waitForNavigation(), page.click('#next-page')]);
+  assert.equal(await page.$$eval('#jobs tbody tr', (r) => r.length), 1);
+  assert.equal(await page.$('#next-page'), null);
+  await Promise.all([page.waitForNavigation(), page.click('#newest-page')]);
+  assert.equal(await page.$$eval('#jobs tbody tr', (r) => r.length), 50);
   // With an args filter (an admin's): exactly the jobs whose args contain it.
   await login(page, rw.base);
   await page.goto(`${rw.base}/jobs?queue=ui_list&args_contains=${encodeURIComponent('{"customer": 3}')}`);
@@ -455,6 +473,19 @@ test('cancelling a job from its page; logging out ends the admin session', async
   await Promise.all([page.waitForNavigation(), page.click('form[action="/actions/job/cancel"] button')]);
   assert.equal(await stateOf(id), 'cancelled');
   assert.equal(await page.$eval('#job-state', (e) => e.textContent), 'cancelled');
+  // A bulk cancel without a filter (every unfinished job of every queue) is refused.
+  const other = await enqueue('c', {}, 'ui_cancel');
+  await page.goto(`${rw.base}/jobs`);
+  assert.equal(await page.$('.bulk form[action="/actions/bulk/start"]'), null);
+  const csrf = await page.$eval('header input[name=csrf]', (e) => e.value);
+  const ops = (await sql('SELECT count(*)::int AS n FROM awa.bulk_operations'))[0].n;
+  const refused = await postFrom(page, '/actions/bulk/start', { action: 'cancel', filter: '{}', csrf, back: '/jobs' });
+  assert.equal(refused.type, 'opaqueredirect'); // the 303 back to the page, which shows the refusal
+  await page.goto(`${rw.base}/jobs`);
+  assert.match(await page.$eval('.flash.error', (e) => e.textContent), /a bulk cancel needs a filter/);
+  assert.equal((await sql('SELECT count(*)::int AS n FROM awa.bulk_operations'))[0].n, ops);
+  assert.equal(await stateOf(other), 'available');
+  await page.goto(`${rw.base}/jobs/${id}`);
   const token = await page.$eval('header input[name=csrf]', (e) => e.value);
   await Promise.all([page.waitForNavigation(), page.click('header form.who button')]);
   assert.equal(await page.$('.badge.admin'), null);
@@ -463,6 +494,22 @@ test('cancelling a job from its page; logging out ends the admin session', async
   assert.equal(r.status, 403);
   assert.equal(await stateOf(id2), 'available');
   await page.close();
+});
+
+test('ten failed logins from an address in a minute refuse its next login, the right password too', async () => {
+  const ui = await startUi({ AWA_UI_ADMIN_PASSWORD: PASSWORD });
+  const page = await newPage();
+  await page.goto(`${ui.base}/login`);
+  const csrf = await page.$eval('input[name=csrf]', (e) => e.value);
+  for (let i = 0; i < 10; i++) {
+    assert.equal((await postFrom(page, '/login', { csrf, password: `wrong-${i}-password` })).status, 403);
+  }
+  const r = await postFrom(page, '/login', { csrf, password: PASSWORD });
+  assert.equal(r.status, 429);
+  assert.match(r.text, /Too many failed logins from this address/);
+  assert.match(ui.log(), /login: throttled/);
+  await page.close();
+  ui.child.kill('SIGTERM');
 });
 
 test('the periodic and storage screens show what awa reports', async () => {
