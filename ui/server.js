@@ -50,8 +50,9 @@ function send(res, status, type, body, headers = {}) {
 }
 
 // A local path to go back to after an action (never another site).
+// Printable ASCII only: a Location header takes nothing else.
 function localPath(value) {
-  return typeof value === 'string' && /^\/(?![/\\])[^\s]*$/.test(value) ? value : '/';
+  return typeof value === 'string' && /^\/(?![/\\])[\x21-\x7e]*$/.test(value) ? value : '/';
 }
 
 function readForm(req) {
@@ -82,11 +83,15 @@ function readForm(req) {
   });
 }
 
+// An error page: PostgreSQL's own message and SQLSTATE for an error it
+// raised; for anything else (the database unreachable, a bug) a plain
+// sentence, the details going to the UI's log only.
 function errorPage(ctx, status, err) {
   ctx.status = status;
-  const detail = isSqlError(err) ? html` (SQLSTATE ${err.code})` : '';
-  return page(ctx, status === 403 ? 'Not allowed' : 'Error', html`<p class="flash error" role="alert">${err.message}${detail}</p>${
-    err.hint ? html`<p class="note">${err.hint}</p>` : ''}`);
+  const sql = isSqlError(err);
+  const text = sql || status === 404 ? err.message : 'The database could not be reached, or the UI failed; see the UI\'s log.';
+  return page(ctx, status === 403 ? 'Not allowed' : 'Error', html`<p class="flash error" role="alert">${text}${
+    sql ? html` (SQLSTATE ${err.code})` : ''}</p>${sql && err.hint ? html`<p class="note">${err.hint}</p>` : ''}`);
 }
 
 // The name in a Host header, without its port: localhost, 127.0.0.1, [::1], a name.
@@ -146,7 +151,12 @@ function createServer(config, deps) {
       return send(res, 421, 'text/plain; charset=utf-8',
         'refused: unknown Host (add it to AWA_UI_ALLOWED_HOSTS when a reverse proxy passes its own)\n');
     }
-    const url = new URL(req.url, 'http://ui.invalid');
+    let url;
+    try {
+      url = new URL(req.url, 'http://ui.invalid');
+    } catch (_) {
+      return send(res, 400, 'text/plain; charset=utf-8', 'bad request target\n');
+    }
     const visitor = auth.visitor(req, url.pathname !== '/api/overview');
     if (visitor.setCookie) res.setHeader('Set-Cookie', visitor.setCookie);
     const ctx = {
@@ -171,7 +181,13 @@ function createServer(config, deps) {
         return send(res, 200, type, fs.readFileSync(path.join(__dirname, 'static', file)), { 'Cache-Control': 'max-age=300' });
       }
       if (url.pathname === '/api/overview') {
-        return send(res, 200, 'application/json; charset=utf-8', JSON.stringify(await OVERVIEW.data(ctx)));
+        try {
+          return send(res, 200, 'application/json; charset=utf-8', JSON.stringify(await OVERVIEW.data(ctx)));
+        } catch (err) {
+          console.error(`awa-ui: /api/overview: ${err.message}`);
+          return send(res, 503, 'application/json; charset=utf-8',
+            JSON.stringify({ error: isSqlError(err) ? err.message : 'the database is unreachable' }));
+        }
       }
       if (url.pathname === '/healthz') return send(res, 200, 'text/plain; charset=utf-8', 'ok\n');
       if (url.pathname === '/favicon.ico') return send(res, 204, 'text/plain; charset=utf-8', '');

@@ -87,10 +87,19 @@ const actions = {
 
   async 'bulk/start'(ctx, body) {
     const action = required(body, 'action', /^(cancel|dlq_retry|dlq_purge)$/);
+    // The filter as the list's forms make it: an object of known filters,
+    // every one of them used (a key the list does not know is refused, not
+    // dropped: dropping it would widen the operation).
     let filter;
     try {
-      filter = jobs.filtersOf(Object.fromEntries(Object.entries(JSON.parse(required(body, 'filter'))).map(
+      const given = JSON.parse(required(body, 'filter'));
+      if (given === null || typeof given !== 'object' || Array.isArray(given)) throw new Error('not a JSON object');
+      for (const k of Object.keys(given)) {
+        if (!jobs.TEXT_FILTERS.includes(k) && !jobs.JSON_FILTERS.includes(k)) throw new Error(`unknown filter ${k}`);
+      }
+      filter = jobs.filtersOf(Object.fromEntries(Object.entries(given).map(
         ([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])));
+      if (Object.keys(filter).length !== Object.keys(given).length) throw new Error('an empty filter value');
     } catch (err) {
       throw new ActionError(`bad filter: ${err.message}`);
     }

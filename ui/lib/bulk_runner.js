@@ -14,12 +14,17 @@ class BulkRunner {
     this.running = new Map(); // op_id -> promise of the loop
   }
 
+  // One loop per operation, whatever the digits' spelling (02 is 2).
+  static key(opId) {
+    return String(BigInt(opId));
+  }
+
   isRunning(opId) {
-    return this.running.has(String(opId));
+    return this.running.has(BulkRunner.key(opId));
   }
 
   run(opId) {
-    const id = String(opId);
+    const id = BulkRunner.key(opId);
     if (this.running.has(id)) return this.running.get(id);
     const loop = (async () => {
       try {

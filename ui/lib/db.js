@@ -17,6 +17,16 @@ class Database {
       max: 4,
       idleTimeoutMillis: 30000,
       application_name: 'awa-ui',
+      // A server that does not answer at all (stopped, unreachable) must not
+      // hold a request for ever: statement_timeout needs a server that runs.
+      connectionTimeoutMillis: 10000,
+      query_timeout: config.statementTimeoutMs + 5000,
+    });
+    // A connection that fails while checked out (the server restarted, the
+    // backend was terminated) ends its query with an error; the client's own
+    // 'error' event must not end the process.
+    this.pool.on('connect', (client) => {
+      client.on('error', (err) => console.error(`awa-ui: connection failed: ${err.message}`));
     });
     // A connection that fails while idle in the pool is dropped by the pool;
     // the error must not end the process.

@@ -13,7 +13,7 @@ function rows(ctx, list) {
   return list.map((j) => html`<tr data-job-id="${j.job_id}">
 <td class="num"><a href="/jobs/${j.job_id}">${j.job_id}</a></td><td>${j.queue}</td><td>${j.kind}</td>
 <td class="num">${j.attempt}/${j.max_attempts}</td><td>${formatTime(j.finished_at)}</td><td class="error">${j.last_error}</td>
-${ctx.visitor.admin ? html`<td><code class="args">${j.args === null ? '' : JSON.stringify(j.args)}</code></td>
+${ctx.visitor.admin ? html`<td><code class="args">${j.args_text}</code></td>
 <td>${actionForm(ctx, '/actions/dlq/retry', { job_id: j.job_id, back: ctx.url }, 'Retry')}
 ${actionForm(ctx, '/actions/dlq/purge', { job_id: j.job_id, back: ctx.url }, 'Purge', { danger: true, confirm: `Purge job ${j.job_id}?` })}</td>` : ''}
 </tr>`);

@@ -2,10 +2,26 @@
 // One job. Admins read its document (awa.get_job: args, metadata, progress,
 // errors per attempt, its timeline); a read-only visitor sees its row of
 // awa.list_jobs (awa_monitor may not call get_job: the document holds args).
-const { html, formatTime, json } = require('../lib/html');
+const { html, formatTime } = require('../lib/html');
 const { page, actionForm } = require('../lib/layout');
 
 const UNFINISHED = new Set(['available', 'running', 'scheduled', 'retryable']);
+const DOC_TEXT = 20000; // characters of args, metadata and progress shown
+const ERROR_TEXT = 2000; // characters of each error shown
+
+// The job's document, its large parts pretty-printed and cut in the database
+// (an error or a progress has no size limit of its own).
+const DOCUMENT_SQL = `
+WITH j AS (SELECT awa.get_job($1::bigint) AS d)
+SELECT d - 'args' - 'metadata' - 'progress' - 'errors' - 'dlq_reason' AS doc,
+       left(jsonb_pretty(d -> 'args'), ${DOC_TEXT}) AS args,
+       left(jsonb_pretty(d -> 'metadata'), ${DOC_TEXT}) AS metadata,
+       left(jsonb_pretty(d -> 'progress'), ${DOC_TEXT}) AS progress,
+       left(d ->> 'dlq_reason', ${ERROR_TEXT}) AS dlq_reason,
+       (SELECT jsonb_agg(jsonb_build_object('attempt', e -> 'attempt', 'at', e -> 'at',
+                                            'error', left(e ->> 'error', ${ERROR_TEXT})) ORDER BY n)
+          FROM jsonb_array_elements(d -> 'errors') WITH ORDINALITY x(e, n)) AS errors
+  FROM j WHERE d IS NOT NULL`;
 
 function field(label, value) {
   return html`<tr><th>${label}</th><td>${value}</td></tr>`;
@@ -44,9 +60,11 @@ ${actionForm(ctx, '/actions/dlq/purge', { job_id: doc.job_id, back: '/dlq' }, 'P
 async function render(ctx) {
   const id = ctx.params.id;
   if (ctx.visitor.admin) {
-    const r = await ctx.db.read(ctx.role, (c) => c.query('SELECT awa.get_job($1::bigint) AS doc', [id]));
-    const doc = r.rows[0].doc;
+    const r = await ctx.db.read(ctx.role, (c) => c.query(DOCUMENT_SQL, [id]));
+    const doc = r.rows[0] && r.rows[0].doc;
     if (!doc) return notFound(ctx, id);
+    Object.assign(doc, { args: r.rows[0].args, metadata: r.rows[0].metadata, progress: r.rows[0].progress,
+      errors: r.rows[0].errors || [], dlq_reason: r.rows[0].dlq_reason });
     return page(ctx, `Job ${doc.job_id}`, html`
 <div class="actions">${actions(ctx, doc)}</div>
 <table class="fields" id="job">
@@ -64,9 +82,9 @@ ${optional('finished', formatTime(doc.finalized_at))}
 ${optional('tags', (doc.tags || []).join(', '))}
 ${doc.dlq_reason ? field('DLQ reason', doc.dlq_reason) : ''}
 </table>
-<h2>Args</h2><pre id="job-args">${json(doc.args)}</pre>
-<h2>Metadata</h2><pre>${json(doc.metadata)}</pre>
-<h2>Progress</h2><pre>${doc.progress === null ? 'none' : json(doc.progress)}</pre>
+<h2>Args</h2><pre id="job-args">${doc.args}</pre>
+<h2>Metadata</h2><pre>${doc.metadata}</pre>
+<h2>Progress</h2><pre>${doc.progress === null || doc.progress === 'null' ? 'none' : doc.progress}</pre>
 <h2>Errors per attempt</h2>
 ${(doc.errors || []).length ? html`<table id="errors"><thead><tr><th class="num">attempt</th><th>at</th><th>error</th></tr></thead><tbody>${
     doc.errors.map((e) => html`<tr><td class="num">${e.attempt}</td><td>${formatTime(e.at)}</td><td class="error">${e.error}</td></tr>`)}</tbody></table>`
@@ -74,7 +92,9 @@ ${(doc.errors || []).length ? html`<table id="errors"><thead><tr><th class="num"
 <h2>History</h2>${timeline(doc)}`);
   }
   const r = await ctx.db.read(ctx.role, (c) => c.query(
-    'SELECT * FROM awa.list_jobs(before_job_id => $1::bigint + 1, max_rows => 1)', [id]));
+    `SELECT job_id, queue, kind, state, priority, attempt, max_attempts, run_at, enqueued_at, finished_at,
+            left(last_error, ${ERROR_TEXT}) AS last_error
+       FROM awa.list_jobs(before_job_id => $1::bigint + 1, max_rows => 1)`, [id]));
   const j = r.rows[0];
   if (!j || String(j.job_id) !== String(id)) return notFound(ctx, id);
   return page(ctx, `Job ${j.job_id}`, html`

@@ -12,6 +12,12 @@ const STATES = ['available', 'running', 'scheduled', 'retryable', 'completed', '
 const TEXT_FILTERS = ['queue', 'state', 'kind', 'tag', 'enqueued_after', 'enqueued_before'];
 const JSON_FILTERS = ['args_contains', 'metadata_contains'];
 const PAGE = 50;
+const LIST_TEXT = 300;
+
+// SQL for a text cut to LIST_TEXT characters, with an ellipsis when cut.
+function clip(expr) {
+  return `CASE WHEN length(${expr}) > ${LIST_TEXT} THEN left(${expr}, ${LIST_TEXT}) || '…' ELSE ${expr} END`;
+}
 
 class BadFilter extends Error {}
 
@@ -51,7 +57,14 @@ function jobsQuery(filters, before, maxRows) {
   }
   values.push(maxRows);
   names.push(`max_rows => $${values.length}::int`);
-  return { text: `SELECT * FROM awa.list_jobs(${names.join(', ')})`, values };
+  // Errors and args have no size limit of their own in a list: each is cut
+  // to LIST_TEXT characters here, in the database, so a page stays small.
+  return {
+    text: `SELECT job_id, queue, kind, state, priority, attempt, max_attempts, run_at, enqueued_at, finished_at,
+                  ${clip('last_error')} AS last_error, ${clip('args::text')} AS args_text
+             FROM awa.list_jobs(${names.join(', ')})`,
+    values,
+  };
 }
 
 function queryString(filters, extra = {}) {
@@ -68,7 +81,7 @@ function jobRows(ctx, rows) {
 <td class="num">${j.priority}</td><td class="num">${j.attempt}/${j.max_attempts}</td>
 <td class="time">${formatTime(j.enqueued_at)}</td><td class="time">${formatTime(j.run_at)}</td><td class="time">${formatTime(j.finished_at)}</td>
 <td class="error">${j.last_error}</td>
-${ctx.visitor.admin ? html`<td><code class="args">${j.args === null ? '' : JSON.stringify(j.args)}</code></td>` : ''}
+${ctx.visitor.admin ? html`<td><code class="args">${j.args_text}</code></td>` : ''}
 </tr>`);
 }
 
@@ -154,4 +167,4 @@ async function dryRun(ctx, action, filters) {
   }
 }
 
-module.exports = { render, filtersOf, namedArgs, jobsTable, filterForm, listPage, pager, queryString, dryRun, BadFilter, STATES, PAGE };
+module.exports = { render, filtersOf, namedArgs, jobsTable, filterForm, listPage, pager, queryString, dryRun, BadFilter, STATES, PAGE, TEXT_FILTERS, JSON_FILTERS };

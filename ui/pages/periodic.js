@@ -5,7 +5,11 @@ const { html, formatTime } = require('../lib/html');
 const { page } = require('../lib/layout');
 
 async function render(ctx) {
-  const r = await ctx.db.read(ctx.role, (c) => c.query('SELECT * FROM awa.periodic_status() ORDER BY name'));
+  // The last error cut to 500 characters in the database (it has no limit of its own).
+  const r = await ctx.db.read(ctx.role, (c) => c.query(
+    `SELECT name, schedule, timezone, kind, queue, next_run_at, last_run_at, last_job_id,
+            CASE WHEN length(last_error) > 500 THEN left(last_error, 500) || '…' ELSE last_error END AS last_error
+       FROM awa.periodic_status() ORDER BY name`));
   return page(ctx, 'Periodic schedules', r.rows.length === 0
     ? html`<p class="empty">No periodic job: create one with awa.schedule_periodic (docs/periodic.md).</p>`
     : html`<table id="periodic"><thead><tr><th>name</th><th>schedule</th><th>time zone</th><th>kind</th><th>queue</th>

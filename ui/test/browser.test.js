@@ -512,6 +512,70 @@ test('ten failed logins from an address in a minute refuse its next login, the r
   ui.child.kill('SIGTERM');
 });
 
+test('a connection terminated in the middle of a page is a 500 for that page, and the UI goes on', async () => {
+  await enqueue('k', {}, 'ui_drop');
+  const page = await newPage();
+  await login(page, rw.base);
+  // Hold a lock the queues screen waits for (an admin's reads awa.queue_meta), so its query is in flight.
+  const holder = new Client({ connectionString: process.env.AWA_TEST_DATABASE_URL });
+  await holder.connect();
+  await holder.query('BEGIN');
+  await holder.query('LOCK TABLE awa.queue_meta IN ACCESS EXCLUSIVE MODE');
+  const pending = page.goto(`${rw.base}/queues`);
+  const deadline = Date.now() + WAIT.timeout;
+  for (;;) {
+    assert.ok(Date.now() < deadline, 'the page never waited for the lock');
+    const n = (await sql(`SELECT count(*)::int AS n FROM pg_stat_activity
+                           WHERE application_name = 'awa-ui' AND wait_event_type = 'Lock'`))[0].n;
+    if (n > 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE application_name = 'awa-ui' AND wait_event_type = 'Lock'`);
+  const r = await pending;
+  assert.equal(r.status(), 500);
+  await holder.query('ROLLBACK');
+  await holder.end();
+  assert.equal(rw.child.exitCode, null, `the UI process ended: ${rw.log()}`);
+  const again = await page.goto(`${rw.base}/queues`);
+  assert.equal(again.status(), 200);
+  await page.close();
+});
+
+test('errors and args of any size are cut on the pages', async () => {
+  await sql("SELECT awa.configure_queue('ui_big', dlq_enabled => true)");
+  const id = await enqueue('big', { blob: 'a'.repeat(50000) }, 'ui_big');
+  await failJobs('ui_big', 1, 'E'.repeat(100000));
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/jobs?queue=ui_big`);
+  assert.equal(await page.$eval(`#jobs tr[data-job-id="${id}"] td.error`, (e) => e.textContent), `${'E'.repeat(300)}…`);
+  assert.equal((await page.$eval(`#jobs tr[data-job-id="${id}"] code.args`, (e) => e.textContent)).length, 301);
+  await page.goto(`${rw.base}/jobs/${id}`);
+  assert.equal(await page.$eval('#errors td.error', (e) => e.textContent), 'E'.repeat(2000));
+  assert.ok((await page.content()).length < 60000);
+  await page.close();
+});
+
+test('a bulk operation with a filter the list does not know is refused, not widened', async () => {
+  await sql("SELECT awa.configure_queue('ui_strict', dlq_enabled => true)");
+  await enqueue('s', {}, 'ui_strict');
+  await failJobs('ui_strict', 1, 'x');
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/dlq`);
+  const csrf = await page.$eval('header input[name=csrf]', (e) => e.value);
+  const ops = (await sql('SELECT count(*)::int AS n FROM awa.bulk_operations'))[0].n;
+  for (const filter of ['{"queue_name": "nothing"}', '[]', '"x"', '{"queue": ""}']) {
+    await postFrom(page, '/actions/bulk/start', { action: 'dlq_purge', filter, csrf, back: '/dlq' });
+    await page.goto(`${rw.base}/dlq`);
+    assert.match(await page.$eval('.flash.error', (e) => e.textContent), /bad filter/, filter);
+  }
+  assert.equal((await sql('SELECT count(*)::int AS n FROM awa.bulk_operations'))[0].n, ops);
+  assert.equal((await sql("SELECT dlq FROM awa.queue_counts('ui_strict')"))[0].dlq, '1');
+  await page.close();
+});
+
 test('the periodic and storage screens show what awa reports', async () => {
   await sql("SELECT awa.schedule_periodic('ui_nightly', '0 3 * * *', 'report', '{}', queue => 'ui_periodic')");
   const page = await newPage();
