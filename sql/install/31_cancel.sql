@@ -80,7 +80,20 @@ BEGIN
             outcome := 'cancelled';
             EXIT;
         ELSIF outcome = 'already_tombstoned' THEN
-            RETURN 'already_finished';
+            -- Cancelled (its done row), or moved to another queue or priority
+            -- by a transaction that has ended (awa.move_jobs: no done row, a
+            -- later ready row). The next round finds either; a snapshot that
+            -- sees neither (REPEATABLE READ) cannot tell which.
+            IF current_setting('transaction_isolation') = 'read committed' THEN
+                CONTINUE;
+            END IF;
+            IF EXISTS (SELECT FROM awa.done_entries e WHERE e.lane_id = r.lane_id
+                          AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot) THEN
+                RETURN 'already_finished';
+            END IF;
+            RAISE EXCEPTION 'could not cancel the job: it was cancelled or moved by a transaction this snapshot cannot see'
+                USING ERRCODE = 'serialization_failure', DETAIL = format('Job %s.', p_job_id),
+                      HINT = 'Retry the transaction.';
         END IF;
 
         -- Claimed: close the attempt that took this ready row.

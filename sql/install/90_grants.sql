@@ -60,7 +60,9 @@ GRANT EXECUTE ON FUNCTION awa.schedule_periodic(text, text, text, jsonb, text, i
 GRANT EXECUTE ON FUNCTION awa.bulk_count(text, text, text, text, text, jsonb, timestamptz, timestamptz, jsonb),
                           awa.bulk_start(text, text, text, text, text, jsonb, timestamptz, timestamptz, jsonb),
                           awa.bulk_step(bigint, int),
-                          awa.bulk_cancel(bigint)
+                          awa.bulk_cancel(bigint),
+                          awa.move_jobs(bigint[], text),
+                          awa.set_priority(bigint[], int)
     TO awa_admin;
 GRANT SELECT ON awa.lanes, awa.dlq, awa.periodic_jobs, awa.bulk_operations TO awa_admin;
 GRANT EXECUTE ON FUNCTION awa.list_jobs(text, text, text, text, jsonb, timestamptz, timestamptz, bigint, int, jsonb)

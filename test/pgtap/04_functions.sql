@@ -1,6 +1,6 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (37 of the
--- 46 public functions; never await_durable, periodic_next, list_jobs (it runs
+-- types, names, defaults), return types, language, SECURITY DEFINER (39 of the
+-- 48 public functions; never await_durable, periodic_next, list_jobs (it runs
 -- as its caller and picks _list_jobs_payloads or _list_jobs_plain, the two
 -- SECURITY DEFINER building blocks), the six casts to awa.duration or any
 -- other awa._* building block), volatility,
@@ -17,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1348);
+SELECT plan(1410);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -155,6 +155,18 @@ INSERT INTO api VALUES
      'boolean',
      'op_id bigint',
      'boolean',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('move_jobs',
+     ARRAY['bigint[]', 'text'],
+     'integer',
+     'job_ids bigint[], queue text',
+     'integer',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('set_priority',
+     ARRAY['bigint[]', 'integer'],
+     'integer',
+     'job_ids bigint[], priority integer',
+     'integer',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('promote_due',
      ARRAY['integer'],
@@ -772,6 +784,30 @@ INSERT INTO api VALUES
      'action text, state text',
      'boolean',
      'sql', false, 'immutable', false, 0, NULL),
+    ('_relocate',
+     ARRAY['bigint[]', 'text', 'integer'],
+     'integer',
+     'job_ids bigint[], to_queue text, to_priority integer',
+     'integer',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_require_priority',
+     ARRAY['integer', 'text'],
+     'void',
+     'priority integer, name text DEFAULT ''priority''::text',
+     'void',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_ensure_lane',
+     ARRAY['text', 'integer', 'text'],
+     'bigint',
+     'queue text, priority integer, concurrency_key text',
+     'bigint',
+     'c', false, 'volatile', false, 0, 'awa_internal_ensure_lane'),
+    ('_count_transfer',
+     ARRAY['text', 'text', 'text', 'text', 'bigint'],
+     'void',
+     'from_queue text, from_state text, to_queue text, to_state text, n bigint DEFAULT 1',
+     'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_count_transfer'),
     ('_hold_rings',
      ARRAY[]::name[],
      'void',
@@ -834,12 +870,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 46 public functions and the 82 awa._* building blocks');
+                     'schema awa has exactly the 48 public functions and the 86 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 128,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 134,
           'no function is overloaded');
 
--- Per function, 10 checks: 128 x 10 = 1280
+-- Per function, 10 checks: 134 x 10 = 1340
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -886,7 +922,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 61
+-- Per C function, its symbol in $libdir/awa: 63
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a
