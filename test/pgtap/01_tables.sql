@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(477);
+SELECT plan(479);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -171,11 +171,11 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at']),
     ('periodic_schedules', ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
                                  'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at']),
-    ('bulk_operations', ARRAY['op_id', 'action', 'filter', 'state', 'next_before', 'acted', 'passed', 'steps',
+    ('bulk_operations', ARRAY['op_id', 'action', 'filter', 'to_queue', 'to_priority', 'state', 'next_before', 'acted', 'passed', 'steps',
                               'created_by', 'created_at', 'updated_at', 'finished_at'])
   ) AS c(t, cols);
 
--- col_type_is, every column of every table (partitions inherit them): 276
+-- col_type_is, every column of every table (partitions inherit them): 278
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -450,6 +450,8 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('bulk_operations', 'op_id', 'bigint'),
     ('bulk_operations', 'action', 'text'),
     ('bulk_operations', 'filter', 'jsonb'),
+    ('bulk_operations', 'to_queue', 'text'),
+    ('bulk_operations', 'to_priority', 'smallint'),
     ('bulk_operations', 'state', 'text'),
     ('bulk_operations', 'next_before', 'bigint'),
     ('bulk_operations', 'acted', 'bigint'),
@@ -471,6 +473,7 @@ SELECT results_eq(
          AND a.attnum > 0 AND NOT a.attisdropped AND NOT a.attnotnull
        ORDER BY 1, 2$$,
     $$VALUES ('attempt_state', 'heartbeat_at'), ('attempt_state', 'progress'), ('bulk_operations', 'finished_at'),
+             ('bulk_operations', 'to_priority'), ('bulk_operations', 'to_queue'),
              ('deferred_jobs', 'finalized_at'), ('deferred_jobs', 'payload'),
              ('deferred_jobs', 'unique_key'), ('deferred_jobs', 'unique_states'),
              ('dlq_entries', 'payload'), ('dlq_entries', 'unique_key'), ('dlq_entries', 'unique_states'),
@@ -535,7 +538,11 @@ SELECT results_eq(
          AND k.contype <> 'p'
        ORDER BY c.relname COLLATE "C", pg_catalog.pg_get_constraintdef(k.oid) COLLATE "C"$$,
     $$VALUES ('bulk_operations', 'c',
-              'CHECK ((action = ANY (ARRAY[''cancel''::text, ''dlq_retry''::text, ''dlq_purge''::text])))'),
+              'CHECK ((((action = ''move''::text) = (to_queue IS NOT NULL)) AND '
+              '((action = ''set_priority''::text) = (to_priority IS NOT NULL))))'),
+             ('bulk_operations', 'c',
+              'CHECK ((action = ANY (ARRAY[''cancel''::text, ''dlq_retry''::text, ''dlq_purge''::text, ''move''::text, '
+              '''set_priority''::text])))'),
              ('bulk_operations', 'c',
               'CHECK ((state = ANY (ARRAY[''running''::text, ''done''::text, ''cancelled''::text])))'),
              ('claim_ring_rotations', 'c', 'CHECK ((generation >= 0))'),

@@ -17,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1410);
+SELECT plan(1420);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -124,24 +124,26 @@ INSERT INTO api VALUES
      'plpgsql', false, 'volatile', false, 1000, NULL),
     ('bulk_count',
      ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
-           'jsonb'],
+           'jsonb', 'text', 'integer'],
      'bigint',
      'action text, queue text DEFAULT NULL::text, state text DEFAULT NULL::text, kind text DEFAULT NULL::text, '
      'tag text DEFAULT NULL::text, args_contains jsonb DEFAULT NULL::jsonb, '
      'enqueued_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
      'enqueued_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
-     'metadata_contains jsonb DEFAULT NULL::jsonb',
+     'metadata_contains jsonb DEFAULT NULL::jsonb, to_queue text DEFAULT NULL::text, '
+     'to_priority integer DEFAULT NULL::integer',
      'bigint',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('bulk_start',
      ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
-           'jsonb'],
+           'jsonb', 'text', 'integer'],
      'bigint',
      'action text, queue text DEFAULT NULL::text, state text DEFAULT NULL::text, kind text DEFAULT NULL::text, '
      'tag text DEFAULT NULL::text, args_contains jsonb DEFAULT NULL::jsonb, '
      'enqueued_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
      'enqueued_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
-     'metadata_contains jsonb DEFAULT NULL::jsonb',
+     'metadata_contains jsonb DEFAULT NULL::jsonb, to_queue text DEFAULT NULL::text, '
+     'to_priority integer DEFAULT NULL::integer',
      'bigint',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('bulk_step',
@@ -784,6 +786,12 @@ INSERT INTO api VALUES
      'action text, state text',
      'boolean',
      'sql', false, 'immutable', false, 0, NULL),
+    ('_bulk_target',
+     ARRAY['text', 'text', 'integer'],
+     'void',
+     'action text, to_queue text, to_priority integer',
+     'void',
+     'plpgsql', false, 'volatile', false, 0, NULL),
     ('_relocate',
      ARRAY['bigint[]', 'text', 'integer'],
      'integer',
@@ -870,12 +878,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 48 public functions and the 86 awa._* building blocks');
+                     'schema awa has exactly the 48 public functions and the 87 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 134,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 135,
           'no function is overloaded');
 
--- Per function, 10 checks: 134 x 10 = 1340
+-- Per function, 10 checks: 135 x 10 = 1350
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(814);
+SELECT plan(819);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -53,9 +53,9 @@ INSERT INTO grants VALUES
     ('cancel', ARRAY['bigint'], false, false, true, false),
     ('get_job', ARRAY['bigint'], false, false, true, false),
     ('bulk_count', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
-                         'timestamp with time zone', 'jsonb'], false, false, true, false),
+                         'timestamp with time zone', 'jsonb', 'text', 'integer'], false, false, true, false),
     ('bulk_start', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
-                         'timestamp with time zone', 'jsonb'], false, false, true, false),
+                         'timestamp with time zone', 'jsonb', 'text', 'integer'], false, false, true, false),
     ('bulk_step', ARRAY['bigint', 'integer'], false, false, true, false),
     ('bulk_cancel', ARRAY['bigint'], false, false, true, false),
     ('move_jobs', ARRAY['bigint[]', 'text'], false, false, true, false),
@@ -134,6 +134,7 @@ INSERT INTO grants VALUES
                            'timestamp with time zone', 'jsonb'], false, false, false, false),
     ('_bulk_page', ARRAY['jsonb', 'bigint', 'integer'], false, false, false, false),
     ('_bulk_acts_on', ARRAY['text', 'text'], false, false, false, false),
+    ('_bulk_target', ARRAY['text', 'text', 'integer'], false, false, false, false),
     ('_relocate', ARRAY['bigint[]', 'text', 'integer'], false, false, false, false),
     ('_require_priority', ARRAY['integer', 'text'], false, false, false, false),
     ('_ensure_lane', ARRAY['text', 'integer', 'text'], false, false, false, false),
