@@ -53,9 +53,13 @@ BEGIN
             EXIT;
         END IF;
         IF EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = p_job_id)
-           OR EXISTS (SELECT FROM awa.job_history h WHERE h.job_id = p_job_id)
-           OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id) THEN
-            RETURN 'already_finished';  -- dead-lettered, in the history ring, or cancelled while deferred
+           OR EXISTS (SELECT FROM awa.job_history h WHERE h.job_id = p_job_id
+                         AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = h.job_id AND sup.run_lease = h.run_lease))
+           OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id
+                         AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = e.job_id AND sup.run_lease = e.run_lease)) THEN
+            -- dead-lettered, in the history ring, or cancelled while deferred
+            -- (a record a retry superseded does not count: awa.retry_jobs)
+            RETURN 'already_finished';
         END IF;
         SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
          ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;

@@ -10,7 +10,7 @@
 -- next step does the same page again.
 CREATE TABLE awa.bulk_operations (
     op_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    action      text        NOT NULL CHECK (action IN ('cancel', 'dlq_retry', 'dlq_purge', 'move', 'set_priority')),
+    action      text        NOT NULL CHECK (action IN ('cancel', 'dlq_retry', 'dlq_purge', 'move', 'set_priority', 'retry')),
     filter      jsonb       NOT NULL,
     -- The target of a move (to_queue) or of set_priority (to_priority); NULL
     -- for the other actions.
@@ -43,11 +43,12 @@ AS $$
 BEGIN
     IF action IS NULL THEN
         RAISE EXCEPTION 'action must not be NULL' USING ERRCODE = 'null_value_not_allowed',
-            HINT = 'Pass cancel, dlq_retry, dlq_purge, move or set_priority.';
+            HINT = 'Pass cancel, retry, dlq_retry, dlq_purge, move or set_priority.';
     END IF;
-    IF action NOT IN ('cancel', 'dlq_retry', 'dlq_purge', 'move', 'set_priority') THEN
+    IF action NOT IN ('cancel', 'dlq_retry', 'dlq_purge', 'move', 'set_priority', 'retry') THEN
         RAISE EXCEPTION 'unknown bulk action "%"', left(action, 64)
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass cancel, dlq_retry, dlq_purge, move or set_priority.';
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass cancel, retry, dlq_retry, dlq_purge, move or set_priority.';
     END IF;
     IF action IN ('dlq_retry', 'dlq_purge') AND state IS DISTINCT FROM 'dlq' AND state IS NOT NULL THEN
         RAISE EXCEPTION '% acts on dead-lettered jobs, not on state "%"', action, left(state, 64)
@@ -57,6 +58,11 @@ BEGIN
         RAISE EXCEPTION 'cancel acts on unfinished jobs, not on state "%"', state
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass state available, running, scheduled or retryable, or no state.';
+    END IF;
+    IF action = 'retry' AND state NOT IN ('failed', 'cancelled') THEN
+        RAISE EXCEPTION 'retry acts on failed and cancelled jobs, not on state "%"', left(state, 64)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass state failed or cancelled, or no state (dead letters: dlq_retry).';
     END IF;
     IF action IN ('move', 'set_priority') AND state NOT IN ('available', 'scheduled', 'retryable') THEN
         RAISE EXCEPTION '% acts on waiting jobs, not on state "%"', action, left(state, 64)
@@ -111,7 +117,7 @@ END
 $$;
 
 -- The states a bulk action acts on (cancel: the unfinished ones; move and
--- set_priority: the waiting ones).
+-- set_priority: the waiting ones; retry: the failed and cancelled ones).
 CREATE FUNCTION awa._bulk_acts_on(action text, state text)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
@@ -120,6 +126,7 @@ SET jit = off
 AS $$
 SELECT CASE WHEN action = 'cancel' THEN state IN ('available', 'running', 'scheduled', 'retryable')
             WHEN action IN ('move', 'set_priority') THEN state IN ('available', 'scheduled', 'retryable')
+            WHEN action = 'retry' THEN state IN ('failed', 'cancelled')
             ELSE state = 'dlq' END
 $$;
 
@@ -250,17 +257,18 @@ BEGIN
                     did := did + 1;
                 END IF;
             END LOOP;
-        ELSIF op.action = 'dlq_retry' THEN
+        ELSIF op.action IN ('dlq_retry', 'retry') THEN
             BEGIN
-                did := awa.dlq_retry(todo);
+                did := CASE op.action WHEN 'retry' THEN awa.retry_jobs(todo) ELSE awa.dlq_retry(todo) END;
             EXCEPTION WHEN unique_violation THEN
                 -- A job whose unique key another job took meanwhile: the
-                -- page's other jobs one by one; that one stays in the DLQ
+                -- page's other jobs one by one; that one stays where it is
                 -- (passed), the operation goes on.
                 did := 0;
                 FOREACH id IN ARRAY todo LOOP
                     BEGIN
-                        did := did + awa.dlq_retry(ARRAY[id]);
+                        did := did + CASE op.action WHEN 'retry' THEN awa.retry_jobs(ARRAY[id])
+                                                    ELSE awa.dlq_retry(ARRAY[id]) END;
                     EXCEPTION WHEN unique_violation THEN
                         NULL;
                     END;

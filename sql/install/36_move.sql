@@ -123,8 +123,10 @@ BEGIN
             -- deferred) or deferred meanwhile (a claim that ended): not waiting in a lane.
             EXIT WHEN EXISTS (SELECT FROM awa.deferred_jobs j WHERE j.job_id = id)
                    OR EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = id)
-                   OR EXISTS (SELECT FROM awa.job_history h WHERE h.job_id = id)
-                   OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = id AND e.lane_seq = -id);
+                   OR EXISTS (SELECT FROM awa.job_history h WHERE h.job_id = id
+                                 AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = h.job_id AND sup.run_lease = h.run_lease))
+                   OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = id AND e.lane_seq = -id
+                                 AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = e.job_id AND sup.run_lease = e.run_lease));
             SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = id
              ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;
             EXIT WHEN NOT FOUND;

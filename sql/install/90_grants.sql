@@ -62,7 +62,8 @@ GRANT EXECUTE ON FUNCTION awa.bulk_count(text, text, text, text, text, jsonb, ti
                           awa.bulk_step(bigint, int),
                           awa.bulk_cancel(bigint),
                           awa.move_jobs(bigint[], text),
-                          awa.set_priority(bigint[], int)
+                          awa.set_priority(bigint[], int),
+                          awa.retry_jobs(bigint[])
     TO awa_admin;
 GRANT SELECT ON awa.lanes, awa.dlq, awa.periodic_jobs, awa.bulk_operations TO awa_admin;
 GRANT EXECUTE ON FUNCTION awa.list_jobs(text, text, text, text, jsonb, timestamptz, timestamptz, bigint, int, jsonb)

@@ -1,6 +1,6 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (39 of the
--- 48 public functions; never await_durable, periodic_next, list_jobs (it runs
+-- types, names, defaults), return types, language, SECURITY DEFINER (40 of the
+-- 49 public functions; never await_durable, periodic_next, list_jobs (it runs
 -- as its caller and picks _list_jobs_payloads or _list_jobs_plain, the two
 -- SECURITY DEFINER building blocks), the six casts to awa.duration or any
 -- other awa._* building block), volatility,
@@ -17,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1420);
+SELECT plan(1430);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -162,6 +162,12 @@ INSERT INTO api VALUES
      ARRAY['bigint[]', 'text'],
      'integer',
      'job_ids bigint[], queue text',
+     'integer',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('retry_jobs',
+     ARRAY['bigint[]'],
+     'integer',
+     'job_ids bigint[]',
      'integer',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('set_priority',
@@ -878,12 +884,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 48 public functions and the 87 awa._* building blocks');
+                     'schema awa has exactly the 49 public functions and the 87 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 135,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 136,
           'no function is overloaded');
 
--- Per function, 10 checks: 135 x 10 = 1350
+-- Per function, 10 checks: 136 x 10 = 1360
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(819);
+SELECT plan(824);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -60,6 +60,7 @@ INSERT INTO grants VALUES
     ('bulk_cancel', ARRAY['bigint'], false, false, true, false),
     ('move_jobs', ARRAY['bigint[]', 'text'], false, false, true, false),
     ('set_priority', ARRAY['bigint[]', 'integer'], false, false, true, false),
+    ('retry_jobs', ARRAY['bigint[]'], false, false, true, false),
     ('list_jobs', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
                         'bigint', 'integer', 'jsonb'], false, false, true, true),
     ('promote_due', ARRAY['integer'], false, false, true, false),
@@ -236,7 +237,7 @@ SELECT is(
                         'maintenance_status', 'move_jobs',
                         'pause_queue', 'periodic_next',
                         'periodic_status', 'promote_due', 'queue_counts', 'queue_counts_exact', 'queue_metrics',
-                        'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance', 'schedule_periodic',
+                        'rebuild_counters', 'resume_queue', 'retry', 'retry_jobs', 'run_maintenance', 'schedule_periodic',
                         'set_key_weight', 'set_priority', 'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),
     ('awa_monitor', ARRAY['_list_jobs_plain', 'job_event_totals', 'key_metrics', 'list_jobs', 'maintenance_status', 'periodic_status',
                           'queue_metrics', 'storage_status', 'waiting_claims']),

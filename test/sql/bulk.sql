@@ -123,6 +123,25 @@ SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('set_priority', qu
                                                               to_priority => 1));
 SELECT queue, state, priority, count(*) FROM awa.list_jobs(kind => 'bk.m', state => 'scheduled') GROUP BY 1, 2, 3;
 
+-- Retry acts on failed and cancelled jobs (awa.retry_jobs): bk_r has two
+-- failed jobs, one cancelled, one completed and one available. A job whose
+-- unique key another job took meanwhile stays failed (passed).
+SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('bk.r', jsonb_build_object('i', i), 'bk_r', max_attempts => 1,
+                                                     opts => CASE WHEN i = 2 THEN '{"unique_key": "bk-r-2"}'::jsonb
+                                                                  ELSE '{}' END)
+                                    FROM generate_series(1, 5) i) x;
+SELECT string_agg(CASE WHEN c.args ->> 'i' IN ('1', '2') THEN awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom')
+                       WHEN c.args ->> 'i' = '3' THEN awa.cancel(c.job_id)
+                       ELSE awa.complete(c.job_id, c.run_lease, c.receipt_id)::text END, ',' ORDER BY c.job_id) AS ended
+  FROM awa.claim('bk_r', 4) c;
+SELECT awa.enqueue('bk.r', '{}', 'bk_r_other', opts => '{"unique_key": "bk-r-2"}') IS NOT NULL AS key_taken;
+SELECT awa.bulk_count('retry', queue => 'bk_r') AS would_retry,
+       awa.bulk_count('retry', queue => 'bk_r', state => 'cancelled') AS would_retry_cancelled;
+SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('retry', queue => 'bk_r'), 10);
+SELECT args ->> 'i' AS i, state FROM awa.list_jobs(queue => 'bk_r') ORDER BY job_id;
+SELECT c.available, c.running, c.completed, c.failed, c.cancelled, c IS NOT DISTINCT FROM e AS matches_exact
+  FROM awa.queue_counts('bk_r') c, awa.queue_counts_exact('bk_r') e;
+
 -- Bad input: 22023 (22004 for NULL) with a hint; nothing starts, nothing
 -- steps.
 SELECT pg_temp.try($$SELECT awa.bulk_start('delete_everything')$$);
@@ -141,6 +160,8 @@ SELECT pg_temp.try($$SELECT awa.bulk_start('set_priority', to_queue => 'bk_x', t
 SELECT pg_temp.try($$SELECT awa.bulk_start('set_priority', state => 'dlq', to_priority => 1)$$);
 SELECT pg_temp.try($$SELECT awa.bulk_start('cancel', to_queue => 'bk_x')$$);
 SELECT pg_temp.try($$SELECT awa.bulk_count('dlq_retry', to_priority => 1)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('retry', state => 'dlq')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('retry', to_queue => 'bk_x')$$);
 SELECT pg_temp.try($$SELECT awa.bulk_step(NULL)$$);
 SELECT pg_temp.try($$SELECT awa.bulk_step(-1)$$);
 SELECT pg_temp.try($$SELECT awa.bulk_step(1, 0)$$);

@@ -10,8 +10,8 @@
 # heartbeat_many, retry (delay 0 and NULL), snooze, fail, cancel (available,
 # scheduled, retryable, running, finished), promote_due (also with a small
 # max_jobs), dlq_retry, dlq_purge, pause/resume, move_jobs and set_priority
-# (available, scheduled, retryable and other jobs) and calls with ended
-# attempts.
+# (available, scheduled, retryable and other jobs), retry_jobs (failed,
+# cancelled and other jobs) and calls with ended attempts.
 # Some steps run inside explicit transactions that roll back or commit, some
 # with a SAVEPOINT rolled back.
 #
@@ -595,6 +595,37 @@ sub op_move
 	return 1;
 }
 
+# awa.retry_jobs of a few failed or cancelled jobs (and now and then of any
+# job): those become available, attempt 0, run_lease one above their
+# record's (the model's lease); the others are left alone.
+sub op_retry_finished
+{
+	my @f = ids_in(qw(failed cancelled));
+	return 0 unless @f;
+	my (%c, @ids);
+	for (1 .. 1 + int(rand(3))) { my $id = pick(@f); push @ids, $id unless $c{$id}++; }
+	if (rand() < 0.3)
+	{
+		my $id = pick(sort { $a <=> $b } keys %job);
+		push @ids, $id unless $c{$id}++;
+	}
+	my @retried = grep { $job{$_}{state} =~ /^(failed|cancelled)$/ } @ids;
+	my $sql = 'SELECT awa.retry_jobs(ARRAY[' . join(',', @ids) . ']::bigint[])';
+	my $n = sq($sql);
+	problem("$sql returned $n, expected " . scalar(@retried)) if $n != @retried;
+	for my $id (@retried)
+	{
+		my $j = $job{$id};
+		seen("retry_jobs of a $j->{state} job");
+		$j->{state} = 'available';
+		$j->{used} = 0;
+		$j->{lease}++;
+		delete $j->{due};
+	}
+	seen('retry_jobs');
+	return 1;
+}
+
 sub op_pause_resume
 {
 	# At most one queue paused at a time: resume it, or pause one.
@@ -640,7 +671,7 @@ my @OPS = (
 	[ \&op_retry,        7 ],  [ \&op_snooze,       4 ], [ \&op_fail,         4 ],
 	[ \&op_cancel,       8 ],  [ \&op_promote,      7 ], [ \&op_dlq_retry,    5 ],
 	[ \&op_dlq_purge,    3 ],  [ \&op_pause_resume, 3 ], [ \&op_stale,        4 ],
-	[ \&op_move,         4 ]);
+	[ \&op_move,         4 ],  [ \&op_retry_finished, 3 ]);
 my $OPS_WEIGHT = 0;
 $OPS_WEIGHT += $_->[1] for @OPS;
 
@@ -948,7 +979,7 @@ my @expected_seen = (
 	'promote_due moving jobs', 'promote_due (small max_jobs) moving jobs',
 	'dlq_retry', 'dlq_purge', 'pause_queue', 'resume_queue',
 	'move_jobs of a available job', 'move_jobs of a scheduled job', 'set_priority of a available job',
-	'set_priority of a scheduled job',
+	'set_priority of a scheduled job', 'retry_jobs of a failed job', 'retry_jobs of a cancelled job',
 	(map { "$_ with an ended attempt" } qw(complete heartbeat retry snooze fail)),
 	'transaction committed', 'transaction rolled back',
 	'savepoint rolled back, transaction committed', 'savepoint rolled back, transaction rolled back');
