@@ -26,7 +26,7 @@ SHLIB_LINK += -lstdc++
 # pg_regress: one file per SQL function family (test/sql/, test/expected/).
 REGRESS = setup enqueue enqueue_many job_size claim complete cursor security heartbeat attempt_end cancel \
           dlq unique queue_admin get_job counts lifecycle_roles maintenance history carry durable periodic metrics metrics_oldest prepare enqueue_at_commit \
-          durations concurrency ring_growth rate_limit keys key_limits list_jobs bulk
+          durations concurrency ring_growth rate_limit keys key_limits list_jobs bulk move retry
 REGRESS_OPTS = --inputdir=test --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
 # isolationtester specs (test/specs/, test/expected/).
@@ -38,7 +38,7 @@ ISOLATION = bulk_steps_race two_claimers claim_skips_nothing_open rollback_gap s
             unique_skip_concurrent open_producer_passed oldest_vs_claim counts_untrusted_midway concurrency_limit \
             limit_last_slot rescue_frees_slot rate_limit_races \
             lane_row_update_by_hand wide_reserve_gap_proof lane_create_race open_claim_many_batches \
-            keyed_lane_membership key_limit key_limit_set_midway
+            keyed_lane_membership key_limit key_limit_set_midway move_vs_claim retry_finished_race
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 

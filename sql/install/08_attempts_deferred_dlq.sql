@@ -54,3 +54,19 @@ CREATE TABLE awa.dlq_entries (
 );
 CREATE INDEX dlq_entries_queue_idx ON awa.dlq_entries (queue, dlq_at DESC);
 
+
+-- The failed and cancelled records of jobs retried since (awa.retry_jobs):
+-- such a record (a done row of the queue ring, or a row of the history ring)
+-- is never deleted one by one, so it stays until its slot is reclaimed, and
+-- every reader passes over it (the job lives on in a later incarnation):
+-- awa._get_job, awa.cancel, the exact count, the history copy, the release
+-- of finished jobs' counts and unique keys. A row leaves with its record
+-- (the prune of its queue-ring slot, the history step). (job_id, run_lease)
+-- names one terminal record: each incarnation after a retry has a higher
+-- run_lease.
+CREATE TABLE awa.superseded_records (
+    job_id     bigint      NOT NULL,
+    run_lease  bigint      NOT NULL,
+    retried_at timestamptz NOT NULL,
+    PRIMARY KEY (job_id, run_lease)
+);

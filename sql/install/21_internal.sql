@@ -66,6 +66,7 @@ LANGUAGE C VOLATILE;
 -- (the counter rebuild publishes that snapshot; src/pg/counters.hpp).
 --   available = ready rows - lanes handed out by claims - tombstoned lanes
 --   running   = claimed attempts - closed attempts
+--   failed, cancelled = their records not superseded by a retry
 CREATE FUNCTION awa._queue_counts_scan(p_queue text)
 RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint)
@@ -98,9 +99,13 @@ WITH queues AS (
     SELECT r.queue, sum(r.completed_count) AS n FROM awa.receipt_completion_batches r
      WHERE p_queue IS NULL OR r.queue = p_queue GROUP BY r.queue
 ), done AS (
+    -- (a failed or cancelled record of a job retried since is not counted:
+    -- the job is counted where it is now)
     SELECT d.queue, count(*) FILTER (WHERE d.state = 'failed') AS failed,
            count(*) FILTER (WHERE d.state = 'cancelled') AS cancelled
-      FROM awa.done_entries d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
+      FROM awa.done_entries d WHERE (p_queue IS NULL OR d.queue = p_queue)
+       AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = d.job_id AND sup.run_lease = d.run_lease)
+     GROUP BY d.queue
 ), deferred AS (
     SELECT d.queue, count(*) FILTER (WHERE d.state = 'scheduled') AS scheduled,
            count(*) FILTER (WHERE d.state = 'retryable') AS retryable
@@ -111,7 +116,9 @@ WITH queues AS (
     SELECT h.queue, count(*) FILTER (WHERE h.state = 'completed') AS completed,
            count(*) FILTER (WHERE h.state = 'failed') AS failed,
            count(*) FILTER (WHERE h.state = 'cancelled') AS cancelled
-      FROM awa.job_history h WHERE p_queue IS NULL OR h.queue = p_queue GROUP BY h.queue
+      FROM awa.job_history h WHERE (p_queue IS NULL OR h.queue = p_queue)
+       AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = h.job_id AND sup.run_lease = h.run_lease)
+     GROUP BY h.queue
 )
 SELECT q.queue,
        (coalesce(ready.n, 0) - coalesce(handed_out.n, 0) - coalesce(tombstoned.n, 0))::bigint,

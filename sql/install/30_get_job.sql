@@ -59,8 +59,12 @@ BEGIN
                                  NULL, jsonb_build_object('dlq_reason', d.dlq_reason));
     END IF;
     -- Finished, and its queue-ring slot reclaimed: kept in the history ring
-    -- for awa.history_retention.
-    SELECT * INTO d FROM awa.job_history h WHERE h.job_id = p_job_id;
+    -- for awa.history_retention. Here and below, a failed or cancelled
+    -- record of a job retried since (awa.retry_jobs) is passed over: the job
+    -- lives on in a later incarnation.
+    SELECT * INTO d FROM awa.job_history h WHERE h.job_id = p_job_id
+       AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = h.job_id AND sup.run_lease = h.run_lease)
+     ORDER BY h.run_lease DESC LIMIT 1;
     IF FOUND THEN
         RETURN awa._job_document(d.job_id, d.queue, d.priority, d.kind, d.args, d.state, d.attempt,
                                  d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, d.attempted_at,
@@ -68,7 +72,9 @@ BEGIN
     END IF;
     -- Cancelled while deferred: a synthetic done row (lane_seq = -job_id) is its
     -- final state, newer than any ready row an earlier attempt left.
-    SELECT * INTO d FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id;
+    SELECT * INTO d FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id
+       AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = e.job_id AND sup.run_lease = e.run_lease)
+     ORDER BY e.run_lease DESC LIMIT 1;
     IF FOUND THEN
         RETURN awa._job_document(d.job_id, d.queue, d.priority, d.kind, d.args, d.state, d.attempt,
                                  d.max_attempts, d.run_lease, d.run_at, d.created_at, d.payload, NULL,
@@ -79,7 +85,9 @@ BEGIN
     SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
      ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;
     IF NOT FOUND THEN
-        SELECT * INTO d FROM awa.done_entries e WHERE e.job_id = p_job_id ORDER BY e.finalized_at DESC LIMIT 1;
+        SELECT * INTO d FROM awa.done_entries e WHERE e.job_id = p_job_id
+           AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = e.job_id AND sup.run_lease = e.run_lease)
+         ORDER BY e.finalized_at DESC LIMIT 1;
         IF NOT FOUND THEN
             RETURN NULL;
         END IF;

@@ -53,9 +53,13 @@ BEGIN
             EXIT;
         END IF;
         IF EXISTS (SELECT FROM awa.dlq_entries j WHERE j.job_id = p_job_id)
-           OR EXISTS (SELECT FROM awa.job_history h WHERE h.job_id = p_job_id)
-           OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id) THEN
-            RETURN 'already_finished';  -- dead-lettered, in the history ring, or cancelled while deferred
+           OR EXISTS (SELECT FROM awa.job_history h WHERE h.job_id = p_job_id
+                         AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = h.job_id AND sup.run_lease = h.run_lease))
+           OR EXISTS (SELECT FROM awa.done_entries e WHERE e.job_id = p_job_id AND e.lane_seq = -p_job_id
+                         AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = e.job_id AND sup.run_lease = e.run_lease)) THEN
+            -- dead-lettered, in the history ring, or cancelled while deferred
+            -- (a record a retry superseded does not count: awa.retry_jobs)
+            RETURN 'already_finished';
         END IF;
         SELECT * INTO r FROM awa.ready_entries e WHERE e.job_id = p_job_id
          ORDER BY e.run_lease DESC, e.ready_generation DESC LIMIT 1;
@@ -80,7 +84,20 @@ BEGIN
             outcome := 'cancelled';
             EXIT;
         ELSIF outcome = 'already_tombstoned' THEN
-            RETURN 'already_finished';
+            -- Cancelled (its done row), or moved to another queue or priority
+            -- by a transaction that has ended (awa.move_jobs: no done row, a
+            -- later ready row). The next round finds either; a snapshot that
+            -- sees neither (REPEATABLE READ) cannot tell which.
+            IF current_setting('transaction_isolation') = 'read committed' THEN
+                CONTINUE;
+            END IF;
+            IF EXISTS (SELECT FROM awa.done_entries e WHERE e.lane_id = r.lane_id
+                          AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot) THEN
+                RETURN 'already_finished';
+            END IF;
+            RAISE EXCEPTION 'could not cancel the job: it was cancelled or moved by a transaction this snapshot cannot see'
+                USING ERRCODE = 'serialization_failure', DETAIL = format('Job %s.', p_job_id),
+                      HINT = 'Retry the transaction.';
         END IF;
 
         -- Claimed: close the attempt that took this ready row.

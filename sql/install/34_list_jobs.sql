@@ -134,7 +134,9 @@ BEGIN
                          AND NOT EXISTS (SELECT FROM awa.deferred_jobs d WHERE d.job_id = e.job_id)
                          AND NOT EXISTS (SELECT FROM awa.dlq_entries q WHERE q.job_id = e.job_id)
                          AND NOT EXISTS (SELECT FROM awa.done_entries x
-                                          WHERE x.job_id = e.job_id AND x.state <> 'completed')
+                                          WHERE x.job_id = e.job_id AND x.state <> 'completed'
+                                            AND NOT EXISTS (SELECT FROM awa.superseded_records sup
+                                                             WHERE sup.job_id = x.job_id AND sup.run_lease = x.run_lease))
                          AND NOT running_set ? e.job_id::text))
                     AND (p_queue IS NULL OR e.queue = p_queue) AND (p_kind IS NULL OR e.kind = p_kind)
                     AND (p_args IS NULL OR e.args @> p_args)

@@ -10,8 +10,12 @@
 -- next step does the same page again.
 CREATE TABLE awa.bulk_operations (
     op_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    action      text        NOT NULL CHECK (action IN ('cancel', 'dlq_retry', 'dlq_purge')),
+    action      text        NOT NULL CHECK (action IN ('cancel', 'dlq_retry', 'dlq_purge', 'move', 'set_priority', 'retry')),
     filter      jsonb       NOT NULL,
+    -- The target of a move (to_queue) or of set_priority (to_priority); NULL
+    -- for the other actions.
+    to_queue    text,
+    to_priority smallint,
     state       text        NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done', 'cancelled')),
     -- The keyset cursor: the jobs left are those below it. Set at the start
     -- past the newest job that matched then, so jobs enqueued later are not
@@ -23,7 +27,8 @@ CREATE TABLE awa.bulk_operations (
     created_by  text        NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
     updated_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
-    finished_at timestamptz
+    finished_at timestamptz,
+    CHECK ((action = 'move') = (to_queue IS NOT NULL) AND (action = 'set_priority') = (to_priority IS NOT NULL))
 );
 
 -- The filter of a bulk operation, checked as awa.list_jobs checks it (one
@@ -38,11 +43,12 @@ AS $$
 BEGIN
     IF action IS NULL THEN
         RAISE EXCEPTION 'action must not be NULL' USING ERRCODE = 'null_value_not_allowed',
-            HINT = 'Pass cancel, dlq_retry or dlq_purge.';
+            HINT = 'Pass cancel, retry, dlq_retry, dlq_purge, move or set_priority.';
     END IF;
-    IF action NOT IN ('cancel', 'dlq_retry', 'dlq_purge') THEN
+    IF action NOT IN ('cancel', 'dlq_retry', 'dlq_purge', 'move', 'set_priority', 'retry') THEN
         RAISE EXCEPTION 'unknown bulk action "%"', left(action, 64)
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass cancel, dlq_retry or dlq_purge.';
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass cancel, retry, dlq_retry, dlq_purge, move or set_priority.';
     END IF;
     IF action IN ('dlq_retry', 'dlq_purge') AND state IS DISTINCT FROM 'dlq' AND state IS NOT NULL THEN
         RAISE EXCEPTION '% acts on dead-lettered jobs, not on state "%"', action, left(state, 64)
@@ -52,6 +58,16 @@ BEGIN
         RAISE EXCEPTION 'cancel acts on unfinished jobs, not on state "%"', state
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass state available, running, scheduled or retryable, or no state.';
+    END IF;
+    IF action = 'retry' AND state NOT IN ('failed', 'cancelled') THEN
+        RAISE EXCEPTION 'retry acts on failed and cancelled jobs, not on state "%"', left(state, 64)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass state failed or cancelled, or no state (dead letters: dlq_retry).';
+    END IF;
+    IF action IN ('move', 'set_priority') AND state NOT IN ('available', 'scheduled', 'retryable') THEN
+        RAISE EXCEPTION '% acts on waiting jobs, not on state "%"', action, left(state, 64)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass state available, scheduled or retryable, or no state (running and finished jobs are not moved).';
     END IF;
     -- list_jobs's own checks (22023, 42501), on one row.
     PERFORM 1 FROM awa.list_jobs(queue, state, kind, tag, args_contains, enqueued_after, enqueued_before, NULL, 1,
@@ -67,15 +83,51 @@ BEGIN
 END
 $$;
 
--- The states a bulk action acts on (cancel: the unfinished ones).
+-- The target of a bulk action: to_queue for move, to_priority for
+-- set_priority, neither for the others (22023, or 22004 for a bad value as
+-- awa.move_jobs and awa.set_priority raise it).
+CREATE FUNCTION awa._bulk_target(action text, to_queue text, to_priority int)
+RETURNS void
+LANGUAGE plpgsql VOLATILE  -- raises: never evaluated ahead of time
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+    IF action = 'move' THEN
+        IF to_queue IS NULL THEN
+            RAISE EXCEPTION 'move needs to_queue' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Pass to_queue => the queue to move the jobs to.';
+        END IF;
+        PERFORM awa._require_queue(to_queue);
+    ELSIF to_queue IS NOT NULL THEN
+        RAISE EXCEPTION '% takes no to_queue', action USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Only move takes to_queue; leave it out.';
+    END IF;
+    IF action = 'set_priority' THEN
+        IF to_priority IS NULL THEN
+            RAISE EXCEPTION 'set_priority needs to_priority' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Pass to_priority => 1 (the most urgent) to 4 (the least).';
+        END IF;
+        PERFORM awa._require_priority(to_priority, 'to_priority');
+    ELSIF to_priority IS NOT NULL THEN
+        RAISE EXCEPTION '% takes no to_priority', action USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Only set_priority takes to_priority; leave it out (a move keeps each job''s priority).';
+    END IF;
+END
+$$;
+
+-- The states a bulk action acts on (cancel: the unfinished ones; move and
+-- set_priority: the waiting ones; retry: the failed and cancelled ones).
 CREATE FUNCTION awa._bulk_acts_on(action text, state text)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-SELECT CASE action WHEN 'cancel' THEN state IN ('available', 'running', 'scheduled', 'retryable')
-                   ELSE state = 'dlq' END
+SELECT CASE WHEN action = 'cancel' THEN state IN ('available', 'running', 'scheduled', 'retryable')
+            WHEN action IN ('move', 'set_priority') THEN state IN ('available', 'scheduled', 'retryable')
+            WHEN action = 'retry' THEN state IN ('failed', 'cancelled')
+            ELSE state = 'dlq' END
 $$;
 
 -- The next page of a filter (a bulk operation's, as stored) below `before`.
@@ -96,7 +148,8 @@ $$;
 CREATE FUNCTION awa.bulk_count(action text, queue text DEFAULT NULL, state text DEFAULT NULL, kind text DEFAULT NULL,
                                tag text DEFAULT NULL, args_contains jsonb DEFAULT NULL,
                                enqueued_after timestamptz DEFAULT NULL, enqueued_before timestamptz DEFAULT NULL,
-                               metadata_contains jsonb DEFAULT NULL)
+                               metadata_contains jsonb DEFAULT NULL, to_queue text DEFAULT NULL,
+                               to_priority int DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -111,8 +164,14 @@ DECLARE
     acts    int;
     lowest  bigint;
 BEGIN
+    PERFORM awa._bulk_target(action, to_queue, to_priority);
     LOOP
-        SELECT count(*), min(p.job_id), count(*) FILTER (WHERE awa._bulk_acts_on(action, p.state))
+        -- (a move counts the jobs not yet in to_queue; set_priority those
+        -- not yet at to_priority)
+        SELECT count(*), min(p.job_id),
+               count(*) FILTER (WHERE awa._bulk_acts_on(action, p.state)
+                                  AND (bulk_count.to_queue IS NULL OR p.queue <> bulk_count.to_queue)
+                                  AND (bulk_count.to_priority IS NULL OR p.priority <> bulk_count.to_priority))
           INTO n, lowest, acts FROM awa._bulk_page(f, before, 1000) p;
         total := total + acts;
         EXIT WHEN n < 1000;
@@ -128,7 +187,8 @@ $$;
 CREATE FUNCTION awa.bulk_start(action text, queue text DEFAULT NULL, state text DEFAULT NULL, kind text DEFAULT NULL,
                                tag text DEFAULT NULL, args_contains jsonb DEFAULT NULL,
                                enqueued_after timestamptz DEFAULT NULL, enqueued_before timestamptz DEFAULT NULL,
-                               metadata_contains jsonb DEFAULT NULL)
+                               metadata_contains jsonb DEFAULT NULL, to_queue text DEFAULT NULL,
+                               to_priority int DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -140,9 +200,10 @@ DECLARE
     newest bigint;
     id     bigint;
 BEGIN
+    PERFORM awa._bulk_target(action, to_queue, to_priority);
     SELECT p.job_id INTO newest FROM awa._bulk_page(f, NULL, 1) p;
-    INSERT INTO awa.bulk_operations (action, filter, next_before, created_by)
-    VALUES (action, f, coalesce(newest + 1, 0),
+    INSERT INTO awa.bulk_operations (action, filter, to_queue, to_priority, next_before, created_by)
+    VALUES (action, f, bulk_start.to_queue, bulk_start.to_priority, coalesce(newest + 1, 0),
             CASE current_setting('role') WHEN 'none' THEN session_user::text ELSE current_setting('role') END)
     RETURNING op_id INTO id;
     RETURN id;
@@ -196,22 +257,27 @@ BEGIN
                     did := did + 1;
                 END IF;
             END LOOP;
-        ELSIF op.action = 'dlq_retry' THEN
+        ELSIF op.action IN ('dlq_retry', 'retry') THEN
             BEGIN
-                did := awa.dlq_retry(todo);
+                did := CASE op.action WHEN 'retry' THEN awa.retry_jobs(todo) ELSE awa.dlq_retry(todo) END;
             EXCEPTION WHEN unique_violation THEN
                 -- A job whose unique key another job took meanwhile: the
-                -- page's other jobs one by one; that one stays in the DLQ
+                -- page's other jobs one by one; that one stays where it is
                 -- (passed), the operation goes on.
                 did := 0;
                 FOREACH id IN ARRAY todo LOOP
                     BEGIN
-                        did := did + awa.dlq_retry(ARRAY[id]);
+                        did := did + CASE op.action WHEN 'retry' THEN awa.retry_jobs(ARRAY[id])
+                                                    ELSE awa.dlq_retry(ARRAY[id]) END;
                     EXCEPTION WHEN unique_violation THEN
                         NULL;
                     END;
                 END LOOP;
             END;
+        ELSIF op.action = 'move' THEN
+            did := awa._relocate(todo, op.to_queue, NULL);
+        ELSIF op.action = 'set_priority' THEN
+            did := awa._relocate(todo, NULL, op.to_priority);
         ELSE
             did := awa.dlq_purge(todo);
         END IF;

@@ -142,12 +142,15 @@ BEGIN
             -- the unique keys they hold (states that include a final one) are
             -- released.
             detail := detail || jsonb_build_object('terminal_jobs', awa._forget_finished(format(
-                'SELECT r.queue, ''completed'' AS state, u.job_id
+                'SELECT r.queue, ''completed'' AS state, u.job_id, NULL::bigint AS run_lease
                    FROM awa.%I r, unnest(r.job_ids) u(job_id)
                  UNION ALL
-                 SELECT d.queue, d.state, d.job_id FROM awa.%I d WHERE d.state IN (''failed'', ''cancelled'')',
+                 SELECT d.queue, d.state, d.job_id, d.run_lease FROM awa.%I d WHERE d.state IN (''failed'', ''cancelled'')',
                 'receipt_completion_batches_' || target_slot, 'done_entries_' || target_slot)));
         END IF;
+        -- The records of the slot that retries superseded go with it.
+        EXECUTE format('DELETE FROM awa.superseded_records sup USING awa.%I d'
+                       ' WHERE sup.job_id = d.job_id AND sup.run_lease = d.run_lease', 'done_entries_' || target_slot);
         detail := detail || jsonb_build_object('carried', awa._carry_queue_slot(target_slot, target));
     ELSIF ring = 'claim' THEN
         detail := detail || jsonb_build_object('carried', awa._carry_claim_slot(target_slot));

@@ -6,8 +6,11 @@ SET jit = off
 AS $$ SELECT current_setting('awa.history_retention')::interval $$;
 
 -- Finished jobs leave the books: `source` is a query of (queue, state,
--- job_id) rows. Records the negative counter moves per queue and state,
--- releases the unique keys those jobs hold, and returns {state: jobs}.
+-- job_id, run_lease) rows. Records the negative counter moves per queue and
+-- state, releases the unique keys those jobs hold, and returns {state: jobs};
+-- a record a retry superseded (awa.superseded_records) is left out of all
+-- three (the retry counted the job out of it, and the job lives on with its
+-- key). (run_lease NULL: a record no retry supersedes, a completion.)
 CREATE FUNCTION awa._forget_finished(source text)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
@@ -18,6 +21,8 @@ DECLARE
     q record;
     moved jsonb := '{}';
 BEGIN
+    source := format('SELECT t.* FROM (%s) t WHERE NOT EXISTS (SELECT FROM awa.superseded_records sup'
+                     ' WHERE sup.job_id = t.job_id AND sup.run_lease = t.run_lease)', source);
     FOR q IN EXECUTE format('SELECT queue, state, count(*) AS n FROM (%s) t GROUP BY queue, state', source) LOOP
         PERFORM awa._count_move(q.queue, q.state, NULL, q.n);
         moved := jsonb_set(moved, ARRAY[q.state], to_jsonb(coalesce((moved ->> q.state)::bigint, 0) + q.n));
@@ -67,7 +72,9 @@ BEGIN
                d.payload
           FROM awa.%4$I d
           LEFT JOIN awa.%2$I r ON r.lane_id = d.lane_id AND r.lane_seq = d.lane_seq
-         WHERE d.state IN ('failed', 'cancelled')$q$,
+         WHERE d.state IN ('failed', 'cancelled')
+           -- (a record a retry superseded is not kept: the job lives on)
+           AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = d.job_id AND sup.run_lease = d.run_lease)$q$,
         'receipt_completion_batches_' || slot, 'ready_entries_' || slot, 'ready_claim_attempt_batches_' || slot,
         'done_entries_' || slot)
       USING pos.slot;
@@ -123,9 +130,15 @@ BEGIN
     END LOOP;
     IF cardinality(pruned) > 0 THEN
         -- The expired slots' jobs leave the books, then the slots go, whole.
-        forgotten := awa._forget_finished((SELECT string_agg(format('SELECT h.queue, h.state, h.job_id FROM awa.%I h',
+        forgotten := awa._forget_finished((SELECT string_agg(format('SELECT h.queue, h.state, h.job_id, h.run_lease FROM awa.%I h',
                                                                     'job_history_' || p), ' UNION ALL ')
                                              FROM unnest(pruned) p));
+        -- The records of the slots that retries superseded go with them.
+        EXECUTE format('DELETE FROM awa.superseded_records sup USING (%s) h'
+                       ' WHERE sup.job_id = h.job_id AND sup.run_lease = h.run_lease',
+                       (SELECT string_agg(format('SELECT h.job_id, h.run_lease FROM awa.%I h', 'job_history_' || p),
+                                          ' UNION ALL ')
+                          FROM unnest(pruned) p));
         EXECUTE format('TRUNCATE %s', (SELECT string_agg(format('awa.%I', 'job_history_' || p), ', ')
                                          FROM unnest(pruned) p));
     ELSIF blocked_slot IS NOT NULL THEN

@@ -57,10 +57,13 @@ GRANT EXECUTE ON FUNCTION awa.schedule_periodic(text, text, text, jsonb, text, i
                           awa.unschedule_periodic(text),
                           awa.periodic_next(text, text, timestamptz)
     TO awa_admin;
-GRANT EXECUTE ON FUNCTION awa.bulk_count(text, text, text, text, text, jsonb, timestamptz, timestamptz, jsonb),
-                          awa.bulk_start(text, text, text, text, text, jsonb, timestamptz, timestamptz, jsonb),
+GRANT EXECUTE ON FUNCTION awa.bulk_count(text, text, text, text, text, jsonb, timestamptz, timestamptz, jsonb, text, int),
+                          awa.bulk_start(text, text, text, text, text, jsonb, timestamptz, timestamptz, jsonb, text, int),
                           awa.bulk_step(bigint, int),
-                          awa.bulk_cancel(bigint)
+                          awa.bulk_cancel(bigint),
+                          awa.move_jobs(bigint[], text),
+                          awa.set_priority(bigint[], int),
+                          awa.retry_jobs(bigint[])
     TO awa_admin;
 GRANT SELECT ON awa.lanes, awa.dlq, awa.periodic_jobs, awa.bulk_operations TO awa_admin;
 GRANT EXECUTE ON FUNCTION awa.list_jobs(text, text, text, text, jsonb, timestamptz, timestamptz, bigint, int, jsonb)

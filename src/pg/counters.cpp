@@ -1075,14 +1075,18 @@ LaneOf(Pending *slot, int priority)
 
 }  // namespace
 
-void
-CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)
+namespace {
+
+// The queue's pending deltas for a move of n jobs; the slot, or NULL when
+// there is nothing to record.
+Pending *
+RecordMove(text *queue, int from, int to, int64 n)
 {
 	if (shared == NULL || n == 0)
-		return;
+		return NULL;
 	Pending *slot = SlotFor(queue);
 	if (slot == NULL)
-		return;
+		return NULL;
 	if (from != kNoState)
 		slot->delta[from] -= n;
 	if (to != kNoState)
@@ -1090,10 +1094,28 @@ CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)
 	constexpr int kAvailable = static_cast<int>(core::JobState::kAvailable);
 	if ((from == kAvailable) != (to == kAvailable))
 		slot->available_moved += n;
+	return slot;
+}
+
+}  // namespace
+
+void
+CountMove(text *queue, int from, int to, int64 n, core::JobEvent event)
+{
+	Pending *slot = RecordMove(queue, from, to, n);
+	if (slot == NULL)
+		return;
 	if (event == core::JobEvent::kNone)
 		event = core::EventOfMove(from, to);
 	if (event != core::JobEvent::kNone)
 		slot->events[static_cast<int>(event)] += n;
+}
+
+void
+CountTransfer(text *from_queue, int from, text *to_queue, int to, int64 n)
+{
+	(void)RecordMove(from_queue, from, kNoState, n);
+	(void)RecordMove(to_queue, kNoState, to, n);
 }
 
 uint64

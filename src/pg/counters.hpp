@@ -64,6 +64,11 @@ void OnCountersSubTransactionEvent(SubXactEvent event);
 // awa.job_event_totals reads. Like the counts, they change at commit only.
 constexpr int kNoState = core::kNoJobState;
 void CountMove(text *queue, int from, int to, int64 n, core::JobEvent event = core::JobEvent::kNone);
+// Records that `n` jobs left `from` of `from_queue` and entered `to` of
+// `to_queue` (a job moved to another queue by an operator, awa.move_jobs):
+// the same deltas as CountMove on each queue, and no job event on either
+// (the job was neither enqueued nor did it end). May ereport.
+void CountTransfer(text *from_queue, int from, text *to_queue, int to, int64 n);
 
 // This transaction's commit makes the database's counters untrusted (they
 // are rebuilt): a change they did not follow (limits per key set where none

@@ -135,3 +135,18 @@ AWA_FUNCTION(awa_internal_count_move)
 	CountMove(queue, from, to, n);
 	PG_RETURN_VOID();
 }
+
+// awa._count_transfer(from_queue, from_state, to_queue, to_state, n): records
+// that n jobs left from_state of from_queue and entered to_state of to_queue
+// in this transaction (NULL state: none), as no job event (an operator's
+// move: awa.move_jobs).
+AWA_FUNCTION(awa_internal_count_transfer)
+{
+	text *from_queue = QueueArgument(fcinfo, 0);
+	int from = StateArgument(fcinfo, 1);
+	text *to_queue = QueueArgument(fcinfo, 2);
+	int to = StateArgument(fcinfo, 3);
+	int64 n = PG_ARGISNULL(4) ? 1 : PG_GETARG_INT64(4);
+	CountTransfer(from_queue, from, to_queue, to, n);
+	PG_RETURN_VOID();
+}

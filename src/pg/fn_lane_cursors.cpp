@@ -1,6 +1,7 @@
 // fn_lane_cursors.cpp: awa.lane_cursors, the read behind the awa.lanes view
 // and maintenance's reads of claim cursors (43_carry.sql, 80_metrics.sql),
-// and awa._reserve_lane_positions.
+// awa._reserve_lane_positions and awa._ensure_lane.
+#include "pg/arguments.hpp"
 #include "pg/guard.hpp"
 #include "pg/lane_cursors.hpp"
 #include "pg/spi_plans.hpp"
@@ -61,4 +62,21 @@ AWA_FUNCTION(awa_internal_reserve_lane_positions)
 	int64 first = ReserveLanePositions(lane, count);
 	SPI_finish();
 	PG_RETURN_INT64(first);
+}
+
+// awa._ensure_lane(queue, priority, concurrency_key) -> lane_id: the lane,
+// created in this transaction if it is new (a deferred job moved to another
+// queue or priority must have its lane, as one enqueued there has: promotion
+// and cancel find it; awa.move_jobs). concurrency_key NULL: the lane of jobs
+// without a key.
+AWA_FUNCTION(awa_internal_ensure_lane)
+{
+	text *queue = QueueArgument(fcinfo, 0);
+	int16 priority = PriorityArgument(fcinfo, 1);
+	text *key = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	Lane lane = EnsureLane(queue, priority, key);
+	SPI_finish();
+	PG_RETURN_INT64(lane.lane_id);
 }

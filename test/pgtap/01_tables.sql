@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(477);
+SELECT plan(486);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -20,7 +20,8 @@ SELECT tables_are('awa',
           'leases',
           'job_history',
           'attempt_state', 'deferred_jobs', 'dlq_entries',
-          'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations']::name[]
+          'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations',
+                    'superseded_records']::name[]
     || ARRAY(SELECT (f || '_' || s)::name
                FROM unnest(ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
                                  'ready_claim_attempt_batches', 'done_entries',
@@ -32,9 +33,9 @@ SELECT tables_are('awa',
                     generate_series(0, 15) s)
     || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s)
     || ARRAY(SELECT ('job_history_' || s)::name FROM generate_series(0, 7) s),
-    'schema awa has exactly the 33 tables and their 272 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
+    'schema awa has exactly the 34 tables and their 272 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
 
--- has_table: 33
+-- has_table: 34
 SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -46,10 +47,11 @@ SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases', 'job_history',
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
-                    'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations']) t;
+                    'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations',
+                    'superseded_records']) t;
 
 -- has_pk, every table but the insert-only history ring job_history and
--- queue_lanes (identified by a unique constraint, below): 31
+-- queue_lanes (identified by a unique constraint, below): 32
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -61,7 +63,8 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases',
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
-                    'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations']) t;
+                    'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations',
+                    'superseded_records']) t;
 
 -- awa.job_history has no primary key (a job has one history row; lookups use
 -- job_history_job_id_idx), nor has awa.queue_lanes (the lane of jobs without a
@@ -70,7 +73,7 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
 SELECT hasnt_pk('awa', 'job_history', 'table awa.job_history has no primary key');
 SELECT hasnt_pk('awa', 'queue_lanes', 'table awa.queue_lanes has no primary key');
 
--- col_is_pk, exact key columns in key order: 31
+-- col_is_pk, exact key columns in key order: 32
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['singleton']),
@@ -103,10 +106,11 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('queue_meta',                  ARRAY['queue']),
     ('job_unique_claims',           ARRAY['unique_key']),
     ('periodic_schedules',          ARRAY['name']),
-    ('bulk_operations',             ARRAY['op_id'])
+    ('bulk_operations',             ARRAY['op_id']),
+    ('superseded_records',          ARRAY['job_id', 'run_lease'])
   ) AS pk(t, cols);
 
--- columns_are, exact column sets: 33
+-- columns_are, exact column sets: 34
 SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
   FROM (VALUES
     ('queue_ring_state', ARRAY['singleton', 'slot_count', 'width']),
@@ -171,11 +175,12 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('job_unique_claims', ARRAY['unique_key', 'job_id', 'unique_states', 'claimed_at']),
     ('periodic_schedules', ARRAY['name', 'schedule', 'timezone', 'kind', 'args', 'queue', 'priority', 'opts',
                                  'next_run_at', 'last_run_at', 'last_job_id', 'last_error', 'created_at', 'updated_at']),
-    ('bulk_operations', ARRAY['op_id', 'action', 'filter', 'state', 'next_before', 'acted', 'passed', 'steps',
-                              'created_by', 'created_at', 'updated_at', 'finished_at'])
+    ('bulk_operations', ARRAY['op_id', 'action', 'filter', 'to_queue', 'to_priority', 'state', 'next_before', 'acted', 'passed', 'steps',
+                              'created_by', 'created_at', 'updated_at', 'finished_at']),
+    ('superseded_records', ARRAY['job_id', 'run_lease', 'retried_at'])
   ) AS c(t, cols);
 
--- col_type_is, every column of every table (partitions inherit them): 276
+-- col_type_is, every column of every table (partitions inherit them): 281
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -450,6 +455,8 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('bulk_operations', 'op_id', 'bigint'),
     ('bulk_operations', 'action', 'text'),
     ('bulk_operations', 'filter', 'jsonb'),
+    ('bulk_operations', 'to_queue', 'text'),
+    ('bulk_operations', 'to_priority', 'smallint'),
     ('bulk_operations', 'state', 'text'),
     ('bulk_operations', 'next_before', 'bigint'),
     ('bulk_operations', 'acted', 'bigint'),
@@ -458,10 +465,13 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('bulk_operations', 'created_by', 'text'),
     ('bulk_operations', 'created_at', 'timestamp with time zone'),
     ('bulk_operations', 'updated_at', 'timestamp with time zone'),
-    ('bulk_operations', 'finished_at', 'timestamp with time zone')
+    ('bulk_operations', 'finished_at', 'timestamp with time zone'),
+    ('superseded_records', 'job_id', 'bigint'),
+    ('superseded_records', 'run_lease', 'bigint'),
+    ('superseded_records', 'retried_at', 'timestamp with time zone')
   ) AS ct(t, c, ty);
 
--- Nullability: exactly these columns of the 33 tables may be NULL (all others NOT NULL): 1
+-- Nullability: exactly these columns of the 34 tables may be NULL (all others NOT NULL): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default"
         FROM pg_catalog.pg_attribute a
@@ -471,6 +481,7 @@ SELECT results_eq(
          AND a.attnum > 0 AND NOT a.attisdropped AND NOT a.attnotnull
        ORDER BY 1, 2$$,
     $$VALUES ('attempt_state', 'heartbeat_at'), ('attempt_state', 'progress'), ('bulk_operations', 'finished_at'),
+             ('bulk_operations', 'to_priority'), ('bulk_operations', 'to_queue'),
              ('deferred_jobs', 'finalized_at'), ('deferred_jobs', 'payload'),
              ('deferred_jobs', 'unique_key'), ('deferred_jobs', 'unique_states'),
              ('dlq_entries', 'payload'), ('dlq_entries', 'unique_key'), ('dlq_entries', 'unique_states'),
@@ -492,7 +503,7 @@ SELECT results_eq(
              ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
--- Defaults: exactly these columns of the 33 tables have a default, and these
+-- Defaults: exactly these columns of the 34 tables have a default, and these
 -- are the defaults (configure_queue's fallbacks match queue_meta's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default",
@@ -524,7 +535,7 @@ SELECT results_eq(
              ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0')$$,
     'exactly these columns have defaults, and these are the defaults');
 
--- CHECK and UNIQUE constraints of the 33 tables, exactly (no foreign keys, no
+-- CHECK and UNIQUE constraints of the 34 tables, exactly (no foreign keys, no
 -- exclusion constraints; partitions inherit their parent's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", k.contype::text COLLATE "default",
@@ -535,7 +546,11 @@ SELECT results_eq(
          AND k.contype <> 'p'
        ORDER BY c.relname COLLATE "C", pg_catalog.pg_get_constraintdef(k.oid) COLLATE "C"$$,
     $$VALUES ('bulk_operations', 'c',
-              'CHECK ((action = ANY (ARRAY[''cancel''::text, ''dlq_retry''::text, ''dlq_purge''::text])))'),
+              'CHECK ((((action = ''move''::text) = (to_queue IS NOT NULL)) AND '
+              '((action = ''set_priority''::text) = (to_priority IS NOT NULL))))'),
+             ('bulk_operations', 'c',
+              'CHECK ((action = ANY (ARRAY[''cancel''::text, ''dlq_retry''::text, ''dlq_purge''::text, ''move''::text, '
+              '''set_priority''::text, ''retry''::text])))'),
              ('bulk_operations', 'c',
               'CHECK ((state = ANY (ARRAY[''running''::text, ''done''::text, ''cancelled''::text])))'),
              ('claim_ring_rotations', 'c', 'CHECK ((generation >= 0))'),

@@ -3,7 +3,7 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(116);
+SELECT plan(118);
 
 -- Hot-path indexes with their exact key columns: 11
 SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
@@ -65,7 +65,7 @@ SELECT index_is_unique('awa', 'queue_lanes', 'queue_lanes_identity',
 
 -- Exact definitions of every index of the 33 tables (uniqueness, method,
 -- columns, order, predicate, NULLS NOT DISTINCT; ON ONLY = the partitioned
--- parent's index): 47
+-- parent's index): 48
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -161,10 +161,12 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
     ('periodic_schedules_due_idx',
      'CREATE INDEX periodic_schedules_due_idx ON awa.periodic_schedules USING btree (next_run_at)'),
     ('bulk_operations_pkey',
-     'CREATE UNIQUE INDEX bulk_operations_pkey ON awa.bulk_operations USING btree (op_id)')
+     'CREATE UNIQUE INDEX bulk_operations_pkey ON awa.bulk_operations USING btree (op_id)'),
+    ('superseded_records_pkey',
+     'CREATE UNIQUE INDEX superseded_records_pkey ON awa.superseded_records USING btree (job_id, run_lease)')
   ) AS d(i, def);
 
--- Exact index set of every table: 33
+-- Exact index set of every table: 34
 SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its indexes')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['queue_ring_state_pkey']),
@@ -201,7 +203,8 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('queue_meta',                  ARRAY['queue_meta_pkey']),
     ('job_unique_claims',           ARRAY['job_unique_claims_pkey', 'job_unique_claims_job_id_idx']),
     ('periodic_schedules',          ARRAY['periodic_schedules_pkey', 'periodic_schedules_due_idx']),
-    ('bulk_operations',             ARRAY['bulk_operations_pkey'])
+    ('bulk_operations',             ARRAY['bulk_operations_pkey']),
+    ('superseded_records',          ARRAY['superseded_records_pkey'])
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its

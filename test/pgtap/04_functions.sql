@@ -1,6 +1,6 @@
 -- 04_functions.sql: every function of schema awa. Exact signatures (argument
--- types, names, defaults), return types, language, SECURITY DEFINER (37 of the
--- 46 public functions; never await_durable, periodic_next, list_jobs (it runs
+-- types, names, defaults), return types, language, SECURITY DEFINER (40 of the
+-- 49 public functions; never await_durable, periodic_next, list_jobs (it runs
 -- as its caller and picks _list_jobs_payloads or _list_jobs_plain, the two
 -- SECURITY DEFINER building blocks), the six casts to awa.duration or any
 -- other awa._* building block), volatility,
@@ -17,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1348);
+SELECT plan(1430);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -124,24 +124,26 @@ INSERT INTO api VALUES
      'plpgsql', false, 'volatile', false, 1000, NULL),
     ('bulk_count',
      ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
-           'jsonb'],
+           'jsonb', 'text', 'integer'],
      'bigint',
      'action text, queue text DEFAULT NULL::text, state text DEFAULT NULL::text, kind text DEFAULT NULL::text, '
      'tag text DEFAULT NULL::text, args_contains jsonb DEFAULT NULL::jsonb, '
      'enqueued_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
      'enqueued_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
-     'metadata_contains jsonb DEFAULT NULL::jsonb',
+     'metadata_contains jsonb DEFAULT NULL::jsonb, to_queue text DEFAULT NULL::text, '
+     'to_priority integer DEFAULT NULL::integer',
      'bigint',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('bulk_start',
      ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
-           'jsonb'],
+           'jsonb', 'text', 'integer'],
      'bigint',
      'action text, queue text DEFAULT NULL::text, state text DEFAULT NULL::text, kind text DEFAULT NULL::text, '
      'tag text DEFAULT NULL::text, args_contains jsonb DEFAULT NULL::jsonb, '
      'enqueued_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
      'enqueued_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
-     'metadata_contains jsonb DEFAULT NULL::jsonb',
+     'metadata_contains jsonb DEFAULT NULL::jsonb, to_queue text DEFAULT NULL::text, '
+     'to_priority integer DEFAULT NULL::integer',
      'bigint',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('bulk_step',
@@ -155,6 +157,24 @@ INSERT INTO api VALUES
      'boolean',
      'op_id bigint',
      'boolean',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('move_jobs',
+     ARRAY['bigint[]', 'text'],
+     'integer',
+     'job_ids bigint[], queue text',
+     'integer',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('retry_jobs',
+     ARRAY['bigint[]'],
+     'integer',
+     'job_ids bigint[]',
+     'integer',
+     'plpgsql', true, 'volatile', false, 0, NULL),
+    ('set_priority',
+     ARRAY['bigint[]', 'integer'],
+     'integer',
+     'job_ids bigint[], priority integer',
+     'integer',
      'plpgsql', true, 'volatile', false, 0, NULL),
     ('promote_due',
      ARRAY['integer'],
@@ -772,6 +792,36 @@ INSERT INTO api VALUES
      'action text, state text',
      'boolean',
      'sql', false, 'immutable', false, 0, NULL),
+    ('_bulk_target',
+     ARRAY['text', 'text', 'integer'],
+     'void',
+     'action text, to_queue text, to_priority integer',
+     'void',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_relocate',
+     ARRAY['bigint[]', 'text', 'integer'],
+     'integer',
+     'job_ids bigint[], to_queue text, to_priority integer',
+     'integer',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_require_priority',
+     ARRAY['integer', 'text'],
+     'void',
+     'priority integer, name text DEFAULT ''priority''::text',
+     'void',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_ensure_lane',
+     ARRAY['text', 'integer', 'text'],
+     'bigint',
+     'queue text, priority integer, concurrency_key text',
+     'bigint',
+     'c', false, 'volatile', false, 0, 'awa_internal_ensure_lane'),
+    ('_count_transfer',
+     ARRAY['text', 'text', 'text', 'text', 'bigint'],
+     'void',
+     'from_queue text, from_state text, to_queue text, to_state text, n bigint DEFAULT 1',
+     'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_count_transfer'),
     ('_hold_rings',
      ARRAY[]::name[],
      'void',
@@ -834,12 +884,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 46 public functions and the 82 awa._* building blocks');
+                     'schema awa has exactly the 49 public functions and the 87 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 128,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 136,
           'no function is overloaded');
 
--- Per function, 10 checks: 128 x 10 = 1280
+-- Per function, 10 checks: 136 x 10 = 1360
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -886,7 +936,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 61
+-- Per C function, its symbol in $libdir/awa: 63
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

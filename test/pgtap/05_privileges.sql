@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(784);
+SELECT plan(824);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -53,11 +53,14 @@ INSERT INTO grants VALUES
     ('cancel', ARRAY['bigint'], false, false, true, false),
     ('get_job', ARRAY['bigint'], false, false, true, false),
     ('bulk_count', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
-                         'timestamp with time zone', 'jsonb'], false, false, true, false),
+                         'timestamp with time zone', 'jsonb', 'text', 'integer'], false, false, true, false),
     ('bulk_start', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
-                         'timestamp with time zone', 'jsonb'], false, false, true, false),
+                         'timestamp with time zone', 'jsonb', 'text', 'integer'], false, false, true, false),
     ('bulk_step', ARRAY['bigint', 'integer'], false, false, true, false),
     ('bulk_cancel', ARRAY['bigint'], false, false, true, false),
+    ('move_jobs', ARRAY['bigint[]', 'text'], false, false, true, false),
+    ('set_priority', ARRAY['bigint[]', 'integer'], false, false, true, false),
+    ('retry_jobs', ARRAY['bigint[]'], false, false, true, false),
     ('list_jobs', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
                         'bigint', 'integer', 'jsonb'], false, false, true, true),
     ('promote_due', ARRAY['integer'], false, false, true, false),
@@ -132,6 +135,11 @@ INSERT INTO grants VALUES
                            'timestamp with time zone', 'jsonb'], false, false, false, false),
     ('_bulk_page', ARRAY['jsonb', 'bigint', 'integer'], false, false, false, false),
     ('_bulk_acts_on', ARRAY['text', 'text'], false, false, false, false),
+    ('_bulk_target', ARRAY['text', 'text', 'integer'], false, false, false, false),
+    ('_relocate', ARRAY['bigint[]', 'text', 'integer'], false, false, false, false),
+    ('_require_priority', ARRAY['integer', 'text'], false, false, false, false),
+    ('_ensure_lane', ARRAY['text', 'integer', 'text'], false, false, false, false),
+    ('_count_transfer', ARRAY['text', 'text', 'text', 'text', 'bigint'], false, false, false, false),
     -- (awa_admin through its membership of awa_payload_reader)
     ('_list_jobs_payloads', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
                                   'timestamp with time zone', 'bigint', 'integer', 'jsonb'], false, false, true, false),
@@ -226,11 +234,11 @@ SELECT is(
                         'duration_from_int2', 'duration_from_int4', 'duration_from_int8', 'duration_from_numeric',
                         'enqueue', 'enqueue_many', 'fail', 'get_job', 'heartbeat',
                         'heartbeat_many', 'job_event_totals', 'key_metrics', 'lane_cursors', 'list_jobs',
-                        'maintenance_status',
+                        'maintenance_status', 'move_jobs',
                         'pause_queue', 'periodic_next',
                         'periodic_status', 'promote_due', 'queue_counts', 'queue_counts_exact', 'queue_metrics',
-                        'rebuild_counters', 'resume_queue', 'retry', 'run_maintenance', 'schedule_periodic',
-                        'set_key_weight', 'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),
+                        'rebuild_counters', 'resume_queue', 'retry', 'retry_jobs', 'run_maintenance', 'schedule_periodic',
+                        'set_key_weight', 'set_priority', 'snooze', 'storage_status', 'unschedule_periodic', 'waiting_claims']),
     ('awa_monitor', ARRAY['_list_jobs_plain', 'job_event_totals', 'key_metrics', 'list_jobs', 'maintenance_status', 'periodic_status',
                           'queue_metrics', 'storage_status', 'waiting_claims']),
     ('public', ARRAY[]::text[])

@@ -3,8 +3,8 @@
 -- awa.bulk_start, awa.bulk_step (one page per call, in the caller's
 -- transaction; the cursor moves with the page, so a rolled-back step is done
 -- again whole), awa.bulk_cancel, the progress in awa.bulk_operations; the
--- actions cancel, dlq_retry and dlq_purge; bad input (22023, 22004) changes
--- nothing. Queues used here: bk_a, bk_dlq.
+-- actions cancel, dlq_retry, dlq_purge, move and set_priority; bad input
+-- (22023, 22004) changes nothing. Queues used here: bk_*.
 --
 \set VERBOSITY default
 
@@ -91,6 +91,57 @@ SELECT awa.enqueue('bk.u', '{}', 'bk_u_other', opts => '{"unique_key": "bk-u-1"}
 SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('dlq_retry', queue => 'bk_u'));
 SELECT count(*) AS left_in_dlq FROM awa.dlq WHERE queue = 'bk_u';
 
+-- Move and set_priority act on the waiting jobs of a filter (available,
+-- scheduled, retryable): a running one is passed over. bk_m: five available
+-- jobs, one scheduled, the first claimed (running).
+SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('bk.m', jsonb_build_object('i', i), 'bk_m')
+                                    FROM generate_series(1, 5) i) x;
+SELECT awa.enqueue('bk.m', '{"later": true}', 'bk_m', run_at => now() + interval '1 day') IS NOT NULL AS scheduled;
+SELECT count(*) AS running FROM awa.claim('bk_m', 1);
+SELECT awa.bulk_count('move', queue => 'bk_m', to_queue => 'bk_m2') AS would_move;
+SELECT awa.bulk_start('move', queue => 'bk_m', to_queue => 'bk_m2') AS move_op \gset
+SELECT action, filter, to_queue, to_priority FROM awa.bulk_operations WHERE op_id = :move_op;
+-- A step rolled back is done again whole.
+BEGIN;
+SELECT state, acted, passed, steps FROM awa.bulk_step(:move_op, 2);
+ROLLBACK;
+SELECT state, acted, passed, steps FROM awa.bulk_step(:move_op, 2);
+SELECT state, acted, passed, steps FROM awa.bulk_step(:move_op, 2);
+SELECT state, acted, passed, steps FROM awa.bulk_step(:move_op, 2);
+SELECT state, acted, passed, steps FROM awa.bulk_step(:move_op, 2);
+SELECT queue, state, count(*) FROM awa.list_jobs(kind => 'bk.m') GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT q.queue, c.available, c.scheduled, c.running, c IS NOT DISTINCT FROM e AS matches_exact
+  FROM unnest(ARRAY['bk_m', 'bk_m2']) q(queue), awa.queue_counts(q.queue) c, awa.queue_counts_exact(q.queue) e;
+SELECT count(*) AS claimed_in_bk_m2 FROM awa.claim('bk_m2', 10);
+SELECT count(*) AS left_in_bk_m FROM awa.claim('bk_m', 10);
+-- Reprioritise bk_m2's scheduled job; done again, it changes nothing (passed).
+SELECT awa.bulk_count('set_priority', queue => 'bk_m2', state => 'scheduled', to_priority => 1) AS would_raise;
+SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('set_priority', queue => 'bk_m2', state => 'scheduled',
+                                                              to_priority => 1));
+SELECT awa.bulk_count('set_priority', queue => 'bk_m2', state => 'scheduled', to_priority => 1) AS would_raise_again;
+SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('set_priority', queue => 'bk_m2', state => 'scheduled',
+                                                              to_priority => 1));
+SELECT queue, state, priority, count(*) FROM awa.list_jobs(kind => 'bk.m', state => 'scheduled') GROUP BY 1, 2, 3;
+
+-- Retry acts on failed and cancelled jobs (awa.retry_jobs): bk_r has two
+-- failed jobs, one cancelled, one completed and one available. A job whose
+-- unique key another job took meanwhile stays failed (passed).
+SELECT count(*) AS enqueued FROM (SELECT awa.enqueue('bk.r', jsonb_build_object('i', i), 'bk_r', max_attempts => 1,
+                                                     opts => CASE WHEN i = 2 THEN '{"unique_key": "bk-r-2"}'::jsonb
+                                                                  ELSE '{}' END)
+                                    FROM generate_series(1, 5) i) x;
+SELECT string_agg(CASE WHEN c.args ->> 'i' IN ('1', '2') THEN awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom')
+                       WHEN c.args ->> 'i' = '3' THEN awa.cancel(c.job_id)
+                       ELSE awa.complete(c.job_id, c.run_lease, c.receipt_id)::text END, ',' ORDER BY c.job_id) AS ended
+  FROM awa.claim('bk_r', 4) c;
+SELECT awa.enqueue('bk.r', '{}', 'bk_r_other', opts => '{"unique_key": "bk-r-2"}') IS NOT NULL AS key_taken;
+SELECT awa.bulk_count('retry', queue => 'bk_r') AS would_retry,
+       awa.bulk_count('retry', queue => 'bk_r', state => 'cancelled') AS would_retry_cancelled;
+SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('retry', queue => 'bk_r'), 10);
+SELECT args ->> 'i' AS i, state FROM awa.list_jobs(queue => 'bk_r') ORDER BY job_id;
+SELECT c.available, c.running, c.completed, c.failed, c.cancelled, c IS NOT DISTINCT FROM e AS matches_exact
+  FROM awa.queue_counts('bk_r') c, awa.queue_counts_exact('bk_r') e;
+
 -- Bad input: 22023 (22004 for NULL) with a hint; nothing starts, nothing
 -- steps.
 SELECT pg_temp.try($$SELECT awa.bulk_start('delete_everything')$$);
@@ -99,6 +150,18 @@ SELECT pg_temp.try($$SELECT awa.bulk_start('dlq_retry', state => 'failed')$$);
 SELECT pg_temp.try($$SELECT awa.bulk_start('cancel', state => 'completed')$$);
 SELECT pg_temp.try($$SELECT awa.bulk_start('cancel', state => 'asleep')$$);
 SELECT pg_temp.try($$SELECT awa.bulk_count('cancel', args_contains => '[1]')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('move')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_count('move', to_queue => 'bk_x', to_priority => 1)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('move', to_queue => '')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('move', state => 'running', to_queue => 'bk_x')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('set_priority')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('set_priority', to_priority => 5)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('set_priority', to_queue => 'bk_x', to_priority => 1)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('set_priority', state => 'dlq', to_priority => 1)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('cancel', to_queue => 'bk_x')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_count('dlq_retry', to_priority => 1)$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('retry', state => 'dlq')$$);
+SELECT pg_temp.try($$SELECT awa.bulk_start('retry', to_queue => 'bk_x')$$);
 SELECT pg_temp.try($$SELECT awa.bulk_step(NULL)$$);
 SELECT pg_temp.try($$SELECT awa.bulk_step(-1)$$);
 SELECT pg_temp.try($$SELECT awa.bulk_step(1, 0)$$);

@@ -9,7 +9,9 @@
 # run_at), claim (max_jobs 1..5), complete, complete_many, heartbeat,
 # heartbeat_many, retry (delay 0 and NULL), snooze, fail, cancel (available,
 # scheduled, retryable, running, finished), promote_due (also with a small
-# max_jobs), dlq_retry, dlq_purge, pause/resume and calls with ended attempts.
+# max_jobs), dlq_retry, dlq_purge, pause/resume, move_jobs and set_priority
+# (available, scheduled, retryable and other jobs), retry_jobs (failed,
+# cancelled and other jobs) and calls with ended attempts.
 # Some steps run inside explicit transactions that roll back or commit, some
 # with a SAVEPOINT rolled back.
 #
@@ -102,7 +104,7 @@ sub rows { return grep { $_ ne '' } split /\n/, ($_[0] // ''); }
 # ---------------------------------------------------------------------------
 # The model
 # ---------------------------------------------------------------------------
-# job_id => { q, state, used (attempts used), max, lease (last run_lease), due }
+# job_id => { q, prio, state, used (attempts used), max, lease (last run_lease), due }
 #   state: available scheduled retryable running completed failed cancelled dlq purged
 #   due (scheduled/retryable only): now | never | unknown
 my %job;
@@ -233,9 +235,9 @@ sub random_run_at
 
 sub add_job
 {
-	my ($id, $q, $max, $state, $due) = @_;
+	my ($id, $q, $prio, $max, $state, $due) = @_;
 	problem("enqueue returned an id already used: $id") if exists $job{$id};
-	$job{$id} = { q => $q, state => $state, used => 0, max => $max, lease => 0 };
+	$job{$id} = { q => $q, prio => $prio, state => $state, used => 0, max => $max, lease => 0 };
 	$job{$id}{due} = $due if $state eq 'scheduled';
 }
 
@@ -246,7 +248,7 @@ sub op_enqueue
 	my $max = pick(1, 1, 2, 3, 25);
 	my ($run_at, $state, $due) = random_run_at();
 	my $id = sq("SELECT awa.enqueue('k', '{\"step\": $step}', '$q', $prio, $run_at, $max)");
-	add_job($id, $q, $max, $state, $due);
+	add_job($id, $q, $prio, $max, $state, $due);
 	seen("enqueue $state");
 	return 1;
 }
@@ -275,7 +277,7 @@ sub op_enqueue_many
 	for my $row (@r)
 	{
 		my ($ord, $id) = split /\|/, $row;
-		add_job($id, $q, $max, @{ $state[ $ord - 1 ] });
+		add_job($id, $q, $prio[ $ord - 1 ], $max, @{ $state[ $ord - 1 ] });
 		seen("enqueue_many $state[$ord - 1][0]");
 	}
 	return 1;
@@ -555,6 +557,75 @@ sub op_dlq_purge
 	return 1;
 }
 
+# awa.move_jobs to another of the queues, or awa.set_priority, of a few
+# waiting jobs (and now and then of any job): the waiting ones not yet at the
+# target change (an available one gets run_lease + 1, so its next claim's
+# lease is 2 more than its last); the others are left alone.
+sub op_move
+{
+	my @w = ids_in(qw(available scheduled retryable));
+	return 0 unless @w;
+	my (%c, @ids);
+	for (1 .. 1 + int(rand(3))) { my $id = pick(@w); push @ids, $id unless $c{$id}++; }
+	if (rand() < 0.3)
+	{
+		my $id = pick(sort { $a <=> $b } keys %job);
+		push @ids, $id unless $c{$id}++;
+	}
+	my $prio = rand() < 0.4 ? 1 + int(rand(4)) : undef;
+	my $q = defined $prio ? undef : pick(@Q);
+	my @moved = grep {
+		my $j = $job{$_};
+		$j->{state} =~ /^(available|scheduled|retryable)$/
+		  && (defined $prio ? $j->{prio} != $prio : $j->{q} ne $q)
+	} @ids;
+	my $list = 'ARRAY[' . join(',', @ids) . ']::bigint[]';
+	my $sql = defined $prio ? "SELECT awa.set_priority($list, $prio)" : "SELECT awa.move_jobs($list, '$q')";
+	my $n = sq($sql);
+	problem("$sql returned $n, expected " . scalar(@moved)) if $n != @moved;
+	for my $id (@moved)
+	{
+		my $j = $job{$id};
+		seen((defined $prio ? 'set_priority' : 'move_jobs') . " of a $j->{state} job");
+		$j->{lease}++ if $j->{state} eq 'available';
+		if (defined $prio) { $j->{prio} = $prio; }
+		else               { $j->{q}    = $q; }
+	}
+	seen(defined $prio ? 'set_priority' : 'move_jobs');
+	return 1;
+}
+
+# awa.retry_jobs of a few failed or cancelled jobs (and now and then of any
+# job): those become available, attempt 0, run_lease one above their
+# record's (the model's lease); the others are left alone.
+sub op_retry_finished
+{
+	my @f = ids_in(qw(failed cancelled));
+	return 0 unless @f;
+	my (%c, @ids);
+	for (1 .. 1 + int(rand(3))) { my $id = pick(@f); push @ids, $id unless $c{$id}++; }
+	if (rand() < 0.3)
+	{
+		my $id = pick(sort { $a <=> $b } keys %job);
+		push @ids, $id unless $c{$id}++;
+	}
+	my @retried = grep { $job{$_}{state} =~ /^(failed|cancelled)$/ } @ids;
+	my $sql = 'SELECT awa.retry_jobs(ARRAY[' . join(',', @ids) . ']::bigint[])';
+	my $n = sq($sql);
+	problem("$sql returned $n, expected " . scalar(@retried)) if $n != @retried;
+	for my $id (@retried)
+	{
+		my $j = $job{$id};
+		seen("retry_jobs of a $j->{state} job");
+		$j->{state} = 'available';
+		$j->{used} = 0;
+		$j->{lease}++;
+		delete $j->{due};
+	}
+	seen('retry_jobs');
+	return 1;
+}
+
 sub op_pause_resume
 {
 	# At most one queue paused at a time: resume it, or pause one.
@@ -599,7 +670,8 @@ my @OPS = (
 	[ \&op_complete,     8 ],  [ \&op_complete_many, 5 ], [ \&op_heartbeat,   5 ],
 	[ \&op_retry,        7 ],  [ \&op_snooze,       4 ], [ \&op_fail,         4 ],
 	[ \&op_cancel,       8 ],  [ \&op_promote,      7 ], [ \&op_dlq_retry,    5 ],
-	[ \&op_dlq_purge,    3 ],  [ \&op_pause_resume, 3 ], [ \&op_stale,        4 ]);
+	[ \&op_dlq_purge,    3 ],  [ \&op_pause_resume, 3 ], [ \&op_stale,        4 ],
+	[ \&op_move,         4 ],  [ \&op_retry_finished, 3 ]);
 my $OPS_WEIGHT = 0;
 $OPS_WEIGHT += $_->[1] for @OPS;
 
@@ -754,7 +826,7 @@ sq("SELECT awa.configure_queue('qd', dlq_enabled => true)");
 for my $q (@Q)
 {
 	my $id = sq("SELECT awa.enqueue('k', '{}', '$q')");
-	add_job($id, $q, 25, 'available');
+	add_job($id, $q, 2, 25, 'available');
 }
 check_all('start');
 
@@ -906,6 +978,8 @@ my @expected_seen = (
 	'cancel of a cancelled job', 'cancel of a dlq job', 'cancel of a purged job',
 	'promote_due moving jobs', 'promote_due (small max_jobs) moving jobs',
 	'dlq_retry', 'dlq_purge', 'pause_queue', 'resume_queue',
+	'move_jobs of a available job', 'move_jobs of a scheduled job', 'set_priority of a available job',
+	'set_priority of a scheduled job', 'retry_jobs of a failed job', 'retry_jobs of a cancelled job',
 	(map { "$_ with an ended attempt" } qw(complete heartbeat retry snooze fail)),
 	'transaction committed', 'transaction rolled back',
 	'savepoint rolled back, transaction committed', 'savepoint rolled back, transaction rolled back');
