@@ -32,7 +32,7 @@ export AWA_TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:$port/postgres"
 export AWA_UI_DATABASE_URL="postgresql://awa_ui@127.0.0.1:$port/postgres"
 cd "$repo/ui"
 status=0
-node --test --test-reporter=tap test/ || status=$?
+timeout 1800 node --test --test-reporter=tap test/ || status=$?
 if [ "$status" -ne 0 ]; then
 	echo "# server log:"
 	tail -n 40 "$tmp/server.log" | sed 's/^/# /'

@@ -79,6 +79,26 @@ const actions = {
     return r.rows[0].n > 0 ? `Job ${id} retried: it is available.` : `Job ${id} is not in the DLQ.`;
   },
 
+  async 'job/retry'(ctx, body) {
+    const id = required(body, 'job_id', ID);
+    const r = await ctx.db.write((c) => c.query('SELECT awa.retry_jobs(ARRAY[$1::bigint]) AS n', [id]));
+    return r.rows[0].n > 0 ? `Job ${id} retried: it is available.` : `Job ${id} is not failed or cancelled.`;
+  },
+
+  async 'job/move'(ctx, body) {
+    const id = required(body, 'job_id', ID);
+    const queue = required(body, 'queue');
+    const r = await ctx.db.write((c) => c.query('SELECT awa.move_jobs(ARRAY[$1::bigint], $2) AS n', [id, queue]));
+    return r.rows[0].n > 0 ? `Job ${id} moved to queue ${queue}.` : `Job ${id} was not moved (not waiting, or already in ${queue}).`;
+  },
+
+  async 'job/priority'(ctx, body) {
+    const id = required(body, 'job_id', ID);
+    const priority = required(body, 'priority', /^-?[0-9]{1,9}$/);
+    const r = await ctx.db.write((c) => c.query('SELECT awa.set_priority(ARRAY[$1::bigint], $2::int) AS n', [id, priority]));
+    return r.rows[0].n > 0 ? `Job ${id} now has priority ${priority}.` : `Job ${id} was not changed (not waiting, or already at ${priority}).`;
+  },
+
   async 'dlq/purge'(ctx, body) {
     const id = required(body, 'job_id', ID);
     const r = await ctx.db.write((c) => c.query('SELECT awa.dlq_purge(ARRAY[$1::bigint]) AS n', [id]));
@@ -86,7 +106,7 @@ const actions = {
   },
 
   async 'bulk/start'(ctx, body) {
-    const action = required(body, 'action', /^(cancel|dlq_retry|dlq_purge)$/);
+    const action = required(body, 'action', /^(cancel|retry|dlq_retry|dlq_purge|move|set_priority)$/);
     // The filter as the list's forms make it: an object of known filters,
     // every one of them used (a key the list does not know is refused, not
     // dropped: dropping it would widen the operation).
@@ -108,6 +128,16 @@ const actions = {
       throw new ActionError('a bulk cancel needs a filter (a queue, a kind, a tag, ...)');
     }
     const { names, values } = jobs.namedArgs(filter, 2);
+    // The target of a move or a priority change (awa.bulk_start refuses a
+    // missing or an extra one, 22023).
+    if (action === 'move') {
+      values.push(required(body, 'to_queue'));
+      names.push(`to_queue => $${values.length + 1}::text`);
+    }
+    if (action === 'set_priority') {
+      values.push(required(body, 'to_priority', /^-?[0-9]{1,9}$/));
+      names.push(`to_priority => $${values.length + 1}::int`);
+    }
     const r = await ctx.db.write((c) => c.query(
       `SELECT awa.bulk_start($1${names.length ? ', ' : ''}${names.join(', ')}) AS op`, [action, ...values]));
     const op = r.rows[0].op;

@@ -43,12 +43,27 @@ function timeline(doc) {
     html`<tr><td>${formatTime(e.at)}</td><td>${e.what}</td><td class="error">${e.error}</td></tr>`)}</tbody></table>`;
 }
 
+// A form that posts one value with the job: a queue to move to, a priority.
+function targetForm(ctx, action, jobId, back, name, placeholder, label) {
+  return html`<form method="post" action="${action}" class="inline target">
+<input type="hidden" name="csrf" value="${ctx.visitor.csrf}">
+<input type="hidden" name="job_id" value="${jobId}"><input type="hidden" name="back" value="${back}">
+<input name="${name}" placeholder="${placeholder}" required size="12"> <button type="submit">${label}</button></form>`;
+}
+
 function actions(ctx, doc) {
   if (!ctx.visitor.admin) return '';
   const back = `/jobs/${doc.job_id}`;
   if (UNFINISHED.has(doc.state)) {
-    return actionForm(ctx, '/actions/job/cancel', { job_id: doc.job_id, back }, 'Cancel job',
+    const cancel = actionForm(ctx, '/actions/job/cancel', { job_id: doc.job_id, back }, 'Cancel job',
       { danger: true, confirm: `Cancel job ${doc.job_id}?` });
+    if (doc.state === 'running') return cancel;
+    return html`${cancel}
+${targetForm(ctx, '/actions/job/move', doc.job_id, back, 'queue', 'another queue', 'Move')}
+${targetForm(ctx, '/actions/job/priority', doc.job_id, back, 'priority', String(doc.priority), 'Set priority')}`;
+  }
+  if (doc.state === 'failed' || doc.state === 'cancelled') {
+    return actionForm(ctx, '/actions/job/retry', { job_id: doc.job_id, back }, 'Retry job');
   }
   if (doc.state === 'dlq') {
     return html`${actionForm(ctx, '/actions/dlq/retry', { job_id: doc.job_id, back }, 'Retry from DLQ')}

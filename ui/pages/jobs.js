@@ -138,25 +138,76 @@ async function render(ctx) {
     ctx.status = 400;
     filters = filters || {};
   }
-  const count = ctx.visitor.admin && ctx.query.count === '1' && !error ? await dryRun(ctx, 'cancel', filters) : null;
+  const bulk = bulkChoice(ctx.query);
+  const count = ctx.visitor.admin && ctx.query.count === '1' && !error ? await dryRun(ctx, bulk.action, filters, bulk) : null;
   return page(ctx, 'Jobs', html`
 ${filterForm(ctx, ctx.query)}
 ${error ? html`<p class="flash error" role="alert">${error.message}${error.hint ? html`<br><small>${error.hint}</small>` : ''}</p>` : ''}
-${ctx.visitor.admin && !error ? html`<div class="bulk">
-<a href="/jobs?${queryString(filters, { count: '1' })}">Count unfinished matches (dry run)</a>
-${count !== null ? html`<span id="dry-run-count">${count.error ? count.error : `${count.n} unfinished jobs match`}</span>` : ''}
-${Object.keys(filters).length === 0 ? html`<span class="note">Filter the list to cancel its matches at once.</span>`
-    : actionForm(ctx, '/actions/bulk/start', { action: 'cancel', filter: JSON.stringify(filters), back: `/jobs?${queryString(filters)}` },
-      'Cancel every unfinished match', { danger: true, confirm: 'Cancel every unfinished job that matches this filter?' })}
-</div>` : ''}
+${ctx.visitor.admin && !error ? bulkPanel(ctx, filters, bulk, count) : ''}
 ${rows.length ? jobsTable(ctx, rows) : html`<p class="empty">No job matches.</p>`}
 ${rows.length ? pager(ctx, filters, rows) : ''}
 ${ctx.visitor.admin ? html`<h2>Bulk operations</h2>${await bulkOperations.render(ctx)}` : ''}`);
 }
 
-// awa.bulk_count for a filter: { n } or { error }.
-async function dryRun(ctx, action, filters) {
+// The bulk actions of the Jobs screen (the DLQ screen has dlq_retry and
+// dlq_purge): which jobs each acts on, as awa.bulk_start selects them.
+const BULK_ACTIONS = {
+  cancel: 'cancel the unfinished matches',
+  retry: 'retry the failed and cancelled matches',
+  move: 'move the waiting matches to queue',
+  set_priority: 'set the priority of the waiting matches to',
+};
+
+// The bulk action a request names (a dry run's GET), cancel by default.
+function bulkChoice(query) {
+  return {
+    action: Object.prototype.hasOwnProperty.call(BULK_ACTIONS, query.bulk_action) ? query.bulk_action : 'cancel',
+    to_queue: query.to_queue || '',
+    to_priority: query.to_priority || '',
+  };
+}
+
+function actionSelect(bulk, name = 'bulk_action') {
+  return html`<select name="${name}">${Object.entries(BULK_ACTIONS).map(([a, label]) =>
+    html`<option value="${a}"${bulk.action === a ? html` selected` : ''}>${label}</option>`)}</select>`;
+}
+
+// A dry run (GET: the filters and the action in the query string) and the
+// start of the operation (POST, with the CSRF token), for a filtered list only.
+function bulkPanel(ctx, filters, bulk, count) {
+  if (Object.keys(filters).length === 0) {
+    return html`<div class="bulk"><span class="note">Filter the list to act on all its matches at once.</span></div>`;
+  }
+  const targets = html`<input name="to_queue" value="${bulk.to_queue}" placeholder="queue (move)" size="12">
+<input name="to_priority" value="${bulk.to_priority}" placeholder="priority" size="6">`;
+  return html`<div class="bulk">
+<form method="get" action="/jobs" id="dry-run">
+${Object.entries(filters).map(([k, v]) => html`<input type="hidden" name="${k}" value="${JSON_FILTERS.includes(k) ? JSON.stringify(v) : v}">`)}
+<input type="hidden" name="count" value="1">
+${actionSelect(bulk)} ${targets} <button type="submit">Count (dry run)</button></form>
+${count !== null ? html`<span id="dry-run-count">${count.error ? count.error : `${count.n} jobs to ${BULK_ACTIONS[bulk.action]}${
+    bulk.action === 'move' ? ` ${bulk.to_queue}` : bulk.action === 'set_priority' ? ` ${bulk.to_priority}` : ''}`}</span>` : ''}
+<form method="post" action="/actions/bulk/start" id="bulk-start" class="danger" data-confirm="Start this bulk operation on every match of the filter?">
+<input type="hidden" name="csrf" value="${ctx.visitor.csrf}">
+<input type="hidden" name="filter" value="${JSON.stringify(filters)}">
+<input type="hidden" name="back" value="/jobs?${queryString(filters)}">
+${actionSelect(bulk, 'action')} ${targets}
+<button type="submit">Start on every match</button></form>
+</div>`;
+}
+
+// awa.bulk_count for a filter (and the target of a move or a priority
+// change): { n } or { error }.
+async function dryRun(ctx, action, filters, bulk = {}) {
   const { names, values } = namedArgs(filters, 2);
+  if (action === 'move' && bulk.to_queue) {
+    values.push(bulk.to_queue);
+    names.push(`to_queue => $${values.length + 1}::text`);
+  }
+  if (action === 'set_priority' && /^-?[0-9]{1,9}$/.test(bulk.to_priority || '')) {
+    values.push(bulk.to_priority);
+    names.push(`to_priority => $${values.length + 1}::int`);
+  }
   try {
     const r = await ctx.db.read(ctx.role, (c) => c.query(
       `SELECT awa.bulk_count($1${names.length ? ', ' : ''}${names.join(', ')}) AS n`, [action, ...values]));

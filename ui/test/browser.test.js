@@ -5,7 +5,7 @@
 //   AWA_TEST_DATABASE_URL  the database, as a superuser (to make jobs and check outcomes)
 //   AWA_UI_DATABASE_URL    the same database as the UI's role (awa_monitor and awa_admin member)
 // Every outcome is checked in the database, not only on the page.
-const test = require('node:test');
+const nodeTest = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const net = require('node:net');
@@ -16,6 +16,14 @@ const puppeteer = require('puppeteer-core');
 
 const PASSWORD = 'a-test-password-of-length';
 const WAIT = { timeout: 60000 }; // a liveness bound for the page, never a speed assertion
+
+// Every test ends: one that hangs (a server that never answers) fails after
+// this long instead of holding the suite (a liveness bound, like WAIT).
+function test(name, fn) {
+  return nodeTest(name, { timeout: 180000 }, fn);
+}
+test.before = nodeTest.before;
+test.after = nodeTest.after;
 
 let db;
 let browser;
@@ -392,6 +400,56 @@ test('a bulk DLQ retry by filter retries exactly the matching jobs, with a dry-r
   await page.close();
 });
 
+test('a bulk move by filter: a dry-run count, then every waiting match in the other queue', async () => {
+  for (let i = 0; i < 30; i++) await enqueue(i < 20 ? 'mover' : 'stayer', { i }, 'ui_move_from');
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/jobs?queue=ui_move_from&kind=mover`);
+  await page.select('#dry-run select[name=bulk_action]', 'move');
+  await page.type('#dry-run input[name=to_queue]', 'ui_move_to');
+  await Promise.all([page.waitForNavigation(), page.click('#dry-run button')]);
+  assert.equal(await page.$eval('#dry-run-count', (e) => e.textContent), '20 jobs to move the waiting matches to queue ui_move_to');
+  await page.select('#bulk-start select[name=action]', 'move');
+  await page.$eval('#bulk-start input[name=to_queue]', (e) => { e.value = ''; });
+  await page.type('#bulk-start input[name=to_queue]', 'ui_move_to');
+  await Promise.all([page.waitForNavigation(), page.click('#bulk-start button')]);
+  assert.match(await page.$eval('.flash', (e) => e.textContent), /Bulk operation \d+ \(move\) started/);
+  const op = (await sql("SELECT max(op_id)::text AS op FROM awa.bulk_operations WHERE action = 'move'"))[0].op;
+  const deadline = Date.now() + WAIT.timeout; // liveness only
+  for (;;) {
+    const st = (await sql('SELECT state, acted FROM awa.bulk_operations WHERE op_id = $1', [op]))[0];
+    assert.ok(Date.now() < deadline, `bulk move ${op} still ${st.state}`);
+    if (st.state !== 'running') {
+      assert.deepEqual([st.state, st.acted], ['done', '20']);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const counts = await sql("SELECT queue, available FROM awa.queue_counts() WHERE queue LIKE 'ui_move_%' ORDER BY queue");
+  assert.deepEqual(counts.map((c) => [c.queue, c.available]), [['ui_move_from', '10'], ['ui_move_to', '20']]);
+  const claimed = await sql("SELECT kind FROM awa.claim('ui_move_to', 100)");
+  assert.equal(claimed.length + (await sql("SELECT kind FROM awa.claim('ui_move_to', 100)")).length, 20);
+  await page.close();
+});
+
+test('a failed job retried from its page is available; a waiting job gets a new priority', async () => {
+  const failed = await enqueue('r', {}, 'ui_retry');
+  await failJobs('ui_retry', 1, 'nope');
+  assert.equal(await stateOf(failed), 'failed');
+  const waiting = await enqueue('p', {}, 'ui_retry_prio');
+  const page = await newPage();
+  await login(page, rw.base);
+  await page.goto(`${rw.base}/jobs/${failed}`);
+  await Promise.all([page.waitForNavigation(), page.click('form[action="/actions/job/retry"] button')]);
+  assert.equal(await stateOf(failed), 'available');
+  assert.equal(await page.$eval('#job-state', (e) => e.textContent), 'available');
+  await page.goto(`${rw.base}/jobs/${waiting}`);
+  await page.type('form[action="/actions/job/priority"] input[name=priority]', '1');
+  await Promise.all([page.waitForNavigation(), page.click('form[action="/actions/job/priority"] button')]);
+  assert.equal((await sql('SELECT awa.get_job($1::bigint) ->> \'priority\' AS p', [waiting]))[0].p, '1');
+  await page.close();
+});
+
 test('a filtered list shows exactly the matching jobs, page by page', async () => {
   const want = [];
   for (let i = 0; i < 130; i++) {
@@ -519,23 +577,25 @@ test('a connection terminated in the middle of a page is a 500 for that page, an
   // Hold a lock the queues screen waits for (an admin's reads awa.queue_meta), so its query is in flight.
   const holder = new Client({ connectionString: process.env.AWA_TEST_DATABASE_URL });
   await holder.connect();
-  await holder.query('BEGIN');
-  await holder.query('LOCK TABLE awa.queue_meta IN ACCESS EXCLUSIVE MODE');
-  const pending = page.goto(`${rw.base}/queues`);
-  const deadline = Date.now() + WAIT.timeout;
-  for (;;) {
-    assert.ok(Date.now() < deadline, 'the page never waited for the lock');
-    const n = (await sql(`SELECT count(*)::int AS n FROM pg_stat_activity
-                           WHERE application_name = 'awa-ui' AND wait_event_type = 'Lock'`))[0].n;
-    if (n > 0) break;
-    await new Promise((r) => setTimeout(r, 50));
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE awa.queue_meta IN ACCESS EXCLUSIVE MODE');
+    const pending = page.goto(`${rw.base}/queues`);
+    const deadline = Date.now() + WAIT.timeout;
+    for (;;) {
+      assert.ok(Date.now() < deadline, 'the page never waited for the lock');
+      const n = (await sql(`SELECT count(*)::int AS n FROM pg_stat_activity
+                             WHERE application_name = 'awa-ui' AND wait_event_type = 'Lock'`))[0].n;
+      if (n > 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE application_name = 'awa-ui' AND wait_event_type = 'Lock'`);
+    const r = await pending;
+    assert.equal(r.status(), 500);
+  } finally {
+    await holder.end(); // its transaction, and the lock, end with it
   }
-  await sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-              WHERE application_name = 'awa-ui' AND wait_event_type = 'Lock'`);
-  const r = await pending;
-  assert.equal(r.status(), 500);
-  await holder.query('ROLLBACK');
-  await holder.end();
   assert.equal(rw.child.exitCode, null, `the UI process ended: ${rw.log()}`);
   const again = await page.goto(`${rw.base}/queues`);
   assert.equal(again.status(), 200);
