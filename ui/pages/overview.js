@@ -42,7 +42,7 @@ async function render(ctx) {
 <section class="tiles">${d.states.map((s) => html`<div class="tile ${s}"><span class="label">${s}</span><span class="value" data-total="${s}">${d.totals[s]}</span></div>`)}</section>
 <section class="charts">
   <figure><figcaption>Throughput (jobs/s, every ${d.sampleSeconds} s)</figcaption><div class="chart" id="throughput-chart" data-series="enqueued completed failed retried"></div></figure>
-  <figure><figcaption>Pickup latency: the oldest available job's age, the longest over queues not paused (s)</figcaption><div class="chart" id="latency-chart" data-series="oldestAge"></div></figure>
+  <figure><figcaption>Pickup latency: the oldest available job's age (without a concurrency key), the longest over queues not paused (s)</figcaption><div class="chart" id="latency-chart" data-series="oldestAge"></div></figure>
 </section>
 <h2>Jobs per queue and state</h2>
 ${d.queues.length ? countsTable(d) : html`<p class="empty">No queue yet: enqueue a job (awa.enqueue) and it appears here.</p>`}

@@ -9,7 +9,7 @@ const puppeteer = require('puppeteer-core');
 const SCREENS = [
   ['overview', '/'],
   ['queues', '/queues'],
-  ['jobs', '/jobs'],
+  ['jobs', '/jobs?queue=reports&count=1&bulk_action=set_priority&to_priority=1'],
   ['job', null],
   ['dlq', '/dlq'],
   ['periodic', '/periodic'],
