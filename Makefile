@@ -26,11 +26,11 @@ SHLIB_LINK += -lstdc++
 # pg_regress: one file per SQL function family (test/sql/, test/expected/).
 REGRESS = setup enqueue enqueue_many job_size claim complete cursor security heartbeat attempt_end cancel \
           dlq unique queue_admin get_job counts lifecycle_roles maintenance history carry durable periodic metrics metrics_oldest prepare enqueue_at_commit \
-          durations concurrency ring_growth rate_limit keys key_limits list_jobs bulk move retry
+          durations concurrency ring_growth rate_limit keys key_limits list_jobs bulk move retry move_retry_records
 REGRESS_OPTS = --inputdir=test --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
 # isolationtester specs (test/specs/, test/expected/).
-ISOLATION = bulk_steps_race two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release \
+ISOLATION = bulk_steps_race bulk_cancel_vs_move two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release \
             late_completion dlq_retry_vs_purge cancel_vs_claim two_workers_drain cancel_vs_promote counter_rebuild \
             prune_vs_claim prune_rechecks_after_lock_wait prune_vs_completion completion_vs_rescue prune_vs_rescue prune_vs_inflight_enqueue \
             claim_rollback_across_generations cancel_finished_no_wait carried_attempt_repeatable_read \

@@ -98,20 +98,24 @@ BEGIN
     SELECT * INTO d FROM awa.done_entries e
      WHERE e.lane_id = r.lane_id AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot;
     IF FOUND THEN
+        -- A record a retry superseded (awa.retry_jobs): the job lived on, and
+        -- its later incarnation is gone (else it would have been found above).
+        IF EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = d.job_id AND sup.run_lease = d.run_lease) THEN
+            RETURN NULL;
+        END IF;
         -- failed or cancelled (cancelled before its claim, or while it ran)
         RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt,
                                  r.max_attempts, d.run_lease, r.run_at, r.created_at, d.payload, NULL,
                                  d.finalized_at, NULL);
     END IF;
-    -- A tombstone without its done row (cancelled while available): not
-    -- written by this release, read for safety.
-    SELECT t.tombstoned_at INTO x FROM awa.ready_tombstones t
-     WHERE t.lane_id = r.lane_id AND t.lane_seq = r.lane_seq
-       AND t.ready_slot = r.ready_slot AND t.ready_generation = r.ready_generation;
-    IF FOUND THEN
-        RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'cancelled', r.attempt,
-                                 r.max_attempts, r.run_lease, r.run_at, r.created_at, r.payload, NULL,
-                                 x.tombstoned_at, NULL);
+    -- A tombstone without its done row: a move's (awa.move_jobs; a cancel
+    -- always writes its done row). The job went on in its new lane, with a
+    -- later run_lease; that row is gone (else it would have been found
+    -- above): the job finished and was forgotten there.
+    IF EXISTS (SELECT FROM awa.ready_tombstones t
+                WHERE t.lane_id = r.lane_id AND t.lane_seq = r.lane_seq
+                  AND t.ready_slot = r.ready_slot AND t.ready_generation = r.ready_generation) THEN
+        RETURN NULL;
     END IF;
     SELECT a.batch_id, a.claim_slot INTO b FROM awa.ready_claim_attempt_batches a
      WHERE a.lane_id = r.lane_id AND a.ready_slot = r.ready_slot
@@ -175,7 +179,8 @@ BEGIN
     ELSIF x.outcome IN ('failed', 'cancelled') THEN
         SELECT * INTO d FROM awa.done_entries e
          WHERE e.lane_id = r.lane_id AND e.lane_seq = r.lane_seq
-           AND e.ready_slot = x.ready_slot;
+           AND e.ready_slot = x.ready_slot
+           AND NOT EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = e.job_id AND sup.run_lease = e.run_lease);
         IF FOUND THEN
             RETURN awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt,
                                      r.max_attempts, d.run_lease, r.run_at, r.created_at, d.payload, NULL,

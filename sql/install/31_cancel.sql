@@ -73,6 +73,15 @@ BEGIN
                       AND e.lane_seq = r.lane_seq AND e.ready_slot = r.ready_slot) THEN
             RETURN 'already_finished';
         END IF;
+        -- A committed tombstone without a done row is a move's (a cancel
+        -- writes both): the job went on in its new lane with a later
+        -- run_lease, and that row is gone (else it would be r): it finished
+        -- and was forgotten there.
+        IF EXISTS (SELECT FROM awa.ready_tombstones t
+                    WHERE t.lane_id = r.lane_id AND t.lane_seq = r.lane_seq
+                      AND t.ready_slot = r.ready_slot AND t.ready_generation = r.ready_generation) THEN
+            RETURN 'already_finished';
+        END IF;
         d := r;
         slot := r.ready_slot; gen := r.ready_generation; lane := r.lane_seq; lane_key := r.lane_id;
 
@@ -168,6 +177,21 @@ BEGIN
     IF outcome IS NULL OR outcome NOT IN ('cancelled', 'cancel_requested') THEN
         RAISE EXCEPTION 'job % kept changing state while it was being cancelled', p_job_id
             USING ERRCODE = 'lock_not_available', HINT = 'Try again.';
+    END IF;
+    IF lane = -p_job_id THEN
+        -- A job cancelled while deferred, retried (awa.retry_jobs) and
+        -- cancelled while deferred again within one queue-ring slot: its
+        -- first synthetic row, superseded, holds the key (lane, -job_id,
+        -- slot). No reader sees a superseded record, so it goes now, with its
+        -- mark (a dead tuple in a ring table, in this case only).
+        WITH gone AS (
+            DELETE FROM awa.done_entries e
+             WHERE e.lane_id = lane_key AND e.lane_seq = lane AND e.ready_slot = slot
+               AND EXISTS (SELECT FROM awa.superseded_records sup WHERE sup.job_id = e.job_id AND sup.run_lease = e.run_lease)
+            RETURNING e.job_id, e.run_lease
+        )
+        DELETE FROM awa.superseded_records sup USING gone
+         WHERE sup.job_id = gone.job_id AND sup.run_lease = gone.run_lease;
     END IF;
     INSERT INTO awa.done_entries (ready_slot, ready_generation, lane_id, queue, priority, lane_seq, job_id, run_lease,
                                   attempt, kind, state, finalized_at, args, max_attempts, run_at, created_at,

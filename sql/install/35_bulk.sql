@@ -250,7 +250,9 @@ BEGIN
       INTO ids, todo FROM awa._bulk_page(op.filter, op.next_before, max_jobs) p;
     IF cardinality(todo) > 0 THEN
         IF op.action = 'cancel' THEN
-            FOREACH id IN ARRAY todo LOOP
+            -- In job_id order, as awa._relocate locks: a cancel step and a
+            -- move of the same jobs never wait for each other in a cycle.
+            FOREACH id IN ARRAY (SELECT array_agg(t ORDER BY t) FROM unnest(todo) t) LOOP
                 -- (a running job's cancel is requested: its attempt ends
                 -- it; the job is cancelled at that end)
                 IF awa.cancel(id) IN ('cancelled', 'cancel_requested') THEN

@@ -72,7 +72,7 @@ SET jit = off
 AS $$
 DECLARE
     ids      bigint[];
-    waiting  bigint[];    -- ids with a deferred row (moved here or already there)
+    in_lanes bigint[];    -- ids without a deferred row (available, or not waiting at all)
     parked   bigint[] := '{}';
     q        record;
     r        record;
@@ -113,10 +113,13 @@ BEGIN
         END IF;
         moved := moved + q.n;
     END LOOP;
-    SELECT coalesce(array_agg(j.job_id), '{}') INTO waiting FROM awa.deferred_jobs j WHERE j.job_id = ANY (ids);
+    -- The ids that are not deferred, once, as a set (a test per id against
+    -- the deferred ones would be quadratic in the ids).
+    SELECT coalesce(array_agg(u.id ORDER BY u.ord), '{}') INTO in_lanes
+      FROM unnest(ids) WITH ORDINALITY u(id, ord)
+     WHERE NOT EXISTS (SELECT FROM awa.deferred_jobs j WHERE j.job_id = u.id);
     -- Available jobs, one at a time (each looks again if its job moved meanwhile).
-    FOREACH id IN ARRAY ids LOOP
-        CONTINUE WHEN id = ANY (waiting);
+    FOREACH id IN ARRAY in_lanes LOOP
         seen := NULL;
         FOR round IN 1 .. 100 LOOP
             -- Finished (dead-lettered, in the history ring, cancelled while

@@ -6,6 +6,10 @@
 // does the same page): the DLQ screen offers Resume. A UI restart leaves the
 // operation running in awa.bulk_operations, to be resumed the same way.
 const STEP_JOBS = 500;
+// A move or a priority change of more than 256 available jobs of one lane in
+// one transaction keeps the lane's claim lock to its commit
+// (docs/sql-reference.md, awa.move_jobs): their steps stay below that.
+const STEP_JOBS_BY_ACTION = { move: 200, set_priority: 200 };
 const PAUSE_MS = 50;
 
 class BulkRunner {
@@ -28,8 +32,10 @@ class BulkRunner {
     if (this.running.has(id)) return this.running.get(id);
     const loop = (async () => {
       try {
+        const a = await this.db.read('awa_admin', (c) => c.query('SELECT action FROM awa.bulk_operations WHERE op_id = $1::bigint', [id]));
+        const step = (a.rows[0] && STEP_JOBS_BY_ACTION[a.rows[0].action]) || STEP_JOBS;
         for (;;) {
-          const r = await this.db.write((c) => c.query('SELECT state FROM awa.bulk_step($1::bigint, $2)', [id, STEP_JOBS]));
+          const r = await this.db.write((c) => c.query('SELECT state FROM awa.bulk_step($1::bigint, $2)', [id, step]));
           if (r.rows[0].state !== 'running') break;
           await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
         }
