@@ -159,7 +159,8 @@ BEGIN
                     AND (NOT available_only OR (e.lane_seq > coalesce((p_cursors ->> e.lane_id::text)::bigint, 0)
                          -- above a cursor that lags, the rows a claim took
                          AND NOT EXISTS (SELECT FROM awa.ready_claim_attempt_batches a
-                                          WHERE a.lane_id = e.lane_id AND a.next_lane_seq > e.lane_seq
+                                          WHERE a.lane_id = e.lane_id AND a.ready_slot = e.ready_slot
+                                            AND a.next_lane_seq > e.lane_seq
                                             AND a.first_lane_seq <= e.lane_seq AND a.lane_ranges @> e.lane_seq)))
                     AND (p_queue IS NULL OR e.queue = p_queue) AND (p_kind IS NULL OR e.kind = p_kind)
                     AND (p_args IS NULL OR e.args @> p_args)
@@ -179,7 +180,8 @@ BEGIN
                     AND (NOT available_only OR (e.lane_seq > coalesce((p_cursors ->> e.lane_id::text)::bigint, 0)
                          -- above a cursor that lags, the rows a claim took
                          AND NOT EXISTS (SELECT FROM awa.ready_claim_attempt_batches a
-                                          WHERE a.lane_id = e.lane_id AND a.next_lane_seq > e.lane_seq
+                                          WHERE a.lane_id = e.lane_id AND a.ready_slot = e.ready_slot
+                                            AND a.next_lane_seq > e.lane_seq
                                             AND a.first_lane_seq <= e.lane_seq AND a.lane_ranges @> e.lane_seq)))
                     AND (p_queue IS NULL OR e.queue = p_queue) AND (p_kind IS NULL OR e.kind = p_kind)
                     AND (p_args IS NULL OR e.args @> p_args)
