@@ -137,11 +137,22 @@ BEGIN
                                                  AND awa._last_closure_batch_id(c.batch_id)
                               AND x.claim_slot = c.claim_slot AND (j.n - 1)::int = ANY (x.claim_indexes));
     ELSIF from_completions THEN
-        -- The jobs the queue ring's completion batches completed (a batch
-        -- per completion call, in the ring until its slot is reclaimed).
-        SELECT array_agg(DISTINCT j.id ORDER BY j.id DESC) INTO gathered
-          FROM awa.receipt_completion_batches k, unnest(k.job_ids) AS j(id)
-         WHERE (p_queue IS NULL OR k.queue = p_queue) AND j.id < below;
+        -- The jobs the queue ring's completion batches completed: a batch
+        -- per completion call, in the ring until its slot is pruned (15
+        -- rotations, about 15 s by default), then in the history ring. Read
+        -- whole, slot by slot, only the slots with a block on disk (the slot
+        -- a parameter, pruned at the plan's start), along the primary key
+        -- (every batch id is positive: claim batch ids start at 1).
+        FOREACH slot IN ARRAY ARRAY(SELECT s.slot FROM awa.queue_ring_slots s
+                                     WHERE pg_relation_size(format('awa.receipt_completion_batches_%s',
+                                                                   s.slot)::regclass) > 0
+                                     ORDER BY s.slot) LOOP
+            gathered := awa._list_jobs_merge(gathered,
+                ARRAY(SELECT DISTINCT j.id FROM awa.receipt_completion_batches k, unnest(k.job_ids) AS j(id)
+                       WHERE k.ready_slot = slot AND k.batch_id > 0
+                         AND (p_queue IS NULL OR k.queue = p_queue) AND j.id < below
+                       ORDER BY j.id DESC), NULL);
+        END LOOP;
     END IF;
     gathered := coalesce(gathered, '{}');
     LOOP
@@ -282,7 +293,8 @@ BEGIN
             floor := CASE WHEN cardinality(ids) >= chunk THEN ids[chunk] ELSE 0 END;
         END IF;
         IF from_deferred THEN
-            got := ARRAY(SELECT d.job_id FROM awa.deferred_jobs d
+            IF p_queue IS NULL THEN
+                got := ARRAY(SELECT d.job_id FROM awa.deferred_jobs d
                   WHERE d.job_id < below AND d.job_id > floor
                     AND (p_state IS NULL OR d.state = p_state)
                     AND (p_queue IS NULL OR d.queue = p_queue) AND (p_kind IS NULL OR d.kind = p_kind)
@@ -292,6 +304,19 @@ BEGIN
                     AND (p_after IS NULL OR d.created_at >= p_after)
                     AND (p_before_at IS NULL OR d.created_at < p_before_at)
                   ORDER BY d.job_id DESC LIMIT chunk);
+            ELSE
+                -- (along the queue's index)
+                got := ARRAY(SELECT d.job_id FROM awa.deferred_jobs d
+                  WHERE d.job_id < below AND d.job_id > floor
+                    AND (p_state IS NULL OR d.state = p_state)
+                    AND d.queue = p_queue AND (p_kind IS NULL OR d.kind = p_kind)
+                    AND (p_args IS NULL OR d.args @> p_args)
+                    AND (p_tag IS NULL OR coalesce(d.payload -> 'tags', '[]') ? p_tag)
+                    AND (p_metadata IS NULL OR coalesce(d.payload -> 'metadata', '{}') @> p_metadata)
+                    AND (p_after IS NULL OR d.created_at >= p_after)
+                    AND (p_before_at IS NULL OR d.created_at < p_before_at)
+                  ORDER BY d.job_id DESC LIMIT chunk);
+            END IF;
             IF cardinality(got) < chunk AND floor = 0 THEN
                 from_deferred := false;
                 gathered := awa._list_jobs_merge(gathered, got, NULL);
