@@ -124,25 +124,37 @@ BEGIN
     IF from_running THEN
         -- The jobs of the open claim batches (claimed more than their
         -- closures closed) that no closure names: the running attempts
-        -- (awa._get_job's definition), newest first.
-        SELECT array_agg(DISTINCT j.id ORDER BY j.id DESC) INTO gathered
-          FROM awa.lease_claim_batches c, unnest(c.job_ids) WITH ORDINALITY AS j(id, n)
-         WHERE (p_queue IS NULL OR c.queue = p_queue) AND j.id < below
-           AND c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.lease_claim_closure_batches x
-                                   WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
-                                                        AND awa._last_closure_batch_id(c.batch_id)
-                                     AND x.claim_slot = c.claim_slot)
-           AND NOT EXISTS (SELECT FROM awa.lease_claim_closure_batches x
-                            WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
-                                                 AND awa._last_closure_batch_id(c.batch_id)
-                              AND x.claim_slot = c.claim_slot AND (j.n - 1)::int = ANY (x.claim_indexes));
+        -- (awa._get_job's definition), newest first. Slot by slot, only
+        -- the claim-ring slots with a block (as the completion batches
+        -- below).
+        FOREACH slot IN ARRAY ARRAY(SELECT s.slot FROM awa.claim_ring_slots s
+                                     WHERE pg_relation_size(format('awa.lease_claim_batches_%s', s.slot)::regclass) > 0
+                                     ORDER BY s.slot) LOOP
+            gathered := awa._list_jobs_merge(gathered,
+                ARRAY(SELECT DISTINCT j.id
+                        FROM awa.lease_claim_batches c, unnest(c.job_ids) WITH ORDINALITY AS j(id, n)
+                       WHERE c.claim_slot = slot AND c.batch_id > 0
+                         AND (p_queue IS NULL OR c.queue = p_queue) AND j.id < below
+                         AND c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0)
+                                                  FROM awa.lease_claim_closure_batches x
+                                                 WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
+                                                                      AND awa._last_closure_batch_id(c.batch_id)
+                                                   AND x.claim_slot = c.claim_slot)
+                         AND NOT EXISTS (SELECT FROM awa.lease_claim_closure_batches x
+                                          WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
+                                                               AND awa._last_closure_batch_id(c.batch_id)
+                                            AND x.claim_slot = c.claim_slot
+                                            AND (j.n - 1)::int = ANY (x.claim_indexes))
+                       ORDER BY j.id DESC), NULL);
+        END LOOP;
     ELSIF from_completions THEN
         -- The jobs the queue ring's completion batches completed: a batch
         -- per completion call, in the ring until its slot is pruned (15
         -- rotations, about 15 s by default), then in the history ring. Read
         -- whole, slot by slot, only the slots with a block on disk (the slot
         -- a parameter, pruned at the plan's start), along the primary key
-        -- (every batch id is positive: claim batch ids start at 1).
+        -- (every batch id is positive: claim batch ids start at 1, and a
+        -- closure's or completion's is the claim's shifted left).
         FOREACH slot IN ARRAY ARRAY(SELECT s.slot FROM awa.queue_ring_slots s
                                      WHERE pg_relation_size(format('awa.receipt_completion_batches_%s',
                                                                    s.slot)::regclass) > 0
