@@ -883,14 +883,16 @@ SELECT is(p.proconfig,
           CASE WHEN a.lang = 'c' THEN NULL
                -- (its candidate scans walk job_id indexes backward: a plan
                -- that reads a ring slot whole and sorts it is never wanted)
-               WHEN a.fn = '_list_jobs' THEN ARRAY['search_path=pg_catalog, pg_temp', 'jit=off', 'enable_seqscan=off']
-               -- (planned once per session: a custom plan of its probes
-               -- over every ring slot cost more to plan than to run)
+               WHEN a.fn = '_list_jobs' THEN ARRAY['search_path=pg_catalog, pg_temp', 'jit=off', 'enable_seqscan=off',
+                                                   'plan_cache_mode=force_generic_plan']
+               -- (both planned once per session: a custom plan of a
+               -- statement over every ring slot cost more to plan than to run)
                WHEN a.fn = '_get_jobs' THEN ARRAY['search_path=pg_catalog, pg_temp', 'jit=off',
                                                   'plan_cache_mode=force_generic_plan', 'enable_seqscan=off']
                ELSE ARRAY['search_path=pg_catalog, pg_temp', 'jit=off'] END,
           'awa.' || a.fn || CASE WHEN a.lang = 'c' THEN ' (C) has no SET clause'
-                                 WHEN a.fn = '_list_jobs' THEN ' has SET search_path = pg_catalog, pg_temp, jit = off, enable_seqscan = off'
+                                 WHEN a.fn = '_list_jobs' THEN ' has SET search_path = pg_catalog, pg_temp, jit = off, enable_seqscan = off, '
+                                                               'plan_cache_mode = force_generic_plan'
                                  WHEN a.fn = '_get_jobs' THEN ' has SET search_path = pg_catalog, pg_temp, jit = off, '
                                                               'plan_cache_mode = force_generic_plan, enable_seqscan = off'
                                  ELSE ' has SET search_path = pg_catalog, pg_temp, jit = off' END)
