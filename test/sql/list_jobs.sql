@@ -244,3 +244,16 @@ END
 $$;
 SELECT page, string_agg((job_id - :av_first)::text, ',' ORDER BY job_id DESC) AS jobs FROM qpages GROUP BY page ORDER BY page;
 SELECT string_agg(kind, ',') AS cancelled FROM awa.list_jobs(queue => 'ljq_av', state => 'cancelled');
+
+-- Running jobs come from the open claim batches, less the jobs their
+-- closures name: of a batch of 3, the first completed and the second failed,
+-- the third is the one running.
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.batch', '{}', 'ljq_run', max_attempts => 1) FROM generate_series(1, 3)) x;
+CREATE TEMP TABLE ljq_claimed AS SELECT * FROM awa.claim('ljq_run', 3);
+SELECT count(awa.complete(c.job_id, c.run_lease, c.receipt_id)) AS completed
+  FROM (SELECT * FROM ljq_claimed ORDER BY job_id LIMIT 1) c;
+SELECT count(awa.fail(c.job_id, c.run_lease, c.receipt_id, 'x')) AS failed
+  FROM (SELECT * FROM ljq_claimed ORDER BY job_id OFFSET 1 LIMIT 1) c;
+SELECT string_agg(state, ',') AS states FROM awa.list_jobs(queue => 'ljq_run');
+SELECT count(*) AS running, min(job_id) = (SELECT max(job_id) FROM ljq_claimed) AS the_third
+  FROM awa.list_jobs(queue => 'ljq_run', state => 'running');
