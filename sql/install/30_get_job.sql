@@ -56,6 +56,8 @@ DECLARE
     hs    awa.job_history[] := '{}';
     slots smallint[];
     slot  smallint;
+    claimed_rows    awa.ready_entries[];
+    claimed_batches bigint[];
 BEGIN
     todo := ARRAY(SELECT DISTINCT i FROM unnest(p_job_ids) i WHERE i IS NOT NULL);
     IF cardinality(todo) = 0 THEN
@@ -153,100 +155,134 @@ BEGIN
     END IF;
     -- Each ready row, with every probe after it made with its lane and slot,
     -- a statement per slot (pruned at the plan's start: a probe per row of a
-    -- table's every slot cost more than the row's own); each probe runs only
-    -- while the job is unresolved (a one-time filter).
+    -- table's every slot cost more than the row's own, and the start of a
+    -- plan over every slot more than a job's whole resolution); each probe
+    -- runs only while the job is unresolved (a one-time filter). First its
+    -- done row, tombstone and claim: failed, cancelled, available, or claimed.
     FOREACH slot IN ARRAY ARRAY(SELECT DISTINCT r.ready_slot FROM unnest(rs) r) LOOP
-    RETURN QUERY
-    SELECT q.job_id, q.doc FROM (
-    SELECT r.job_id, CASE
-        -- failed or cancelled (cancelled before its claim, or while it ran)
-        WHEN d.job_id IS NOT NULL THEN
-            awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt, r.max_attempts,
-                              d.run_lease, r.run_at, r.created_at, d.payload, NULL, d.finalized_at, NULL)
-        -- A tombstone without its done row (cancelled while available): not
-        -- written by this release, read for safety.
-        WHEN t.tombstoned_at IS NOT NULL THEN
-            awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'cancelled', r.attempt,
-                              r.max_attempts, r.run_lease, r.run_at, r.created_at, r.payload, NULL,
-                              t.tombstoned_at, NULL)
-        WHEN b.batch_id IS NULL THEN
-            awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'available', r.attempt,
-                              r.max_attempts, r.run_lease, r.run_at, r.created_at, r.payload, NULL, NULL, NULL)
-        -- Its claim-ring slot was pruned, which needs every claim in it
-        -- closed. A completion left its history in the queue ring (a slot
-        -- the claim ring outlives it by less); every other end wrote a
-        -- deferred, done or DLQ row found above, or a newer ready row.
-        WHEN c.batch_id IS NULL THEN
-            CASE WHEN kc.completed_at IS NOT NULL THEN
-                awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', r.attempt + 1,
-                                  r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, NULL,
-                                  kc.completed_at, NULL)
-            END
-        WHEN x.batch_id IS NULL THEN
-            awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'running', c.attempts[c.idx],
-                              r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, c.claimed_at,
-                              NULL, s.progress,
-                              jsonb_build_object('deadline_at', c.deadline_at, 'heartbeat_at', s.heartbeat_at))
-        -- A closed attempt (awa._get_job's comment has the cases).
-        WHEN x.outcome = 'completed' THEN
-            CASE WHEN xc.found THEN
-                awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', c.attempts[c.idx],
-                                  r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload,
-                                  c.claimed_at, x.closed_at, NULL)
-            END
-        WHEN xd.job_id IS NOT NULL THEN
-            awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, xd.state, xd.attempt,
-                              r.max_attempts, xd.run_lease, r.run_at, r.created_at, xd.payload, NULL,
-                              xd.finalized_at, NULL)
-        END AS doc
-      FROM unnest(rs) r
-      LEFT JOIN LATERAL (SELECT e.* FROM awa.done_entries e
-                          WHERE e.lane_id = r.lane_id AND e.lane_seq = r.lane_seq AND e.ready_slot = slot
-                          LIMIT 1) d ON true
-      LEFT JOIN LATERAL (SELECT k.tombstoned_at FROM awa.ready_tombstones k
-                          WHERE d.job_id IS NULL
-                            AND k.lane_id = r.lane_id AND k.lane_seq = r.lane_seq
-                            AND k.ready_slot = slot AND k.ready_generation = r.ready_generation
-                          LIMIT 1) t ON true
-      LEFT JOIN LATERAL (SELECT a.batch_id FROM awa.ready_claim_attempt_batches a
-                          WHERE d.job_id IS NULL AND t.tombstoned_at IS NULL
-                            AND a.lane_id = r.lane_id AND a.ready_slot = slot
-                            AND a.ready_generation = r.ready_generation AND a.next_lane_seq > r.lane_seq
-                            AND a.first_lane_seq <= r.lane_seq AND a.lane_ranges @> r.lane_seq
-                          LIMIT 1) b ON true
-      -- The claim batch, in the slot it was written to or the one a prune
-      -- carried it to while it was open (docs/maintenance.md §3.5).
-      LEFT JOIN LATERAL (SELECT k.batch_id, k.claim_slot, k.attempts, k.claimed_at, k.deadline_at,
-                                array_position(k.job_ids, r.job_id) AS idx
-                           FROM awa.lease_claim_batches k
-                          WHERE b.batch_id IS NOT NULL AND k.batch_id = b.batch_id
-                          LIMIT 1) c ON true
-      LEFT JOIN LATERAL (SELECT k.completed_at FROM awa.receipt_completion_batches k
-                          WHERE b.batch_id IS NOT NULL AND c.batch_id IS NULL
-                            AND k.batch_id BETWEEN awa._first_closure_batch_id(b.batch_id)
-                                               AND awa._last_closure_batch_id(b.batch_id)
-                            AND k.ready_slot = slot AND r.job_id = ANY (k.job_ids)
-                          LIMIT 1) kc ON true
-      LEFT JOIN LATERAL (SELECT k.batch_id, k.outcome, k.closed_at, k.ready_slot
-                           FROM awa.lease_claim_closure_batches k
-                          WHERE c.batch_id IS NOT NULL
-                            AND k.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
-                                               AND awa._last_closure_batch_id(c.batch_id)
-                            AND k.claim_slot = c.claim_slot AND (c.idx - 1) = ANY (k.claim_indexes)
-                          LIMIT 1) x ON true
-      LEFT JOIN LATERAL (SELECT k.progress, k.heartbeat_at FROM awa.attempt_state k
-                          WHERE c.batch_id IS NOT NULL AND x.batch_id IS NULL
-                            AND k.job_id = r.job_id AND k.run_lease = r.run_lease + 1
-                          LIMIT 1) s ON true
-      LEFT JOIN LATERAL (SELECT true AS found FROM awa.receipt_completion_batches k
-                          WHERE x.outcome = 'completed' AND k.batch_id = x.batch_id AND k.ready_slot = x.ready_slot
-                          LIMIT 1) xc ON true
-      LEFT JOIN LATERAL (SELECT e.* FROM awa.done_entries e
-                          WHERE x.outcome IN ('failed', 'cancelled')
-                            AND e.lane_id = r.lane_id AND e.lane_seq = r.lane_seq AND e.ready_slot = x.ready_slot
-                          LIMIT 1) xd ON true
-     WHERE r.ready_slot = slot
-    ) q WHERE q.doc IS NOT NULL;
+        SELECT array_agg(q.job_id) FILTER (WHERE q.doc IS NOT NULL),
+               array_agg(q.doc) FILTER (WHERE q.doc IS NOT NULL),
+               array_agg(q.r) FILTER (WHERE q.batch_id IS NOT NULL),
+               array_agg(q.batch_id) FILTER (WHERE q.batch_id IS NOT NULL)
+          INTO found, docs, claimed_rows, claimed_batches
+          FROM (
+        SELECT r.job_id, r, b.batch_id, CASE
+            -- failed or cancelled (cancelled before its claim, or while it ran)
+            WHEN d.job_id IS NOT NULL THEN
+                awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, d.state, d.attempt, r.max_attempts,
+                                  d.run_lease, r.run_at, r.created_at, d.payload, NULL, d.finalized_at, NULL)
+            -- A tombstone without its done row (cancelled while available): not
+            -- written by this release, read for safety.
+            WHEN t.tombstoned_at IS NOT NULL THEN
+                awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'cancelled', r.attempt,
+                                  r.max_attempts, r.run_lease, r.run_at, r.created_at, r.payload, NULL,
+                                  t.tombstoned_at, NULL)
+            WHEN b.batch_id IS NULL THEN
+                awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'available', r.attempt,
+                                  r.max_attempts, r.run_lease, r.run_at, r.created_at, r.payload, NULL, NULL, NULL)
+            END AS doc
+          FROM unnest(rs) r
+          LEFT JOIN LATERAL (SELECT e.* FROM awa.done_entries e
+                              WHERE e.lane_id = r.lane_id AND e.lane_seq = r.lane_seq AND e.ready_slot = slot
+                              LIMIT 1) d ON true
+          LEFT JOIN LATERAL (SELECT k.tombstoned_at FROM awa.ready_tombstones k
+                              WHERE d.job_id IS NULL
+                                AND k.lane_id = r.lane_id AND k.lane_seq = r.lane_seq
+                                AND k.ready_slot = slot AND k.ready_generation = r.ready_generation
+                              LIMIT 1) t ON true
+          LEFT JOIN LATERAL (SELECT a.batch_id FROM awa.ready_claim_attempt_batches a
+                              WHERE d.job_id IS NULL AND t.tombstoned_at IS NULL
+                                AND a.lane_id = r.lane_id AND a.ready_slot = slot
+                                AND a.ready_generation = r.ready_generation AND a.next_lane_seq > r.lane_seq
+                                AND a.first_lane_seq <= r.lane_seq AND a.lane_ranges @> r.lane_seq
+                              LIMIT 1) b ON true
+         WHERE r.ready_slot = slot
+          ) q;
+        IF found IS NOT NULL THEN
+            RETURN QUERY SELECT * FROM unnest(found, docs);
+        END IF;
+        CONTINUE WHEN claimed_rows IS NULL;
+        -- Then a claimed one's claim batch, closure and what its ending
+        -- wrote (a statement that starts only for claimed jobs: its claim-ring
+        -- probes read every claim slot).
+        RETURN QUERY
+        SELECT q.job_id, q.doc FROM (
+        SELECT r.job_id, CASE
+            -- Its claim-ring slot was pruned, which needs every claim in it
+            -- closed. A completion left its history in the queue ring (a slot
+            -- the claim ring outlives it by less); every other end wrote a
+            -- deferred, done or DLQ row found above, or a newer ready row.
+            WHEN c.batch_id IS NULL THEN
+                CASE WHEN kc.completed_at IS NOT NULL THEN
+                    awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', r.attempt + 1,
+                                      r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, NULL,
+                                      kc.completed_at, NULL)
+                END
+            WHEN x.batch_id IS NULL THEN
+                awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'running', c.attempts[c.idx],
+                                  r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload, c.claimed_at,
+                                  NULL, s.progress,
+                                  jsonb_build_object('deadline_at', c.deadline_at, 'heartbeat_at', s.heartbeat_at))
+            -- A closed attempt. Its job is what the attempt's ending wrote, the
+            -- record the counts count: a completion batch (completed) or a done
+            -- row (failed, cancelled; looked up above in the ready row's slot,
+            -- here in the closure's), written into the slot the ready row was in
+            -- when the attempt closed (x.ready_slot); or a deferred row
+            -- (retryable, scheduled, rescued, deadline_expired), which promotion
+            -- turns into a later ready row; or a DLQ row. Every place but the
+            -- queue-ring slot was looked up above. A prune that carried this
+            -- ready row onward with its claim batch, still open for other jobs,
+            -- reclaimed the slot of the record (or of the later ready row): it
+            -- copied the finished job to the history ring (found above) or, with
+            -- awa.history_retention = 0, dropped it and took it out of the
+            -- counts. The job is then gone here too (docs/maintenance.md §3.3),
+            -- as it is once the history step forgets it or the DLQ purges it.
+            WHEN x.outcome = 'completed' THEN
+                CASE WHEN xc.found THEN
+                    awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', c.attempts[c.idx],
+                                      r.max_attempts, r.run_lease + 1, r.run_at, r.created_at, r.payload,
+                                      c.claimed_at, x.closed_at, NULL)
+                END
+            WHEN xd.job_id IS NOT NULL THEN
+                awa._job_document(r.job_id, r.queue, r.priority, r.kind, r.args, xd.state, xd.attempt,
+                                  r.max_attempts, xd.run_lease, r.run_at, r.created_at, xd.payload, NULL,
+                                  xd.finalized_at, NULL)
+            END AS doc
+          FROM unnest(claimed_rows) WITH ORDINALITY AS r
+          CROSS JOIN LATERAL (SELECT claimed_batches[r.ordinality] AS batch_id) u
+          -- The claim batch, in the slot it was written to or the one a prune
+          -- carried it to while it was open (docs/maintenance.md §3.5).
+          LEFT JOIN LATERAL (SELECT k.batch_id, k.claim_slot, k.attempts, k.claimed_at, k.deadline_at,
+                                    array_position(k.job_ids, r.job_id) AS idx
+                               FROM awa.lease_claim_batches k
+                              WHERE k.batch_id = u.batch_id
+                              LIMIT 1) c ON true
+          LEFT JOIN LATERAL (SELECT k.completed_at FROM awa.receipt_completion_batches k
+                              WHERE c.batch_id IS NULL
+                                AND k.batch_id BETWEEN awa._first_closure_batch_id(u.batch_id)
+                                                   AND awa._last_closure_batch_id(u.batch_id)
+                                AND k.ready_slot = slot AND r.job_id = ANY (k.job_ids)
+                              LIMIT 1) kc ON true
+          LEFT JOIN LATERAL (SELECT k.batch_id, k.outcome, k.closed_at, k.ready_slot
+                               FROM awa.lease_claim_closure_batches k
+                              WHERE c.batch_id IS NOT NULL
+                                AND k.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
+                                                   AND awa._last_closure_batch_id(c.batch_id)
+                                AND k.claim_slot = c.claim_slot AND (c.idx - 1) = ANY (k.claim_indexes)
+                              LIMIT 1) x ON true
+          LEFT JOIN LATERAL (SELECT k.progress, k.heartbeat_at FROM awa.attempt_state k
+                              WHERE c.batch_id IS NOT NULL AND x.batch_id IS NULL
+                                AND k.job_id = r.job_id AND k.run_lease = r.run_lease + 1
+                              LIMIT 1) s ON true
+          LEFT JOIN LATERAL (SELECT true AS found FROM awa.receipt_completion_batches k
+                              WHERE x.outcome = 'completed' AND k.batch_id = x.batch_id
+                                AND k.ready_slot = x.ready_slot
+                              LIMIT 1) xc ON true
+          LEFT JOIN LATERAL (SELECT e.* FROM awa.done_entries e
+                              WHERE x.outcome IN ('failed', 'cancelled')
+                                AND e.lane_id = r.lane_id AND e.lane_seq = r.lane_seq AND e.ready_slot = x.ready_slot
+                              LIMIT 1) xd ON true
+        ) q WHERE q.doc IS NOT NULL;
     END LOOP;
 END
 $$;
