@@ -32,17 +32,20 @@ $$;
 -- each step below is one statement for every job still unresolved, in the
 -- order a job is looked for, so a job is resolved by the first place that
 -- holds it. STABLE: every read is under one snapshot, so a job is seen in
--- exactly one state. A statement over a ring table without its slot reads
--- every slot's index once for the whole set (= ANY), not once per job; one
--- with the slot (taken from the ready row) reads that slot only (run-time
--- pruning of each probe).
+-- exactly one state. The ring tables are read slot by slot, each statement
+-- with the slot a parameter (pruned when the plan starts), and by job_id only
+-- in the slots with a block on disk (a truncated slot has none; the callers
+-- hold the ring tables, so none is truncated under them): a probe by job_id
+-- costs an index descent per job and slot, and most slots are empty. The
+-- claim ring, whose slot a claim batch may have been carried out of, is read
+-- whole, by a statement that runs only for claimed jobs.
 CREATE FUNCTION awa._get_jobs(p_job_ids bigint[])
 RETURNS TABLE (job_id bigint, doc jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
--- Planned once per session: a custom plan of the last statement (its joins
--- over every slot of five ring tables) cost 3 ms to plan, at every call.
+-- Planned once per session: a custom plan of a statement joining ring tables
+-- over every slot cost 3 ms to plan, at every call.
 SET plan_cache_mode = force_generic_plan
 -- (and never a sequential scan of a ring slot: the probes are few)
 SET enable_seqscan = off

@@ -44,7 +44,9 @@ $$;
 --   (below it nothing can enter this chunk);
 -- - exhaustion: a source that gave fewer than a chunk without a floor has no
 --   more below, and is not read again;
--- - a DLQ that holds none of the queue's jobs (an index probe) is not read.
+-- - a queue: the DLQ is not read when it holds none of the queue's jobs (an
+--   index probe), the queue ring only in the slots that hold a row of the
+--   queue's lanes, the deferred jobs along their queue index.
 -- Where a state is not a column (the queue ring), the sources are: for
 -- 'available', ready rows above their lane's claim cursor (p_cursors, read
 -- before this snapshot: a row it passed was spent before the snapshot) that
@@ -53,7 +55,8 @@ $$;
 -- completion awa._get_jobs finds in the ring has one), the history ring's and
 -- the done rows' completed jobs; for 'running', the open claim batches of the
 -- claim ring, gathered once (docs/operations-ui.md, "Finding jobs", has what
--- each page costs).
+-- each page costs). The first chunk is the page; each next one is twice the
+-- one before.
 CREATE FUNCTION awa._list_jobs(p_queue text, p_state text, p_kind text, p_tag text, p_args jsonb,
                                p_after timestamptz, p_before_at timestamptz, p_before bigint, p_max_rows int,
                                p_metadata jsonb, p_cursors jsonb)
