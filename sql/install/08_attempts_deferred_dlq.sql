@@ -33,6 +33,9 @@ CREATE TABLE awa.deferred_jobs (
 -- Promotion walks due jobs in (run_at, priority, job_id) order and stops at its batch size.
 CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs (run_at, priority, job_id);
 CREATE INDEX deferred_jobs_unique_key_idx ON awa.deferred_jobs (unique_key) WHERE unique_key IS NOT NULL;
+-- awa.list_jobs by queue reads a queue's deferred jobs newest first along it
+-- (along the primary key it passed over every other queue's).
+CREATE INDEX deferred_jobs_queue_idx ON awa.deferred_jobs (queue, job_id);
 
 CREATE TABLE awa.dlq_entries (
     job_id             bigint PRIMARY KEY,

@@ -3,7 +3,7 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(118);
+SELECT plan(119);
 
 -- Hot-path indexes with their exact key columns: 11
 SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
@@ -146,6 +146,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs USING btree (run_at, priority, job_id)'),
     ('deferred_jobs_unique_key_idx',
      'CREATE INDEX deferred_jobs_unique_key_idx ON awa.deferred_jobs USING btree (unique_key) WHERE (unique_key IS NOT NULL)'),
+    ('deferred_jobs_queue_idx',
+     'CREATE INDEX deferred_jobs_queue_idx ON awa.deferred_jobs USING btree (queue, job_id)'),
     ('dlq_entries_pkey',
      'CREATE UNIQUE INDEX dlq_entries_pkey ON awa.dlq_entries USING btree (job_id)'),
     ('dlq_entries_queue_idx',
@@ -198,7 +200,8 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('leases',                      ARRAY['leases_pkey', 'leases_attempt_idx']),
     ('job_history',                 ARRAY['job_history_job_id_idx', 'job_history_unsuccessful_idx']),
     ('attempt_state',               ARRAY['attempt_state_pkey']),
-    ('deferred_jobs',               ARRAY['deferred_jobs_pkey', 'deferred_jobs_due_idx', 'deferred_jobs_unique_key_idx']),
+    ('deferred_jobs',               ARRAY['deferred_jobs_pkey', 'deferred_jobs_due_idx', 'deferred_jobs_unique_key_idx',
+                                          'deferred_jobs_queue_idx']),
     ('dlq_entries',                 ARRAY['dlq_entries_pkey', 'dlq_entries_queue_idx']),
     ('queue_meta',                  ARRAY['queue_meta_pkey']),
     ('job_unique_claims',           ARRAY['job_unique_claims_pkey', 'job_unique_claims_job_id_idx']),

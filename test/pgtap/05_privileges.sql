@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(824);
+SELECT plan(834);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -127,10 +127,12 @@ INSERT INTO grants VALUES
     ('_task_names', ARRAY[]::name[], false, false, false, false),
     ('_outcome_names', ARRAY[]::name[], false, false, false, false),
     ('_get_job', ARRAY['bigint'], false, false, false, false),
+    ('_get_jobs', ARRAY['bigint[]'], false, false, false, false),
     ('_hold_rings', ARRAY[]::name[], false, false, false, false),
     ('_list_jobs', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
                          'bigint', 'integer', 'jsonb', 'jsonb'], false, false, false, false),
     ('_job_states', ARRAY[]::name[], false, false, false, false),
+    ('_list_jobs_merge', ARRAY['bigint[]', 'bigint[]', 'integer'], false, false, false, false),
     ('_bulk_filter', ARRAY['text', 'text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone',
                            'timestamp with time zone', 'jsonb'], false, false, false, false),
     ('_bulk_page', ARRAY['jsonb', 'bigint', 'integer'], false, false, false, false),
@@ -203,7 +205,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 110 x 5 = 550
+-- EXECUTE per function and role (PUBLIC included): 112 x 5 = 560
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END

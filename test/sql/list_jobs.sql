@@ -154,3 +154,106 @@ SET ROLE lj_reader;
 SELECT kind, args, metadata FROM awa.list_jobs(queue => 'lj_b', args_contains => '{"n": 8}');
 RESET ROLE;
 DROP ROLE lj_monitor, lj_reader;
+
+-- Each source read on its own (issue 22 §1). A queue's jobs in every state
+-- but dlq, in pages of 2 by queue: the DLQ holds only another queue's job,
+-- so it is not read; the queue ring is read only in the slots that hold a row
+-- of the queue's lanes. Every job once, newest first, in the state awa.get_job
+-- gives it; completed jobs still in the queue ring come from its completion
+-- batches.
+SELECT awa.enqueue('ljq.done', '{"n": 1}', 'ljq_all') AS q_first \gset
+SELECT awa.enqueue('ljq.done', '{"n": 2}', 'ljq_all') AS q_done2 \gset
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.fail', '{}', 'ljq_all', max_attempts => 1) FROM generate_series(1, 2)) x;
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.retry', '{}', 'ljq_all', max_attempts => 5) FROM generate_series(1, 2)) x;
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.run', '{}', 'ljq_all') FROM generate_series(1, 2)) x;
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.later', '{}', 'ljq_all', run_at => now() + interval '1 day') FROM generate_series(1, 2)) x;
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.cancel', '{}', 'ljq_all') FROM generate_series(1, 2)) x;
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.avail', '{}', 'ljq_all') FROM generate_series(1, 3)) x;
+SELECT count(awa.cancel(job_id)) AS cancelled FROM awa.list_jobs(queue => 'ljq_all', kind => 'ljq.cancel');
+SELECT count(awa.complete(c.job_id, c.run_lease, c.receipt_id)) AS completed FROM awa.claim('ljq_all', 2) c;
+SELECT count(awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom')) AS failed FROM awa.claim('ljq_all', 2) c;
+SELECT count(awa.retry(c.job_id, c.run_lease, c.receipt_id, 'later', 3600)) AS retried FROM awa.claim('ljq_all', 2) c;
+SELECT count(*) AS claimed FROM awa.claim('ljq_all', 2);
+SELECT count(*) AS completed_in_history FROM awa.job_history WHERE queue = 'ljq_all';
+SELECT string_agg((job_id - :q_first) || ':' || kind, ',') AS completed_in_ring
+  FROM awa.list_jobs(queue => 'ljq_all', state => 'completed');
+CREATE TEMP TABLE qpages (page int, job_id bigint, state text);
+CREATE FUNCTION pg_temp.qpages(p_queue text, p_max_rows int, p_from int DEFAULT 1, p_pages int DEFAULT 20)
+RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE
+    last bigint := (SELECT min(job_id) FROM qpages);
+    n int;
+BEGIN
+    FOR p IN p_from .. p_from + p_pages - 1 LOOP
+        INSERT INTO qpages SELECT p, l.job_id, l.state
+          FROM awa.list_jobs(queue => p_queue, before_job_id => last, max_rows => p_max_rows) l;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        EXIT WHEN n = 0;
+        SELECT min(job_id) INTO last FROM qpages WHERE page = p;
+    END LOOP;
+END
+$f$;
+SELECT pg_temp.qpages('ljq_all', 2);
+SELECT string_agg(state, ',' ORDER BY job_id DESC) AS states, count(*) AS listed, count(DISTINCT job_id) AS distinct_jobs,
+       bool_and(state = awa.get_job(job_id) ->> 'state') AS agree_with_get_job,
+       max(page) AS pages
+  FROM qpages;
+SELECT count(*) AS listed_in_order
+  FROM (SELECT job_id, row_number() OVER (ORDER BY page, job_id DESC) AS pos FROM qpages) p
+  JOIN (SELECT id AS expected, row_number() OVER (ORDER BY id DESC) AS pos
+          FROM generate_series(:q_first::bigint, :q_first::bigint + 14) id) e USING (pos)
+ WHERE job_id = expected;
+
+-- A prune between two pages: the first page is read from the queue ring,
+-- then a prune moves the finished jobs to the history ring and carries the
+-- live ones; the next pages (before the first page's last job) list every
+-- other job once, in the state get_job gives it, from where it went.
+TRUNCATE qpages;
+SELECT pg_temp.qpages('ljq_all', 4, 1, 1);
+SELECT count(*) FROM (SELECT awa.run_maintenance('rotate_queue') FROM generate_series(1, 15)) r;
+SELECT task, outcome FROM awa.run_maintenance('prune_queue');
+SELECT count(*) AS finished_in_history FROM awa.job_history WHERE queue = 'ljq_all';
+SELECT pg_temp.qpages('ljq_all', 3, 2);
+SELECT string_agg(state, ',' ORDER BY job_id DESC) AS states, count(*) AS listed, count(DISTINCT job_id) AS distinct_jobs,
+       bool_and(state = awa.get_job(job_id) ->> 'state') AS agree_with_get_job
+  FROM qpages;
+SELECT string_agg((job_id - :q_first) || ':' || kind, ',') AS completed_from_history
+  FROM awa.list_jobs(queue => 'ljq_all', state => 'completed');
+
+-- A chunk of candidates none of which is in the state asked for: the next,
+-- larger, chunk follows. The newest 4 of a queue's 7 jobs were cancelled while
+-- available (their ready rows are still above the claim cursor); pages of 2
+-- of the available ones list the 3 others once.
+SELECT awa.enqueue('ljq.avail', '{}', 'ljq_av') AS av_first \gset
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.avail', '{}', 'ljq_av') FROM generate_series(1, 2)) x;
+SELECT count(*) FROM (SELECT awa.cancel(awa.enqueue('ljq.cancel', '{}', 'ljq_av')) FROM generate_series(1, 4)) x;
+TRUNCATE qpages;
+DO $$
+DECLARE
+    last bigint;
+    n int;
+BEGIN
+    FOR p IN 1 .. 5 LOOP
+        INSERT INTO qpages SELECT p, l.job_id, l.state
+          FROM awa.list_jobs(queue => 'ljq_av', state => 'available', before_job_id => last, max_rows => 2) l;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        EXIT WHEN n = 0;
+        SELECT min(job_id) INTO last FROM qpages WHERE page = p;
+    END LOOP;
+END
+$$;
+SELECT page, string_agg((job_id - :av_first)::text, ',' ORDER BY job_id DESC) AS jobs FROM qpages GROUP BY page ORDER BY page;
+SELECT string_agg(kind, ',') AS cancelled FROM awa.list_jobs(queue => 'ljq_av', state => 'cancelled');
+
+-- Running jobs come from the open claim batches, less the jobs their
+-- closures name: of a batch of 3, the first completed and the second failed,
+-- the third is the one running.
+SELECT count(*) FROM (SELECT awa.enqueue('ljq.batch', '{}', 'ljq_run', max_attempts => 1) FROM generate_series(1, 3)) x;
+CREATE TEMP TABLE ljq_claimed AS SELECT * FROM awa.claim('ljq_run', 3);
+SELECT count(awa.complete(c.job_id, c.run_lease, c.receipt_id)) AS completed
+  FROM (SELECT * FROM ljq_claimed ORDER BY job_id LIMIT 1) c;
+SELECT count(awa.fail(c.job_id, c.run_lease, c.receipt_id, 'x')) AS failed
+  FROM (SELECT * FROM ljq_claimed ORDER BY job_id OFFSET 1 LIMIT 1) c;
+SELECT string_agg(state, ',') AS states FROM awa.list_jobs(queue => 'ljq_run');
+SELECT count(*) AS running, min(job_id) = (SELECT max(job_id) FROM ljq_claimed) AS the_third
+  FROM awa.list_jobs(queue => 'ljq_run', state => 'running');
