@@ -7,12 +7,13 @@
 #     completion (one statement);
 #   - phase "quiet": the load alone for PHASE_S seconds; phase "bulk": the same load while one
 #     session runs awa.bulk_step(op, STEP) to the end of a dlq_retry of every `dead` job (each
-#     step its own transaction, no pause), then the load goes on until PHASE_S.
+#     step its own transaction, PAUSE_MS between steps, none by default), then the load goes on
+#     until PHASE_S.
 # Per phase: the claims' own time (pgbench's log of every transaction, schedule lag taken off):
 # p50, p99, max; the bulk's duration and jobs/s. The issue's target: no claim in
 # the bulk phase slower than 2x the quiet phase's p99.
 # Usage: bench/bulk_retry.sh   (as root or postgres; DLQ_JOBS, LOAD_CLIENTS (4), LOAD_RATE (400),
-# PHASE_S (30), STEP (500); PORT, PGBIN, WORKDIR, KEEP=1 as in bench/scratch_server.sh).
+# PHASE_S (30), STEP (500), PAUSE_MS (0); PORT, PGBIN, WORKDIR, KEEP=1 as in bench/scratch_server.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PORT=${PORT:-55451}
@@ -22,6 +23,7 @@ LOAD_CLIENTS=${LOAD_CLIENTS:-4}
 LOAD_RATE=${LOAD_RATE:-400}
 PHASE_S=${PHASE_S:-30}
 STEP=${STEP:-500}
+PAUSE_MS=${PAUSE_MS:-0}
 # shellcheck source=bench/scratch_server.sh
 source "$here/scratch_server.sh"
 start_scratch_server
@@ -89,6 +91,7 @@ steps=0
 while [ "$state" = running ]; do
 	state=$(sql "SELECT state FROM awa.bulk_step($op, $STEP)")
 	steps=$((steps + 1))
+	if [ "$PAUSE_MS" -gt 0 ] && [ "$state" = running ]; then sleep "$(awk -v m="$PAUSE_MS" 'BEGIN {print m / 1000}')"; fi
 done
 t1=$(date +%s.%N)
 wait "$load_pid"
@@ -102,7 +105,7 @@ read -r b50 b99 bmax < <(pct "$WORKDIR"/logs/bulk.*)
 	echo "| quiet | $(cat "$WORKDIR"/logs/quiet.* | awk '$4 == 1' | wc -l) | $q50 | $q99 | $qmax |"
 	echo "| bulk | $(cat "$WORKDIR"/logs/bulk.* | awk '$4 == 1' | wc -l) | $b50 | $b99 | $bmax |"
 	echo
-	echo "bulk: $acted jobs retried in $steps steps of $STEP, $bulk_s s ($(awk -v n="$acted" -v s="$bulk_s" 'BEGIN {printf "%.0f", n / s}') jobs/s);" \
+	echo "bulk: $acted jobs retried in $steps steps of $STEP (pause $PAUSE_MS ms), $bulk_s s ($(awk -v n="$acted" -v s="$bulk_s" 'BEGIN {printf "%.0f", n / s}') jobs/s);" \
 		"bulk p99 / quiet p99 = $(awk -v a="$b99" -v b="$q99" 'BEGIN {printf "%.2f", a / b}');" \
 		"bulk max / quiet p99 = $(awk -v a="$bmax" -v b="$q99" 'BEGIN {printf "%.2f", a / b}')"
 	echo "left in the DLQ: $(sql "SELECT count(*) FROM awa.dlq"); available in dead: $(sql "SELECT available FROM awa.queue_counts('dead')")"
