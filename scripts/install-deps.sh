@@ -7,10 +7,12 @@ set -euo pipefail
 # test (test/t/025_metrics_exporter.pl); python3-matplotlib: the figures of
 # bench/soak.sh (bench/plot_soak.py; pgbench, which every bench script uses,
 # comes with postgresql-15); valgrind: bench/drain_instructions.sh; chromium:
-# the web UI's browser tests (test/ui/run.sh) and its screenshots.
+# the web UI's browser tests (test/ui/run.sh) and its screenshots, with a font
+# (fonts-liberation: a recommendation of chromium, which --no-install-recommends leaves out).
 packages=(build-essential clang-14 llvm-14 postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libdbd-pg-perl libgtest-dev rsync
-          python3-psycopg pgbouncer prometheus-postgres-exporter python3-matplotlib valgrind chromium)
+          python3-psycopg pgbouncer prometheus-postgres-exporter python3-matplotlib valgrind chromium
+          fonts-liberation)
 # The Node example and the web UI need node and npm; machines that have them (from any
 # source) keep theirs, others get Debian's.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
