@@ -312,14 +312,32 @@ AS $$
 SELECT g.doc FROM awa._get_jobs(ARRAY[$1]) g
 $$;
 
--- Holds every ring table a reader scans (ACCESS SHARE, to the end of the
--- transaction): a prune that holds one of them is waited for, and a prune not
--- yet started cannot truncate what the reader reads. A reader calls it before
--- its snapshot is taken, so that the snapshot follows any prune it waited for:
--- TRUNCATE is not MVCC-safe, and an older snapshot would see a pruned slot
--- empty without seeing the rows the prune carried or copied to history.
+-- The ring truncations a reader's snapshot has seen (src/pg/ring_truncations.hpp):
+-- the prune and the history step note theirs before they truncate; a reader
+-- asks, once it has locked the ring tables, whether it may release them when
+-- its call ends.
+CREATE FUNCTION awa._note_ring_truncation()
+RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_note_ring_truncation' LANGUAGE C VOLATILE;
+CREATE FUNCTION awa._ring_locks_releasable()
+RETURNS boolean AS 'MODULE_PATHNAME', 'awa_internal_ring_locks_releasable' LANGUAGE C VOLATILE;
+
+-- Holds every ring table a reader scans (ACCESS SHARE): a prune that holds
+-- one of them is waited for, and a prune not yet started cannot truncate what
+-- the reader reads. A reader calls it before its snapshot is taken, so that
+-- the snapshot follows any prune it waited for: TRUNCATE is not MVCC-safe, and
+-- an older snapshot would see a pruned slot empty without seeing the rows the
+-- prune carried or copied to history.
+--
+-- True when the reader may release the locks as its call returns (it reads
+-- in a block that it rolls back, SQLSTATE AWARL, the locks with it: a session
+-- left idle in transaction after reading jobs then holds no ring slot). That
+-- is so under READ COMMITTED; under REPEATABLE READ and SERIALIZABLE it is so
+-- when no truncation committed after the transaction's snapshot, and 40001 is
+-- raised when one did (awa._ring_locks_releasable). False only without
+-- shared_preload_libraries under REPEATABLE READ: the locks are kept to the
+-- transaction's end. A writer (awa.retry_jobs) keeps them to its end.
 CREATE FUNCTION awa._hold_rings()
-RETURNS void
+RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -329,6 +347,7 @@ BEGIN
                awa.receipt_completion_batches, awa.lease_claims, awa.lease_claim_batches,
                awa.lease_claim_closures, awa.lease_claim_closure_batches, awa.job_history
           IN ACCESS SHARE MODE;
+    RETURN awa._ring_locks_releasable();
 END
 $$;
 
@@ -336,19 +355,31 @@ $$;
 -- the ring tables are held (awa._hold_rings): a prune in progress is waited
 -- for, so a job it carries or copies to the history ring is seen where it
 -- went (found in review of issue 9: a call waiting on a prune saw neither).
+-- The locks are released as it returns (test/t/034).
 CREATE FUNCTION awa.get_job(job_id bigint)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
+DECLARE
+    doc     jsonb;
+    release boolean;
 BEGIN
     IF $1 IS NULL THEN
         RETURN NULL;
     END IF;
     PERFORM awa._flush_enqueues();
-    PERFORM awa._hold_rings();
-    RETURN awa._get_job($1);
+    BEGIN
+        release := awa._hold_rings();
+        doc := awa._get_job($1);
+        IF release THEN
+            RAISE SQLSTATE 'AWARL';
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'AWARL' THEN
+        NULL;  -- the block's locks are released; doc is kept
+    END;
+    RETURN doc;
 END
 $$;
 

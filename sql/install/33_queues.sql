@@ -188,6 +188,39 @@ BEGIN
 END
 $$;
 
+-- The exact counts of a queue (of every queue: NULL), as JSON rows, counted
+-- under one snapshot taken after the ring tables are held (awa._hold_rings),
+-- so counting during a prune misses nothing it carries or copies to the
+-- history ring; the locks are released as it returns. A queue without jobs
+-- has a row of zeros.
+CREATE FUNCTION awa._queue_counts_held(p_queue text)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    counted jsonb;
+    release boolean;
+BEGIN
+    BEGIN
+        release := awa._hold_rings();
+        SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') INTO counted FROM awa._queue_counts_scan(p_queue) c;
+        IF release THEN
+            RAISE SQLSTATE 'AWARL';
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'AWARL' THEN
+        NULL;  -- the block's locks are released; counted is kept
+    END;
+    IF p_queue IS NOT NULL AND jsonb_array_length(counted) = 0 THEN
+        counted := jsonb_build_array(jsonb_build_object('queue', p_queue, 'available', 0, 'scheduled', 0,
+                                                        'retryable', 0, 'running', 0, 'completed', 0,
+                                                        'failed', 0, 'cancelled', 0, 'dlq', 0));
+    END IF;
+    RETURN counted;
+END
+$$;
+
 -- queue_counts' columns counted from the tables (cost grows with the backlog).
 CREATE FUNCTION awa.queue_counts_exact(queue text DEFAULT NULL)
 RETURNS TABLE (queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
@@ -199,13 +232,8 @@ AS $$
 SELECT awa._require_queue($1) WHERE $1 IS NOT NULL;
 -- This transaction's own enqueues are counted as written.
 SELECT awa._flush_enqueues();
--- VOLATILE: the count below takes its snapshot after the ring tables are held
--- (awa._hold_rings), so counting during a prune misses nothing it carries or
--- copies to the history ring.
-SELECT awa._hold_rings();
-SELECT * FROM awa._queue_counts_scan($1)
-UNION ALL
-SELECT $1, 0, 0, 0, 0, 0, 0, 0, 0
- WHERE $1 IS NOT NULL AND NOT EXISTS (SELECT FROM awa._queue_counts_scan($1))
+SELECT c.* FROM jsonb_to_recordset(awa._queue_counts_held($1))
+           AS c(queue text, available bigint, scheduled bigint, retryable bigint, running bigint,
+                completed bigint, failed bigint, cancelled bigint, dlq bigint)
 $$;
 

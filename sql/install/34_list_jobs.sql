@@ -449,6 +449,8 @@ SET jit = off
 AS $$
 DECLARE
     cursors jsonb;
+    listed  awa.job_listing[];
+    release boolean := true;
 BEGIN
     PERFORM awa._flush_enqueues();
     -- The claim cursors before the snapshot (awa._list_jobs): only for
@@ -462,11 +464,22 @@ BEGIN
     -- a prune does not wait for this transaction (nor the claims queued
     -- behind the prune's lock request). A job that left such a state
     -- meanwhile is read in a ring unheld, but it is not in the state asked.
-    IF p_state IS NULL OR p_state NOT IN ('dlq', 'scheduled', 'retryable') THEN
-        PERFORM awa._hold_rings();
-    END IF;
-    RETURN QUERY SELECT * FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, p_args, p_after, p_before_at, p_before,
-                                              p_max_rows, p_metadata, coalesce(cursors, '{}'));
+    -- The page is read in a block rolled back as it ends (awa._hold_rings):
+    -- the locks of the hold and of the scans go with it, so a session left
+    -- idle in transaction after a listing holds no ring slot.
+    BEGIN
+        IF p_state IS NULL OR p_state NOT IN ('dlq', 'scheduled', 'retryable') THEN
+            release := awa._hold_rings();
+        END IF;
+        listed := ARRAY(SELECT l FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, p_args, p_after, p_before_at,
+                                                     p_before, p_max_rows, p_metadata, coalesce(cursors, '{}')) l);
+        IF release THEN
+            RAISE SQLSTATE 'AWARL';
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'AWARL' THEN
+        NULL;  -- the block's locks are released; listed is kept
+    END;
+    RETURN QUERY SELECT * FROM unnest(listed);
 END
 $$;
 

@@ -155,6 +155,9 @@ BEGIN
     ELSIF ring = 'claim' THEN
         detail := detail || jsonb_build_object('carried', awa._carry_claim_slot(target_slot));
     END IF;
+    -- (published at commit: a REPEATABLE READ reader whose snapshot is older
+    -- is refused, awa._hold_rings)
+    PERFORM awa._note_ring_truncation();
     EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
     outcome := 'pruned';
 END

@@ -139,6 +139,7 @@ BEGIN
                        (SELECT string_agg(format('SELECT h.job_id, h.run_lease FROM awa.%I h', 'job_history_' || p),
                                           ' UNION ALL ')
                           FROM unnest(pruned) p));
+        PERFORM awa._note_ring_truncation();
         EXECUTE format('TRUNCATE %s', (SELECT string_agg(format('awa.%I', 'job_history_' || p), ', ')
                                          FROM unnest(pruned) p));
     ELSIF blocked_slot IS NOT NULL THEN

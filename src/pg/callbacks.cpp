@@ -64,6 +64,7 @@
 #include "pg/pending_enqueues.hpp"
 #include "pg/maintenance_shmem.hpp"
 #include "pg/ring_epoch.hpp"
+#include "pg/ring_truncations.hpp"
 #include "pg/running_limits.hpp"
 #include "pg/spi_plans.hpp"
 #include "pg/wakeups.hpp"
@@ -116,6 +117,7 @@ OnTransactionEvent(XactEvent event, void *)
 	OnPendingEnqueuesTransactionEvent(event);
 	OnPlannerTransactionEvent(event);
 	OnRingEpochTransactionEvent(event);
+	OnRingTruncationTransactionEvent(event);
 	if (!preloaded) {
 		OnRunningLimitsTransactionEvent(event);
 		return;

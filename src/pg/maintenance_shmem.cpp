@@ -120,8 +120,11 @@ StartupMaintenanceShmem()
 		shared->run_nonce = random ^ static_cast<uint64>(GetCurrentTimestamp());
 		shared->launcher_pgprocno = -1;
 		shared->backend_slot_count = slot_count;
-		for (int i = 0; i < slot_count; i++)
+		for (int i = 0; i < slot_count; i++) {
 			pg_atomic_init_u64(&shared->backends[i].generation_plus_one, 0);
+			pg_atomic_init_u64(&shared->backends[i].truncation_xid, 0);
+			pg_atomic_init_u32(&shared->backends[i].truncation_database, InvalidOid);
+		}
 	}
 	status_lock = &(GetNamedLWLockTranche("awa_maintenance"))->lock;
 	LWLockRelease(AddinShmemInitLock);

@@ -7,7 +7,9 @@
 //    database a DDL command of it holds (ddl_holds.cpp);
 //  * per database, under one LWLock: the maintenance worker's pid
 //    (worker_registry.cpp) and the last outcome of every task
-//    (task_status.cpp); the launcher's pgprocno (worker_registry.cpp).
+//    (task_status.cpp); the launcher's pgprocno (worker_registry.cpp);
+//  * per backend slot, its newest committed ring truncation
+//    (ring_truncations.cpp).
 //
 // One allocation ("awa maintenance") and one LWLock tranche
 // ("awa_maintenance"), requested and set up by callbacks.cpp at startup.
@@ -47,6 +49,11 @@ struct BackendSlot {
 	// connections (DROP DATABASE, CREATE DATABASE ... TEMPLATE, ...):
 	// InvalidOid when none. Written only by the owner.
 	Oid held_database;
+	// The newest committed ring truncation of this slot's backends (a
+	// FullTransactionId; 0: none) and its database: written at commit by the
+	// owner, kept when it exits (ring_truncations.cpp).
+	pg_atomic_uint64 truncation_xid;
+	pg_atomic_uint32 truncation_database;
 };
 
 struct Shared {

@@ -17,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1450);
+SELECT plan(1482);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -836,9 +836,27 @@ INSERT INTO api VALUES
      'c', false, 'volatile', false, 0, 'awa_internal_count_transfer'),
     ('_hold_rings',
      ARRAY[]::name[],
+     'boolean',
+     '',
+     'boolean',
+     'plpgsql', false, 'volatile', false, 0, NULL),
+    ('_note_ring_truncation',
+     ARRAY[]::name[],
      'void',
      '',
      'void',
+     'c', false, 'volatile', false, 0, 'awa_internal_note_ring_truncation'),
+    ('_ring_locks_releasable',
+     ARRAY[]::name[],
+     'boolean',
+     '',
+     'boolean',
+     'c', false, 'volatile', false, 0, 'awa_internal_ring_locks_releasable'),
+    ('_queue_counts_held',
+     ARRAY['text'],
+     'jsonb',
+     'p_queue text',
+     'jsonb',
      'plpgsql', false, 'volatile', false, 0, NULL),
     ('_slot_live_rows',
      ARRAY['integer'],
@@ -896,12 +914,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 49 public functions and the 89 awa._* building blocks');
+                     'schema awa has exactly the 49 public functions and the 92 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 138,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 141,
           'no function is overloaded');
 
--- Per function, 10 checks: 138 x 10 = 1380
+-- Per function, 10 checks: 141 x 10 = 1410
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -956,7 +974,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 63
+-- Per C function, its symbol in $libdir/awa: 65
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

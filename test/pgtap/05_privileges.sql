@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(834);
+SELECT plan(849);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -129,6 +129,9 @@ INSERT INTO grants VALUES
     ('_get_job', ARRAY['bigint'], false, false, false, false),
     ('_get_jobs', ARRAY['bigint[]'], false, false, false, false),
     ('_hold_rings', ARRAY[]::name[], false, false, false, false),
+    ('_note_ring_truncation', ARRAY[]::name[], false, false, false, false),
+    ('_ring_locks_releasable', ARRAY[]::name[], false, false, false, false),
+    ('_queue_counts_held', ARRAY['text'], false, false, false, false),
     ('_list_jobs', ARRAY['text', 'text', 'text', 'text', 'jsonb', 'timestamp with time zone', 'timestamp with time zone',
                          'bigint', 'integer', 'jsonb', 'jsonb'], false, false, false, false),
     ('_job_states', ARRAY[]::name[], false, false, false, false),

@@ -19,7 +19,9 @@
 #   - A: idle after an enqueue (which holds no ring slot since issue 19 §1);
 #   - B: idle after a claim of two jobs (its claim and queue slots are held);
 #   - C: idle after a plain SELECT on the queue-ring child of the slot that
-#     was current (any reader of ring tables left idle).
+#     was current (any reader of ring tables left idle);
+#   - D-G: idle after awa.get_job, awa.list_jobs, awa.queue_counts_exact and
+#     awa.bulk_count (which hold no slot once they return).
 # Asserted:
 #   - both rings moved three wraps; no rotation reported the cap reached; no
 #     prune was refused for a held slot (`blocked`) since spare slots remained;
@@ -84,6 +86,25 @@ $idle_reader->query_safe('BEGIN');
 my $reader_slot = $idle_reader->query_safe(
 	q{SELECT slot FROM awa.queue_ring_rotations ORDER BY generation DESC LIMIT 1});
 $idle_reader->query_safe(qq{SELECT count(*) FROM awa.ready_entries_$reader_slot});
+
+# D-G: idle after awa's own reads of the ring tables (get_job, list_jobs,
+# queue_counts_exact, bulk_count), under READ COMMITTED. They lock every ring
+# child while they read (a parent's scan cannot prune by job id) and release
+# those locks as they return, so they hold no slot. Before, they kept them to
+# the end of the transaction: every slot, spares included, was held, and the
+# rings stopped at once (found in review of stop 33).
+my @idle_api;
+for my $read (
+	qq{SELECT awa.get_job($held_job) IS NULL},
+	q{SELECT count(*) FROM awa.list_jobs(queue => 'rg_held')},
+	q{SELECT count(*) FROM awa.queue_counts_exact()},
+	q{SELECT awa.bulk_count('cancel', queue => 'rg_held')})
+{
+	my $session = $node->background_psql('postgres');
+	$session->query_safe('BEGIN');
+	$session->query_safe($read);
+	push @idle_api, $session;
+}
 
 # The default widths (slots in use while none is held). The queries below
 # read the new storage_status() columns through to_jsonb, so that this test
@@ -151,9 +172,10 @@ ok($held_seen{"queue:$reader_slot"}, "the reader's queue slot $reader_slot was r
   or diag explain \%held_seen;
 ok(scalar(grep { /^claim:/ } keys %held_seen) >= 1, "the claimer's claim slot was reported held")
   or diag explain \%held_seen;
-is(q1(q{SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'}), '3',
-	'the three sessions were idle in transaction all along');
+is(q1(q{SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'}), '7',
+	'the seven sessions were idle in transaction all along');
 
+$_->query_safe('COMMIT'), $_->quit for @idle_api;
 $idle_reader->query_safe('COMMIT');
 $idle_enqueue->query_safe('COMMIT');
 my @completions;

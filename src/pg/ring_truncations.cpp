@@ -1,0 +1,130 @@
+// ring_truncations.cpp: see ring_truncations.hpp.
+#include "pg/ring_truncations.hpp"
+
+#include "pg/maintenance_shmem.hpp"
+
+extern "C" {
+#include "access/transam.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+using maintenance_shmem::BackendSlot;
+using maintenance_shmem::MySlot;
+using maintenance_shmem::shared;
+
+// This transaction truncated ring slots; its xid (assigned by the TRUNCATE).
+bool truncated_in_transaction = false;
+FullTransactionId truncation_xid = InvalidFullTransactionId;
+
+// Publishes this transaction's truncation, at its commit: while it still holds
+// the slots' ACCESS EXCLUSIVE locks, so a reader that has locked them reads it.
+void
+PublishTruncation()
+{
+	BackendSlot *slot = MySlot();
+	if (slot == NULL || !FullTransactionIdIsValid(truncation_xid))
+		return;
+	// A reader that reads the xid twice around the database sees a torn pair
+	// as two different xids and reads again.
+	pg_atomic_write_u64(&slot->truncation_xid, 0);
+	pg_write_barrier();
+	pg_atomic_write_u32(&slot->truncation_database, MyDatabaseId);
+	pg_write_barrier();
+	pg_atomic_write_u64(&slot->truncation_xid, U64FromFullTransactionId(truncation_xid));
+}
+
+// True when `xid`'s commit is not seen by `snapshot` (it committed after it).
+bool
+CommittedAfter(FullTransactionId xid, Snapshot snapshot)
+{
+	// An xid older than half the xid space is long committed and visible
+	// (its 32-bit form could wrap into the snapshot's window).
+	FullTransactionId next = ReadNextFullTransactionId();
+	if (U64FromFullTransactionId(next) - U64FromFullTransactionId(xid) > (uint64{1} << 31))
+		return false;
+	return XidInMVCCSnapshot(XidFromFullTransactionId(xid), snapshot);
+}
+
+// The newest truncation of this database that committed after `snapshot`, in
+// any backend slot: true when one did.
+bool
+TruncationAfter(Snapshot snapshot)
+{
+	for (int i = 0; i < shared->backend_slot_count; i++) {
+		BackendSlot *slot = &shared->backends[i];
+		uint64 before;
+		uint64 after;
+		Oid database;
+		do {
+			before = pg_atomic_read_u64(&slot->truncation_xid);
+			pg_read_barrier();
+			database = pg_atomic_read_u32(&slot->truncation_database);
+			pg_read_barrier();
+			after = pg_atomic_read_u64(&slot->truncation_xid);
+		} while (before != after);
+		if (after == 0 || database != MyDatabaseId)
+			continue;
+		if (CommittedAfter(FullTransactionIdFromU64(after), snapshot))
+			return true;
+	}
+	return false;
+}
+
+}  // namespace
+
+void
+NoteRingTruncation()
+{
+	truncated_in_transaction = true;
+	truncation_xid = GetTopFullTransactionId();
+}
+
+bool
+RingLocksReleasable()
+{
+	if (!IsolationUsesXactSnapshot())
+		return true;
+	if (shared == NULL)
+		return false;
+	if (TruncationAfter(GetTransactionSnapshot()))
+		ereport(ERROR,
+		        (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+		         errmsg("could not serialize access due to a concurrent prune of the job rings"),
+		         errdetail("A ring slot was truncated after this transaction's snapshot was taken: the snapshot sees "
+		                   "it empty, not where its jobs went."),
+		         errhint("Retry the transaction, or read jobs under READ COMMITTED.")));
+	return true;
+}
+
+void
+OnRingTruncationTransactionEvent(XactEvent event)
+{
+	switch (event) {
+	case XACT_EVENT_COMMIT:
+	case XACT_EVENT_PARALLEL_COMMIT:
+		if (truncated_in_transaction)
+			PublishTruncation();
+		truncated_in_transaction = false;
+		truncation_xid = InvalidFullTransactionId;
+		break;
+	case XACT_EVENT_ABORT:
+	case XACT_EVENT_PARALLEL_ABORT:
+	case XACT_EVENT_PREPARE:
+		truncated_in_transaction = false;
+		truncation_xid = InvalidFullTransactionId;
+		break;
+	case XACT_EVENT_PRE_PREPARE:
+		if (truncated_in_transaction)
+			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			                errmsg("awa: a transaction that pruned a ring cannot be prepared"),
+			                errhint("Run awa.run_maintenance in a transaction that is not prepared.")));
+		break;
+	default:
+		break;
+	}
+}
+
+}  // namespace awa::pg
