@@ -7,6 +7,7 @@
 #include "pg/gucs.hpp"
 #include "pg/key_limits.hpp"
 #include "pg/ring_epoch.hpp"
+#include "pg/subtransaction.hpp"
 #include "pg/rings.hpp"
 #include "pg/spi_plans.hpp"
 
@@ -1254,6 +1255,10 @@ OlderTransactionsRun(TimestampTz since)
 
 }  // namespace
 
+namespace {
+bool TrustCounters(int db_index, TimestampTz distrusted_at);
+}  // namespace
+
 bool
 EnsureCountersTrusted()
 {
@@ -1274,9 +1279,35 @@ EnsureCountersTrusted()
 		// A rebuild must not overlap a prune: TRUNCATE is not MVCC-safe, so a
 		// pass whose snapshot predates a prune's commit could read the
 		// truncated (empty) slot and also receive the prune's negative moves.
-		// Ring steps hold this lock for their whole transaction.
-		(void)DirectFunctionCall1(pg_advisory_xact_lock_int8, Int64GetDatum(kRingMaintenanceLockKey));
+		// Ring steps hold this lock for their whole transaction and take it
+		// with a try: held here, shared, for the rebuild only (a session
+		// lock, released before any error goes on), so a caller left idle in
+		// its transaction afterwards does not keep every ring step skipped (it
+		// did, as an xact lock: test/sql/idle_locks.sql).
+		Datum ring_lock = Int64GetDatum(kRingMaintenanceLockKey);
+		(void)DirectFunctionCall1(pg_advisory_lock_shared_int8, ring_lock);
+		volatile bool trusted = false;
+		PG_TRY();
+		{
+			trusted = TrustCounters(db_index, distrusted_at);
+		}
+		PG_FINALLY();
+		{
+			(void)DirectFunctionCall1(pg_advisory_unlock_shared_int8, ring_lock);
+		}
+		PG_END_TRY();
+		return trusted;
 	}
+	return TrustCounters(db_index, distrusted_at);
+}
+
+namespace {
+
+// EnsureCountersTrusted's rebuild, once the ring lock is held (or the
+// transaction has its own writes, and nothing is rebuilt).
+bool
+TrustCounters(int db_index, TimestampTz distrusted_at)
+{
 	LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 	DbCounters &db = shared->dbs[db_index];
 	if (db.state == kTrusted || db.overflow) {
@@ -1326,21 +1357,32 @@ EnsureCountersTrusted()
 		};
 		ScanRow *scanned = NULL;
 		uint64 scanned_count = 0;
-		for (Stmt stmt : {Stmt::kCountsScan, Stmt::kKeyCountsScan}) {
-			ExecuteWithSnapshot(stmt, 0, NULL, NULL, snapshot);
-			uint64 rows = SPI_processed;
-			scanned = static_cast<ScanRow *>(scanned == NULL ? palloc(sizeof(ScanRow) * (rows + 1))
-			                                                 : repalloc(scanned, sizeof(ScanRow) * (scanned_count + rows + 1)));
-			for (uint64 i = 0; i < rows; i++) {
-				HeapTuple tuple = SPI_tuptable->vals[i];
-				TupleDesc desc = SPI_tuptable->tupdesc;
-				bool isnull;
-				ScanRow &row = scanned[scanned_count++];
-				row.name = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 1, &isnull));
-				for (int st = 0; st < kStates; st++)
-					row.counts[st] = DatumGetInt64(SPI_getbinval(tuple, desc, st + 2, &isnull));
+		// The pass reads the ring tables through their parents, which locks
+		// every child: it runs in an internal subtransaction rolled back once
+		// its rows are copied out (into this context), so those locks are
+		// released with it and a caller left idle in its transaction holds
+		// no ring slot (test/sql/idle_locks.sql).
+		ScanRow **rows_out = &scanned;
+		uint64 *count_out = &scanned_count;
+		(void)RunInSubtransaction(CurrentMemoryContext, false, [rows_out, count_out, snapshot]() {
+			for (Stmt stmt : {Stmt::kCountsScan, Stmt::kKeyCountsScan}) {
+				ExecuteWithSnapshot(stmt, 0, NULL, NULL, snapshot);
+				uint64 rows = SPI_processed;
+				*rows_out = static_cast<ScanRow *>(
+				    *rows_out == NULL ? palloc(sizeof(ScanRow) * (rows + 1))
+				                      : repalloc(*rows_out, sizeof(ScanRow) * (*count_out + rows + 1)));
+				for (uint64 i = 0; i < rows; i++) {
+					HeapTuple tuple = SPI_tuptable->vals[i];
+					TupleDesc desc = SPI_tuptable->tupdesc;
+					bool isnull;
+					ScanRow &row = (*rows_out)[(*count_out)++];
+					row.name = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 1, &isnull));
+					for (int st = 0; st < kStates; st++)
+						row.counts[st] = DatumGetInt64(SPI_getbinval(tuple, desc, st + 2, &isnull));
+				}
 			}
-		}
+			return 0;
+		});
 		LWLockAcquire(counters_lock, LW_EXCLUSIVE);
 		// Queues the pass does not list have no jobs in the snapshot: every
 		// entry starts at zero, the listed ones get their counts (readers do
@@ -1377,6 +1419,8 @@ EnsureCountersTrusted()
 	ReleaseBuild(db_index, true);
 	return !shared->dbs[db_index].overflow;
 }
+
+}  // namespace
 
 bool
 RebuildCounters()

@@ -11,6 +11,7 @@
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
 #include "pg/spi_plans.hpp"
+#include "pg/subtransaction.hpp"
 
 namespace awa::pg {
 
@@ -94,20 +95,38 @@ AWA_FUNCTION(awa_queue_counts)
 			}
 		}
 	}
-	// The exact pass: the counters are not trusted.
-	int64 zero[kJobStateCount] = {0};
-	Datum key[1] = {PointerGetDatum(queue)};
-	char nulls[2] = {static_cast<char>(queue == NULL ? 'n' : ' '), '\0'};
-	Execute(Stmt::kCountsScanOne, 0, key, nulls);
-	for (uint64 i = 0; i < SPI_processed; i++) {
-		CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
+	// The exact pass: the counters are not trusted. It reads the ring tables
+	// through their parents, which locks every child: it runs in an internal
+	// subtransaction rolled back once its rows are copied out (into this SPI
+	// context), so a caller left idle in its transaction holds no ring slot
+	// (test/sql/idle_locks.sql); the rows are stored after it (a tuplestore
+	// that spills must not lose its file with the subtransaction).
+	struct ExactRow {
+		Datum queue;
 		int64 counts[kJobStateCount];
-		bool isnull;
-		for (int s = 0; s < kJobStateCount; s++)
-			counts[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, s + 2, &isnull));
-		EmitRow(rsinfo, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull), counts);
-	}
-	if (queue != NULL && SPI_processed == 0)
+	};
+	int64 zero[kJobStateCount] = {0};
+	ExactRow *exact = NULL;
+	ExactRow **exact_out = &exact;
+	text *one = queue;
+	int rows = RunInSubtransaction(CurrentMemoryContext, false, [exact_out, one]() {
+		Datum key[1] = {PointerGetDatum(one)};
+		char nulls[2] = {static_cast<char>(one == NULL ? 'n' : ' '), '\0'};
+		Execute(Stmt::kCountsScanOne, 0, key, nulls);
+		*exact_out = static_cast<ExactRow *>(palloc(sizeof(ExactRow) * (SPI_processed + 1)));
+		for (uint64 i = 0; i < SPI_processed; i++) {
+			CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
+			bool isnull;
+			ExactRow &row = (*exact_out)[i];
+			row.queue = PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull)));
+			for (int s = 0; s < kJobStateCount; s++)
+				row.counts[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, s + 2, &isnull));
+		}
+		return static_cast<int>(SPI_processed);
+	});
+	for (int i = 0; i < rows; i++)
+		EmitRow(rsinfo, exact[i].queue, exact[i].counts);
+	if (queue != NULL && rows == 0)
 		EmitRow(rsinfo, PointerGetDatum(queue), zero);
 	SPI_finish();
 	return (Datum)0;

@@ -1,0 +1,65 @@
+-- idle_locks: what ring slots a transaction still holds once an awa call has
+-- returned, so what a session left idle in transaction after the call keeps
+-- out of the rings' reuse (docs/maintenance.md §2, "The ring grows"). A slot
+-- is held while the session has a lock on one of its children (the slot is
+-- the number at the end of the child's name; the family its parent).
+--
+-- The class this guards: a call that reads a ring family through its parent
+-- locks every child, spare slots included, and left idle it stops the rings
+-- (found for awa.claim in issue 19 and for awa.get_job in review of stop 33).
+-- The readers hold nothing once they return; a worker's calls hold the slots
+-- they wrote (their claim and queue slot: one slot number here, where
+-- nothing rotated); the admin writers that read through the parents (cancel
+-- and the calls that move, retry or purge jobs) are listed as they are today:
+-- every slot they read, to the end of their transaction (a documented limit).
+SET client_min_messages = warning;
+CREATE FUNCTION pg_temp.held() RETURNS text LANGUAGE sql AS $$
+SELECT count(DISTINCT (i.inhparent, substring(c.relname FROM '_([0-9]+)$')))::text || ' of '
+       || (SELECT count(DISTINCT (i2.inhparent, substring(c2.relname FROM '_([0-9]+)$')))
+             FROM pg_inherits i2 JOIN pg_class c2 ON c2.oid = i2.inhrelid
+            WHERE c2.relnamespace = 'awa'::regnamespace AND c2.relkind = 'r')
+  FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_inherits i ON i.inhrelid = c.oid
+ WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND c.relnamespace = 'awa'::regnamespace
+$$;
+
+SELECT awa.configure_queue('il', dlq_enabled => true) IS NULL AS configured;
+SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('il'::text, ARRAY[20]), NULL, 'il');
+SELECT job_id AS first_job FROM awa.list_jobs(queue => 'il') ORDER BY job_id LIMIT 1 \gset
+
+-- Readers: nothing held once they return.
+BEGIN; SELECT awa.get_job(:first_job) ->> 'state' AS state; SELECT pg_temp.held() AS get_job; ROLLBACK;
+BEGIN; SELECT count(*) FROM awa.list_jobs(); SELECT pg_temp.held() AS list_jobs; ROLLBACK;
+BEGIN; SELECT count(*) FROM awa.list_jobs(queue => 'il', state => 'available'); SELECT pg_temp.held() AS list_jobs_available; ROLLBACK;
+BEGIN; SELECT count(*) FROM awa.list_jobs(state => 'completed'); SELECT pg_temp.held() AS list_jobs_completed; ROLLBACK;
+BEGIN; SELECT count(*) FROM awa.list_jobs(state => 'dlq'); SELECT pg_temp.held() AS list_jobs_dlq; ROLLBACK;
+BEGIN; SELECT available FROM awa.queue_counts_exact('il'); SELECT pg_temp.held() AS queue_counts_exact; ROLLBACK;
+BEGIN; SELECT available FROM awa.queue_counts('il'); SELECT pg_temp.held() AS queue_counts; ROLLBACK;
+-- ... also the call that rebuilds the counters (a first limit per key makes
+-- them untrusted at its commit): the rebuild's exact pass reads through the
+-- parents in a subtransaction it rolls back, and its ring lock is held for
+-- the pass only (both were held to the end of the caller's transaction).
+SELECT awa.configure_queue('il_keys', key_max_running => 1) IS NULL AS first_key_limit;
+BEGIN;
+SELECT available FROM awa.queue_counts('il');
+SELECT pg_temp.held() AS queue_counts_rebuilt,
+       (SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory') AS advisory_locks;
+ROLLBACK;
+BEGIN; SELECT available FROM awa.queue_metrics() WHERE queue = 'il'; SELECT pg_temp.held() AS queue_metrics; ROLLBACK;
+BEGIN; SELECT awa.bulk_count('cancel', queue => 'il'); SELECT pg_temp.held() AS bulk_count; ROLLBACK;
+BEGIN; SELECT count(*) > 0 AS rings FROM awa.storage_status(); SELECT pg_temp.held() AS storage_status; ROLLBACK;
+BEGIN; SELECT count(*) FROM awa.lane_cursors('il'); SELECT pg_temp.held() AS lane_cursors; ROLLBACK;
+
+-- A producer: its jobs are written at its commit, nothing held before.
+BEGIN; SELECT awa.enqueue('il', '{}', 'il') > 0 AS enqueued; SELECT pg_temp.held() AS enqueue; ROLLBACK;
+
+-- A worker: the slots it wrote (one slot number of each ring it wrote in).
+BEGIN; SELECT count(*) AS claimed FROM awa.claim('il', 1); SELECT pg_temp.held() AS claim; ROLLBACK;
+BEGIN; SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('il', 1) c; SELECT pg_temp.held() AS complete; ROLLBACK;
+BEGIN; SELECT awa.retry(c.job_id, c.run_lease, c.receipt_id, 'x') FROM awa.claim('il', 1) c; SELECT pg_temp.held() AS retry; ROLLBACK;
+BEGIN; SELECT awa.fail(c.job_id, c.run_lease, c.receipt_id, 'x') FROM awa.claim('il', 1) c; SELECT pg_temp.held() AS fail; ROLLBACK;
+
+-- Admin writers that read through the parents: every slot they read, to the
+-- end of their transaction (docs/maintenance.md §2: keep them in short
+-- transactions; a bulk step commits each step).
+BEGIN; SELECT awa.cancel(:first_job); SELECT pg_temp.held() AS cancel; ROLLBACK;
+BEGIN; SELECT awa.move_jobs(ARRAY[:first_job]::bigint[], 'il_other'); SELECT pg_temp.held() AS move_jobs; ROLLBACK;
