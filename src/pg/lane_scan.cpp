@@ -151,8 +151,19 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 	ExecDropSingleTupleTableSlot(row_slot);
 	index_endscan(scan);
 	UnregisterSnapshot(snapshot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	// A child that holds nothing of the lane here is not kept locked: the
+	// walk reads every live generation, so keeping each lock to the end of
+	// the transaction made a claimer left idle in its transaction hold every
+	// live slot of the queue ring, and the rings stop at their cap (issue 19
+	// §3; test/sql/idle_locks.sql). Nothing the claim goes on to do depends
+	// on a child where it found nothing: what a prune may carry out of it is
+	// read in the newest generation, after this, as the walk always reads it
+	// (docs/architecture.md §3). Releasing the one lock this call took leaves
+	// a lock the transaction took elsewhere (its writes, an earlier read that
+	// found rows) in place.
+	LOCKMODE keep = visited == 0 ? AccessShareLock : NoLock;
+	index_close(index, keep);
+	table_close(heap, keep);
 	return visited;
 }
 

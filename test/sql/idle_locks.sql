@@ -8,30 +8,48 @@
 -- locks every child, spare slots included, and left idle it stops the rings
 -- (found for awa.claim in issue 19 and for awa.get_job in review of stop 33).
 -- The readers hold nothing once they return; a worker's calls hold the slots
--- they wrote (their claim and queue slot: one slot number here, where
--- nothing rotated); the admin writers that read through the parents (cancel
+-- they wrote and the queue slot of the rows they read (one of each here:
+-- the queue's rows are all in one slot, while the ring's live generations
+-- span every slot; the claim walk read them all and kept every lock until the
+-- change that releases an empty read's); the admin writers that read through the parents (cancel
 -- and the calls that move, retry or purge jobs) are listed as they are today:
 -- every slot they read, to the end of their transaction (a documented limit).
 SET client_min_messages = warning;
 CREATE FUNCTION pg_temp.held() RETURNS text LANGUAGE sql AS $$
-SELECT count(DISTINCT (i.inhparent, substring(c.relname FROM '_([0-9]+)$')))::text || ' of '
-       || (SELECT count(DISTINCT (i2.inhparent, substring(c2.relname FROM '_([0-9]+)$')))
-             FROM pg_inherits i2 JOIN pg_class c2 ON c2.oid = i2.inhrelid
-            WHERE c2.relnamespace = 'awa'::regnamespace AND c2.relkind = 'r')
-  FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_inherits i ON i.inhrelid = c.oid
- WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND c.relnamespace = 'awa'::regnamespace
+SELECT format('queue %s, claim %s, history %s',
+              count(DISTINCT n.slot) FILTER (WHERE n.family IN ('ready_entries', 'ready_segments', 'ready_tombstones',
+                                                               'ready_claim_attempt_batches', 'done_entries',
+                                                               'receipt_completion_batches')),
+              count(DISTINCT n.slot) FILTER (WHERE n.family LIKE 'lease_claim%'),
+              count(DISTINCT n.slot) FILTER (WHERE n.family = 'job_history'))
+  FROM (SELECT p.relname AS family, substring(c.relname FROM '_([0-9]+)$') AS slot
+          FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_inherits i ON i.inhrelid = c.oid
+          JOIN pg_class p ON p.oid = i.inhparent
+         WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND c.relnamespace = 'awa'::regnamespace) n
 $$;
+-- n rotations of the queue ring, each after a prune: the ring's live
+-- generations then span every slot, as in a database that has run a while.
+CREATE FUNCTION pg_temp.rotate_queue(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. n LOOP
+        PERFORM * FROM awa.run_maintenance('prune_queue');
+        IF (SELECT outcome FROM awa.run_maintenance('rotate_queue')) <> 'rotated' THEN
+            RAISE EXCEPTION 'queue rotation % did not rotate', i;
+        END IF;
+    END LOOP;
+END $$;
 
 SELECT awa.configure_queue('il', dlq_enabled => true) IS NULL AS configured;
 SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('il'::text, ARRAY[20]), NULL, 'il');
+SELECT pg_temp.rotate_queue(20);
 SELECT job_id AS first_job FROM awa.list_jobs(queue => 'il') ORDER BY job_id LIMIT 1 \gset
 
 -- Readers: nothing held once they return.
 BEGIN; SELECT awa.get_job(:first_job) ->> 'state' AS state; SELECT pg_temp.held() AS get_job; ROLLBACK;
-BEGIN; SELECT count(*) FROM awa.list_jobs(); SELECT pg_temp.held() AS list_jobs; ROLLBACK;
+BEGIN; SELECT count(*) FROM awa.list_jobs(queue => 'il'); SELECT pg_temp.held() AS list_jobs; ROLLBACK;
 BEGIN; SELECT count(*) FROM awa.list_jobs(queue => 'il', state => 'available'); SELECT pg_temp.held() AS list_jobs_available; ROLLBACK;
-BEGIN; SELECT count(*) FROM awa.list_jobs(state => 'completed'); SELECT pg_temp.held() AS list_jobs_completed; ROLLBACK;
-BEGIN; SELECT count(*) FROM awa.list_jobs(state => 'dlq'); SELECT pg_temp.held() AS list_jobs_dlq; ROLLBACK;
+BEGIN; SELECT count(*) FROM awa.list_jobs(queue => 'il', state => 'completed'); SELECT pg_temp.held() AS list_jobs_completed; ROLLBACK;
+BEGIN; SELECT count(*) FROM awa.list_jobs(queue => 'il', state => 'dlq'); SELECT pg_temp.held() AS list_jobs_dlq; ROLLBACK;
 BEGIN; SELECT available FROM awa.queue_counts_exact('il'); SELECT pg_temp.held() AS queue_counts_exact; ROLLBACK;
 BEGIN; SELECT available FROM awa.queue_counts('il'); SELECT pg_temp.held() AS queue_counts; ROLLBACK;
 -- ... also the call that rebuilds the counters (a first limit per key makes
@@ -52,7 +70,7 @@ BEGIN; SELECT count(*) FROM awa.lane_cursors('il'); SELECT pg_temp.held() AS lan
 -- A producer: its jobs are written at its commit, nothing held before.
 BEGIN; SELECT awa.enqueue('il', '{}', 'il') > 0 AS enqueued; SELECT pg_temp.held() AS enqueue; ROLLBACK;
 
--- A worker: the slots it wrote (one slot number of each ring it wrote in).
+-- A worker: the slots it wrote and read rows in.
 BEGIN; SELECT count(*) AS claimed FROM awa.claim('il', 1); SELECT pg_temp.held() AS claim; ROLLBACK;
 BEGIN; SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('il', 1) c; SELECT pg_temp.held() AS complete; ROLLBACK;
 BEGIN; SELECT awa.retry(c.job_id, c.run_lease, c.receipt_id, 'x') FROM awa.claim('il', 1) c; SELECT pg_temp.held() AS retry; ROLLBACK;
