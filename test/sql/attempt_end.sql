@@ -25,15 +25,7 @@ SELECT coalesce(jsonb_agg(CASE WHEN (SELECT array_agg(k ORDER BY k) FROM jsonb_o
   FROM jsonb_array_elements(payload -> 'errors') WITH ORDINALITY AS t(e, n)
 $f$;
 
--- queue_counts (the counters) and whether they equal queue_counts_exact.
-CREATE FUNCTION pg_temp.counts(q text)
-RETURNS TABLE (available bigint, running bigint, scheduled bigint, retryable bigint, completed bigint,
-               failed bigint, cancelled bigint, dlq bigint, matches_exact boolean)
-LANGUAGE sql AS $f$
-SELECT c.available, c.running, c.scheduled, c.retryable, c.completed, c.failed, c.cancelled, c.dlq,
-       c IS NOT DISTINCT FROM e AS matches_exact
-  FROM awa.queue_counts(q) c FULL JOIN awa.queue_counts_exact(q) e ON true
-$f$;
+\i test/sql/include/counts.sql
 
 -- Every call on an ended attempt: retry, snooze and fail say 'stale',
 -- complete says false, heartbeat says 'stale'; none writes anything.

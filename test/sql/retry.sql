@@ -14,14 +14,7 @@ SET client_min_messages = warning;
 
 \i test/sql/include/footprint.sql
 
-CREATE FUNCTION pg_temp.counts(q text)
-RETURNS TABLE (available bigint, running bigint, scheduled bigint, retryable bigint, completed bigint,
-               failed bigint, cancelled bigint, dlq bigint, matches_exact boolean)
-LANGUAGE sql AS $f$
-SELECT c.available, c.running, c.scheduled, c.retryable, c.completed, c.failed, c.cancelled, c.dlq,
-       c IS NOT DISTINCT FROM e AS matches_exact
-  FROM awa.queue_counts(q) c FULL JOIN awa.queue_counts_exact(q) e ON true
-$f$;
+\i test/sql/include/counts.sql
 CREATE FUNCTION pg_temp.job(id bigint) RETURNS text LANGUAGE sql AS $f$
 SELECT format('%s %s lease %s attempt %s/%s errors %s', j ->> 'queue', j ->> 'state', j ->> 'run_lease',
               j ->> 'attempt', j ->> 'max_attempts', jsonb_array_length(j -> 'errors'))
