@@ -16,8 +16,9 @@
 #     rings' size: live data plus the last slot_count generations);
 #   - no prune reported skipped_active for live work;
 #   - the long attempt's heartbeat answers alive.
-# Phase 2: a reader holds every ring child (awa.get_job in an open
-# transaction) for a few seconds, so prunes are blocked and rotation stops;
+# Phase 2: a reader holds every ring child (a plain SELECT on the queue
+# ring's parent in an open transaction; awa.get_job no longer holds them once
+# it returns) for a few seconds, so prunes are blocked and rotation stops;
 # once it commits, the queue ring prunes again within 2^level + 1 rotation
 # ticks (awa.prune_max_backoff_level = 2): recovery is in ticks, not in time.
 # At the end: the live work is unchanged (paused jobs claimable in FIFO order
@@ -109,7 +110,7 @@ ok(!exists $prune_outcomes{skipped_active}, 'no queue prune was refused for live
 # ---------------------------------------------------------------------------
 my $reader = $node->background_psql('postgres');
 $reader->query_safe('BEGIN');
-$reader->query_safe("SELECT awa.get_job($idle)");
+$reader->query_safe("SELECT count(*) FROM awa.ready_entries WHERE job_id = $idle");
 $node->poll_query_until('postgres',
 	q{SELECT last_prune = 'blocked' FROM awa.storage_status() WHERE ring = 'queue'})
   or die 'the queue prune was never blocked by the reader';
