@@ -473,6 +473,11 @@ BEGIN
         END IF;
         listed := ARRAY(SELECT l FROM awa._list_jobs(p_queue, p_state, p_kind, p_tag, p_args, p_after, p_before_at,
                                                      p_before, p_max_rows, p_metadata, coalesce(cursors, '{}')) l);
+        -- (not held: the REPEATABLE READ check after the reads, as
+        -- awa._hold_rings makes it before them)
+        IF p_state IN ('dlq', 'scheduled', 'retryable') THEN
+            release := awa._ring_locks_releasable();
+        END IF;
         IF release THEN
             RAISE SQLSTATE 'AWARL';
         END IF;

@@ -509,9 +509,12 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		}
 		// Every generation up to `newest` was looked at after the proof. A
 		// rotation and a prune that carried the hole's row into a generation
-		// after `newest` may have committed meanwhile (the walk read the
-		// pruned slot afterwards and holds it now, so no later carry can):
-		// read the ledger once more before deciding.
+		// after `newest` may have committed meanwhile: read the ledger once
+		// more before deciding. (A carry only moves a row forward, into the
+		// newest generation, and each read takes a fresh snapshot after its
+		// child's lock: a row in a generation already read was found there,
+		// and that child stays locked; a child where the lane had nothing is
+		// released at once, lane_scan.cpp.)
 		if (newest_checked_at != view.last_generation) {
 			live = RingNow();
 			newest = live.queue_generation;

@@ -10,6 +10,7 @@
 #include "pg/counters.hpp"
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
+#include "pg/ring_truncations.hpp"
 #include "pg/spi_plans.hpp"
 #include "pg/subtransaction.hpp"
 
@@ -109,7 +110,13 @@ AWA_FUNCTION(awa_queue_counts)
 	ExactRow *exact = NULL;
 	ExactRow **exact_out = &exact;
 	text *one = queue;
-	int rows = RunInSubtransaction(CurrentMemoryContext, false, [exact_out, one]() {
+	// (Under REPEATABLE READ the pass reads with the transaction's snapshot:
+	// after it, the subtransaction is kept, with its locks, unless no prune
+	// truncated a slot after that snapshot, and 40001 is raised if one did:
+	// RingLocksReleasable, ring_truncations.hpp.)
+	int rows = 0;
+	int *rows_out = &rows;
+	(void)RunInSubtransaction(CurrentMemoryContext, true, [exact_out, one, rows_out]() {
 		Datum key[1] = {PointerGetDatum(one)};
 		char nulls[2] = {static_cast<char>(one == NULL ? 'n' : ' '), '\0'};
 		Execute(Stmt::kCountsScanOne, 0, key, nulls);
@@ -122,7 +129,8 @@ AWA_FUNCTION(awa_queue_counts)
 			for (int s = 0; s < kJobStateCount; s++)
 				row.counts[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, s + 2, &isnull));
 		}
-		return static_cast<int>(SPI_processed);
+		*rows_out = static_cast<int>(SPI_processed);
+		return RingLocksReleasable() ? 0 : 1;
 	});
 	for (int i = 0; i < rows; i++)
 		EmitRow(rsinfo, exact[i].queue, exact[i].counts);

@@ -123,7 +123,6 @@ StartupMaintenanceShmem()
 		for (int i = 0; i < slot_count; i++) {
 			pg_atomic_init_u64(&shared->backends[i].generation_plus_one, 0);
 			pg_atomic_init_u64(&shared->backends[i].truncation_xid, 0);
-			pg_atomic_init_u32(&shared->backends[i].truncation_database, InvalidOid);
 		}
 	}
 	status_lock = &(GetNamedLWLockTranche("awa_maintenance"))->lock;

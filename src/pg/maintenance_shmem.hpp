@@ -49,11 +49,10 @@ struct BackendSlot {
 	// connections (DROP DATABASE, CREATE DATABASE ... TEMPLATE, ...):
 	// InvalidOid when none. Written only by the owner.
 	Oid held_database;
-	// The newest committed ring truncation of this slot's backends (a
-	// FullTransactionId; 0: none) and its database: written at commit by the
+	// The newest committed ring truncation of this slot's backends, in any
+	// database (a FullTransactionId; 0: none): written at commit by the
 	// owner, kept when it exits (ring_truncations.cpp).
 	pg_atomic_uint64 truncation_xid;
-	pg_atomic_uint32 truncation_database;
 };
 
 struct Shared {

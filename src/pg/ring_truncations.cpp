@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "access/transam.h"
+#include "access/xlog.h"
 }
 
 namespace awa::pg {
@@ -27,12 +28,6 @@ PublishTruncation()
 	BackendSlot *slot = MySlot();
 	if (slot == NULL || !FullTransactionIdIsValid(truncation_xid))
 		return;
-	// A reader that reads the xid twice around the database sees a torn pair
-	// as two different xids and reads again.
-	pg_atomic_write_u64(&slot->truncation_xid, 0);
-	pg_write_barrier();
-	pg_atomic_write_u32(&slot->truncation_database, MyDatabaseId);
-	pg_write_barrier();
 	pg_atomic_write_u64(&slot->truncation_xid, U64FromFullTransactionId(truncation_xid));
 }
 
@@ -48,26 +43,19 @@ CommittedAfter(FullTransactionId xid, Snapshot snapshot)
 	return XidInMVCCSnapshot(XidFromFullTransactionId(xid), snapshot);
 }
 
-// The newest truncation of this database that committed after `snapshot`, in
-// any backend slot: true when one did.
+// A truncation that committed after `snapshot`, in any backend slot: true
+// when one did. Every database's truncations count (a false 40001 at worst):
+// a slot keeps only its newest truncation, and a later occupant of the slot
+// may work in another database, so filtering by database would lose an older
+// truncation of ours that it overwrote (found in review). Unfiltered, the
+// newest one of a slot committed after every earlier one of that slot, so if
+// it is visible to the snapshot they all are.
 bool
 TruncationAfter(Snapshot snapshot)
 {
 	for (int i = 0; i < shared->backend_slot_count; i++) {
-		BackendSlot *slot = &shared->backends[i];
-		uint64 before;
-		uint64 after;
-		Oid database;
-		do {
-			before = pg_atomic_read_u64(&slot->truncation_xid);
-			pg_read_barrier();
-			database = pg_atomic_read_u32(&slot->truncation_database);
-			pg_read_barrier();
-			after = pg_atomic_read_u64(&slot->truncation_xid);
-		} while (before != after);
-		if (after == 0 || database != MyDatabaseId)
-			continue;
-		if (CommittedAfter(FullTransactionIdFromU64(after), snapshot))
+		uint64 xid = pg_atomic_read_u64(&shared->backends[i].truncation_xid);
+		if (xid != 0 && CommittedAfter(FullTransactionIdFromU64(xid), snapshot))
 			return true;
 	}
 	return false;
@@ -87,7 +75,10 @@ RingLocksReleasable()
 {
 	if (!IsolationUsesXactSnapshot())
 		return true;
-	if (shared == NULL)
+	// On a standby the truncations are replayed, never published here; the
+	// locks kept make a replayed TRUNCATE wait or cancel this transaction
+	// (a recovery conflict), as before (found in review).
+	if (shared == NULL || RecoveryInProgress())
 		return false;
 	if (TruncationAfter(GetTransactionSnapshot()))
 		ereport(ERROR,

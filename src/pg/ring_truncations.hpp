@@ -11,7 +11,9 @@
 // snapshot is older than its call: releasing the locks would let a prune
 // truncate what that snapshot still reads, so each truncating transaction
 // publishes its xid at commit, and such a reader is refused (40001) when a
-// truncation of its database committed after its snapshot.
+// truncation (of any database: the check is conservative) committed after its
+// snapshot. On a standby, where truncations are replayed and not published,
+// such a reader keeps its locks to the end of its transaction.
 //
 // Each backend (by pgprocno) publishes the xid of its newest committed
 // truncation in its maintenance slot, kept when the backend exits (a later
@@ -30,9 +32,9 @@ void NoteRingTruncation();
 
 // Called by the reader after it has locked the ring tables. True: the reader
 // may release its locks when its call ends (READ COMMITTED, or a snapshot that
-// has seen every truncation of this database). False: it must keep them to the
-// end of its transaction (REPEATABLE READ without the shared memory). Raises
-// 40001 when a truncation committed after the transaction's snapshot.
+// has seen every truncation). False: it must keep them to the end of its
+// transaction (REPEATABLE READ without the shared memory, or on a standby).
+// Raises 40001 when a truncation committed after the transaction's snapshot.
 bool RingLocksReleasable();
 
 // The transaction callback (callbacks.cpp, with or without the preload).
