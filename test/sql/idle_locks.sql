@@ -52,10 +52,13 @@ BEGIN; SELECT count(*) FROM awa.list_jobs(queue => 'il', state => 'completed'); 
 BEGIN; SELECT count(*) FROM awa.list_jobs(queue => 'il', state => 'dlq'); SELECT pg_temp.held() AS list_jobs_dlq; ROLLBACK;
 BEGIN; SELECT available FROM awa.queue_counts_exact('il'); SELECT pg_temp.held() AS queue_counts_exact; ROLLBACK;
 BEGIN; SELECT available FROM awa.queue_counts('il'); SELECT pg_temp.held() AS queue_counts; ROLLBACK;
--- ... also the call that rebuilds the counters (a first limit per key makes
--- them untrusted at its commit): the rebuild's exact pass reads through the
--- parents in a subtransaction it rolls back, and its ring lock is held for
--- the pass only (both were held to the end of the caller's transaction).
+-- ... also while the counters are not trusted (a first limit per key makes
+-- them untrusted at its commit, and they are not rebuilt for a second after
+-- it, nor while older transactions run): queue_counts then answers from
+-- its exact pass, which reads through the parents in a subtransaction it
+-- rolls back (it read in the caller's transaction, to its end). The counter
+-- rebuild's pass does the same, and holds the ring lock for the rebuild only
+-- (it was an xact lock); the count of advisory locks shows none is left.
 SELECT awa.configure_queue('il_keys', key_max_running => 1) IS NULL AS first_key_limit;
 BEGIN;
 SELECT available FROM awa.queue_counts('il');
