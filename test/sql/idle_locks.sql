@@ -65,6 +65,17 @@ SELECT available FROM awa.queue_counts('il');
 SELECT pg_temp.held() AS queue_counts_rebuilt,
        (SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory') AS advisory_locks;
 ROLLBACK;
+-- ... and the call that rebuilds them, once that second has passed (no other
+-- transaction runs in this database): the rebuild's pass and its ring lock
+-- (before: held to the end of the caller's transaction, the lock as an xact
+-- lock that kept every ring step skipped).
+SELECT pg_sleep(1.1) IS NOT NULL AS a_second_later;
+BEGIN;
+SELECT available FROM awa.queue_counts('il');
+SELECT pg_temp.held() AS queue_counts_rebuilding,
+       (SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory') AS advisory_locks;
+ROLLBACK;
+SELECT available FROM awa.queue_counts('il') EXCEPT SELECT available FROM awa.queue_counts_exact('il') AS rebuilt_differs;
 BEGIN; SELECT available FROM awa.queue_metrics() WHERE queue = 'il'; SELECT pg_temp.held() AS queue_metrics; ROLLBACK;
 BEGIN; SELECT awa.bulk_count('cancel', queue => 'il'); SELECT pg_temp.held() AS bulk_count; ROLLBACK;
 BEGIN; SELECT count(*) > 0 AS rings FROM awa.storage_status(); SELECT pg_temp.held() AS storage_status; ROLLBACK;
