@@ -109,16 +109,15 @@ AWA_FUNCTION(awa_queue_counts)
 	int64 zero[kJobStateCount] = {0};
 	ExactRow *exact = NULL;
 	ExactRow **exact_out = &exact;
-	text *one = queue;
 	// (Under REPEATABLE READ the pass reads with the transaction's snapshot:
 	// after it, the subtransaction is kept, with its locks, unless no prune
 	// truncated a slot after that snapshot, and 40001 is raised if one did:
 	// RingLocksReleasable, ring_truncations.hpp.)
 	int rows = 0;
 	int *rows_out = &rows;
-	(void)RunInSubtransaction(CurrentMemoryContext, true, [exact_out, one, rows_out]() {
-		Datum key[1] = {PointerGetDatum(one)};
-		char nulls[2] = {static_cast<char>(one == NULL ? 'n' : ' '), '\0'};
+	(void)RunInSubtransaction(CurrentMemoryContext, true, [exact_out, queue, rows_out]() {
+		Datum key[1] = {PointerGetDatum(queue)};
+		char nulls[2] = {static_cast<char>(queue == NULL ? 'n' : ' '), '\0'};
 		Execute(Stmt::kCountsScanOne, 0, key, nulls);
 		*exact_out = static_cast<ExactRow *>(palloc(sizeof(ExactRow) * (SPI_processed + 1)));
 		for (uint64 i = 0; i < SPI_processed; i++) {

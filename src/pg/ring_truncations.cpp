@@ -16,8 +16,7 @@ using maintenance_shmem::BackendSlot;
 using maintenance_shmem::MySlot;
 using maintenance_shmem::shared;
 
-// This transaction truncated ring slots; its xid (assigned by the TRUNCATE).
-bool truncated_in_transaction = false;
+// The xid of this transaction when it truncated ring slots, else invalid.
 FullTransactionId truncation_xid = InvalidFullTransactionId;
 
 // Publishes this transaction's truncation, at its commit: while it still holds
@@ -26,7 +25,7 @@ void
 PublishTruncation()
 {
 	BackendSlot *slot = MySlot();
-	if (slot == NULL || !FullTransactionIdIsValid(truncation_xid))
+	if (slot == NULL)
 		return;
 	pg_atomic_write_u64(&slot->truncation_xid, U64FromFullTransactionId(truncation_xid));
 }
@@ -66,7 +65,6 @@ TruncationAfter(Snapshot snapshot)
 void
 NoteRingTruncation()
 {
-	truncated_in_transaction = true;
 	truncation_xid = GetTopFullTransactionId();
 }
 
@@ -96,19 +94,17 @@ OnRingTruncationTransactionEvent(XactEvent event)
 	switch (event) {
 	case XACT_EVENT_COMMIT:
 	case XACT_EVENT_PARALLEL_COMMIT:
-		if (truncated_in_transaction)
+		if (FullTransactionIdIsValid(truncation_xid))
 			PublishTruncation();
-		truncated_in_transaction = false;
 		truncation_xid = InvalidFullTransactionId;
 		break;
 	case XACT_EVENT_ABORT:
 	case XACT_EVENT_PARALLEL_ABORT:
 	case XACT_EVENT_PREPARE:
-		truncated_in_transaction = false;
 		truncation_xid = InvalidFullTransactionId;
 		break;
 	case XACT_EVENT_PRE_PREPARE:
-		if (truncated_in_transaction)
+		if (FullTransactionIdIsValid(truncation_xid))
 			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			                errmsg("awa: a transaction that pruned a ring cannot be prepared"),
 			                errhint("Run awa.run_maintenance in a transaction that is not prepared.")));
