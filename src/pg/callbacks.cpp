@@ -5,7 +5,8 @@
 // each new one), kept as it was.
 //
 // Shared memory (request, then startup): the in-flight registry, wakeups,
-// claim waiters, lane waits, counters, maintenance. Each asks for its own
+// claim waiters, lane waits, counters, maintenance, key lanes, the claim
+// walks' shared generation floors. Each asks for its own
 // space and LWLock tranche and sets up its own structure; none reads
 // another's, so the order only fixes where each lands in the segment.
 //
@@ -54,6 +55,7 @@
 // ereport.
 #include "pg/callbacks.hpp"
 
+#include "pg/claim_head_cache.hpp"
 #include "pg/claim_waiters.hpp"
 #include "pg/counters.hpp"
 #include "pg/ddl_holds.hpp"
@@ -95,6 +97,7 @@ RequestShmem()
 	RequestCountersShmem();
 	RequestMaintenanceShmem();
 	RequestKeyLanesShmem();
+	RequestHeadFloorsShmem();
 }
 
 void
@@ -109,6 +112,7 @@ StartupShmem()
 	StartupCountersShmem();
 	StartupMaintenanceShmem();
 	StartupKeyLanesShmem();
+	StartupHeadFloorsShmem();
 }
 
 void

@@ -5,6 +5,13 @@
 
 #include <type_traits>
 
+extern "C" {
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+}
+
 namespace awa::pg {
 
 namespace {
@@ -21,15 +28,86 @@ static_assert(std::is_trivially_destructible_v<HeadCacheEntry>, "lives across Po
 
 HeadCacheEntry head_cache[kHeadCacheSize];
 
+// The shared floors: one entry per lane hash, for every backend (a floor
+// learnt by one claimer serves the first walk of another: without it, a new
+// backend's first claim on a lane read every live generation, and waited for
+// any prune's ACCESS EXCLUSIVE section on the oldest). 8,192 entries of 40
+// bytes; a lane whose entry another lane took falls back to this backend's
+// own entry or the oldest live generation, as before.
+constexpr int kSharedHeadEntries = 8192;
+
+struct SharedHeadEntry {
+	slock_t mutex;
+	Oid database;
+	Oid incarnation;
+	int64 lane_id;
+	int64 cursor;
+	int64 generation;
+};
+static_assert(std::is_trivially_destructible_v<SharedHeadEntry>, "lives in shared memory");
+
+SharedHeadEntry *shared_floors = NULL;
+
+Size
+SharedSize()
+{
+	return mul_size(sizeof(SharedHeadEntry), kSharedHeadEntries);
+}
+
+SharedHeadEntry *
+SharedEntryOf(int64 lane_id)
+{
+	if (shared_floors == NULL)
+		return NULL;
+	uint64 key = static_cast<uint64>(lane_id) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64>(MyDatabaseId);
+	return &shared_floors[key % kSharedHeadEntries];
+}
+
 }  // namespace
+
+void
+RequestHeadFloorsShmem()
+{
+	RequestAddinShmemSpace(SharedSize());
+}
+
+void
+StartupHeadFloorsShmem()
+{
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	bool found;
+	shared_floors = static_cast<SharedHeadEntry *>(ShmemInitStruct("awa head floors", SharedSize(), &found));
+	if (!found) {
+		for (int i = 0; i < kSharedHeadEntries; i++) {
+			SpinLockInit(&shared_floors[i].mutex);
+			shared_floors[i].database = InvalidOid;
+			shared_floors[i].incarnation = InvalidOid;
+			shared_floors[i].lane_id = 0;
+			shared_floors[i].cursor = 0;
+			shared_floors[i].generation = -1;
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
 
 int64
 HeadGenerationFloor(int64 lane_id, int64 cursor, int64 fallback)
 {
+	Oid incarnation = ExtensionIncarnation();
+	int64 floor = fallback;
 	const HeadCacheEntry &entry = head_cache[static_cast<uint64>(lane_id) % kHeadCacheSize];
-	if (entry.lane_id != lane_id || entry.incarnation != ExtensionIncarnation() || cursor < entry.cursor)
-		return fallback;
-	return Max(entry.generation, fallback);
+	if (entry.lane_id == lane_id && entry.incarnation == incarnation && cursor >= entry.cursor)
+		floor = Max(floor, entry.generation);
+	if (SharedHeadEntry *shared = SharedEntryOf(lane_id)) {
+		SpinLockAcquire(&shared->mutex);
+		bool valid = shared->lane_id == lane_id && shared->database == MyDatabaseId &&
+		             shared->incarnation == incarnation && cursor >= shared->cursor;
+		int64 generation = shared->generation;
+		SpinLockRelease(&shared->mutex);
+		if (valid)
+			floor = Max(floor, generation);
+	}
+	return floor;
 }
 
 void
@@ -39,6 +117,31 @@ RememberHeadGenerationFloor(int64 lane_id, int64 cursor, int64 generation)
 		return;
 	head_cache[static_cast<uint64>(lane_id) % kHeadCacheSize] =
 	    HeadCacheEntry{ExtensionIncarnation(), lane_id, cursor, generation};
+}
+
+void
+ShareHeadGenerationFloor(int64 lane_id, int64 cursor, int64 generation)
+{
+	if (generation < 0)
+		return;
+	SharedHeadEntry *shared = SharedEntryOf(lane_id);
+	if (shared == NULL)
+		return;
+	Oid incarnation = ExtensionIncarnation();
+	SpinLockAcquire(&shared->mutex);
+	bool same_lane =
+	    shared->lane_id == lane_id && shared->database == MyDatabaseId && shared->incarnation == incarnation;
+	// For the same lane a floor no higher than the one kept replaces it only
+	// when it holds from a lower cursor (it serves more claimers).
+	if (!same_lane || generation > shared->generation ||
+	    (generation == shared->generation && cursor < shared->cursor)) {
+		shared->database = MyDatabaseId;
+		shared->incarnation = incarnation;
+		shared->lane_id = lane_id;
+		shared->cursor = cursor;
+		shared->generation = generation;
+	}
+	SpinLockRelease(&shared->mutex);
 }
 
 }  // namespace awa::pg

@@ -8,7 +8,9 @@
 // earlier generation, as the head (issue 9, finding 1). The claim cursor only
 // moves forward, so an entry stays true while the lane's cursor is at or past
 // its `cursor`. Keyed by the lane's id and the extension's incarnation (lane
-// ids start again in a recreated extension). All types here are trivially destructible (guard.hpp).
+// ids start again in a recreated extension). Each backend keeps its own, and
+// the walks share them in shared memory (keyed by database too) once the
+// lane's cursor has reached them. All types here are trivially destructible (guard.hpp).
 #pragma once
 
 #include "pg/postgres_headers.hpp"
@@ -19,7 +21,18 @@ namespace awa::pg {
 // generation) when none is known; never below `fallback`.
 int64 HeadGenerationFloor(int64 lane_id, int64 cursor, int64 fallback);
 
-// Records a floor learnt by a walk (generation < 0: nothing learnt).
+// Records a floor learnt by a walk (generation < 0: nothing learnt), for
+// this backend.
 void RememberHeadGenerationFloor(int64 lane_id, int64 cursor, int64 generation);
+
+// Records a floor learnt by a walk for every backend of this database
+// (shared memory, when the library is preloaded). Only once the lane's claim
+// cursor is at or past `cursor`: other claimers read the cursor, and a walk's
+// planned cursor is reached only when its claim's evidence is committed.
+void ShareHeadGenerationFloor(int64 lane_id, int64 cursor, int64 generation);
+
+// Shared memory for the shared floors (callbacks.cpp).
+void RequestHeadFloorsShmem();
+void StartupHeadFloorsShmem();
 
 }  // namespace awa::pg

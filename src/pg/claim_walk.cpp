@@ -546,9 +546,12 @@ ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk)
 	if (walk.from_frontier)
 		return false;
 	RememberHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
-	if (walk.plan.new_cursor <= walk.cursor)
-		return false;
-	return AdvanceClaimCursor(lane, walk.plan.new_cursor);
+	bool moved = walk.plan.new_cursor > walk.cursor && AdvanceClaimCursor(lane, walk.plan.new_cursor);
+	// The lane's cursor is now at or past new_cursor (moved here, or by
+	// another walk before), and cursors only move forward: the floor holds
+	// for every claimer of the lane from now on, whatever backend it runs in.
+	ShareHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
+	return moved;
 }
 
 LaneHead
