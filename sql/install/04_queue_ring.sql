@@ -28,7 +28,12 @@ CREATE TABLE awa.ready_entries (
     payload          jsonb,
     PRIMARY KEY (lane_id, lane_seq, ready_slot)
 ) PARTITION BY LIST (ready_slot);
-CREATE INDEX ready_entries_job_id_idx ON awa.ready_entries (job_id);
+-- lane_id is a key column, not only payload: a listing of one queue
+-- (awa._list_jobs) finds the newest job of a lane in a slot with a backward
+-- scan that checks the lane inside the index pages, passing over other
+-- queues' newer rows without a heap fetch (docs/operations-ui.md, "What a
+-- page costs"). 8 bytes more per entry; lookups by job_id read it as before.
+CREATE INDEX ready_entries_job_id_idx ON awa.ready_entries (job_id, lane_id);
 
 -- One row per enqueue call and lane: the committed contiguous range
 -- [first_lane_seq, next_lane_seq). Claim routes through it: the first segment

@@ -13,8 +13,9 @@ SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
                  ARRAY['lane_id', 'lane_seq', 'ready_slot']::name[],
                  'ready_entries PK is (lane_id, lane_seq, ready_slot)');
-SELECT has_index('awa', 'ready_entries', 'ready_entries_job_id_idx', ARRAY['job_id']::name[],
-                 'ready_entries has its job_id index');
+SELECT has_index('awa', 'ready_entries', 'ready_entries_job_id_idx', ARRAY['job_id', 'lane_id']::name[],
+                 'ready_entries has its job_id index, with lane_id as its second key (a listing by queue '
+                 'checks the lane inside the index pages)');
 SELECT has_index('awa', 'ready_segments', 'ready_segments_pkey',
                  ARRAY['lane_id', 'next_lane_seq', 'ready_slot']::name[],
                  'ready_segments PK (the claim routing probe) is (lane_id, next_lane_seq, ready_slot)');
@@ -105,7 +106,7 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
     ('ready_entries_pkey',
      'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (lane_id, lane_seq, ready_slot)'),
     ('ready_entries_job_id_idx',
-     'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id)'),
+     'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id, lane_id)'),
     ('ready_segments_pkey',
      'CREATE UNIQUE INDEX ready_segments_pkey ON ONLY awa.ready_segments USING btree (lane_id, next_lane_seq, ready_slot)'),
     ('ready_tombstones_pkey',

@@ -257,3 +257,33 @@ SELECT count(awa.fail(c.job_id, c.run_lease, c.receipt_id, 'x')) AS failed
 SELECT string_agg(state, ',') AS states FROM awa.list_jobs(queue => 'ljq_run');
 SELECT count(*) AS running, min(job_id) = (SELECT max(job_id) FROM ljq_claimed) AS the_third
   FROM awa.list_jobs(queue => 'ljq_run', state => 'running');
+
+-- A queue's rows under newer rows of other queues in the same slot: the
+-- slot's read starts just above the queue's newest job below the page's
+-- start, found by a backward probe per lane of the (job_id, lane_id) index
+-- (up to 8 lanes); a queue of more lanes (here 12 concurrency keys) is read
+-- from the page's start. Either way every job of the queue is listed once,
+-- newest first, in pages of 2, whatever lane it is in. ljs_4: 4 lanes
+-- (priorities 1 to 4), 8 jobs interleaved with 20 newer and 8 older jobs of
+-- ljs_other; ljs_12: 12 lanes, 12 jobs.
+SELECT count(*) FROM (SELECT awa.enqueue('ljs.o', '{}', 'ljs_other') FROM generate_series(1, 8)) x;
+SELECT count(*) FROM (SELECT awa.enqueue('ljs.a', jsonb_build_object('i', i), 'ljs_4', priority => 1 + i % 4),
+                             awa.enqueue('ljs.o', '{}', 'ljs_other')
+                        FROM generate_series(1, 8) i) x;
+SELECT count(*) FROM (SELECT awa.enqueue('ljs.b', jsonb_build_object('i', i), 'ljs_12',
+                                         opts => jsonb_build_object('concurrency_key', 'k' || i))
+                        FROM generate_series(1, 12) i) x;
+SELECT count(*) FROM (SELECT awa.enqueue('ljs.o', '{}', 'ljs_other') FROM generate_series(1, 20)) x;
+SELECT queue, count(*) AS lanes FROM awa.queue_lanes WHERE queue IN ('ljs_4', 'ljs_12') GROUP BY queue ORDER BY queue;
+TRUNCATE qpages;
+SELECT pg_temp.qpages('ljs_4', 2);
+SELECT count(*) AS listed, count(DISTINCT job_id) AS distinct_jobs, max(page) AS pages,
+       (SELECT array_agg(job_id ORDER BY page, job_id DESC) FROM qpages)
+         = (SELECT array_agg(job_id ORDER BY job_id DESC) FROM awa.list_jobs(max_rows => 500) WHERE queue = 'ljs_4') AS newest_first
+  FROM qpages;
+TRUNCATE qpages;
+SELECT pg_temp.qpages('ljs_12', 2);
+SELECT count(*) AS listed, count(DISTINCT job_id) AS distinct_jobs, max(page) AS pages,
+       (SELECT array_agg(job_id ORDER BY page, job_id DESC) FROM qpages)
+         = (SELECT array_agg(job_id ORDER BY job_id DESC) FROM awa.list_jobs(max_rows => 500) WHERE queue = 'ljs_12') AS newest_first
+  FROM qpages;
