@@ -35,6 +35,19 @@ BEGIN
         RAISE EXCEPTION 'awa maintenance cannot run during recovery' USING ERRCODE = 'read_only_sql_transaction',
             HINT = 'Run it on the primary; a standby starts maintenance once promoted.';
     END IF;
+    -- Every step proves what it may do with snapshots taken after its locks
+    -- (a prune proves its slot dead, then copies and carries what is live,
+    -- then truncates). Under a transaction snapshot, older than those locks,
+    -- a claim or a completion that committed in between is not seen and the
+    -- TRUNCATE destroys it (found by adversarial testing: a claimed job became
+    -- unknown and its worker could not end it). The maintenance worker runs
+    -- its steps under READ COMMITTED whatever the database's default.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'awa maintenance cannot run under % isolation', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'Run awa.run_maintenance in a READ COMMITTED transaction '
+                         '(BEGIN ISOLATION LEVEL READ COMMITTED, or SET default_transaction_isolation).';
+    END IF;
     FOREACH t IN ARRAY tasks LOOP
         IF t = 'counters' THEN
             -- Idle keys' entries first: a database that had found none is

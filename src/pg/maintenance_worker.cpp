@@ -825,6 +825,12 @@ ConfigureSession()
 	// No JIT (as awa.run_maintenance sets too): loading LLVM would grow the
 	// worker by tens of MiB for queries that gain nothing from it.
 	(void)set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+	// Steps run under READ COMMITTED whatever the database's default
+	// (ALTER DATABASE ... SET default_transaction_isolation): each proves
+	// what it may truncate with snapshots taken after its locks, and
+	// awa.run_maintenance refuses any other isolation level.
+	(void)set_config_option("default_transaction_isolation", "read committed", PGC_USERSET, PGC_S_SESSION,
+	                        GUC_ACTION_SET, true, 0, false);
 	step_context = AllocSetContextCreate(TopMemoryContext, "awa maintenance step", ALLOCSET_DEFAULT_SIZES);
 }
 

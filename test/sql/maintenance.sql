@@ -157,6 +157,15 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
     ($$SELECT awa._note_outcome('prune_queue', '')$$),
     ($$SELECT awa._note_outcome('prune_queue', NULL)$$)
 ) AS t(call);
+-- Under a transaction snapshot (REPEATABLE READ, SERIALIZABLE) no step runs:
+-- a prune would truncate what committed after the snapshot
+-- (test/specs/maintenance_isolation.spec has the race).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT * FROM awa.run_maintenance('rotate_queue');
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT * FROM awa.run_maintenance('all');
+ROLLBACK;
 SELECT pg_temp.status() = :'status_before'::jsonb AS status_unchanged,
        pg_temp.ring('queue') || ' / ' || pg_temp.ring('claim') || ' / ' || pg_temp.ring('lease')
            = :'rings_before' AS rings_unchanged;
