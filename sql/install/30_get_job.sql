@@ -335,8 +335,11 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'awa_internal_ring_locks_releasable' LANGU
 -- when no truncation committed after the transaction's snapshot, and 40001 is
 -- raised when one did (awa._ring_locks_releasable). False only without
 -- shared_preload_libraries under REPEATABLE READ: the locks are kept to the
--- transaction's end. A writer (awa.retry_jobs) keeps them to its end.
-CREATE FUNCTION awa._hold_rings()
+-- transaction's end. A writer (awa.retry_jobs) keeps them to its end; one
+-- that reads no claim ring through its parents (awa.cancel, awa.move_jobs,
+-- awa.set_priority) holds the queue and history rings only (claim_ring
+-- false), so a session left idle after it keeps the claim ring turning.
+CREATE FUNCTION awa._hold_rings(claim_ring boolean DEFAULT true)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -344,9 +347,12 @@ SET jit = off
 AS $$
 BEGIN
     LOCK TABLE awa.ready_entries, awa.ready_tombstones, awa.ready_claim_attempt_batches, awa.done_entries,
-               awa.receipt_completion_batches, awa.lease_claims, awa.lease_claim_batches,
-               awa.lease_claim_closures, awa.lease_claim_closure_batches, awa.job_history
+               awa.receipt_completion_batches, awa.job_history
           IN ACCESS SHARE MODE;
+    IF claim_ring THEN
+        LOCK TABLE awa.lease_claims, awa.lease_claim_batches, awa.lease_claim_closures, awa.lease_claim_closure_batches
+              IN ACCESS SHARE MODE;
+    END IF;
     RETURN awa._ring_locks_releasable();
 END
 $$;

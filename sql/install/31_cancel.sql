@@ -33,6 +33,11 @@ BEGIN
             HINT = 'Pass the job_id awa.enqueue returned.';
     END IF;
     PERFORM awa._flush_enqueues();  -- a job this transaction enqueued
+    -- The ring tables held before the reads below take their snapshots (as
+    -- awa._relocate): under REPEATABLE READ a prune that committed after the
+    -- transaction's snapshot raises 40001, never 'not_found' for a job it
+    -- carried (found by adversarial testing). Held to the end: this writes.
+    PERFORM awa._hold_rings(claim_ring => false);
     -- A job can move while we look (promotion, retry); each round looks again.
     FOR round IN 1 .. 100 LOOP
         DELETE FROM awa.deferred_jobs j WHERE j.job_id = p_job_id RETURNING j.* INTO d;

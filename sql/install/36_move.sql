@@ -87,6 +87,12 @@ BEGIN
         RETURN 0;
     END IF;
     PERFORM awa._flush_enqueues();  -- jobs this transaction enqueued
+    -- The ring tables held before the reads below take their snapshots: a
+    -- prune in progress is waited for, and under REPEATABLE READ a prune that
+    -- committed after the transaction's snapshot (which would see its slot
+    -- empty, not where it carried the jobs) raises 40001 rather than moving
+    -- nothing (found by adversarial testing). Held to the end: this writes.
+    PERFORM awa._hold_rings(claim_ring => false);
     -- Scheduled and retryable jobs.
     FOR q IN
         WITH old AS MATERIALIZED (

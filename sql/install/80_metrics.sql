@@ -112,6 +112,9 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 ROWS 100
 AS $$
+DECLARE
+    running_by_key jsonb;
+    release boolean;
 BEGIN
     IF $1 IS NOT NULL THEN
         PERFORM awa._require_queue($1);
@@ -120,6 +123,26 @@ BEGIN
         RAISE EXCEPTION 'top must be between 1 and 10000' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass how many keys per queue to list, by backlog and by running attempts.';
     END IF;
+    -- The running attempts per key, counted from the claim ring in a block
+    -- rolled back as it ends (as the other readers, awa._hold_rings): the ring
+    -- tables are held before the count's snapshot, so a claim-ring prune in
+    -- progress is waited for and what it carries is counted, and their locks
+    -- go with the block, so a monitoring session left idle in its transaction
+    -- holds no claim-ring slot. (Found by adversarial testing: it held every
+    -- one, and the claim ring's prunes were blocked until the session ended;
+    -- racing a prune it counted 0 running.)
+    BEGIN
+        release := awa._hold_rings();
+        SELECT coalesce(jsonb_object_agg(r.name, r.running), '{}') INTO running_by_key
+          FROM (SELECT DISTINCT l.queue FROM awa.queue_lanes l
+                 WHERE l.concurrency_key IS NOT NULL AND ($1 IS NULL OR l.queue = $1)) q,
+               LATERAL awa._key_running_scan(q.queue, NULL, true) r;
+        IF release THEN
+            RAISE SQLSTATE 'AWARL';
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'AWARL' THEN
+        NULL;  -- the block's locks are released; running_by_key is kept
+    END;
     RETURN QUERY
     WITH lanes AS (
         SELECT c.queue, l.concurrency_key AS key, sum(c.enqueue_cursor - c.claim_cursor)::bigint AS backlog
@@ -127,14 +150,10 @@ BEGIN
           JOIN awa.queue_lanes l ON l.lane_id = c.lane_id
          WHERE l.concurrency_key IS NOT NULL
          GROUP BY 1, 2
-    ), running AS (
-        SELECT r.name, r.running
-          FROM (SELECT DISTINCT lanes.queue FROM lanes) q,
-               LATERAL awa._key_running_scan(q.queue, NULL, true) r
     ), keyed AS (
-        SELECT lanes.queue, lanes.key, lanes.backlog, coalesce(running.running, 0) AS running
+        SELECT lanes.queue, lanes.key, lanes.backlog,
+               coalesce((running_by_key ->> awa._key_counter_name(lanes.queue, lanes.key))::bigint, 0) AS running
           FROM lanes
-          LEFT JOIN running ON running.name = awa._key_counter_name(lanes.queue, lanes.key)
     ), ranked AS (
         SELECT k.*, row_number() OVER (PARTITION BY k.queue ORDER BY k.backlog DESC, k.key) AS by_backlog,
                row_number() OVER (PARTITION BY k.queue ORDER BY k.running DESC, k.key) AS by_running

@@ -118,6 +118,11 @@ AWA_FUNCTION(awa_queue_counts)
 	(void)RunInSubtransaction(CurrentMemoryContext, true, [exact_out, queue, rows_out]() {
 		Datum key[1] = {PointerGetDatum(queue)};
 		char nulls[2] = {static_cast<char>(queue == NULL ? 'n' : ' '), '\0'};
+		// The ring tables first, in a statement of its own: the pass's
+		// snapshot is then taken after any prune it waited for (TRUNCATE is
+		// not MVCC-safe: an older snapshot read the pruned slot empty, and
+		// not where the prune put its jobs; found by adversarial testing).
+		Execute(Stmt::kHoldRings, 0, NULL, NULL);
 		Execute(Stmt::kCountsScanOne, 0, key, nulls);
 		*exact_out = static_cast<ExactRow *>(palloc(sizeof(ExactRow) * (SPI_processed + 1)));
 		for (uint64 i = 0; i < SPI_processed; i++) {

@@ -184,6 +184,9 @@ CollectMetrics(MetricsOut **result)
 		Execute(Stmt::kQueueList, 0, NULL, NULL);
 	else {
 		Datum all[1] = {(Datum)0};
+		// The ring tables first, before the pass's snapshot (as
+		// awa.queue_counts' exact pass, fn_counts.cpp).
+		Execute(Stmt::kHoldRings, 0, NULL, NULL);
 		Execute(Stmt::kCountsScanOne, 0, all, "n");
 	}
 	int count = static_cast<int>(SPI_processed);
@@ -224,6 +227,7 @@ CollectMetrics(MetricsOut **result)
 				memcpy(row.counts, counts.count, sizeof(row.counts));
 			} else {
 				Datum key[1] = {PointerGetDatum(row.queue)};
+				Execute(Stmt::kHoldRings, 0, NULL, NULL);
 				Execute(Stmt::kCountsScanOne, 0, key, NULL);
 				memset(row.counts, 0, sizeof(row.counts));
 				if (SPI_processed > 0)

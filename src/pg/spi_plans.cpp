@@ -177,6 +177,10 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kCountsScan, "SELECT * FROM awa._queue_counts_scan(NULL)", 0, {}},
 	// kCountsScanOne: $1 queue (NULL: all)
 	{Stmt::kCountsScanOne, "SELECT * FROM awa._queue_counts_scan($1)", 1, {TEXTOID}},
+	// kHoldRings: the ring tables held before an exact pass takes its
+	// snapshot (a prune in progress waited for; under REPEATABLE READ, 40001
+	// after a prune the snapshot did not see)
+	{Stmt::kHoldRings, "SELECT awa._hold_rings()", 0, {}},
 	// kQueueList: every queue that has a lane or settings
 	{Stmt::kQueueList, "SELECT queue FROM awa.queue_lanes UNION SELECT queue FROM awa.queue_meta ORDER BY 1", 0, {}},
 	// kPausedQueues: the queues that are paused or have a concurrency or rate limit (queue_metrics)
@@ -342,7 +346,8 @@ AwaPlanner(Query *parse, const char *query_string, int cursor_options, ParamList
 bool
 WantsIndexPlan(Stmt stmt)
 {
-	return stmt != Stmt::kCountsScan && stmt != Stmt::kCountsScanOne && stmt != Stmt::kKeyCountsScan &&
+	return stmt != Stmt::kCountsScan && stmt != Stmt::kCountsScanOne && stmt != Stmt::kHoldRings &&
+	       stmt != Stmt::kKeyCountsScan &&
 	       stmt != Stmt::kKeyRunningOne && stmt != Stmt::kQueueList &&
 	       stmt != Stmt::kAllLanes && stmt != Stmt::kPausedQueues;
 }

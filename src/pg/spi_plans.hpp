@@ -52,6 +52,7 @@ enum class Stmt {
 	kPromoteIds,
 	kCountsScan,
 	kCountsScanOne,
+	kHoldRings,
 	kQueueList,
 	kPausedQueues,
 	kOldestAvailableSql,

@@ -128,7 +128,7 @@ INSERT INTO grants VALUES
     ('_outcome_names', ARRAY[]::name[], false, false, false, false),
     ('_get_job', ARRAY['bigint'], false, false, false, false),
     ('_get_jobs', ARRAY['bigint[]'], false, false, false, false),
-    ('_hold_rings', ARRAY[]::name[], false, false, false, false),
+    ('_hold_rings', ARRAY['boolean'], false, false, false, false),
     ('_note_ring_truncation', ARRAY[]::name[], false, false, false, false),
     ('_ring_locks_releasable', ARRAY[]::name[], false, false, false, false),
     ('_queue_counts_held', ARRAY['text'], false, false, false, false),

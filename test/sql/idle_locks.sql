@@ -80,6 +80,12 @@ BEGIN; SELECT available FROM awa.queue_metrics() WHERE queue = 'il'; SELECT pg_t
 BEGIN; SELECT awa.bulk_count('cancel', queue => 'il'); SELECT pg_temp.held() AS bulk_count; ROLLBACK;
 BEGIN; SELECT count(*) > 0 AS rings FROM awa.storage_status(); SELECT pg_temp.held() AS storage_status; ROLLBACK;
 BEGIN; SELECT count(*) FROM awa.lane_cursors('il'); SELECT pg_temp.held() AS lane_cursors; ROLLBACK;
+-- awa.key_metrics (awa_monitor): its running counts come from the claim ring,
+-- read in a block it rolls back (found by adversarial testing: it held every
+-- claim-ring slot, and the claim ring's prunes were blocked).
+SELECT awa.enqueue('il.k', '{}', 'il_keyed', opts => '{"concurrency_key": "a"}') > 0 AS enqueued;
+SELECT count(*) AS claimed FROM awa.claim('il_keyed', 1);
+BEGIN; SELECT concurrency_key, running FROM awa.key_metrics('il_keyed', 10); SELECT pg_temp.held() AS key_metrics; ROLLBACK;
 
 -- A producer: its jobs are written at its commit, nothing held before.
 BEGIN; SELECT awa.enqueue('il', '{}', 'il') > 0 AS enqueued; SELECT pg_temp.held() AS enqueue; ROLLBACK;
