@@ -336,9 +336,10 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'awa_internal_ring_locks_releasable' LANGU
 -- raised when one did (awa._ring_locks_releasable). False only without
 -- shared_preload_libraries under REPEATABLE READ: the locks are kept to the
 -- transaction's end. A writer (awa.retry_jobs) keeps them to its end; one
--- that reads no claim ring through its parents (awa.cancel, awa.move_jobs,
--- awa.set_priority) holds the queue and history rings only (claim_ring
--- false), so a session left idle after it keeps the claim ring turning.
+-- that reads the claim ring only for a running job (awa.cancel) or never
+-- (awa.move_jobs, awa.set_priority) holds the queue and history rings only
+-- (claim_ring false), so a session left idle after it keeps the claim ring
+-- turning (awa.cancel checks the claim ring's truncations once it reads it).
 CREATE FUNCTION awa._hold_rings(claim_ring boolean DEFAULT true)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

@@ -132,6 +132,13 @@ BEGIN
         -- while it was open (docs/maintenance.md §3.5).
         SELECT array_position(k.job_ids, p_job_id), k.claim_slot INTO idx, batch_slot FROM awa.lease_claim_batches k
          WHERE k.batch_id = b.batch_id;
+        -- The claim ring is read through its parents here (and below), its
+        -- tables locked now, not before: under REPEATABLE READ a claim-ring
+        -- prune that committed after the snapshot (carrying this batch while
+        -- it was open) raises 40001 rather than 'already_finished' for a
+        -- running job (found in review). A cancel of a waiting job never
+        -- gets here, and holds no claim slot.
+        PERFORM awa._ring_locks_releasable();
         IF idx IS NULL THEN
             RETURN 'already_finished';
         END IF;

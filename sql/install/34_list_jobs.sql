@@ -220,12 +220,17 @@ BEGIN
                     -- (160,000 of them, 20 ms, for the first page of a
                     -- queue filled before three others; bench/list_jobs.sh).
                     -- Each probe passes over those rows too, so with many
-                    -- lanes (keyed queues) the read starts at `below`.
+                    -- lanes (keyed queues) the read starts at `below`. A
+                    -- probe stops where the read would (the floor, the
+                    -- chunk gathered so far): a lane with no row there
+                    -- does not walk the slot down to its oldest job.
                     top := below;
                     IF cardinality(lanes) <= 8 THEN
                         top := (SELECT max(t.job_id) + 1 FROM unnest(lanes) AS l(id),
                                 LATERAL (SELECT e.job_id FROM awa.ready_entries e
                                           WHERE e.ready_slot = slot AND e.lane_id = l.id AND e.job_id < below
+                                            AND e.job_id > greatest(floor, CASE WHEN cardinality(got) >= chunk
+                                                                               THEN got[chunk] ELSE 0 END)
                                           ORDER BY e.job_id DESC LIMIT 1) t);
                         CONTINUE WHEN top IS NULL;
                     END IF;

@@ -87,12 +87,6 @@ BEGIN
         RETURN 0;
     END IF;
     PERFORM awa._flush_enqueues();  -- jobs this transaction enqueued
-    -- The ring tables held before the reads below take their snapshots: a
-    -- prune in progress is waited for, and under REPEATABLE READ a prune that
-    -- committed after the transaction's snapshot (which would see its slot
-    -- empty, not where it carried the jobs) raises 40001 rather than moving
-    -- nothing (found by adversarial testing). Held to the end: this writes.
-    PERFORM awa._hold_rings(claim_ring => false);
     -- Scheduled and retryable jobs.
     FOR q IN
         WITH old AS MATERIALIZED (
@@ -124,6 +118,16 @@ BEGIN
     SELECT coalesce(array_agg(u.id ORDER BY u.ord), '{}') INTO in_lanes
       FROM unnest(ids) WITH ORDINALITY u(id, ord)
      WHERE NOT EXISTS (SELECT FROM awa.deferred_jobs j WHERE j.job_id = u.id);
+    IF cardinality(in_lanes) > 0 THEN
+        -- The ring tables held before the reads below take their snapshots:
+        -- a prune in progress is waited for, and under REPEATABLE READ a
+        -- prune that committed after the transaction's snapshot (which would
+        -- see its slot empty, not where it carried the jobs) raises 40001
+        -- rather than moving nothing (found by adversarial testing). Held to
+        -- the end: this writes. (Only here: a move of deferred jobs alone
+        -- reads no ring and holds none.)
+        PERFORM awa._hold_rings(claim_ring => false);
+    END IF;
     -- Available jobs, one at a time (each looks again if its job moved meanwhile).
     FOREACH id IN ARRAY in_lanes LOOP
         seen := NULL;

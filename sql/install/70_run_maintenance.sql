@@ -42,7 +42,7 @@ BEGIN
     -- TRUNCATE destroys it (found by adversarial testing: a claimed job became
     -- unknown and its worker could not end it). The maintenance worker runs
     -- its steps under READ COMMITTED whatever the database's default.
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
+    IF current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
         RAISE EXCEPTION 'awa maintenance cannot run under % isolation', upper(current_setting('transaction_isolation'))
             USING ERRCODE = 'invalid_transaction_state',
                   HINT = 'Run awa.run_maintenance in a READ COMMITTED transaction '

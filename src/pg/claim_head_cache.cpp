@@ -6,10 +6,12 @@
 #include <type_traits>
 
 extern "C" {
+#include "access/htup_details.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/syscache.h"
 }
 
 namespace awa::pg {
@@ -33,12 +35,18 @@ HeadCacheEntry head_cache[kHeadCacheSize];
 // backend's first claim on a lane read every live generation, and waited for
 // any prune's ACCESS EXCLUSIVE section on the oldest). 8,192 entries of 40
 // bytes; a lane whose entry another lane took falls back to this backend's
-// own entry or the oldest live generation, as before.
+// own entry or the oldest live generation, as before. Keyed by the database
+// and its incarnation too: the xmin of its pg_database row, which a database
+// dropped and created again with the same OID (CREATE DATABASE ... OID) from
+// the same template (so the same extension objects and lane ids) does not
+// share (found in review). An ALTER DATABASE that rewrites the row only makes
+// the backends that read it before and after miss each other's entries.
 constexpr int kSharedHeadEntries = 8192;
 
 struct SharedHeadEntry {
 	slock_t mutex;
 	Oid database;
+	TransactionId database_xmin;
 	Oid incarnation;
 	int64 lane_id;
 	int64 cursor;
@@ -52,6 +60,22 @@ Size
 SharedSize()
 {
 	return mul_size(sizeof(SharedHeadEntry), kSharedHeadEntries);
+}
+
+// This backend's database's incarnation (the xmin of its pg_database row),
+// read once.
+TransactionId
+DatabaseXmin()
+{
+	static TransactionId xmin = InvalidTransactionId;
+	if (!TransactionIdIsValid(xmin)) {
+		HeapTuple tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "awa: database %u has no catalog row", MyDatabaseId);
+		xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
+		ReleaseSysCache(tuple);
+	}
+	return xmin;
 }
 
 SharedHeadEntry *
@@ -81,6 +105,7 @@ StartupHeadFloorsShmem()
 		for (int i = 0; i < kSharedHeadEntries; i++) {
 			SpinLockInit(&shared_floors[i].mutex);
 			shared_floors[i].database = InvalidOid;
+			shared_floors[i].database_xmin = InvalidTransactionId;
 			shared_floors[i].incarnation = InvalidOid;
 			shared_floors[i].lane_id = 0;
 			shared_floors[i].cursor = 0;
@@ -99,9 +124,11 @@ HeadGenerationFloor(int64 lane_id, int64 cursor, int64 fallback)
 	if (entry.lane_id == lane_id && entry.incarnation == incarnation && cursor >= entry.cursor)
 		floor = Max(floor, entry.generation);
 	if (SharedHeadEntry *shared = SharedEntryOf(lane_id)) {
+		TransactionId database_xmin = DatabaseXmin();
 		SpinLockAcquire(&shared->mutex);
 		bool valid = shared->lane_id == lane_id && shared->database == MyDatabaseId &&
-		             shared->incarnation == incarnation && cursor >= shared->cursor;
+		             shared->database_xmin == database_xmin && shared->incarnation == incarnation &&
+		             cursor >= shared->cursor;
 		int64 generation = shared->generation;
 		SpinLockRelease(&shared->mutex);
 		if (valid)
@@ -128,14 +155,16 @@ ShareHeadGenerationFloor(int64 lane_id, int64 cursor, int64 generation)
 	if (shared == NULL)
 		return;
 	Oid incarnation = ExtensionIncarnation();
+	TransactionId database_xmin = DatabaseXmin();
 	SpinLockAcquire(&shared->mutex);
-	bool same_lane =
-	    shared->lane_id == lane_id && shared->database == MyDatabaseId && shared->incarnation == incarnation;
+	bool same_lane = shared->lane_id == lane_id && shared->database == MyDatabaseId &&
+	                 shared->database_xmin == database_xmin && shared->incarnation == incarnation;
 	// For the same lane a floor no higher than the one kept replaces it only
 	// when it holds from a lower cursor (it serves more claimers).
 	if (!same_lane || generation > shared->generation ||
 	    (generation == shared->generation && cursor < shared->cursor)) {
 		shared->database = MyDatabaseId;
+		shared->database_xmin = database_xmin;
 		shared->incarnation = incarnation;
 		shared->lane_id = lane_id;
 		shared->cursor = cursor;

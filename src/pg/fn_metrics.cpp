@@ -9,6 +9,7 @@
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
 #include "pg/lanes.hpp"
+#include "pg/ring_truncations.hpp"
 #include "pg/rings.hpp"
 #include "pg/spi_plans.hpp"
 
@@ -143,7 +144,7 @@ struct MetricsOut {
 
 // The rows of awa.queue_metrics (in CurrentMemoryContext). Requires SPI.
 int
-CollectMetrics(MetricsOut **result)
+CollectMetrics(MetricsOut **result, bool *held)
 {
 	// The claims waiting, by queue name (sorted, counted by bsearch).
 	ClaimWaiter *waiters;
@@ -187,6 +188,7 @@ CollectMetrics(MetricsOut **result)
 		// The ring tables first, before the pass's snapshot (as
 		// awa.queue_counts' exact pass, fn_counts.cpp).
 		Execute(Stmt::kHoldRings, 0, NULL, NULL);
+		*held = true;
 		Execute(Stmt::kCountsScanOne, 0, all, "n");
 	}
 	int count = static_cast<int>(SPI_processed);
@@ -228,6 +230,7 @@ CollectMetrics(MetricsOut **result)
 			} else {
 				Datum key[1] = {PointerGetDatum(row.queue)};
 				Execute(Stmt::kHoldRings, 0, NULL, NULL);
+				*held = true;
 				Execute(Stmt::kCountsScanOne, 0, key, NULL);
 				memset(row.counts, 0, sizeof(row.counts));
 				if (SPI_processed > 0)
@@ -310,7 +313,17 @@ AWA_FUNCTION(awa_queue_metrics)
 	// to a temporary file does not lose it with the subtransaction.
 	MetricsOut *out = NULL;
 	MetricsOut **result = &out;
-	int count = RunInSubtransaction(CurrentMemoryContext, false, [result]() { return CollectMetrics(result); });
+	// Kept instead (released into the caller's transaction, with its locks)
+	// only when an exact pass read the rings under REPEATABLE READ where
+	// their locks must stay (no preload, or a standby: RingLocksReleasable),
+	// as awa.queue_counts' pass is (found in review).
+	int count = 0;
+	int *count_out = &count;
+	(void)RunInSubtransaction(CurrentMemoryContext, true, [result, count_out]() {
+		bool held = false;
+		*count_out = CollectMetrics(result, &held);
+		return held && !RingLocksReleasable() ? 1 : 0;
+	});
 	for (int i = 0; i < count; i++) {
 		CHECK_FOR_INTERRUPTS();
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out[i].values, out[i].nulls);
