@@ -27,10 +27,16 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'awa_internal_reserve_lane_positions'
 LANGUAGE C VOLATILE STRICT;
 
--- Moves the given deferred jobs into the ready ring now.
-CREATE FUNCTION awa._promote_jobs(job_ids bigint[])
+-- Appends the given jobs to their lanes now, whatever their run_at, through
+-- the enqueue path (unique keys taken again: 23505 if another job holds one).
+-- Each row's state is the counter state the job leaves in its queue. The rows
+-- are built by their caller (a DLQ retry, a retry of a finished job, a move)
+-- and never written to deferred_jobs: a row inserted and deleted in the same
+-- call left a dead tuple per job there, and a bulk retry of 100,000 jobs got
+-- slower with every step until autovacuum came (docs/operations-ui.md).
+CREATE FUNCTION awa._requeue_jobs(jobs awa.deferred_jobs[])
 RETURNS int
-AS 'MODULE_PATHNAME', 'awa_internal_promote_jobs'
+AS 'MODULE_PATHNAME', 'awa_internal_requeue_jobs'
 LANGUAGE C VOLATILE;
 
 -- Records a move of n jobs between states in this transaction (counters).

@@ -14,8 +14,8 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
-    moved bigint[];
-    q     record;
+    jobs awa.deferred_jobs[];
+    q    record;
 BEGIN
     IF job_ids IS NULL THEN
         RAISE EXCEPTION 'job_ids must not be NULL' USING ERRCODE = 'null_value_not_allowed',
@@ -23,22 +23,18 @@ BEGIN
     END IF;
     WITH gone AS (
         DELETE FROM awa.dlq_entries d WHERE d.job_id = ANY (job_ids) RETURNING d.*
-    ), parked AS (
-        INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease, attempt,
-                                       max_attempts, created_at, unique_key, unique_states, payload)
-        SELECT g.job_id, g.queue, g.priority, g.kind, g.args, 'scheduled', clock_timestamp(), g.run_lease, 0,
-               g.max_attempts, g.created_at, g.unique_key, g.unique_states, nullif(g.payload - 'progress', '{}')
-          FROM gone g
-        RETURNING queue, job_id
     )
-    SELECT array_agg(p.job_id) INTO moved FROM parked p;
-    IF moved IS NULL THEN
+    SELECT array_agg(ROW(g.job_id, g.queue, g.priority, g.kind, g.args, 'scheduled', clock_timestamp(), g.run_lease, 0,
+                         g.max_attempts, g.created_at, NULL, g.unique_key, g.unique_states,
+                         nullif(g.payload - 'progress', '{}'))::awa.deferred_jobs)
+      INTO jobs FROM gone g;
+    IF jobs IS NULL THEN
         RETURN 0;
     END IF;
-    FOR q IN SELECT j.queue, count(*) AS n FROM awa.deferred_jobs j WHERE j.job_id = ANY (moved) GROUP BY j.queue LOOP
+    FOR q IN SELECT j.queue, count(*) AS n FROM unnest(jobs) j GROUP BY j.queue LOOP
         PERFORM awa._count_move(q.queue, 'dlq', 'scheduled', q.n);
     END LOOP;
-    RETURN awa._promote_jobs(moved);
+    RETURN awa._requeue_jobs(jobs);
 END
 $$;
 

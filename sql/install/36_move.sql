@@ -56,7 +56,7 @@ $$;
 --     claim in flight on it has ended, and registered for this transaction
 --     so that no claim takes it before this commits; a claimed job is
 --     running and is left alone), and the job is appended to its new lane as
---     a promotion appends it (through a deferred row, in this transaction),
+--     a promotion appends it (awa._requeue_jobs, in this transaction),
 --     with run_lease + 1: the new ready row is the job's latest incarnation
 --     (awa._get_job, awa.cancel), and (job_id, run_lease) still names one
 --     ready row. A rollback takes back the tombstone and the new row
@@ -73,7 +73,7 @@ AS $$
 DECLARE
     ids      bigint[];
     in_lanes bigint[];    -- ids without a deferred row (available, or not waiting at all)
-    parked   bigint[] := '{}';
+    parked   awa.deferred_jobs[] := '{}';
     q        record;
     r        record;
     id       bigint;
@@ -149,15 +149,12 @@ BEGIN
             outcome := awa._tombstone(r.queue, r.priority, r.lane_seq, r.ready_slot, r.ready_generation, r.job_id,
                                       r.lane_id);
             IF outcome = 'tombstoned' THEN
-                INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease, attempt,
-                                               max_attempts, created_at, unique_key, unique_states, payload)
-                VALUES (r.job_id, coalesce(to_queue, r.queue), coalesce(to_priority, r.priority), r.kind, r.args,
-                        'scheduled', r.run_at, r.run_lease + 1, r.attempt, r.max_attempts, r.created_at, r.unique_key,
-                        r.unique_states, r.payload);
                 -- The tombstone counted the job as cancelled in its old queue:
-                -- it is scheduled in its new one until the promotion below.
+                -- it is scheduled in its new one until it is appended below.
                 PERFORM awa._count_transfer(r.queue, 'cancelled', coalesce(to_queue, r.queue), 'scheduled');
-                parked := parked || r.job_id;
+                parked := parked || ROW(r.job_id, coalesce(to_queue, r.queue), coalesce(to_priority, r.priority), r.kind,
+                                        r.args, 'scheduled', r.run_at, r.run_lease + 1, r.attempt, r.max_attempts,
+                                        r.created_at, NULL, r.unique_key, r.unique_states, r.payload)::awa.deferred_jobs;
                 EXIT;
             ELSIF outcome = 'already_tombstoned' THEN
                 -- Cancelled or moved by a transaction that has ended: the next
@@ -171,7 +168,7 @@ BEGIN
         END LOOP;
     END LOOP;
     IF cardinality(parked) > 0 THEN
-        moved := moved + awa._promote_jobs(parked);
+        moved := moved + awa._requeue_jobs(parked);
     END IF;
     RETURN moved;
 END

@@ -34,7 +34,7 @@ DECLARE
     rec    record;
     states smallint;
     n      int;
-    parked bigint[] := '{}';
+    parked awa.deferred_jobs[] := '{}';
 BEGIN
     IF job_ids IS NULL THEN
         RAISE EXCEPTION 'job_ids must not be NULL' USING ERRCODE = 'null_value_not_allowed',
@@ -96,19 +96,17 @@ BEGIN
              WHERE u.unique_key = rec.unique_key AND u.job_id = id;
             states := coalesce(states, rec.unique_states, 15);
         END IF;
-        INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease, attempt,
-                                       max_attempts, created_at, unique_key, unique_states, payload)
-        VALUES (id, rec.queue, rec.priority, rec.kind, rec.args, 'scheduled', clock_timestamp(), rec.run_lease + 1, 0,
-                coalesce(rec.max_attempts, 25), coalesce(rec.created_at, clock_timestamp()), rec.unique_key, states,
-                nullif(rec.payload - 'progress', '{}'));
         PERFORM awa._count_move(rec.queue, rec.state, 'scheduled');
-        parked := parked || id;
+        parked := parked || ROW(id, rec.queue, rec.priority, rec.kind, rec.args, 'scheduled', clock_timestamp(),
+                                rec.run_lease + 1, 0, coalesce(rec.max_attempts, 25),
+                                coalesce(rec.created_at, clock_timestamp()), NULL, rec.unique_key, states,
+                                nullif(rec.payload - 'progress', '{}'))::awa.deferred_jobs;
     END LOOP;
     IF cardinality(parked) = 0 THEN
         RETURN 0;
     END IF;
     -- Appended to their lanes now, through the enqueue path (unique keys
     -- taken again there: 23505 if another job holds one).
-    RETURN awa._promote_jobs(parked);
+    RETURN awa._requeue_jobs(parked);
 END
 $$;

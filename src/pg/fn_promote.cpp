@@ -1,4 +1,4 @@
-// fn_promote.cpp: awa.promote_due and awa._promote_jobs.
+// fn_promote.cpp: awa.promote_due and awa._requeue_jobs.
 //
 // Promotion moves deferred jobs (scheduled: a future run_at or a snooze;
 // retryable: a retry's backoff) into the ready ring in one transaction: it
@@ -6,6 +6,8 @@
 // and cancels never wait for each other) and appends them to their lanes
 // through the enqueue path (job_insert.hpp), keeping job_id, run_lease,
 // attempt, errors and unique key. Jobs of a paused queue are not promoted.
+// A requeue (a DLQ retry, a retry of a finished job, a move) appends rows its
+// caller built the same way, without a deferred row.
 #include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
@@ -30,7 +32,9 @@ CompareDue(const void *a, const void *b)
 	return x.job_id < y.job_id ? -1 : (x.job_id > y.job_id ? 1 : 0);
 }
 
-// Turns the deferred rows just deleted (SPI_tuptable) into ready rows.
+// Turns the deferred rows just deleted, or the rows of a requeue
+// (SPI_tuptable, deferred_jobs's columns as kPromoteDue returns them), into
+// ready rows.
 int
 PromoteDeleted()
 {
@@ -101,16 +105,28 @@ AWA_FUNCTION(awa_promote_due)
 	PG_RETURN_INT32(promoted);
 }
 
-// awa._promote_jobs(job_ids) -> number of the given deferred jobs made
-// available now, whatever their run_at (used by awa.dlq_retry).
-AWA_FUNCTION(awa_internal_promote_jobs)
+// awa._requeue_jobs(jobs awa.deferred_jobs[]) -> number of the given jobs
+// appended to their lanes now, whatever their run_at. The array is read by a
+// statement planned per call (its type, awa.deferred_jobs[], has no fixed
+// OID for the statement table of spi_plans.cpp; a plan of an unnest is a
+// fraction of what appending the jobs costs).
+AWA_FUNCTION(awa_internal_requeue_jobs)
 {
-	RequireArgument(fcinfo, 0, "job_ids", false);
+	RequireArgument(fcinfo, 0, "jobs", false);
+	Oid type = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	if (!OidIsValid(type))
+		elog(ERROR, "awa: could not determine the type of awa._requeue_jobs's argument");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
 	Datum values[1] = {PG_GETARG_DATUM(0)};
-	Execute(Stmt::kPromoteIds, 0, values, NULL);
-	int promoted = PromoteDeleted();
+	int rc = SPI_execute_with_args(
+	    "SELECT j.job_id, j.queue, j.priority, j.kind, j.args, j.state, j.run_at, j.run_lease, j.attempt,"
+	    "       j.max_attempts, j.created_at, j.unique_key, j.unique_states, j.payload"
+	    "  FROM unnest($1) j",
+	    1, &type, values, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "awa: reading the jobs to requeue failed: %s", SPI_result_code_string(rc));
+	int requeued = PromoteDeleted();
 	SPI_finish();
-	PG_RETURN_INT32(promoted);
+	PG_RETURN_INT32(requeued);
 }

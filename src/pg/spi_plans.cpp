@@ -168,11 +168,6 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " RETURNING job_id, queue, priority, kind, args, state, run_at, run_lease, attempt, max_attempts, created_at,"
 	 "           unique_key, unique_states, payload",
 	 2, {INT4OID, TIMESTAMPTZOID}},
-	// kPromoteIds: $1 job_ids
-	{Stmt::kPromoteIds, "DELETE FROM awa.deferred_jobs WHERE job_id = ANY($1)"
-	 " RETURNING job_id, queue, priority, kind, args, state, run_at, run_lease, attempt, max_attempts, created_at,"
-	 "           unique_key, unique_states, payload",
-	 1, {INT8ARRAYOID}},
 	// kCountsScan: the exact pass over every queue (run under a published snapshot)
 	{Stmt::kCountsScan, "SELECT * FROM awa._queue_counts_scan(NULL)", 0, {}},
 	// kCountsScanOne: $1 queue (NULL: all)

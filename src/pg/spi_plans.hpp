@@ -49,7 +49,6 @@ enum class Stmt {
 	kClaimUnique,
 	kUniqueHolder,
 	kPromoteDue,
-	kPromoteIds,
 	kCountsScan,
 	kCountsScanOne,
 	kHoldRings,

@@ -92,7 +92,7 @@ INSERT INTO grants VALUES
     ('_tombstone', ARRAY['text', 'integer', 'bigint', 'integer', 'bigint', 'bigint', 'bigint'],
      false, false, false, false),
     ('_reserve_lane_positions', ARRAY['text', 'integer', 'bigint'], false, false, false, false),
-    ('_promote_jobs', ARRAY['bigint[]'], false, false, false, false),
+    ('_requeue_jobs', ARRAY['awa.deferred_jobs[]'], false, false, false, false),
     ('_count_move', ARRAY['text', 'text', 'text', 'bigint'], false, false, false, false),
     ('_backoff', ARRAY['integer'], false, false, false, false),
     ('_queue_meta_changed', ARRAY['text', 'boolean'], false, false, false, false),

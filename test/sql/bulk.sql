@@ -142,6 +142,46 @@ SELECT args ->> 'i' AS i, state FROM awa.list_jobs(queue => 'bk_r') ORDER BY job
 SELECT c.available, c.running, c.completed, c.failed, c.cancelled, c IS NOT DISTINCT FROM e AS matches_exact
   FROM awa.queue_counts('bk_r') c, awa.queue_counts_exact('bk_r') e;
 
+-- A DLQ retry, a retry and a move append their jobs to their lanes
+-- directly: no deferred row is written and deleted per job. (Each was a dead
+-- tuple of awa.deferred_jobs, and with autovacuum behind, a bulk DLQ retry of
+-- 81,500 jobs went from 40 ms to 1.5 s a step: found at stop 36.) bk_nd: two
+-- dead-lettered jobs, two failed ones, three available ones to move; every
+-- step's transaction writes no deferred row, and the jobs end where they
+-- should, with counts that match the exact ones.
+SELECT awa.configure_queue('bk_nd_dlq', dlq_enabled => true);
+SELECT count(*) AS enqueued FROM (
+    SELECT awa.enqueue('bk.nd', jsonb_build_object('i', i), CASE WHEN i <= 2 THEN 'bk_nd_dlq' ELSE 'bk_nd' END,
+                       max_attempts => 1)
+      FROM generate_series(1, 7) i) x;
+SELECT count(*) AS dead FROM awa.claim('bk_nd_dlq', 2) c, LATERAL awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom') f;
+SELECT count(*) AS failed FROM awa.claim('bk_nd', 2) c, LATERAL awa.fail(c.job_id, c.run_lease, c.receipt_id, 'boom') f;
+-- (The backend's pending statistics: inserts of earlier transactions not yet
+-- reported count too, so each step's is the difference.)
+CREATE FUNCTION pg_temp.deferred_rows_written() RETURNS bigint LANGUAGE sql AS
+$$SELECT n_tup_ins FROM pg_stat_xact_user_tables WHERE relid = 'awa.deferred_jobs'::regclass$$;
+BEGIN;
+SELECT pg_temp.deferred_rows_written() AS before \gset
+SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('dlq_retry', queue => 'bk_nd_dlq'));
+SELECT pg_temp.deferred_rows_written() - :before AS dlq_retry_deferred_rows;
+COMMIT;
+BEGIN;
+SELECT pg_temp.deferred_rows_written() AS before \gset
+SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('retry', queue => 'bk_nd'));
+SELECT pg_temp.deferred_rows_written() - :before AS retry_deferred_rows;
+COMMIT;
+BEGIN;
+SELECT pg_temp.deferred_rows_written() AS before \gset
+SELECT state, acted, passed FROM awa.bulk_step(awa.bulk_start('move', queue => 'bk_nd', to_queue => 'bk_nd_moved'));
+SELECT pg_temp.deferred_rows_written() - :before AS move_deferred_rows;
+COMMIT;
+SELECT queue, state, count(*) FROM awa.list_jobs(kind => 'bk.nd') GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT q.queue, c.available, c.failed, c.dlq, c IS NOT DISTINCT FROM e AS matches_exact
+  FROM unnest(ARRAY['bk_nd_dlq', 'bk_nd', 'bk_nd_moved']) q(queue), awa.queue_counts(q.queue) c,
+       awa.queue_counts_exact(q.queue) e;
+SELECT count(*) AS claimed FROM awa.claim('bk_nd_moved', 10);
+SELECT count(*) AS claimed FROM awa.claim('bk_nd_dlq', 10);
+
 -- Bad input: 22023 (22004 for NULL) with a hint; nothing starts, nothing
 -- steps.
 SELECT pg_temp.try($$SELECT awa.bulk_start('delete_everything')$$);

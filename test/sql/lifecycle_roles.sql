@@ -89,7 +89,7 @@ INSERT INTO lr_calls VALUES
     -- Internal building blocks: nobody, not even awa_admin.
     (30, '_attempt',           $$SELECT * FROM awa._attempt(1, 1, 1, NULL)$$),
     (31, '_tombstone',         $$SELECT awa._tombstone('lr_q', 2, 1, 0, 0, 1)$$),
-    (32, '_promote_jobs',      $$SELECT awa._promote_jobs('{}')$$),
+    (32, '_requeue_jobs',      $$SELECT awa._requeue_jobs('{}')$$),
     (33, '_count_move',        $$SELECT awa._count_move('lr_q', 'available', 'running', 0)$$),
     (34, '_backoff',           $$SELECT awa._backoff(1)$$),
     (35, '_queue_meta_changed', $$SELECT awa._queue_meta_changed('lr_q')$$),
