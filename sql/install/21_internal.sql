@@ -32,8 +32,9 @@ LANGUAGE C VOLATILE STRICT;
 -- Each row's state is the counter state the job leaves in its queue. The rows
 -- are built by their caller (a DLQ retry, a retry of a finished job, a move)
 -- and never written to deferred_jobs: a row inserted and deleted in the same
--- call left a dead tuple per job there, and a bulk retry of 100,000 jobs got
--- slower with every step until autovacuum came (docs/operations-ui.md).
+-- call left a dead tuple per job there, and the steps of a bulk retry got
+-- slower and slower until autovacuum came (docs/operations-ui.md, stop 36).
+-- The rows are checked as the table's constraints would check them.
 CREATE FUNCTION awa._requeue_jobs(jobs awa.deferred_jobs[])
 RETURNS int
 AS 'MODULE_PATHNAME', 'awa_internal_requeue_jobs'

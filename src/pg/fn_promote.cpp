@@ -32,6 +32,53 @@ CompareDue(const void *a, const void *b)
 	return x.job_id < y.job_id ? -1 : (x.job_id > y.job_id ? 1 : 0);
 }
 
+int
+CompareIds(const void *a, const void *b)
+{
+	int64 x = *static_cast<const int64 *>(a);
+	int64 y = *static_cast<const int64 *>(b);
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+// The rows of a requeue (SPI_tuptable) as deferred_jobs's constraints would
+// have them: no NULL where the table has NOT NULL, a deferred state, a
+// priority of 1 to 4, each job once (two rows of one job would give it two
+// ready rows). Its callers build them that way; this keeps a hand-made call
+// (superusers only) from appending a broken row. Raises 22004 or 22023.
+void
+CheckRequeueRows()
+{
+	int n = static_cast<int>(SPI_processed);
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * (n + 1)));
+	for (int i = 0; i < n; i++) {
+		CHECK_FOR_INTERRUPTS();
+		HeapTuple tuple = SPI_tuptable->vals[i];
+		bool isnull;
+		for (int column = 1; column <= 11; column++) {  // job_id .. created_at
+			(void)SPI_getbinval(tuple, desc, column, &isnull);
+			if (isnull)
+				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				                errmsg("a job to requeue has a NULL %s", SPI_fname(desc, column)),
+				                errhint("Every column that awa.deferred_jobs declares NOT NULL must be set.")));
+		}
+		char *state = TextDatumGetCString(SPI_getbinval(tuple, desc, 6, &isnull));
+		int16 priority = DatumGetInt16(SPI_getbinval(tuple, desc, 3, &isnull));
+		if ((strcmp(state, "scheduled") != 0 && strcmp(state, "retryable") != 0) || priority < 1 || priority > 4)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			                errmsg("a job to requeue has state %s and priority %d", state, priority),
+			                errhint("The state is scheduled or retryable, the priority 1 to 4.")));
+		ids[i] = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+	}
+	qsort(ids, n, sizeof(int64), CompareIds);
+	for (int i = 1; i < n; i++)
+		if (ids[i] == ids[i - 1])
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			                errmsg("job " INT64_FORMAT " is given twice", ids[i]),
+			                errhint("Each job is requeued once.")));
+	pfree(ids);
+}
+
 // Turns the deferred rows just deleted, or the rows of a requeue
 // (SPI_tuptable, deferred_jobs's columns as kPromoteDue returns them), into
 // ready rows.
@@ -122,10 +169,11 @@ AWA_FUNCTION(awa_internal_requeue_jobs)
 	int rc = SPI_execute_with_args(
 	    "SELECT j.job_id, j.queue, j.priority, j.kind, j.args, j.state, j.run_at, j.run_lease, j.attempt,"
 	    "       j.max_attempts, j.created_at, j.unique_key, j.unique_states, j.payload"
-	    "  FROM unnest($1) j",
+	    "  FROM pg_catalog.unnest($1) j",
 	    1, &type, values, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "awa: reading the jobs to requeue failed: %s", SPI_result_code_string(rc));
+	CheckRequeueRows();
 	int requeued = PromoteDeleted();
 	SPI_finish();
 	PG_RETURN_INT32(requeued);

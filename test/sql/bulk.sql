@@ -182,6 +182,21 @@ SELECT q.queue, c.available, c.failed, c.dlq, c IS NOT DISTINCT FROM e AS matche
 SELECT count(*) AS claimed FROM awa.claim('bk_nd_moved', 10);
 SELECT count(*) AS claimed FROM awa.claim('bk_nd_dlq', 10);
 
+-- awa._requeue_jobs (internal; superusers only) refuses rows that
+-- deferred_jobs's constraints would have refused, and a job given twice,
+-- and appends nothing (a NULL element crashed the backend: found in review).
+SELECT pg_temp.try($$SELECT awa._requeue_jobs(ARRAY[NULL::awa.deferred_jobs])$$);
+SELECT pg_temp.try($$SELECT awa._requeue_jobs(ARRAY[ROW(990001, 'bk_nd_x', 2, 'k', NULL, 'scheduled', now(), 0, 0, 1, now(),
+                                                        NULL, NULL, NULL, NULL)::awa.deferred_jobs])$$);
+SELECT pg_temp.try($$SELECT awa._requeue_jobs(ARRAY[ROW(990001, 'bk_nd_x', 2, 'k', '{}', 'bogus', now(), 0, 0, 1, now(),
+                                                        NULL, NULL, NULL, NULL)::awa.deferred_jobs])$$);
+SELECT pg_temp.try($$SELECT awa._requeue_jobs(ARRAY[ROW(990001, 'bk_nd_x', 9, 'k', '{}', 'scheduled', now(), 0, 0, 1, now(),
+                                                        NULL, NULL, NULL, NULL)::awa.deferred_jobs])$$);
+SELECT pg_temp.try($$SELECT awa._requeue_jobs(array_fill(ROW(990001, 'bk_nd_x', 2, 'k', '{}', 'scheduled', now(), 0, 0, 1,
+                                                             now(), NULL, NULL, NULL, NULL)::awa.deferred_jobs, ARRAY[2]))$$);
+SELECT awa._requeue_jobs('{}') AS requeued_none;
+SELECT count(*) AS rows_of_990001 FROM awa.ready_entries WHERE job_id = 990001;
+
 -- Bad input: 22023 (22004 for NULL) with a hint; nothing starts, nothing
 -- steps.
 SELECT pg_temp.try($$SELECT awa.bulk_start('delete_everything')$$);
