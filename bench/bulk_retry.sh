@@ -114,7 +114,7 @@ sample_phase() { # sample_phase PHASE: in the background, for the phase's length
 	fi
 }
 busy_share() { # busy_share "B0 T0" "B1 T1": the busy share of all CPUs between two readings
-	awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " "); printf "%.0f%%", 100 * (y[1] - x[1]) / (y[2] - x[2])}'
+	awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " "); if (y[2] == x[2]) print "n/a (no time)"; else printf "%.0f%%", 100 * (y[1] - x[1]) / (y[2] - x[2])}'
 }
 
 run_load() { # run_load PHASE: pgbench for PHASE_S s, every transaction logged
