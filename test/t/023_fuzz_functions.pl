@@ -147,6 +147,10 @@ my %values = (
 	'integer[]' => [ 'NULL', q{'{}'}, q{'{NULL}'}, q{'{2}'}, q{'{0}'}, q{'{5,1}'}, q{'{{1},{2}}'} ],
 	'bigint[]' => [ 'NULL', q{'{}'}, q{'{NULL}'}, q{'{1}'}, q{'{-1}'}, q{'{1,2,3}'}, q{'{{1},{2}}'} ],
 	'timestamp with time zone[]' => [ 'NULL', q{'{}'}, q{'{NULL}'}, q{'{infinity}'}, q{'{now,now}'} ],
+	# awa._requeue_jobs's rows (owner only: every fuzz role gets 42501).
+	'awa.deferred_jobs[]' => [ 'NULL', q{'{}'}, q{ARRAY[NULL::awa.deferred_jobs]},
+		q{ARRAY[ROW(1, 'q', 2, 'k', '{}', 'scheduled', now(), 0, 0, 1, now(), NULL, NULL, NULL, NULL)::awa.deferred_jobs]},
+		q{ARRAY[ROW(1, NULL, 9, 'k', NULL, 'bogus', NULL, 0, 0, 1, now(), NULL, NULL, NULL, NULL)::awa.deferred_jobs]} ],
 	'jsonb[]' => [ 'NULL', q{'{}'}, q{ARRAY[NULL]::jsonb[]}, q{ARRAY['[]']::jsonb[]}, q{ARRAY['{}', '{}']::jsonb[]} ],
 );
 # The first value of each list after NULL is the "valid-looking" one.

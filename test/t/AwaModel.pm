@@ -719,6 +719,46 @@ sub do_cancel
 	$self->{stats}{cancel}++;
 }
 
+# awa.retry_jobs of a failed or cancelled job (or one the model says a prune
+# dropped: nothing to retry), from the maintenance connection: the job is
+# available again at the end of its lane, with run_lease + 1 and attempt 0,
+# and takes its unique key again (23505 and nothing retried if another job
+# holds it). A retried job is appended as a promotion appends it, with no
+# deferred row (stop 36).
+sub do_retry_finished
+{
+	my ($self) = @_;
+	my @c;
+	for my $id (sort { $a <=> $b } keys %{ $self->{jobs} })
+	{
+		my $j = $self->{jobs}{$id};
+		next if defined $j->{owner};
+		next unless $j->{state} =~ /^(failed|cancelled|gone)$/;
+		# A key an open transaction holds or frees would make this wait.
+		next if defined $j->{ukey} && $self->key_busy_elsewhere(undef, $j->{ukey});
+		push @c, $j;
+	}
+	return unless @c;
+	my $j = pick(\@c);
+	my $sql = "SELECT awa.retry_jobs(ARRAY[$j->{id}]::bigint[])";
+	my ($rows, $err) = $self->sq($self->{m}, $sql);
+	my $got = $err // $rows->[0][0];
+	$self->logop('m', "$sql ($j->{state} in the model) => $got");
+	my $holder = defined $j->{ukey} ? $self->{ukey}{ $j->{ukey} } : undef;
+	my $expect = $j->{state} eq 'gone' ? '0' : (defined $holder && $holder != $j->{id}) ? '23505' : '1';
+	$self->bad("$sql: job is $j->{state} in the model, expected $expect, got $got")
+	  unless defined $got && ($expect eq '23505' ? $got =~ /^23505:/ : $got eq $expect);
+	$self->{stats}{retry_finished}++;
+	return unless $expect eq '1';
+	$j->{state}   = 'available';
+	$j->{lease}  += 1;
+	$j->{attempt} = 0;
+	$j->{seq}     = ++$self->{seq};
+	$j->{gen}     = $self->{gen};
+	delete $j->{tgen};
+	$self->set_ukey(undef, $j->{ukey}, $j->{id}) if defined $j->{ukey};
+}
+
 sub do_begin
 {
 	my ($self, $s, $kind) = @_;
@@ -1165,7 +1205,8 @@ sub step
 	if ($r < 0.0015) { return ($ENV{STRESS_NO_CRASH} ? undef : $self->do_crash); }
 	if ($r < 0.07) { return $self->do_maint; }
 	if ($r < 0.085) { return $self->do_pause; }
-	if ($r < 0.10) { return $self->do_cancel; }
+	if ($r < 0.095) { return $self->do_cancel; }
+	if ($r < 0.10) { return $self->do_retry_finished; }
 	if ($r < 0.11 && !$s->{txn}) { return $self->terminate($s); }
 	my $t = rand();
 	if (!$s->{txn})
