@@ -1,7 +1,7 @@
 -- awa 0.6: a job queue that lives inside PostgreSQL.
 --
 -- Storage follows the awa 0.6 queue-storage engine (docs/architecture.md):
---   queue ring  (ready_slot) : ready_entries, ready_segments, ready_tombstones,
+--   queue ring  (ready_slot) : ready_entries, ready_tombstones,
 --                              ready_claim_attempt_batches, done_entries,
 --                              receipt_completion_batches
 --   claim ring  (claim_slot) : lease_claims, lease_claim_batches,

@@ -26,38 +26,23 @@ CREATE TABLE awa.ready_entries (
     unique_key       bytea,
     unique_states    smallint,
     payload          jsonb,
+    -- The generation the row was enqueued into: ready_generation, unless a
+    -- prune carried it forward. Lanes take origins in lane order, so the
+    -- claim walk learns where a lane's head can be from the origins of lanes
+    -- at or below its cursor.
+    origin_generation bigint     NOT NULL,
     PRIMARY KEY (lane_id, lane_seq, ready_slot)
 ) PARTITION BY LIST (ready_slot);
+-- The primary key is also how claims route: a lane's ready rows beyond its
+-- cursor, in lane order, are its committed lanes (each row the range
+-- [lane_seq, lane_seq + 1); docs/architecture.md, "A ready row is its own
+-- committed range").
 -- lane_id is a key column, not only payload: a listing of one queue
 -- (awa._list_jobs) finds the newest job of a lane in a slot with a backward
 -- scan that checks the lane inside the index pages, passing over other
 -- queues' newer rows without a heap fetch (docs/operations-ui.md, "What a
 -- page costs"). 8 bytes more per entry; lookups by job_id read it as before.
 CREATE INDEX ready_entries_job_id_idx ON awa.ready_entries (job_id, lane_id);
-
--- One row per enqueue call and lane: the committed contiguous range
--- [first_lane_seq, next_lane_seq). Claim routes through it: the first segment
--- with next_lane_seq > cursor says where the lane's head is and how many
--- committed rows follow it.
-CREATE TABLE awa.ready_segments (
-    ready_slot       smallint    NOT NULL,
-    priority         smallint    NOT NULL,
-    ready_generation bigint      NOT NULL,
-    lane_id          bigint      NOT NULL,
-    queue            text        NOT NULL,
-    first_lane_seq   bigint      NOT NULL,
-    next_lane_seq    bigint      NOT NULL,
-    first_run_at     timestamptz NOT NULL,
-    created_at       timestamptz NOT NULL,
-    -- The generation its lanes were enqueued into: ready_generation, unless a
-    -- prune carried them forward (then the oldest origin among them). Lanes
-    -- take origins in lane order, so the claim walk learns where a lane's
-    -- head can be from the origins of lanes at or below its cursor.
-    origin_generation bigint     NOT NULL,
-    -- Segments of a lane never overlap, so next_lane_seq is unique per lane;
-    -- keyed on it, the claim's routing probe is the primary key.
-    PRIMARY KEY (lane_id, next_lane_seq, ready_slot)
-) PARTITION BY LIST (ready_slot);
 
 -- Hides an unclaimed ready row without touching it (cancel, reprioritise).
 CREATE TABLE awa.ready_tombstones (

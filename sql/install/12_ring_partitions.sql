@@ -17,7 +17,7 @@ SET jit = off
 AS $$
 SELECT array_agg(format('awa.%I', f || '_' || slot) ORDER BY o)
   FROM unnest(CASE ring
-                 WHEN 'queue' THEN ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
+                 WHEN 'queue' THEN ARRAY['ready_entries', 'ready_tombstones',
                                          'ready_claim_attempt_batches', 'done_entries',
                                          'receipt_completion_batches']
                  WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',

@@ -37,7 +37,7 @@ BEGIN
         WITH lanes AS MATERIALIZED (
             SELECT l.lane_id, l.claim_cursor AS cursor
               FROM awa.lane_cursors() l
-             WHERE EXISTS (SELECT 1 FROM awa.%1$I g WHERE g.lane_id = l.lane_id)
+             WHERE EXISTS (SELECT 1 FROM awa.%3$I g WHERE g.lane_id = l.lane_id)
         ), spent AS MATERIALIZED (
             SELECT a.lane_id, range_agg(a.lane_ranges) AS ranges FROM awa.%2$I a GROUP BY a.lane_id
         ), open_batches AS MATERIALIZED (
@@ -87,24 +87,11 @@ BEGIN
         ), ready AS (
             INSERT INTO awa.%5$I (ready_slot, ready_generation, lane_id, queue, priority, lane_seq, job_id, run_lease,
                                   attempt, max_attempts, kind, args, run_at, created_at, attempted_at, unique_key,
-                                  unique_states, payload)
+                                  unique_states, payload, origin_generation)
             SELECT $1, $2, m.lane_id, m.queue, m.priority, m.lane_seq, m.job_id, m.run_lease, m.attempt, m.max_attempts, m.kind,
-                   m.args, m.run_at, m.created_at, m.attempted_at, m.unique_key, m.unique_states, m.payload
+                   m.args, m.run_at, m.created_at, m.attempted_at, m.unique_key, m.unique_states, m.payload,
+                   m.origin_generation
               FROM moving m
-            RETURNING 1
-        ), segments AS (
-            INSERT INTO awa.%6$I (ready_slot, ready_generation, lane_id, queue, priority, first_lane_seq, next_lane_seq,
-                                  first_run_at, created_at, origin_generation)
-            SELECT $1, $2, lane_id, min(queue), min(priority), min(lane_seq), max(lane_seq) + 1,
-                   (array_agg(run_at ORDER BY lane_seq))[1], min(created_at), min(origin)
-              FROM (SELECT m.lane_id, m.queue, m.priority, m.lane_seq, m.run_at, m.created_at,
-                           (SELECT g.origin_generation FROM awa.%1$I g
-                             WHERE g.lane_id = m.lane_id
-                               AND g.next_lane_seq > m.lane_seq AND g.first_lane_seq <= m.lane_seq
-                             ORDER BY g.next_lane_seq LIMIT 1) AS origin,
-                           m.lane_seq - row_number() OVER (PARTITION BY m.lane_id ORDER BY m.lane_seq) AS run
-                      FROM moving m) x
-             GROUP BY lane_id, run
             RETURNING 1
         ), evidence AS (
             INSERT INTO awa.%7$I (ready_slot, ready_generation, batch_id, lane_id, queue, priority, claim_slot,
@@ -118,10 +105,9 @@ BEGIN
         SELECT jsonb_build_object(
                    'rows', (SELECT count(*) FROM ready),
                    'running', (SELECT count(*) FROM moving WHERE running),
-                   'segments', (SELECT count(*) FROM segments),
                    'evidence', (SELECT count(*) FROM evidence))$q$,
-        'ready_segments_' || slot, 'ready_claim_attempt_batches_' || slot, 'ready_entries_' || slot,
-        'ready_tombstones_' || slot, 'ready_entries_' || pos.slot, 'ready_segments_' || pos.slot,
+        NULL, 'ready_claim_attempt_batches_' || slot, 'ready_entries_' || slot,
+        'ready_tombstones_' || slot, 'ready_entries_' || pos.slot, NULL,
         'ready_claim_attempt_batches_' || pos.slot)
       INTO carried
       USING pos.slot, pos.generation, generation;

@@ -9,10 +9,10 @@ AS $$
 DECLARE
     n bigint;
 BEGIN
-    EXECUTE format('SELECT coalesce((SELECT sum(next_lane_seq - first_lane_seq) FROM awa.%I), 0)
+    EXECUTE format('SELECT (SELECT count(*) FROM awa.%I)
                          - coalesce((SELECT sum(claimed_count) FROM awa.%I), 0)
                          - (SELECT count(*) FROM awa.%I)',
-                   'ready_segments_' || slot, 'ready_claim_attempt_batches_' || slot, 'ready_tombstones_' || slot)
+                   'ready_entries_' || slot, 'ready_claim_attempt_batches_' || slot, 'ready_tombstones_' || slot)
        INTO n;
     RETURN n;
 END

@@ -3,7 +3,7 @@
 //
 // Inputs are what the claimer can see under the lane lock:
 //   cursor     the lane's claim cursor: every lane_seq <= cursor is spent;
-//   committed  visible ready segments (committed contiguous lane ranges) with
+//   committed  visible ready rows (as committed contiguous lane ranges) with
 //              the generation of the ready slot that holds them;
 //   spent      lanes proven spent by visible evidence: claim attempt batches,
 //              tombstones, and gaps proven dead (their reservation ended

@@ -8,7 +8,7 @@
 // claim waiters, lane waits, counters, maintenance, key lanes, the claim
 // walks' shared generation floors. Each asks for its own
 // space and LWLock tranche and sets up its own structure; none reads
-// another's, so the order only fixes where each lands in the segment.
+// another's, so the order only fixes where each lands in the shared memory segment.
 //
 // Transaction events, in this order:
 //  0. The pending enqueues (pending_enqueues.hpp): PRE_COMMIT appends this

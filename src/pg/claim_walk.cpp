@@ -22,12 +22,12 @@ namespace {
 // ---------------------------------------------------------------------------
 constexpr int kMaxWalkGenerations = 65;  // a ring has at most 64 live generations
 
-// The segments of one generation are read in pages; beyond a full page, what
-// lies in that generation is unknown, not missing.
-struct SegmentPage {
+// The ready rows of one generation are read in pages; beyond a full page,
+// what lies in that generation is unknown, not missing.
+struct ReadyPage {
 	int64 generation;
 	bool full;     // the last page read was full ...
-	int64 after;   // ... and ended at this next_lane_seq
+	int64 after;   // ... and ended below this lane (the last row's lane_seq + 1)
 };
 
 struct LaneView {
@@ -40,7 +40,7 @@ struct LaneView {
 	BridgeRange *own;  // lanes this transaction claimed (uncommitted): reserved, not spent
 	int own_count;
 	int own_capacity;
-	SegmentPage pages[kMaxWalkGenerations];
+	ReadyPage pages[kMaxWalkGenerations];
 	int page_count;
 	int64 last_generation;    // the newest generation loaded
 	bool evidence_truncated;  // more evidence than one page: stop at what is known
@@ -68,6 +68,13 @@ Append(T **items, int *count, int *capacity, T item)
 void
 AddCommitted(LaneView *view, int64 first, int64 next, int64 generation, int64 origin)
 {
+	if (view->committed_count > 0) {
+		BridgeCommitted &last = view->committed[view->committed_count - 1];
+		if (last.next == first && last.generation == generation && last.origin == origin) {
+			last.next = next;
+			return;
+		}
+	}
 	Append(&view->committed, &view->committed_count, &view->committed_capacity,
 	       BridgeCommitted{first, next, generation, origin});
 }
@@ -102,21 +109,24 @@ AddOwn(LaneView *view, int64 first, int64 next)
 	AppendJoined(&view->own, &view->own_count, &view->own_capacity, first, next);
 }
 
-// Loads one page of committed segments of page->generation after page->after.
+// Loads one page of committed ready rows of page->generation at or after
+// page->after. Each row is the committed range [lane_seq, lane_seq + 1);
+// consecutive rows of one origin join into one range, so the view stays
+// small however many rows a walk reads.
 void
-LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
+LoadReadyRows(LaneView *view, const LaneQuery &q, ReadyPage *page)
 {
 	struct Context {
 		LaneView *view;
-		SegmentPage *page;
+		ReadyPage *page;
 	} context{view, page};
 	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
 	int rows = ScanLane(
-	    LaneFamily::kSegments, core::SlotOf(page->generation, q.slot_count), q.lane_id, page->after,
+	    LaneFamily::kReady, core::SlotOf(page->generation, q.slot_count), q.lane_id, page->after,
 	    page->generation, q.page,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
-		    int64 next = DatumGetInt64(row.values[1]);
+		    int64 next = DatumGetInt64(row.values[0]) + 1;
 		    AddCommitted(c.view, DatumGetInt64(row.values[0]), next, c.page->generation, DatumGetInt64(row.values[2]));
 		    c.page->after = next;
 	    },
@@ -124,7 +134,7 @@ LoadSegments(LaneView *view, const LaneQuery &q, SegmentPage *page)
 	page->full = rows == q.page;
 }
 
-// Loads the next generation: its first segments page, its claim evidence and
+// Loads the next generation: its first page of ready rows, its claim evidence and
 // its tombstones. Evidence and tombstones are read in lane order, in pages of
 // kEvidencePage rows, up to kMaxEvidenceRows each; only beyond that does what
 // is known to be spent end at the last row read, committed ranges beyond it
@@ -143,7 +153,7 @@ constexpr int64 kMaxEvidenceRows = 1 << 20;
 // before walks start at the frontier (WalkLane): nearer, reading the evidence
 // from the cursor costs at most this many lanes' worth, and moves the cursor.
 constexpr int64 kFrontierMinLag = 1024;
-constexpr int64 kMaxSegmentPage = 65536;
+constexpr int64 kMaxReadyPage = 65536;
 
 // Reads rows of `family` after `after` in pages until a page is short or
 // `max_rows` were read; *last is the lane column of the last row read (the
@@ -178,9 +188,9 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 	if (view->page_count == kMaxWalkGenerations)
 		elog(ERROR, "awa: claim walk over more than %d generations", kMaxWalkGenerations);
 	int slot = core::SlotOf(generation, q.slot_count);
-	SegmentPage *page = &view->pages[view->page_count++];
-	*page = SegmentPage{generation, false, q.cursor};
-	LoadSegments(view, q, page);
+	ReadyPage *page = &view->pages[view->page_count++];
+	*page = ReadyPage{generation, false, q.cursor};
+	LoadReadyRows(view, q, page);
 	view->last_generation = generation;
 	// A generation that holds no lane of this lane's past the cursor holds
 	// no evidence or tombstone that matters either (they sit in their ready
@@ -278,9 +288,9 @@ NewView(int64 first_generation)
 	return view;
 }
 
-// A loaded generation whose segments beyond a full page could hold `position`
+// A loaded generation whose ready rows beyond a full page could hold `position`
 // (its next page must be read before anything is decided there), or NULL.
-SegmentPage *
+ReadyPage *
 UnreadPageAt(LaneView *view, int64 position)
 {
 	for (int i = 0; i < view->page_count; i++)
@@ -416,10 +426,17 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	if (from_frontier)
 		q.cursor = frontier.position;
 	q.slot_count = ring.queue_slot_count;
-	// Segments per page: the first page covers the claim and a short lag of
-	// the cursor; a walk that runs past it loads pages twice as large each
-	// time (a cursor lagging behind many in-flight single-job claims).
-	q.page = 2 * static_cast<int64>(max_jobs) + 32;
+	// Ready rows per page, one per lane: the first page covers the claim, the
+	// lanes the claims in flight hold above the cursor and the lane the last
+	// claim took (the cursor lags until the next claim moves it); a walk that
+	// runs past it loads pages twice as large each time. (Reading 2 * max_jobs
+	// + 32 rows, the page that suited one range row per enqueue call, cost a
+	// batch-1 drain 17 % more instructions per job: bench/drain_instructions.sh.)
+	int64 held = 0;
+	for (int i = 0; i < reserved_count; i++)
+		if (reserved[i].next > q.cursor)
+			held += reserved[i].next - Max(reserved[i].first, q.cursor + 1);
+	q.page = Min(static_cast<int64>(max_jobs) + held + 2, kMaxReadyPage);
 
 	// The live generations the walk goes through, oldest first: usually the
 	// last slot_count, plus any slot kept out of the rotation.
@@ -473,9 +490,9 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 			break;
 		// The walk reached lanes beyond a loaded page: what lies there is
 		// unknown, not missing. Load more before deciding anything.
-		if (SegmentPage *page = UnreadPageAt(&view, plan.position)) {
-			q.page = Min(q.page * 2, kMaxSegmentPage);
-			LoadSegments(&view, q, page);
+		if (ReadyPage *page = UnreadPageAt(&view, plan.position)) {
+			q.page = Min(q.page * 2, kMaxReadyPage);
+			LoadReadyRows(&view, q, page);
 			continue;
 		}
 		// Nothing (more) to take from what is loaded, or a hole: look at the
@@ -584,7 +601,7 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 		int64 position = SkipSpent(view, q.cursor + 1, view.own, view.own_count);
 		bool crossed_hole = false;
 		const BridgeCommitted *range = NULL;
-		SegmentPage *unread = NULL;
+		ReadyPage *unread = NULL;
 		for (;;) {
 			CHECK_FOR_INTERRUPTS();
 			if ((unread = UnreadPageAt(&view, position)) != NULL)
@@ -602,8 +619,8 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 			position = SkipSpent(view, next, view.own, view.own_count);
 		}
 		if (unread != NULL) {
-			q.page = Min(q.page * 2, kMaxSegmentPage);
-			LoadSegments(&view, q, unread);
+			q.page = Min(q.page * 2, kMaxReadyPage);
+			LoadReadyRows(&view, q, unread);
 			continue;
 		}
 		// A hole's row may sit in a later generation (a prune carried it):
@@ -658,8 +675,8 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 				moved = true;
 			}
 	}
-	// The segment holding `position`; a carried row may sit in a later
-	// generation than the lanes after it, so the first segment found that
+	// The ready row at `position`; a carried row may sit in a later
+	// generation than the lanes after it, so the first row found that
 	// starts after `position` is only kept in case none holds it.
 	bool found = false;
 	int64 best_next = PG_INT64_MAX;

@@ -3,7 +3,7 @@
 // The caller holds the lane's claim lock. The walk
 //   1. loads what is visible beyond the lane's claim cursor, one queue-ring
 //      generation at a time from the head's generation floor
-//      (claim_head_cache.hpp): committed ready segments, the lanes already
+//      (claim_head_cache.hpp): committed ready rows, the lanes already
 //      handed out by committed claims (attempt batches) and tombstones;
 //   2. plans (src/core/claim_plan, through claim_bridge.hpp): the spent
 //      prefix the cursor may pass, then up to max_jobs committed, unspent,
@@ -64,8 +64,8 @@ bool ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk);
 // than one page): the caller asks the SQL walk. Requires SPI. May ereport.
 LaneHead LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fallback);
 
-// When the lane's head became due: first_run_at of the segment holding the
-// first lane past the cursor and past the spent lanes right after it (the
+// When the lane's head became due: run_at of the ready row of the first lane
+// past the cursor and past the spent lanes right after it (the
 // cursor lags until the next claim of the lane); `fallback` when the lane
 // shows none. Requires SPI. May ereport.
 TimestampTz LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, TimestampTz fallback);

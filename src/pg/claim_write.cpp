@@ -109,7 +109,7 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	}
 	if (found != n)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-		                errmsg("awa: lane (%s, %d) has segments for %d ready rows it does not hold",
+		                errmsg("awa: lane (%s, %d) planned %d ready rows it does not hold",
 		                       text_to_cstring(queue), lane.priority, n - found)));
 
 	FenceClaimBatchIds();

@@ -26,7 +26,7 @@ constexpr int kMaxSlots = core::kMaxRingSlots;
 constexpr int kRowsPerChunk = 1000;
 constexpr Size kBytesPerChunk = 65535;
 const char *const kFamilies[static_cast<int>(RingTable::kCount)] = {
-    "ready_entries",       "ready_segments",          "ready_claim_attempt_batches",
+    "ready_entries",       "ready_claim_attempt_batches",
     "lease_claim_batches", "lease_claim_closure_batches", "receipt_completion_batches",
     "ready_tombstones",
 };

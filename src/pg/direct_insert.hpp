@@ -1,6 +1,6 @@
 // direct_insert.hpp: inserting rows into a ring child without the executor.
 //
-// Every hot-path write (a ready row and its segment, claim evidence, closure
+// Every hot-path write (a ready row, claim evidence, closure
 // and completion evidence) is one row into one ring child, or the rows of one
 // lane of an enqueue_many. Through SPI each
 // costs an executor start, a ModifyTable node and an executor end; here it is a
@@ -18,7 +18,6 @@ namespace awa::pg {
 
 enum class RingTable {
 	kReadyEntries,
-	kReadySegments,
 	kAttemptBatches,
 	kClaimBatches,
 	kClosureBatches,

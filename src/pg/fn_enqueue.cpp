@@ -3,7 +3,7 @@
 // A due job is appended to its lane (job_insert.hpp): the enqueue reserves
 // lane_seqs from the lane's enqueue sequence, bracketed by the ring epoch so it
 // knows the queue-ring position at the reservation instant, then inserts the
-// ready rows and their ready segments into that queue slot. A job whose run_at
+// ready rows into that queue slot. A job whose run_at
 // is in the future goes to deferred_jobs. Unique jobs claim their key first
 // (23505 on a duplicate: nothing is written; with unique.on_conflict "skip"
 // the duplicate's element returns the holder's job_id and writes nothing,

@@ -224,18 +224,16 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	Lane lane = EnsureLane(head.queue, head.priority, head.concurrency_key);
 	int64 *lane_seqs = static_cast<int64 *>(palloc(sizeof(int64) * (n + 1)));
 	RingPositions ring = ReserveLaneSeqs(lane, n, lane_seqs);
-	// Direct inserts, no statement: the rows with one multi-insert, then one
-	// segment per contiguous run of lane_seqs (one run unless another
-	// enqueuer of this lane interleaved).
-	constexpr int kReadyColumns = 18;  // awa.ready_entries' columns, in order (04_queue_ring.sql)
+	// Direct inserts, no statement: the rows with one multi-insert. A ready
+	// row is its own committed range for the claim walk: nothing else is
+	// written per job.
+	constexpr int kReadyColumns = 19;  // awa.ready_entries' columns, in order (04_queue_ring.sql)
 	Datum *ready = static_cast<Datum *>(palloc(sizeof(Datum) * kReadyColumns * n));
 	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
-	TimestampTz first_run_at = DT_NOEND;
 	int lowest = 0;  // the row with the lowest lane_seq (the lane's head, if it is the first)
 	for (int i = 0; i < n; i++) {
 		CHECK_FOR_INTERRUPTS();
 		const JobRow &row = rows[order[i]];
-		first_run_at = Min(first_run_at, row.run_at);
 		if (lane_seqs[i] < lane_seqs[lowest])
 			lowest = i;
 		Datum *v = ready + i * kReadyColumns;
@@ -261,6 +259,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		nl[15] = nl[16] = row.unique_key == NULL;
 		v[17] = PointerGetDatum(row.payload);
 		nl[17] = row.payload == NULL;
+		v[18] = Int64GetDatum(ring.queue_generation);  // origin_generation
 	}
 	InsertRingRows(RingTable::kReadyEntries, ring.queue_slot, n, ready, ready_nulls, kReadyColumns);
 	if (head.concurrency_key == NULL)
@@ -269,21 +268,6 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		NoteKeyedAvailable(head.queue, n);  // the heads are of the lanes without a key
 	// The lane has work once this transaction commits (key_lanes.hpp).
 	NoteLaneWork(head.queue, lane, head.concurrency_key, rows[order[lowest]].job_id);
-	for (int first = 0; first < n;) {
-		CHECK_FOR_INTERRUPTS();  // a segment per run: n of them when producers interleave
-		int next = first + 1;
-		while (next < n && lane_seqs[next] == lane_seqs[next - 1] + 1)
-			next++;
-		// awa.ready_segments' columns, in order
-		Datum segment[10] = {Int16GetDatum(ring.queue_slot),  Int16GetDatum(head.priority),
-		                     Int64GetDatum(ring.queue_generation), Int64GetDatum(lane.lane_id),
-		                     PointerGetDatum(head.queue),      Int64GetDatum(lane_seqs[first]),
-		                     Int64GetDatum(lane_seqs[next - 1] + 1), TimestampTzGetDatum(first_run_at),
-		                     TimestampTzGetDatum(now),         Int64GetDatum(ring.queue_generation)};
-		bool segment_nulls[10] = {false};
-		InsertRingRow(RingTable::kReadySegments, ring.queue_slot, segment, segment_nulls, 10);
-		first = next;
-	}
 }
 
 void

@@ -39,7 +39,7 @@ void InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at);
 
 // Appends rows[order[0..n)], due jobs of one lane in lane order, to the lane
 // (found or created) in the current queue slot: reserves their lane_seqs and
-// inserts their ready rows and segments. Requires SPI. May ereport.
+// inserts their ready rows. Requires SPI. May ereport.
 void AppendReadyRows(JobRow *rows, const int *order, int n, TimestampTz now);
 
 }  // namespace awa::pg

@@ -36,7 +36,7 @@ struct FamilyDef {
 };
 
 const FamilyDef kDefs[kFamilies] = {
-    {RingTable::kReadySegments, "next_lane_seq", {"first_lane_seq", "next_lane_seq", "origin_generation"}},
+    {RingTable::kReadyEntries, "lane_seq", {"lane_seq", NULL, "origin_generation"}},
     {RingTable::kAttemptBatches, "next_lane_seq", {"lane_ranges", "next_lane_seq", NULL}},
     {RingTable::kTombstones, "lane_seq", {"lane_seq", NULL, NULL}},
 };
@@ -117,7 +117,7 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 	int f = static_cast<int>(family);
 	// As SPI does before a statement that may write: rows this transaction
 	// wrote earlier in the same command (a claim's evidence, an enqueue's
-	// segments, then another claim in one SQL statement) become visible.
+	// ready rows, then another claim in one SQL statement) become visible.
 	CommandCounterIncrement();
 	Relation heap = table_open(RingChildOid(kDefs[f].table, slot), AccessShareLock);
 	const ChildInfo &info = InfoOf(f, slot, heap);
@@ -126,7 +126,12 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 
 	ScanKeyData keys[2];
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(lane_id));
-	ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
+	// A ready row is the committed range [lane_seq, lane_seq + 1): it lies
+	// beyond `after` when its end does, as a range's next_lane_seq > after.
+	if (family == LaneFamily::kReady)
+		ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(after));
+	else
+		ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
 	IndexScanDesc scan = index_beginscan(heap, index, snapshot, 2, 0);
 	index_rescan(scan, keys, 2, NULL, 0);
 	TupleTableSlot *row_slot = table_slot_create(heap, NULL);

@@ -2,12 +2,13 @@
 // without the executor.
 //
 // The claim walk reads, for every ring generation it looks at, the committed
-// segments, the claim evidence and the tombstones of its lane beyond the
+// ready rows, the claim evidence and the tombstones of its lane beyond the
 // cursor, under the lane's claim lock. Through SPI each read costs an
 // executor start and end (a third of a claim's time under the lock, perf in
 // docs/architecture.md §3); here it is an index scan and nothing else. The
 // rows read are exactly those of the statements it replaces: lane_id equal,
-// the lane column beyond `after`, the row's ready_generation
+// the lane column beyond `after` (a ready row: its lane_seq at or beyond it,
+// the range [lane_seq, lane_seq + 1) ending beyond it), the row's ready_generation
 // equal to `generation`, in lane order, at most `limit`, under the latest
 // snapshot after a command counter increment (as ExecuteLatest reads).
 #pragma once
@@ -19,7 +20,7 @@
 namespace awa::pg {
 
 enum class LaneFamily {
-	kSegments,    // ready_segments: first_lane_seq, next_lane_seq, origin_generation
+	kReady,       // ready_entries: lane_seq, (unused), origin_generation
 	kEvidence,    // ready_claim_attempt_batches: lane_ranges, next_lane_seq
 	kTombstones,  // ready_tombstones: lane_seq
 };

@@ -5,7 +5,7 @@
 // An enqueue checks its job, draws its job_id, takes its unique key, counts it
 // and, for a job due now, hands it here instead of appending it to its lane.
 // At PRE_COMMIT every pending job is appended: its lane is found or created,
-// its lane_seq reserved and its ready row and segment inserted, all in the
+// its lane_seq reserved and its ready row inserted, all in the
 // committing transaction. A lane position is therefore held only from PRE_COMMIT
 // until the commit ends (a WAL flush), never while the producer's transaction
 // stays open: claims pass nothing, new lanes make no other producer wait, and

@@ -126,9 +126,9 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 3, {INT8OID, INT8OID, INT8OID}},
 	// kHeadRunAt: when the lane's head became due, and the segment's lanes.
 	// $1 lane_id, $2 cursor, $3 generation
-	{Stmt::kHeadRunAt, "SELECT first_run_at, first_lane_seq, next_lane_seq FROM awa.ready_segments_%1$d"
-	 " WHERE lane_id = $1 AND next_lane_seq > $2 AND ready_generation = $3"
-	 " ORDER BY next_lane_seq LIMIT 1",
+	{Stmt::kHeadRunAt, "SELECT run_at, lane_seq, lane_seq + 1 FROM awa.ready_entries_%1$d"
+	 " WHERE lane_id = $1 AND lane_seq >= $2 AND ready_generation = $3"
+	 " ORDER BY lane_seq LIMIT 1",
 	 3, {INT8OID, INT8OID, INT8OID}},
 	// kQueueSettings: $1 queue
 	{Stmt::kQueueSettings, "SELECT paused, dlq_enabled, aging_interval, default_deadline, max_running, rate_count, rate_period,"

@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(486);
+SELECT plan(473);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -13,7 +13,7 @@ SELECT tables_are('awa',
           'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations', 'history_ring_rotations',
           'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
           'queue_lanes', 'key_weights',
-          'ready_entries', 'ready_segments', 'ready_tombstones',
+          'ready_entries', 'ready_tombstones',
           'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
           'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
           'lease_claim_closure_batches',
@@ -23,7 +23,7 @@ SELECT tables_are('awa',
           'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations',
                     'superseded_records']::name[]
     || ARRAY(SELECT (f || '_' || s)::name
-               FROM unnest(ARRAY['ready_entries', 'ready_segments', 'ready_tombstones',
+               FROM unnest(ARRAY['ready_entries', 'ready_tombstones',
                                  'ready_claim_attempt_batches', 'done_entries',
                                  'receipt_completion_batches']) f,
                     generate_series(0, 31) s)
@@ -33,16 +33,16 @@ SELECT tables_are('awa',
                     generate_series(0, 15) s)
     || ARRAY(SELECT ('leases_' || s)::name FROM generate_series(0, 7) s)
     || ARRAY(SELECT ('job_history_' || s)::name FROM generate_series(0, 7) s),
-    'schema awa has exactly the 34 tables and their 272 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
+    'schema awa has exactly the 33 tables and their 240 ring partitions (16 + 16 spare queue slots, 8 + 8 claim slots)');
 
--- has_table: 34
+-- has_table: 33
 SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
                     'history_ring_rotations',
                     'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
                     'queue_lanes', 'key_weights',
-                    'ready_entries', 'ready_segments', 'ready_tombstones',
+                    'ready_entries', 'ready_tombstones',
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases', 'job_history',
@@ -51,14 +51,14 @@ SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
                     'superseded_records']) t;
 
 -- has_pk, every table but the insert-only history ring job_history and
--- queue_lanes (identified by a unique constraint, below): 32
+-- queue_lanes (identified by a unique constraint, below): 31
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
                     'history_ring_rotations',
                     'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
                     'key_weights',
-                    'ready_entries', 'ready_segments', 'ready_tombstones',
+                    'ready_entries', 'ready_tombstones',
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases',
@@ -73,7 +73,7 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
 SELECT hasnt_pk('awa', 'job_history', 'table awa.job_history has no primary key');
 SELECT hasnt_pk('awa', 'queue_lanes', 'table awa.queue_lanes has no primary key');
 
--- col_is_pk, exact key columns in key order: 32
+-- col_is_pk, exact key columns in key order: 31
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['singleton']),
@@ -90,7 +90,6 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('history_ring_slots',          ARRAY['slot']),
     ('key_weights',                 ARRAY['queue', 'concurrency_key']),
     ('ready_entries',               ARRAY['lane_id', 'lane_seq', 'ready_slot']),
-    ('ready_segments',              ARRAY['lane_id', 'next_lane_seq', 'ready_slot']),
     ('ready_tombstones',            ARRAY['lane_id', 'lane_seq', 'ready_generation', 'ready_slot']),
     ('ready_claim_attempt_batches', ARRAY['batch_id', 'ready_slot']),
     ('done_entries',                ARRAY['lane_id', 'lane_seq', 'ready_slot']),
@@ -110,7 +109,7 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('superseded_records',          ARRAY['job_id', 'run_lease'])
   ) AS pk(t, cols);
 
--- columns_are, exact column sets: 34
+-- columns_are, exact column sets: 33
 SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly its columns')
   FROM (VALUES
     ('queue_ring_state', ARRAY['singleton', 'slot_count', 'width']),
@@ -130,9 +129,8 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('key_weights', ARRAY['queue', 'concurrency_key', 'weight']),
     ('ready_entries', ARRAY['ready_slot', 'priority', 'ready_generation', 'lane_id', 'queue', 'lane_seq',
                             'job_id', 'run_lease', 'attempt', 'max_attempts', 'kind', 'args', 'run_at',
-                            'created_at', 'attempted_at', 'unique_key', 'unique_states', 'payload']),
-    ('ready_segments', ARRAY['ready_slot', 'priority', 'ready_generation', 'lane_id', 'queue', 'first_lane_seq',
-                             'next_lane_seq', 'first_run_at', 'created_at', 'origin_generation']),
+                            'created_at', 'attempted_at', 'unique_key', 'unique_states', 'payload',
+                            'origin_generation']),
     ('ready_tombstones', ARRAY['ready_slot', 'priority', 'ready_generation', 'lane_id', 'queue', 'lane_seq',
                                'job_id', 'tombstoned_at']),
     ('ready_claim_attempt_batches', ARRAY['ready_slot', 'priority', 'claim_slot', 'ready_generation',
@@ -180,7 +178,7 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('superseded_records', ARRAY['job_id', 'run_lease', 'retried_at'])
   ) AS c(t, cols);
 
--- col_type_is, every column of every table (partitions inherit them): 281
+-- col_type_is, every column of every table (partitions inherit them): 272
 SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is ' || ty)
   FROM (VALUES
     ('queue_ring_state', 'singleton', 'boolean'),
@@ -239,16 +237,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('ready_entries', 'unique_key', 'bytea'),
     ('ready_entries', 'unique_states', 'smallint'),
     ('ready_entries', 'payload', 'jsonb'),
-    ('ready_segments', 'ready_slot', 'smallint'),
-    ('ready_segments', 'ready_generation', 'bigint'),
-    ('ready_segments', 'lane_id', 'bigint'),
-    ('ready_segments', 'queue', 'text'),
-    ('ready_segments', 'priority', 'smallint'),
-    ('ready_segments', 'first_lane_seq', 'bigint'),
-    ('ready_segments', 'next_lane_seq', 'bigint'),
-    ('ready_segments', 'first_run_at', 'timestamp with time zone'),
-    ('ready_segments', 'created_at', 'timestamp with time zone'),
-    ('ready_segments', 'origin_generation', 'bigint'),
+    ('ready_entries', 'origin_generation', 'bigint'),
     ('ready_tombstones', 'ready_slot', 'smallint'),
     ('ready_tombstones', 'ready_generation', 'bigint'),
     ('ready_tombstones', 'lane_id', 'bigint'),
@@ -471,7 +460,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('superseded_records', 'retried_at', 'timestamp with time zone')
   ) AS ct(t, c, ty);
 
--- Nullability: exactly these columns of the 34 tables may be NULL (all others NOT NULL): 1
+-- Nullability: exactly these columns of the 33 tables may be NULL (all others NOT NULL): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default"
         FROM pg_catalog.pg_attribute a
@@ -503,7 +492,7 @@ SELECT results_eq(
              ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
--- Defaults: exactly these columns of the 34 tables have a default, and these
+-- Defaults: exactly these columns of the 33 tables have a default, and these
 -- are the defaults (configure_queue's fallbacks match queue_meta's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", a.attname::text COLLATE "default",
@@ -535,7 +524,7 @@ SELECT results_eq(
              ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0')$$,
     'exactly these columns have defaults, and these are the defaults');
 
--- CHECK and UNIQUE constraints of the 34 tables, exactly (no foreign keys, no
+-- CHECK and UNIQUE constraints of the 33 tables, exactly (no foreign keys, no
 -- exclusion constraints; partitions inherit their parent's): 1
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", k.contype::text COLLATE "default",
@@ -759,7 +748,7 @@ SELECT is(
             FROM pg_catalog.pg_constraint k
             JOIN pg_catalog.pg_class c ON c.oid = k.conrelid
            WHERE k.contype = 'c' AND c.relnamespace = 'awa'::regnamespace
-             AND c.relname ~ '^(ready_entries|ready_segments|ready_tombstones|ready_claim_attempt_batches|lease_claim_batches|lease_claim_closure_batches|receipt_completion_batches)(_[0-9]+)?$'
+             AND c.relname ~ '^(ready_entries|ready_tombstones|ready_claim_attempt_batches|lease_claim_batches|lease_claim_closure_batches|receipt_completion_batches)(_[0-9]+)?$'
            ORDER BY 1),
     ARRAY[]::text[],
     'hot-path tables and their partitions have no CHECK constraints');

@@ -6,12 +6,11 @@
 -- The ring configuration rows agree with the partitions.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(358);
+SELECT plan(322);
 
 CREATE TEMP TABLE ring_family (family name, slot_column name, slots int) ON COMMIT DROP;
 INSERT INTO ring_family VALUES
     ('ready_entries',               'ready_slot', 32),
-    ('ready_segments',              'ready_slot', 32),
     ('ready_tombstones',            'ready_slot', 32),
     ('ready_claim_attempt_batches', 'ready_slot', 32),
     ('done_entries',                'ready_slot', 32),
@@ -23,29 +22,29 @@ INSERT INTO ring_family VALUES
     ('leases',                      'lease_slot', 8),
     ('job_history',                 'history_slot', 8);
 
--- Each family parent is partitioned: 12
+-- Each family parent is partitioned: 11
 SELECT is_partitioned('awa', family, 'awa.' || family || ' is partitioned')
   FROM ring_family ORDER BY family;
 
--- ... by LIST on its slot column: 12
+-- ... by LIST on its slot column: 11
 SELECT is(pg_catalog.pg_get_partkeydef(('awa.' || family)::regclass),
           'LIST (' || slot_column || ')',
           'awa.' || family || ' is partitioned by LIST (' || slot_column || ')')
   FROM ring_family ORDER BY family;
 
--- Every child of every family: 6 x 32 + 4 x 16 + 8 + 8 = 272
+-- Every child of every family: 5 x 32 + 4 x 16 + 8 + 8 = 240
 SELECT is_partition_of('awa', (family || '_' || s)::name, 'awa', family,
                        'awa.' || family || '_' || s || ' is a partition of awa.' || family)
   FROM ring_family, generate_series(0, slots - 1) s
  ORDER BY family, s;
 
--- No extra partitions: 12
+-- No extra partitions: 11
 SELECT partitions_are('awa', family,
                       ARRAY(SELECT ('awa.' || family || '_' || s)::name FROM generate_series(0, slots - 1) s),
                       'awa.' || family || ' has exactly ' || slots || ' partitions')
   FROM ring_family ORDER BY family;
 
--- Each child holds exactly its own slot value: 12
+-- Each child holds exactly its own slot value: 11
 SELECT is(
     ARRAY(SELECT c.relname || ' ' || pg_catalog.pg_get_expr(c.relpartbound, c.oid)
             FROM pg_catalog.pg_inherits i
@@ -71,13 +70,13 @@ SELECT is(
       WHERE p.relnamespace = 'awa'::regnamespace AND p.relkind = 'p' AND c.relkind <> 'r'),
     0, 'every ring partition is a plain table');
 
--- Exactly the 12 families are partitioned: 1
+-- Exactly the 11 families are partitioned: 1
 SELECT is(
     ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class c
            WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'p'
            ORDER BY c.relname COLLATE "C"),
     ARRAY(SELECT family::text FROM ring_family ORDER BY family COLLATE "C"),
-    'exactly the 12 ring families are partitioned');
+    'exactly the 11 ring families are partitioned');
 
 -- Control and plain tables are not partitioned: 20
 SELECT isnt_partitioned('awa', t::name, 'awa.' || t || ' is not partitioned')

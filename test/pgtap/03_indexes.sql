@@ -3,22 +3,19 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(119);
+SELECT plan(114);
 
--- Hot-path indexes with their exact key columns: 11
+-- Hot-path indexes with their exact key columns: 10
 SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
                  ARRAY['queue', 'priority', 'concurrency_key']::name[],
                  'queue_lanes has its identity index (queue, priority, concurrency_key) (enqueues find a lane by it, '
                  'and read it dirty for a lane whose creator has not committed)');
 SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
                  ARRAY['lane_id', 'lane_seq', 'ready_slot']::name[],
-                 'ready_entries PK is (lane_id, lane_seq, ready_slot)');
+                 'ready_entries PK is (lane_id, lane_seq, ready_slot) (also the claim walk''s routing probe)');
 SELECT has_index('awa', 'ready_entries', 'ready_entries_job_id_idx', ARRAY['job_id', 'lane_id']::name[],
                  'ready_entries has its job_id index, with lane_id as its second key (a listing by queue '
                  'checks the lane inside the index pages)');
-SELECT has_index('awa', 'ready_segments', 'ready_segments_pkey',
-                 ARRAY['lane_id', 'next_lane_seq', 'ready_slot']::name[],
-                 'ready_segments PK (the claim routing probe) is (lane_id, next_lane_seq, ready_slot)');
 SELECT has_index('awa', 'ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx',
                  ARRAY['lane_id', 'next_lane_seq']::name[],
                  'ready_claim_attempt_batches has its (lane_id, next_lane_seq) index');
@@ -42,11 +39,9 @@ SELECT has_index('awa', 'periodic_schedules', 'periodic_schedules_due_idx', ARRA
 -- CONSTRAINT; unique keys are taken by inserting into job_unique_claims;
 -- schedule_periodic, unschedule_periodic and the periodic step find a
 -- schedule by name; set_key_weight names key_weights_pkey in ON CONFLICT ON
--- CONSTRAINT): 7
+-- CONSTRAINT): 6
 SELECT index_is_primary('awa', 'ready_entries', 'ready_entries_pkey',
                         'ready_entries_pkey is the primary key of ready_entries');
-SELECT index_is_primary('awa', 'ready_segments', 'ready_segments_pkey',
-                        'ready_segments_pkey is the primary key of ready_segments');
 SELECT index_is_primary('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
                         'lease_claim_batches_pkey is the primary key of lease_claim_batches');
 SELECT index_is_primary('awa', 'queue_meta', 'queue_meta_pkey',
@@ -66,7 +61,7 @@ SELECT index_is_unique('awa', 'queue_lanes', 'queue_lanes_identity',
 
 -- Exact definitions of every index of the 33 tables (uniqueness, method,
 -- columns, order, predicate, NULLS NOT DISTINCT; ON ONLY = the partitioned
--- parent's index): 48
+-- parent's index): 47
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -107,8 +102,6 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (lane_id, lane_seq, ready_slot)'),
     ('ready_entries_job_id_idx',
      'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id, lane_id)'),
-    ('ready_segments_pkey',
-     'CREATE UNIQUE INDEX ready_segments_pkey ON ONLY awa.ready_segments USING btree (lane_id, next_lane_seq, ready_slot)'),
     ('ready_tombstones_pkey',
      'CREATE UNIQUE INDEX ready_tombstones_pkey ON ONLY awa.ready_tombstones USING btree (lane_id, lane_seq, ready_generation, ready_slot)'),
     ('ready_claim_attempt_batches_pkey',
@@ -169,7 +162,7 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX superseded_records_pkey ON awa.superseded_records USING btree (job_id, run_lease)')
   ) AS d(i, def);
 
--- Exact index set of every table: 34
+-- Exact index set of every table: 33
 SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its indexes')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['queue_ring_state_pkey']),
@@ -187,7 +180,6 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('queue_lanes',                 ARRAY['queue_lanes_identity', 'queue_lanes_lane_id_key']),
     ('key_weights',                 ARRAY['key_weights_pkey']),
     ('ready_entries',               ARRAY['ready_entries_pkey', 'ready_entries_job_id_idx']),
-    ('ready_segments',              ARRAY['ready_segments_pkey']),
     ('ready_tombstones',            ARRAY['ready_tombstones_pkey']),
     ('ready_claim_attempt_batches', ARRAY['ready_claim_attempt_batches_pkey',
                                           'ready_claim_attempt_batches_lane_next_idx']),
@@ -212,7 +204,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its
--- partitions (claims and completions probe the slot partitions directly): 17
+-- partitions (claims and completions probe the slot partitions directly): 16
 SELECT is(
     (SELECT count(*)::int
        FROM pg_catalog.pg_inherits i
@@ -226,7 +218,6 @@ SELECT is(
   FROM (VALUES
     ('ready_entries', 'ready_entries_pkey', 32),
     ('ready_entries', 'ready_entries_job_id_idx', 32),
-    ('ready_segments', 'ready_segments_pkey', 32),
     ('ready_tombstones', 'ready_tombstones_pkey', 32),
     ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_pkey', 32),
     ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx', 32),

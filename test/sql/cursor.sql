@@ -8,6 +8,7 @@
 -- (claim evidence) or over holes proven dead.
 --
 \set VERBOSITY default
+\i test/sql/include/ready_runs.sql
 
 -- Every row the claims of this file handed out (RETURNING shows them).
 CREATE TEMP TABLE cur_claimed (
@@ -194,18 +195,17 @@ SELECT job_id = :f_a AS is_a, job_id = :f_b AS is_b, job_id = :f_c AS is_c, run_
   FROM awa.claim('cur_f', 10);
 
 -- ---------------------------------------------------------------------------
--- (g) A lost claim far behind a fallen-back cursor: 40 one-job segments;
+-- (g) A lost claim far behind a fallen-back cursor: 40 jobs written one by one;
 --     claims of 35, 1 and 1 jobs; the claim of job 36 is lost and the cursor
 --     falls back to 0. Job 36 is committed and unclaimed, so the next claim
---     must hand it out again (more segments lie between the cursor and job
+--     must hand it out again (more ready rows lie between the cursor and job
 --     36 than one claim reads in its first page).
 -- ---------------------------------------------------------------------------
--- (Each job written on its own, as 40 transactions would: one transaction's
--- jobs of a lane make one segment.)
+-- (Each job written on its own, as 40 transactions would.)
 SELECT count(*) AS jobs
   FROM (SELECT awa.enqueue('g' || i, queue => 'cur_g') AS id, awa._flush_enqueues()
           FROM generate_series(1, 40) i) s;
-SELECT count(*) AS segments FROM awa.ready_segments WHERE queue = 'cur_g';
+SELECT count(*) AS ready_rows, max(lane_seq) AS last_lane_seq FROM awa.ready_entries WHERE queue = 'cur_g';
 SELECT count(*) AS claimed FROM awa.claim('cur_g', 35);
 SELECT kind AS g_lost_kind, receipt_id AS g_lost_receipt FROM awa.claim('cur_g') \gset
 SELECT :'g_lost_kind' AS lost_kind;

@@ -6,6 +6,7 @@
 \set VERBOSITY default
 
 \i test/sql/include/try.sql
+\i test/sql/include/ready_runs.sql
 
 \i test/sql/include/footprint.sql
 
@@ -20,9 +21,10 @@ SELECT job_id = :id1 AS same_id, queue, priority, kind, args, max_attempts, run_
        run_at = created_at AS run_at_is_created_at,
        created_at BETWEEN :'t0' AND now() AS created_in_window
   FROM awa.ready_entries WHERE job_id = :id1;
--- One segment [1, 2) for the one row, in the current queue slot.
-SELECT queue, priority, first_lane_seq, next_lane_seq, ready_generation, ready_slot
-  FROM awa.ready_segments WHERE queue = 'default';
+-- Lane position 1, in the current queue slot, enqueued into the generation
+-- that holds it (origin_generation: no prune carried it).
+SELECT queue, priority, lane_seq, ready_generation, ready_slot, origin_generation = ready_generation AS origin_is_own
+  FROM awa.ready_entries WHERE queue = 'default';
 SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'default';
 SELECT count(*) AS deferred FROM awa.deferred_jobs WHERE job_id = :id1;
 
@@ -136,11 +138,11 @@ SELECT (SELECT count(*) FROM awa.ready_entries WHERE job_id = :rb1) AS ready_ins
        (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_rollback_new') AS lanes_inside;
 ROLLBACK;
 SELECT (SELECT count(*) FROM awa.ready_entries WHERE job_id = :rb1) AS ready,
-       (SELECT count(*) FROM awa.ready_segments WHERE queue = 'enq_rollback_new') AS segments,
+       (SELECT count(*) FROM awa.ready_tombstones WHERE queue = 'enq_rollback_new') AS tombstones,
        (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_rollback_new') AS lanes,
        (SELECT count(*) FROM awa.claim('enq_rollback_new')) AS claimed;
 
--- On an existing lane: no row, no segment, and no lane_seq taken (positions
+-- On an existing lane: no row and no lane_seq taken (positions
 -- are taken at commit): the next job gets the next one, no gap.
 SELECT awa.enqueue('enq.kept', queue => 'enq_rollback') AS kept1 \gset
 BEGIN;
@@ -154,7 +156,7 @@ SELECT (SELECT count(*) FROM awa.ready_entries WHERE job_id IN (:rb2, :rb3)) AS 
        (SELECT count(*) FROM awa.deferred_jobs WHERE job_id IN (:rb2, :rb3)) AS deferred;
 SELECT job_id = :kept1 AS first, job_id = :kept2 AS second, lane_seq
   FROM awa.ready_entries WHERE queue = 'enq_rollback' ORDER BY lane_seq;
-SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments WHERE queue = 'enq_rollback' ORDER BY 1;
+SELECT first_lane_seq, next_lane_seq FROM pg_temp.ready_runs WHERE queue = 'enq_rollback' ORDER BY 1;
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'enq_rollback';
 SELECT job_id = :kept1 AS first, job_id = :kept2 AS second FROM awa.claim('enq_rollback');
 SELECT job_id = :kept1 AS first, job_id = :kept2 AS second FROM awa.claim('enq_rollback');
@@ -194,11 +196,12 @@ SELECT kind, job_id = :sp_outer AS is_outer, job_id = :sp_inner2 AS is_inner2
   FROM awa.claim('enq_savepoint', 10) ORDER BY job_id;
 SELECT awa.get_job(:sp_inner) AS inner_job;
 
--- Many enqueue calls of one transaction into one lane: one segment.
+-- Many enqueue calls of one transaction into one lane: one run of consecutive
+-- lane positions, reserved together at commit.
 BEGIN;
 SELECT count(awa.enqueue('enq.many_calls', queue => 'enq_calls')) AS enqueued FROM generate_series(1, 50);
 COMMIT;
-SELECT count(*) AS ready, (SELECT count(*) FROM awa.ready_segments WHERE queue = 'enq_calls') AS segments
+SELECT count(*) AS ready, (SELECT count(*) FROM pg_temp.ready_runs WHERE queue = 'enq_calls') AS runs
   FROM awa.ready_entries WHERE queue = 'enq_calls';
 
 -- ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 \set VERBOSITY default
 
 \i test/sql/include/try.sql
+\i test/sql/include/ready_runs.sql
 
 \i test/sql/include/footprint.sql
 
@@ -16,11 +17,11 @@ SELECT id AS one FROM awa.enqueue_many(ARRAY['em.one'], ARRAY['{"a": 1}'::jsonb]
 SELECT job_id = :one AS same_id, queue, priority, kind, args, max_attempts, lane_seq, run_lease, attempt,
        payload, run_at = created_at AS due_at_enqueue, created_at <= now() AS created_in_past
   FROM awa.ready_entries WHERE queue = 'em_one';
-SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments WHERE queue = 'em_one';
+SELECT first_lane_seq, next_lane_seq FROM pg_temp.ready_runs WHERE queue = 'em_one';
 SELECT priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'em_one';
 
 -- ---------------------------------------------------------------------------
--- Three jobs: ids in input order, one lane range, one segment.
+-- Three jobs: ids in input order, one run of consecutive lane positions.
 -- ---------------------------------------------------------------------------
 CREATE TEMP TABLE em_three AS
 SELECT t.id, t.ord
@@ -30,7 +31,7 @@ SELECT t.id, t.ord
 SELECT min(id) AS three_first FROM em_three \gset
 SELECT t.ord, t.id - :three_first AS id_offset, r.kind, r.args, r.priority, r.lane_seq, r.max_attempts
   FROM em_three t JOIN awa.ready_entries r ON r.job_id = t.id ORDER BY t.ord;
-SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments WHERE queue = 'em_three';
+SELECT first_lane_seq, next_lane_seq FROM pg_temp.ready_runs WHERE queue = 'em_three';
 SELECT job_id - :three_first AS id_offset, kind, args, priority, attempt, max_attempts
   FROM awa.claim('em_three', 3);
 
@@ -50,7 +51,7 @@ SELECT count(*) AS rows,
        count(*) FILTER (WHERE r.kind = 'em.big.' || t.ord AND r.lane_seq = t.ord
                           AND r.args = '{}' AND r.priority = 2 AND r.max_attempts = 25) AS rows_as_input
   FROM em_big t JOIN awa.ready_entries r ON r.job_id = t.id;
-SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments WHERE queue = 'em_big';
+SELECT first_lane_seq, next_lane_seq FROM pg_temp.ready_runs WHERE queue = 'em_big';
 SELECT priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'em_big';
 
 CREATE TEMP TABLE em_big_claimed AS
@@ -77,7 +78,7 @@ SELECT min(id) AS mixed_first FROM em_mixed \gset
 SELECT t.ord, t.id - :mixed_first AS id_offset, r.kind, r.priority, r.lane_seq
   FROM em_mixed t JOIN awa.ready_entries r ON r.job_id = t.id ORDER BY t.ord;
 SELECT priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'em_mixed' ORDER BY priority;
-SELECT priority, first_lane_seq, next_lane_seq FROM awa.ready_segments
+SELECT priority, first_lane_seq, next_lane_seq FROM pg_temp.ready_runs
  WHERE queue = 'em_mixed' ORDER BY priority;
 -- Claims drain the most urgent lane first, one lane per claim.
 SELECT kind, priority FROM awa.claim('em_mixed', 10);
@@ -122,7 +123,7 @@ SELECT count(*) AS jobs
   FROM awa.enqueue_many(ARRAY['s1', 's2', 's3'], NULL, 'em_split', NULL,
                         ARRAY[NULL, :'later', NULL]::timestamptz[]);
 SELECT kind, lane_seq FROM awa.ready_entries WHERE queue = 'em_split' ORDER BY lane_seq;
-SELECT first_lane_seq, next_lane_seq FROM awa.ready_segments WHERE queue = 'em_split';
+SELECT first_lane_seq, next_lane_seq FROM pg_temp.ready_runs WHERE queue = 'em_split';
 SELECT kind FROM awa.deferred_jobs WHERE queue = 'em_split';
 SELECT kind FROM awa.claim('em_split', 10);
 
@@ -194,7 +195,7 @@ SELECT priority FROM awa.queue_lanes WHERE queue = 'em_sched_lanes' ORDER BY 1;
 -- A call of more than one chunk (enqueue_many goes through its jobs 10,000 at
 -- a time, so a call holds one chunk's memory): every element is checked before
 -- anything is written, ids come back in input order, the lane gets them in
--- input order (one segment per chunk), and unique keys meet across chunks.
+-- input order (consecutive lane positions), and unique keys meet across chunks.
 SELECT pg_temp.footprint() AS before_chunks \gset
 SELECT pg_temp.try($$SELECT count(*) FROM awa.enqueue_many(array_append(array_fill('c'::text, ARRAY[24999]), ''),
                                                             NULL, 'em_chunks')$$) AS last_element_bad;
@@ -206,7 +207,7 @@ SELECT count(*) AS ready, max(lane_seq) - min(lane_seq) + 1 AS lane_span,
        bool_and(e.job_id > coalesce(e.previous, 0)) AS lane_in_input_order
   FROM (SELECT job_id, lane_seq, lag(job_id) OVER (ORDER BY lane_seq) AS previous
           FROM awa.ready_entries WHERE queue = 'em_chunks') e;
-SELECT count(*) AS segments FROM awa.ready_segments WHERE queue = 'em_chunks';
+SELECT count(*) AS runs FROM pg_temp.ready_runs WHERE queue = 'em_chunks';
 -- Elements 1 and 20,001 share a unique key: 'error' fails the whole call (and
 -- writes nothing), 'skip' gives element 20,001 the id of element 1.
 SELECT pg_temp.footprint() AS before_unique_chunks \gset

@@ -17,7 +17,7 @@
 SET client_min_messages = warning;
 CREATE FUNCTION pg_temp.held() RETURNS text LANGUAGE sql AS $$
 SELECT format('queue %s, claim %s, history %s',
-              count(DISTINCT n.slot) FILTER (WHERE n.family IN ('ready_entries', 'ready_segments', 'ready_tombstones',
+              count(DISTINCT n.slot) FILTER (WHERE n.family IN ('ready_entries', 'ready_tombstones',
                                                                'ready_claim_attempt_batches', 'done_entries',
                                                                'receipt_completion_batches')),
               count(DISTINCT n.slot) FILTER (WHERE n.family LIKE 'lease_claim%'),

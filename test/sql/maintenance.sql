@@ -60,7 +60,7 @@ DECLARE
     n bigint;
     result jsonb := '{}';
 BEGIN
-    FOREACH f IN ARRAY ARRAY['ready_entries', 'ready_segments', 'ready_tombstones', 'ready_claim_attempt_batches',
+    FOREACH f IN ARRAY ARRAY['ready_entries', 'ready_tombstones', 'ready_claim_attempt_batches',
                              'done_entries', 'receipt_completion_batches'] LOOP
         EXECUTE format('SELECT count(*) FROM awa.%I', f || '_' || s) INTO n;
         IF n > 0 THEN
@@ -319,7 +319,7 @@ SELECT pg_temp.queue_slot(0) AS slot_0, pg_temp.queue_slot(1) AS slot_1_untouche
 SELECT count(*) FILTER (WHERE pg_relation_size(c.oid) > 0) AS children_with_blocks, count(*) AS children
   FROM pg_class c
  WHERE c.relnamespace = 'awa'::regnamespace
-   AND c.relname ~ '^(ready_entries|ready_segments|ready_tombstones|ready_claim_attempt_batches|done_entries|receipt_completion_batches)_0$';
+   AND c.relname ~ '^(ready_entries|ready_tombstones|ready_claim_attempt_batches|done_entries|receipt_completion_batches)_0$';
 -- The carried jobs keep their final states; the cancelled one, not carried,
 -- is gone with slot 0; the jobs of slot 1 are untouched.
 SELECT n, pg_temp.job(id) FROM (VALUES ('a', :a), ('d', :d), ('e', :e), ('u', :u), ('k', :k), ('late', :late)) AS t(n, id);

@@ -30,7 +30,7 @@ $f$;
 
 -- ---------------------------------------------------------------------------
 -- Available: three jobs of mv_a, due 3, 2 and 1 hours ago. Move the head to
--- mv_b: a tombstone in mv_a, a ready row (and segment) in mv_b through a
+-- mv_b: a tombstone in mv_a, a ready row in mv_b through a
 -- deferred row written and deleted in the same transaction; no done row.
 -- ---------------------------------------------------------------------------
 SELECT min(id) AS a0 FROM (

@@ -136,7 +136,7 @@ CREATE FUNCTION regress_awa_evil.cardinality(anyarray) RETURNS int LANGUAGE sql 
     AS $$ INSERT INTO regress_awa_evil.calls VALUES (current_user, 'cardinality'); SELECT 0 $$;
 CREATE TABLE regress_awa_evil.queue_lanes (LIKE awa.queue_lanes);
 CREATE TABLE regress_awa_evil.ready_entries (LIKE awa.ready_entries);
-CREATE TABLE regress_awa_evil.ready_segments (LIKE awa.ready_segments);
+CREATE TABLE regress_awa_evil.ready_tombstones (LIKE awa.ready_tombstones);
 
 -- A fresh session: no statement of awa has been prepared in it yet.
 \c -

@@ -33,10 +33,10 @@ SELECT parent.relname AS parent,
  GROUP BY parent.relname, pt.partstrat
  ORDER BY partitions DESC, parent.relname;
 
--- Partitions per ring family (queue 6 x 16, claim 4 x 8, lease 1 x 8).
+-- Partitions per ring family (queue 5 x 16, claim 4 x 8, lease 1 x 8).
 SELECT family, count(*) AS partitions, count(DISTINCT slot) AS slots
   FROM (SELECT CASE
-                 WHEN parent.relname IN ('ready_entries', 'ready_segments', 'ready_tombstones',
+                 WHEN parent.relname IN ('ready_entries', 'ready_tombstones',
                                          'ready_claim_attempt_batches', 'done_entries',
                                          'receipt_completion_batches') THEN 'queue'
                  WHEN parent.relname IN ('lease_claims', 'lease_claim_batches', 'lease_claim_closures',
@@ -91,7 +91,6 @@ SELECT c.relname, c.relkind
 SELECT (SELECT count(*) FROM awa.queue_lanes) AS lanes,
        (SELECT count(*) FROM awa.lanes) AS lanes_view,
        (SELECT count(*) FROM awa.ready_entries) AS ready,
-       (SELECT count(*) FROM awa.ready_segments) AS segments,
        (SELECT count(*) FROM awa.deferred_jobs) AS deferred,
        (SELECT count(*) FROM awa.ready_claim_attempt_batches) AS attempt_batches,
        (SELECT count(*) FROM awa.lease_claim_batches) AS claim_batches,

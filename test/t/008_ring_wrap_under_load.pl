@@ -90,7 +90,7 @@ check_exactly_once($node, 'wrap', 'after the load');
 # Dead tuples and ledger writes (every client backend has exited, so their
 # statistics are flushed).
 my $families_with_no_dead = [
-	qw(ready_entries ready_segments ready_tombstones ready_claim_attempt_batches done_entries
+	qw(ready_entries ready_tombstones ready_claim_attempt_batches done_entries
 	  receipt_completion_batches lease_claims lease_claim_batches lease_claim_closures lease_claim_closure_batches)
 ];
 my $s = family_stats($node);

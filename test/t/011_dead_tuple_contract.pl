@@ -14,7 +14,7 @@
 # speed: phases end on what happened, not on a rate.
 #
 # In every phase, at samples taken ~1 s apart once the phase is 2 s old:
-#   - every child of the queue-ring families (ready_entries, ready_segments,
+#   - every child of the queue-ring families (ready_entries,
 #     ready_tombstones, ready_claim_attempt_batches, done_entries,
 #     receipt_completion_batches) and of the claim-ring families
 #     (lease_claims, lease_claim_batches, lease_claim_closures,
@@ -49,7 +49,7 @@ max_connections = 30
 
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 
-my @ring_families = qw(ready_entries ready_segments ready_tombstones ready_claim_attempt_batches done_entries
+my @ring_families = qw(ready_entries ready_tombstones ready_claim_attempt_batches done_entries
   receipt_completion_batches lease_claims lease_claim_batches lease_claim_closures lease_claim_closure_batches);
 
 create_load_log($node, 'ct');

@@ -98,7 +98,7 @@ sub enqueue { return q1("SELECT awa.enqueue('k', '{}', queue => '$_[0]')"); }
 	# from case 4, where the open claim's own locks would refuse it.)
 	my $slot = q1("SELECT current_slot FROM awa.storage_status() WHERE ring = 'queue'");
 	is(q1(qq{BEGIN;
-LOCK TABLE awa.ready_entries_$slot, awa.ready_segments_$slot, awa.ready_claim_attempt_batches_$slot,
+LOCK TABLE awa.ready_entries_$slot, awa.ready_claim_attempt_batches_$slot,
            awa.ready_tombstones_$slot IN ACCESS EXCLUSIVE MODE NOWAIT;
 SELECT 'locked';
 ROLLBACK;}), 'locked', 'a prune is not blocked by a sleeping claim: the ring children it looked at lock at once');

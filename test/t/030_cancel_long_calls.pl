@@ -12,7 +12,7 @@
 #
 # Node 1, stock settings, the maintenance worker on at its default cadence:
 #  1-2. enqueue_many of 2,000,000 jobs, signalled once its rows are being
-#       inserted (the ring's files have grown): no row, segment, deferred row,
+#       inserted (the ring's files have grown): no row, deferred row,
 #       lane or count stays. Before the fix the call made one slot per row
 #       before inserting any, at a cost quadratic in the rows and with no
 #       interrupt check (a million rows: more than 12 minutes), so the insert
@@ -145,8 +145,6 @@ sub nothing_left
 		'0', "$label: no lane");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM awa.ready_entries WHERE queue = '$queue'"),
 		'0', "$label: no ready row");
-	is($node->safe_psql('postgres', "SELECT count(*) FROM awa.ready_segments WHERE queue = '$queue'"),
-		'0', "$label: no segment");
 	is( $node->safe_psql('postgres',
 			"SELECT coalesce(sum(available + scheduled), 0) FROM awa.queue_counts('$queue')"),
 		'0', "$label: the counters count nothing");

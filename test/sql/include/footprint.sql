@@ -19,7 +19,6 @@ SELECT jsonb_build_object(
     'leases', (SELECT count(*) FROM awa.leases),
     'ready', (SELECT count(*) FROM awa.ready_entries),
     'relations', (SELECT count(*) FROM pg_class WHERE relnamespace = 'awa'::regnamespace),
-    'segments', (SELECT count(*) FROM awa.ready_segments),
     'tombstones', (SELECT count(*) FROM awa.ready_tombstones),
     'unique_claims', (SELECT count(*) FROM awa.job_unique_claims))
 $f$;
