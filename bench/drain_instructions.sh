@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bench/drain_instructions.sh: CPU instructions per job of awa's batch-1 drain (claim + complete_many),
-# counted by callgrind, which does not depend on how fast or how busy the machine is.
+# bench/drain_instructions.sh: CPU instructions per job of awa's batch-1 drain (claim + complete_many)
+# and of its single-job enqueue, counted by callgrind, which does not depend on how fast or how busy the
+# machine is.
 #
 #   PGBIN=/usr/lib/postgresql/15/bin PORT=5497 N=2000 bench/drain_instructions.sh
 #
@@ -9,7 +10,9 @@
 # valgrind (plans, first pages); then the server is restarted under `valgrind --tool=callgrind
 # --trace-children=yes` and one pgbench client drains N jobs with bench/peers/pgbench/awa_worker.sql
 # (B=1). The pgbench backend is the largest callgrind output; its instruction total / N is printed.
-# Needs valgrind. Takes about a minute for N = 2,000.
+# Then a second pgbench client enqueues N jobs, one per transaction (bench/peers/pgbench/awa_enq1.sql,
+# after a warm-up of 500 outside valgrind); its backend is the callgrind output that appears after the
+# drain's. Needs valgrind. Takes about two minutes for N = 2,000.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PORT=${PORT:-5497}
@@ -29,6 +32,10 @@ worker() {
 		-f "$HERE/peers/pgbench/awa_worker.sql" postgres
 }
 worker 500 >/dev/null
+enqueuer() {
+	as_pg "${PGBENCH[@]}" -n -M prepared -c 1 -t "$1" -f "$HERE/peers/pgbench/awa_enq1.sql" postgres
+}
+enqueuer 500 >/dev/null
 as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null
 mkdir -p "$WORKDIR/callgrind" && chown postgres "$WORKDIR/callgrind" 2>/dev/null || true
 as_pg bash -c "valgrind --tool=callgrind --trace-children=yes --callgrind-out-file='$WORKDIR/callgrind/cg.%p' \
@@ -36,9 +43,15 @@ as_pg bash -c "valgrind --tool=callgrind --trace-children=yes --callgrind-out-fi
 for _ in $(seq 1 120); do sql 'SELECT 1' >/dev/null 2>&1 && break; sleep 1; done
 worker "$N" | grep -E '^number of transactions actually processed' >&2
 left=$(sql "SELECT available FROM awa.queue_counts('default')")
+sleep 2  # the drain's backend has written its callgrind output
+drained=$(ls "$WORKDIR"/callgrind/)
+enqueuer "$N" | grep -E '^number of transactions actually processed' >&2
 as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null
 server_started=0
 sleep 2
-out=$(ls -S "$WORKDIR"/callgrind/cg.* | head -1)
-total=$(grep -m1 '^totals:' "$out" | awk '{print $2}')
+out=$(cd "$WORKDIR"/callgrind && ls -S $drained | head -1)
+total=$(grep -m1 '^totals:' "$WORKDIR/callgrind/$out" | awk '{print $2}')
 echo "batch-1 drain, $N jobs (left in the queue: $left): pgbench backend $total instructions, $((total / N)) per job"
+out=$(cd "$WORKDIR"/callgrind && ls -S | grep -vxF -f <(echo "$drained") | head -1)
+total=$(grep -m1 '^totals:' "$WORKDIR/callgrind/$out" | awk '{print $2}')
+echo "single-job enqueue, $N jobs: pgbench backend $total instructions, $((total / N)) per job"

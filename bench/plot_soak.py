@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 PHASE_COLORS = {"warmup": "#eeeeee", "clean": "#e3f2e1", "idle_in_tx": "#fbe3d6",
                 "recovery": "#e1ecf7", "clean2": "#e3f2e1"}
 RING_FAMILIES = ["lease_claim_closures", "lease_claim_closure_batches", "lease_claim_batches", "lease_claims",
-                 "ready_entries", "ready_segments", "ready_tombstones", "ready_claim_attempt_batches",
+                 "ready_entries", "ready_tombstones", "ready_claim_attempt_batches",
                  "done_entries", "receipt_completion_batches", "leases"]
 PLAIN = ["attempt_state", "deferred_jobs"]
 

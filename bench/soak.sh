@@ -124,7 +124,7 @@ CSV="$WORKDIR/soak.csv"
 PHASE_FILE="$WORKDIR/phase"
 echo warmup >"$PHASE_FILE"
 FAMILIES=(lease_claim_closures lease_claim_closure_batches lease_claim_batches lease_claims
-	ready_entries ready_segments ready_tombstones ready_claim_attempt_batches done_entries
+	ready_entries ready_tombstones ready_claim_attempt_batches done_entries
 	receipt_completion_batches leases attempt_state deferred_jobs)
 fam_values=""
 fam_header=""
@@ -291,8 +291,8 @@ errors=$(cat "$WORKDIR/logs/consumers.pgbench" "$WORKDIR/logs/producers.pgbench"
 LOG_PROBLEMS=$(server_log_problems)
 [ "$LOG_PROBLEMS" = 0 ] || CHECKS+=("FAIL: server log: $LOG_PROBLEMS ERROR/WARNING/FATAL/PANIC line(s) ($SERVER_LOG)")
 [ -s "$WORKDIR/sampler.err" ] && CHECKS+=("note: sampler errors: $(head -3 "$WORKDIR/sampler.err" | tr '\n' ' ')")
-# The instrument sees dead tuples: one enqueue rolled back leaves a dead ready row (and
-# segment) in the current queue slot, which n_dead_tup must show within 10 s (the slot is not
+# The instrument sees dead tuples: one enqueue rolled back leaves a dead ready row
+# in the current queue slot, which n_dead_tup must show within 10 s (the slot is not
 # pruned before the ring comes round again). Sampled after the run, so the contract is untouched.
 sql "DO \$\$
 BEGIN

@@ -11,7 +11,7 @@ Contract (the issue's maintenance acceptance items):
   1. every lease_claim_closures partition at 0 dead tuples, in every sample;
   2. claim-evidence partitions (lease_claim_batches, lease_claims, lease_claim_closure_batches)
      under 200 dead tuples, in every sample;
-  3. queue-ring partitions (ready_entries, ready_segments, ready_tombstones,
+  3. queue-ring partitions (ready_entries, ready_tombstones,
      ready_claim_attempt_batches, done_entries, receipt_completion_batches) at 0, in every sample;
   4. the rotation ledgers see no UPDATE and no DELETE (n_tup_upd = n_tup_del = 0 at the end);
   5. throughput returns to the producer rate after the idle phase: in recovery and in clean2 the
@@ -36,7 +36,7 @@ import sys
 PHASES = ["warmup", "clean", "idle_in_tx", "recovery", "clean2"]
 CLOSURES = ["lease_claim_closures"]
 CLAIM_EVIDENCE = ["lease_claim_batches", "lease_claims", "lease_claim_closure_batches"]
-QUEUE_RING = ["ready_entries", "ready_segments", "ready_tombstones", "ready_claim_attempt_batches",
+QUEUE_RING = ["ready_entries", "ready_tombstones", "ready_claim_attempt_batches",
               "done_entries", "receipt_completion_batches"]
 OTHER = ["leases", "attempt_state", "deferred_jobs"]
 CLK_TCK = 100

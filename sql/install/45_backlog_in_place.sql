@@ -1,5 +1,7 @@
--- Available rows of a queue slot, estimated from its small tables: lanes its
--- segments cover, less the lanes its claims handed out and its tombstones.
+-- Available rows of a queue slot: its ready rows, less the lanes its claims
+-- handed out and its tombstones, counted up to awa.carry_max_rows + 1 (all
+-- the caller asks is whether a slot holds more than that: a backlog of a
+-- million rows costs no more to look at than one of carry_max_rows).
 CREATE FUNCTION awa._slot_live_rows(slot int)
 RETURNS bigint
 LANGUAGE plpgsql STABLE
@@ -7,14 +9,15 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
-    n bigint;
+    spent bigint;
+    ready bigint;
 BEGIN
-    EXECUTE format('SELECT (SELECT count(*) FROM awa.%I)
-                         - coalesce((SELECT sum(claimed_count) FROM awa.%I), 0)
-                         - (SELECT count(*) FROM awa.%I)',
-                   'ready_entries_' || slot, 'ready_claim_attempt_batches_' || slot, 'ready_tombstones_' || slot)
-       INTO n;
-    RETURN n;
+    EXECUTE format('SELECT coalesce((SELECT sum(claimed_count) FROM awa.%I), 0) + (SELECT count(*) FROM awa.%I)',
+                   'ready_claim_attempt_batches_' || slot, 'ready_tombstones_' || slot)
+       INTO spent;
+    EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM awa.%I LIMIT $1) r', 'ready_entries_' || slot)
+       INTO ready USING spent + current_setting('awa.carry_max_rows')::bigint + 1;
+    RETURN ready - spent;
 END
 $$;
 

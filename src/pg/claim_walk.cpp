@@ -52,6 +52,10 @@ struct LaneQuery {
 	int64 cursor;
 	int slot_count;
 	int64 page;
+	// Lanes other claims in flight hold (the registry's ranges, read before
+	// any evidence): never planned, so their ready rows are not read.
+	const BridgeRange *reserved;
+	int reserved_count;
 };
 
 template <typename T>
@@ -119,18 +123,38 @@ LoadReadyRows(LaneView *view, const LaneQuery &q, ReadyPage *page)
 	struct Context {
 		LaneView *view;
 		ReadyPage *page;
-	} context{view, page};
+		const LaneQuery *q;
+		int64 skip_to;  // the end of the reserved range the scan stopped at, or -1
+	} context{view, page, &q, -1};
 	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
-	int rows = ScanLane(
-	    LaneFamily::kReady, core::SlotOf(page->generation, q.slot_count), q.lane_id, page->after,
-	    page->generation, q.page,
-	    [](const LaneRow &row, void *arg) {
-		    Context &c = *static_cast<Context *>(arg);
-		    int64 next = DatumGetInt64(row.values[0]) + 1;
-		    AddCommitted(c.view, DatumGetInt64(row.values[0]), next, c.page->generation, DatumGetInt64(row.values[2]));
-		    c.page->after = next;
-	    },
-	    &context);
+	int64 rows = 0;
+	for (;;) {
+		context.skip_to = -1;
+		rows += ScanLane(
+		    LaneFamily::kReady, core::SlotOf(page->generation, q.slot_count), q.lane_id, page->after,
+		    page->generation, q.page - rows,
+		    [](const LaneRow &row, void *arg) {
+			    Context &c = *static_cast<Context *>(arg);
+			    int64 lane = DatumGetInt64(row.values[0]);
+			    for (int i = 0; i < c.q->reserved_count; i++)
+				    if (c.q->reserved[i].first <= lane && lane < c.q->reserved[i].next) {
+					    c.skip_to = c.q->reserved[i].next;
+					    return false;
+				    }
+			    AddCommitted(c.view, lane, lane + 1, c.page->generation, DatumGetInt64(row.values[2]));
+			    c.page->after = lane + 1;
+			    return true;
+		    },
+		    &context);
+		if (context.skip_to < 0 || rows >= q.page)
+			break;
+		// A claim in flight holds the lanes up to skip_to: what lies there
+		// is never planned (the planner skips reserved lanes), so the scan
+		// goes on past them instead of reading them (16 workers claiming 10
+		// jobs each hold some 150 lanes above the cursor).
+		CHECK_FOR_INTERRUPTS();
+		page->after = context.skip_to;
+	}
 	page->full = rows == q.page;
 }
 
@@ -161,7 +185,7 @@ constexpr int64 kMaxReadyPage = 65536;
 // Returns true when rows may remain unread.
 bool
 ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 max_rows,
-              void (*visit)(const LaneRow &row, void *context), void *context, const int64 *last)
+              bool (*visit)(const LaneRow &row, void *context), void *context, const int64 *last)
 {
 	int64 read = 0;
 	for (;;) {
@@ -228,6 +252,7 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 				    AddSpent(c.view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
 		    }
 		    c.last = DatumGetInt64(row.values[1]);
+		    return true;
 	    },
 	    &context, &context.last);
 	if (evidence_full)
@@ -243,6 +268,7 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 		    else
 			    AddSpent(c.view, lane, lane + 1);
 		    c.last = lane;
+		    return true;
 	    },
 	    &context, &context.last);
 	if (tombstones_full)
@@ -427,9 +453,11 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		q.cursor = frontier.position;
 	q.slot_count = ring.queue_slot_count;
 	// Ready rows per page, one per lane: the first page covers the claim, the
-	// lanes the claims in flight hold above the cursor and the lane the last
-	// claim took (the cursor lags until the next claim moves it); a walk that
-	// runs past it loads pages twice as large each time. (Reading 2 * max_jobs
+	// cursor's lane and the one the last claim took (the cursor lags until the
+	// next claim moves it), and as many lanes as the claims in flight hold: the
+	// rows of those still held are skipped, not read, but claims that committed
+	// among them left spent lanes the walk reads. A walk that runs past the
+	// page loads pages twice as large each time. (Reading 2 * max_jobs
 	// + 32 rows, the page that suited one range row per enqueue call, cost a
 	// batch-1 drain 17 % more instructions per job: bench/drain_instructions.sh.)
 	int64 held = 0;
@@ -437,6 +465,8 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		if (reserved[i].next > q.cursor)
 			held += reserved[i].next - Max(reserved[i].first, q.cursor + 1);
 	q.page = Min(static_cast<int64>(max_jobs) + held + 2, kMaxReadyPage);
+	q.reserved = reserved;
+	q.reserved_count = reserved_count;
 
 	// The live generations the walk goes through, oldest first: usually the
 	// last slot_count, plus any slot kept out of the rotation.
@@ -583,6 +613,8 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 	q.cursor = ReadLaneCursors(lane).claim;
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
+	q.reserved = NULL;  // lanes other claims hold count as available here
+	q.reserved_count = 0;
 	int64 newest = ring.queue_generation;
 	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.lane_id, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
@@ -654,6 +686,8 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	q.cursor = ReadLaneCursors(lane).claim;
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
+	q.reserved = NULL;  // lanes other claims hold count as available here
+	q.reserved_count = 0;
 	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.lane_id, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
 	// One page: an estimate for ordering lanes (priority aging) is not worth

@@ -110,7 +110,7 @@ InfoOf(int family, int slot, Relation relation)
 
 int
 ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 limit,
-         void (*visit)(const LaneRow &row, void *context), void *context)
+         bool (*visit)(const LaneRow &row, void *context), void *context)
 {
 	if (slot < 0 || slot >= kMaxSlots)
 		elog(ERROR, "awa: ring slot %d out of range", slot);
@@ -150,7 +150,8 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 			                                                     : slot_getattr(row_slot, info.columns[c], &isnull);
 		HeapTuple tuple = ExecFetchSlotHeapTuple(row_slot, false, NULL);
 		row.xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
-		visit(row, context);
+		if (!visit(row, context))
+			break;
 		visited++;
 	}
 	ExecDropSingleTupleTableSlot(row_slot);

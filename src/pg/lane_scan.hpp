@@ -33,9 +33,10 @@ struct LaneRow {
 
 static_assert(std::is_trivially_destructible_v<LaneRow>, "lives across PostgreSQL errors");
 
-// Calls visit(row, context) for each row, at most `limit`; returns how many.
+// Calls visit(row, context) for each row, at most `limit`, until visit returns
+// false (that row is not counted); returns how many it visited.
 // Requires a transaction. May ereport (so may the visitor).
 int ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 limit,
-             void (*visit)(const LaneRow &row, void *context), void *context);
+             bool (*visit)(const LaneRow &row, void *context), void *context);
 
 }  // namespace awa::pg

@@ -466,7 +466,7 @@ TEST(PlanClaim, MaxJobsAtTheApiLimit)
 // ---- PlanClaim: randomized property test ------------------------------------------
 
 // A lane layout over lanes 1..kUniverse: per lane, the generation of the
-// committed segment holding it (-1: not committed) and whether it is spent.
+// committed range holding it (-1: not committed) and whether it is spent.
 struct Layout {
 	int64_t cursor;
 	int64_t max_jobs;
@@ -495,7 +495,7 @@ Generate(Rng &rng)
 	l.cursor = rng.Chance(10) ? lanes + rng.Below(10) : rng.Below(lanes + 1);
 	l.max_jobs = rng.Chance(10) ? 1000 : 1 + rng.Below(12);
 
-	// Committed segments and holes; generations never decrease with lane order.
+	// Committed ranges and holes; generations never decrease with lane order.
 	int64_t generation = rng.Below(3);
 	for (int64_t lane = 1; lane <= lanes;) {
 		int64_t len = std::min<int64_t>(1 + rng.Below(6), lanes - lane + 1);
