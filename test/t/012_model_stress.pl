@@ -9,7 +9,15 @@
 # commit, roll back, are cut short by statement_timeout or by
 # pg_terminate_backend), complete, retry, snooze, fail, heartbeat, send stale
 # endings that must be refused, cancel, pause and resume queues, on three
-# queues. A maintenance connection forces rotations, prunes, promotions and
+# queues. Admin ops: awa.retry_jobs of failed and cancelled jobs (from the
+# maintenance connection), and, from it or in admin transactions that
+# commit, roll back or are terminated, awa.move_jobs and awa.set_priority (a
+# moved available job is claimable exactly once, in its new lane, at its
+# tail, with run_lease + 1; a rollback puts it back), and the DLQ (switched
+# on and off per queue, qc starts with it on: a fail or an exhausted retry
+# there dead-letters the job; awa.dlq_retry makes it available with attempt 0
+# and its run_lease, awa.dlq_purge deletes it). The op mix is in AwaModel.pm,
+# sub step. A maintenance connection forces rotations, prunes, promotions and
 # whole maintenance runs (the background worker is off; the queue ring has
 # four slots so several generations are live at once), and the server is
 # stopped with mode 'immediate' and started again at random points (claims
