@@ -9,7 +9,17 @@
 # commit, roll back, are cut short by statement_timeout or by
 # pg_terminate_backend), complete, retry, snooze, fail, heartbeat, send stale
 # endings that must be refused, cancel, pause and resume queues, on three
-# queues. A maintenance connection forces rotations, prunes, promotions and
+# queues. Admin ops: awa.retry_jobs of failed and cancelled jobs (from the
+# maintenance connection), and, from it or in admin transactions that
+# commit, roll back or are terminated, awa.move_jobs and awa.set_priority (a
+# moved available job is claimable exactly once, in its new lane, at its
+# tail, with run_lease + 1; a rollback puts it back; an admin transaction
+# that wrote lane positions ends in the op that wrote them unless
+# STRESS_OPEN_MOVES=1, see AwaModel.pm end_admin_now), and the DLQ (switched
+# on and off per queue, qc starts with it on: a fail or an exhausted retry
+# there dead-letters the job; awa.dlq_retry makes it available with attempt 0
+# and its run_lease, awa.dlq_purge deletes it). The op mix is in AwaModel.pm,
+# sub step. A maintenance connection forces rotations, prunes, promotions and
 # whole maintenance runs (the background worker is off; the queue ring has
 # four slots so several generations are live at once), and the server is
 # stopped with mode 'immediate' and started again at random points (claims
@@ -37,6 +47,11 @@
 #   STRESS_HISTORY_RETENTION=0  run with awa.history_retention = 0: a prune
 #                       then drops its generation's finished jobs (default:
 #                       the server's default, 1 hour, so they stay visible)
+#   STRESS_OPEN_MOVES=1 admin transactions that moved available jobs or retried
+#                       dead letters stay open across other sessions' ops
+#                       (by default they end in the op that wrote their lane
+#                       positions: left open, a claim that meets a dead hole
+#                       of the lane loses the jobs behind it, a server bug)
 #   STRESS_NO_HISTORY_OPS=<n>  after a run with the history ring, a second run
 #                       of n ops (default 1000; 0: none) of the same seed in a
 #                       database with awa.history_retention = 0, which replays
