@@ -49,11 +49,14 @@ BEGIN
     PERFORM awa._hold_rings();
     -- The ones failed or cancelled now (the one definition of a job's state),
     -- resolved together, 500 at a time (awa._get_jobs works on a chunk: its
-    -- cost per call is per chunk, not per id).
-    FOR chunk IN 0 .. (cardinality(ids) - 1) / 500 LOOP
-        todo := todo || ARRAY(SELECT g.job_id FROM awa._get_jobs(ids[chunk * 500 + 1 : chunk * 500 + 500]) g
-                               WHERE g.doc ->> 'state' IN ('failed', 'cancelled') ORDER BY g.job_id);
-    END LOOP;
+    -- cost per call is per chunk, not per id), gathered by one statement:
+    -- appending each chunk to the array (todo := todo || ARRAY(...)) copied
+    -- the whole array every chunk, quadratic in the ids (13.6 s of a
+    -- 1,000,000-id call, 0.1 s at 100,000; found by adversarial testing).
+    todo := ARRAY(SELECT g.job_id
+                    FROM generate_series(0, (cardinality(ids) - 1) / 500) AS c(chunk),
+                         LATERAL awa._get_jobs(ids[c.chunk * 500 + 1 : c.chunk * 500 + 500]) g
+                   WHERE g.doc ->> 'state' IN ('failed', 'cancelled') ORDER BY g.job_id);
     FOREACH id IN ARRAY todo LOOP
         -- Its record: the one failed or cancelled record no retry superseded
         -- (an older one was superseded when its incarnation was retried), in
