@@ -140,7 +140,12 @@ BEGIN
                                      ORDER BY s.slot) LOOP
             -- (a claim batch's closures read once, by their key range: as a
             -- NOT EXISTS per job the plan hashed the slot's every closure and
-            -- compared each with each job, 60 ms at 10,000 jobs)
+            -- compared each with each job, 60 ms at 10,000 jobs. OFFSET 0
+            -- keeps z a subquery evaluated once per claim batch: pulled up,
+            -- its closed-index array became a subplan of the filter on
+            -- unnest(c.job_ids), read again for every job of the batch, 70 s
+            -- for one claim batch of 8,000 jobs with 2,520 closures; found by
+            -- adversarial testing)
             gathered := awa._list_jobs_merge(gathered,
                 ARRAY(SELECT DISTINCT j.id
                         FROM awa.lease_claim_batches c
@@ -153,7 +158,8 @@ BEGIN
                                        FROM awa.lease_claim_closure_batches x, unnest(x.claim_indexes) AS i(i)
                                       WHERE x.claim_slot = slot
                                         AND x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
-                                                           AND awa._last_closure_batch_id(c.batch_id)) AS indexes) z
+                                                           AND awa._last_closure_batch_id(c.batch_id)) AS indexes
+                              OFFSET 0) z
                        CROSS JOIN LATERAL unnest(c.job_ids) WITH ORDINALITY AS j(id, n)
                        WHERE c.claim_slot = slot AND c.batch_id > 0
                          AND (p_queue IS NULL OR c.queue = p_queue) AND j.id < below
