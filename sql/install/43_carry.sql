@@ -50,12 +50,18 @@ BEGIN
                                        WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id) AND awa._last_closure_batch_id(c.batch_id)
                                          AND x.claim_slot = c.claim_slot)
         ), open_attempts AS MATERIALIZED (
-            SELECT c.job_ids[i] AS job_id, c.run_leases[i] AS run_lease
-              FROM open_batches c CROSS JOIN LATERAL generate_subscripts(c.job_ids, 1) AS i
-             WHERE NOT EXISTS (SELECT 1 FROM awa.lease_claim_closure_batches x
-                                WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id) AND awa._last_closure_batch_id(c.batch_id)
-                                  AND x.claim_slot = c.claim_slot
-                                  AND (i - 1) = ANY (x.claim_indexes))
+            -- A batch's positions less its closed ones, as sets (hashed):
+            -- a NOT EXISTS per position compared every position with every
+            -- closure of the slot, 25 s in the prune's section for one open
+            -- claim of 8,000 jobs with 3,000 closures (found by adversarial
+            -- testing).
+            SELECT c.job_ids[o.i] AS job_id, c.run_leases[o.i] AS run_lease
+              FROM open_batches c
+             CROSS JOIN LATERAL (SELECT s.i FROM generate_subscripts(c.job_ids, 1) AS s(i)
+                                 EXCEPT
+                                 SELECT ci.i + 1 FROM awa.lease_claim_closure_batches x, unnest(x.claim_indexes) AS ci(i)
+                                  WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id) AND awa._last_closure_batch_id(c.batch_id)
+                                    AND x.claim_slot = c.claim_slot) o
         ), carried_evidence AS MATERIALIZED (
             -- The claims of open attempts on rows of the slot; every row they
             -- cover travels with them, so that ready rows - handed-out lanes -
