@@ -14,8 +14,8 @@
 # commit, roll back or are terminated, awa.move_jobs and awa.set_priority (a
 # moved available job is claimable exactly once, in its new lane, at its
 # tail, with run_lease + 1; a rollback puts it back; an admin transaction
-# that wrote lane positions ends in the op that wrote them unless
-# STRESS_OPEN_MOVES=1, see AwaModel.pm end_admin_now), and the DLQ (switched
+# that wrote lane positions ends in the op that wrote them half the time,
+# see AwaModel.pm end_admin_now), and the DLQ (switched
 # on and off per queue, qc starts with it on: a fail or an exhausted retry
 # there dead-letters the job; awa.dlq_retry makes it available with attempt 0
 # and its run_lease, awa.dlq_purge deletes it). The op mix is in AwaModel.pm,
@@ -48,10 +48,9 @@
 #                       then drops its generation's finished jobs (default:
 #                       the server's default, 1 hour, so they stay visible)
 #   STRESS_OPEN_MOVES=1 admin transactions that moved available jobs or retried
-#                       dead letters stay open across other sessions' ops
-#                       (by default they end in the op that wrote their lane
-#                       positions: left open, a claim that meets a dead hole
-#                       of the lane loses the jobs behind it, a server bug)
+#                       dead letters always stay open across other sessions'
+#                       ops (by default half of them end in the op that wrote
+#                       their lane positions)
 #   STRESS_NO_HISTORY_OPS=<n>  after a run with the history ring, a second run
 #                       of n ops (default 1000; 0: none) of the same seed in a
 #                       database with awa.history_retention = 0, which replays
