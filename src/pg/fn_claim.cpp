@@ -116,8 +116,17 @@ ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring
 	// member (or, for the lane without a key, the claim looks at it directly:
 	// ClaimFromKeyedPriority). One that took the head and saw nothing reserved
 	// after it emptied the lane. A walk from the frontier proves nothing below it.
+	// Nor does one that stopped at a hole it could not prove dead: committed
+	// jobs wait past it, and what holds the proof back (a move or read-back
+	// holding a position of this lane until it ends, any transaction holding
+	// the wide reserve lock) may end without a commit into this lane, which is
+	// all that would make the lane a member again. A keyed lane taken out
+	// then kept its jobs unclaimed until a restart (found by the randomized
+	// model test; test/specs/keyed_lane_after_aborted_move.spec,
+	// keyed_lane_wide_reserve_gap.spec).
 	if (exhausted != NULL)
-		*exhausted = !walk.from_frontier && (walk.plan.claimed == 0 || walk.head.next.state == kHeadEmpty);
+		*exhausted = !walk.from_frontier && walk.plan.stop != kStopGap &&
+		             (walk.plan.claimed == 0 || walk.head.next.state == kHeadEmpty);
 	// setval takes an xid and a lock that a rolled-back look would keep:
 	// a waiting look advances the cursor only when it claims (the next
 	// claim, or the worker's idle-lane advance, does it otherwise).

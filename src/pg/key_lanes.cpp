@@ -551,25 +551,6 @@ ReactivateClaimed()
 	}
 }
 
-// An abort of a transaction that wrote ready rows before its commit (a move,
-// a reprioritisation, a DLQ retry, a read-back of its own enqueues): it held
-// their lane positions from the write to its end, so a claim meanwhile may
-// have stopped at a hole below them, found nothing to take and taken the lane
-// out of the scheduler as empty, while committed jobs wait past the hole. No
-// commit will bring the lane back, so the queue's scheduler is read from the
-// lanes again at its next use (found by the randomized model test: an
-// available job no claim returned until the server restarted). Plain code that
-// cannot fail.
-void
-RebuildAfterAbortedWork()
-{
-	HASH_SEQ_STATUS status;
-	hash_seq_init(&status, notes);
-	while (Note *note = static_cast<Note *>(hash_seq_search(&status)))
-		if (note->work)
-			MarkQueueSlotUnbuilt(note->queue, note->priority);
-}
-
 // Keys whose lanes come out of Block at the transaction's end (key_limits.hpp):
 // the keys whose room may grow then. Applied after the counters and the
 // reservations (callbacks.cpp), whether it commits or aborts (an unblocked
@@ -682,7 +663,6 @@ OnKeyLanesTransactionEvent(XactEvent event)
 	case XACT_EVENT_ABORT:
 		UndoPreCommitActivations();
 		ReactivateClaimed();
-		RebuildAfterAbortedWork();
 		ForgetNotes();
 		break;
 	case XACT_EVENT_PARALLEL_ABORT:

@@ -12,7 +12,8 @@
 // what it took. O(log keys) a claim, whatever the number of keys.
 //
 // Membership: an enqueue's commit (after it is visible) activates the lanes
-// it appended to; a claim that finds its lane empty deactivates it, unless an
+// it appended to; a claim that finds its lane empty (not merely stopped at a
+// hole it could not prove dead: fn_claim.cpp) deactivates it, unless an
 // activation came since it picked (DeactivateIfUnchanged); the abort of a
 // claim that took jobs activates its lanes again (their jobs are claimable
 // again). The scheduler is made at the first claim or enqueue commit that
