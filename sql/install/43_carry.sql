@@ -12,13 +12,13 @@
 --     retry, fail, cancel, rescue) find their body: the attempt's claim still
 --     names the old slot, and src/pg/attempts.cpp looks the row up where it
 --     went;
--- with one ready segment per run of consecutive carried lanes, so claims see
--- them committed. Nothing else in the slot is live. A lane beyond its cursor
+-- each ready row with its origin_generation, so claims see it committed and
+-- still learn where its lane's head can be. Nothing else in the slot is live. A lane beyond its cursor
 -- that is not carried (cancelled, or claimed and closed) becomes a hole that
 -- the claim walk proves dead like a rolled-back enqueue (no row in any
 -- generation, no reservation open): its job's state is in the history ring, a
--- deferred row or the DLQ. Returns how many rows, segments and claims were
--- carried.
+-- deferred row or the DLQ. Returns how many rows (of them running) and
+-- claims were carried.
 CREATE FUNCTION awa._carry_queue_slot(slot int, generation bigint)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -157,7 +157,9 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 	ExecDropSingleTupleTableSlot(row_slot);
 	index_endscan(scan);
 	UnregisterSnapshot(snapshot);
-	// A child that holds nothing of the lane here is not kept locked: the
+	// A child that holds nothing of the lane here (or only rows the visitor
+	// stopped at: lanes other claims in flight hold, which the claim never
+	// plans) is not kept locked: the
 	// walk reads every live generation, so keeping each lock to the end of
 	// the transaction made a claimer left idle in its transaction hold every
 	// live slot of the queue ring, and the rings stop at their cap (issue 19

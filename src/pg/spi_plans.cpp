@@ -124,7 +124,8 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "SELECT claim_indexes, outcome, batch_id FROM awa.lease_claim_closure_batches_%1$d"
 	 " WHERE batch_id BETWEEN $1 AND $3 ORDER BY batch_id LIMIT $2",
 	 3, {INT8OID, INT8OID, INT8OID}},
-	// kHeadRunAt: when the lane's head became due, and the segment's lanes.
+	// kHeadRunAt: when the lane's head became due: the first ready row at or
+	// past the position, its run_at and its range [lane_seq, lane_seq + 1).
 	// $1 lane_id, $2 cursor, $3 generation
 	{Stmt::kHeadRunAt, "SELECT run_at, lane_seq, lane_seq + 1 FROM awa.ready_entries_%1$d"
 	 " WHERE lane_id = $1 AND lane_seq >= $2 AND ready_generation = $3"
