@@ -3,6 +3,9 @@
 
 #include "pg/lane_locks.hpp"
 #include "pg/rings.hpp"
+#include "pg/server_run_key.hpp"
+
+#include <initializer_list>
 
 extern "C" {
 #include "access/generic_xlog.h"
@@ -13,8 +16,10 @@ extern "C" {
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -24,13 +29,22 @@ namespace awa::pg {
 
 namespace {
 
-// The row's data starts with lane_id, enqueue_cursor and claim_cursor, three
-// NOT NULL bigints (sql/install/03_lanes.sql): each at a fixed offset.
+// The row's data starts with lane_id, enqueue_cursor, claim_cursor,
+// enqueue_logged and cursor_run, five NOT NULL bigints
+// (sql/install/03_lanes.sql): each at a fixed offset.
 constexpr int kLaneIdOffset = 0;
 constexpr int kEnqueueOffset = 8;
 constexpr int kClaimOffset = 16;
-constexpr int kFixedBytes = 24;
-constexpr const char *kFixedColumns[3] = {"lane_id", "enqueue_cursor", "claim_cursor"};
+constexpr int kLoggedOffset = 24;
+constexpr int kRunOffset = 32;
+constexpr int kFixedCount = 5;
+constexpr int kFixedBytes = 8 * kFixedCount;
+constexpr const char *kFixedColumns[kFixedCount] = {"lane_id", "enqueue_cursor", "claim_cursor", "enqueue_logged",
+                                                    "cursor_run"};
+// How far ahead of the enqueue cursor a logged reservation reaches, as
+// nextval logs 32 values ahead (SEQ_LOG_VALS): the reservations after it, up
+// to that value, write the cursor in place without a WAL record.
+constexpr int64 kLogAhead = 32;
 
 Relation
 OpenLanes(LOCKMODE mode)
@@ -41,15 +55,16 @@ OpenLanes(LOCKMODE mode)
 		                errhint("Recreate the extension.")));
 	Relation rel = table_open(relid, mode);
 	TupleDesc desc = RelationGetDescr(rel);
-	bool layout = desc->natts >= 3;
-	for (int i = 0; layout && i < 3; i++) {
+	bool layout = desc->natts >= kFixedCount;
+	for (int i = 0; layout && i < kFixedCount; i++) {
 		Form_pg_attribute column = TupleDescAttr(desc, i);
 		layout = !column->attisdropped && column->atttypid == INT8OID && column->attnotnull &&
 		         strcmp(NameStr(column->attname), kFixedColumns[i]) == 0;
 	}
 	if (!layout)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-		                errmsg("awa: awa.queue_lanes does not begin with lane_id, enqueue_cursor, claim_cursor"),
+		                errmsg("awa: awa.queue_lanes does not begin with lane_id, enqueue_cursor, claim_cursor, "
+		                       "enqueue_logged, cursor_run"),
 		                errhint("The extension's objects were changed by hand; recreate the extension.")));
 	return rel;
 }
@@ -68,7 +83,7 @@ RowData(Page page, BlockNumber block, OffsetNumber offset, int64 lane_id, bool l
 	if (!ItemIdIsNormal(item))
 		return NULL;
 	HeapTupleHeader header = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, item));
-	if (HeapTupleHeaderGetNatts(header) < 3 || ItemIdGetLength(item) < header->t_hoff + kFixedBytes)
+	if (HeapTupleHeaderGetNatts(header) < kFixedCount || ItemIdGetLength(item) < header->t_hoff + kFixedBytes)
 		return NULL;
 	if (live_only) {
 		ItemPointerData self;
@@ -182,11 +197,16 @@ LockRow(Relation rel, const Lane &lane, int mode)
 	}
 }
 
-// Rewrites one cursor of the locked row (exclusive lock) as a generic WAL
+struct FieldValue {
+	int offset;
+	int64 value;
+};
+
+// Rewrites fields of the locked row (exclusive lock) as one generic WAL
 // record: the record carries the changed bytes, or the whole page the first
 // time the page changes after a checkpoint.
 void
-WriteCursor(Relation rel, const Lane &lane, const LockedRow &locked, int offset, int64 value)
+WriteLogged(Relation rel, const Lane &lane, const LockedRow &locked, std::initializer_list<FieldValue> fields)
 {
 	GenericXLogState *state = GenericXLogStart(rel);
 	// Under wal_consistency_checking for generic records, redo compares the
@@ -198,8 +218,59 @@ WriteCursor(Relation rel, const Lane &lane, const LockedRow &locked, int offset,
 	bool checked = wal_consistency_checking != NULL && wal_consistency_checking[RM_GENERIC_ID];
 	Page copy = GenericXLogRegisterBuffer(state, locked.buffer, checked ? GENERIC_XLOG_FULL_IMAGE : 0);
 	char *data = RowData(copy, InvalidBlockNumber, locked.offset, lane.lane_id, false);
-	memcpy(data + offset, &value, sizeof(value));
+	for (const FieldValue &field : fields)
+		memcpy(data + field.offset, &field.value, sizeof(field.value));
 	(void)GenericXLogFinish(state);
+}
+
+// The enqueue cursor of the row: the highest position handed out. The row's
+// enqueue_cursor is exact while cursor_run is this server run's key; after a
+// crash restart, on a standby or after a promotion it may lag the positions
+// handed out in place, and enqueue_logged, which the WAL carries, is at or
+// above every one of them (docs/architecture.md, "The enqueue cursor is
+// logged ahead").
+int64
+EnqueueCursor(const char *data, uint64 run)
+{
+	int64 cursor = Field(data, kEnqueueOffset);
+	if (run != 0 && Field(data, kRunOffset) == static_cast<int64>(run))
+		return cursor;
+	return Max(cursor, Field(data, kLoggedOffset));
+}
+
+// Writes one field of the locked row (exclusive lock) in place and dirties
+// the page, with no WAL record, as nextval writes its values within the
+// logged one, if the page has been logged since the current checkpoint began
+// (its LSN past the redo pointer, the test nextval makes): its next write to
+// disk is then covered by a full-page image in the WAL, and a torn write is
+// repaired by redo. Returns whether it wrote; if not, the caller logs the
+// change (WriteLogged). Never without WAL (a table made in this transaction
+// under wal_level minimal) nor under wal_consistency_checking for generic
+// records, where every change is a full image.
+//
+// DELAY_CHKPT_START, as MarkBufferDirtyHint sets it: a checkpoint whose redo
+// pointer is chosen while this backend decides cannot write its buffers
+// before the page is dirtied, so it writes the page with this change (and a
+// later change is logged, with a full image, since the page's LSN is then
+// at or below the new redo pointer); one that chose it before is seen here.
+bool
+TryWriteInPlace(Relation rel, const LockedRow &locked, int offset, int64 value)
+{
+	if (!RelationNeedsWAL(rel) || (wal_consistency_checking != NULL && wal_consistency_checking[RM_GENERIC_ID]))
+		return false;
+	bool written = false;
+	START_CRIT_SECTION();
+	int delayed = MyProc->delayChkptFlags & DELAY_CHKPT_START;
+	MyProc->delayChkptFlags |= DELAY_CHKPT_START;
+	if (PageGetLSN(BufferGetPage(locked.buffer)) > GetRedoRecPtr()) {
+		// Under the exclusive buffer lock: no reader sees the bytes half-written.
+		memcpy(locked.data + offset, &value, sizeof(value));
+		MarkBufferDirty(locked.buffer);
+		written = true;
+	}
+	MyProc->delayChkptFlags = (MyProc->delayChkptFlags & ~DELAY_CHKPT_START) | delayed;
+	END_CRIT_SECTION();
+	return written;
 }
 
 }  // namespace
@@ -209,7 +280,7 @@ ReadLaneCursors(const Lane &lane)
 {
 	Relation rel = OpenLanes(AccessShareLock);
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_SHARE);
-	LaneCursors cursors{Field(locked.data, kEnqueueOffset), Field(locked.data, kClaimOffset)};
+	LaneCursors cursors{EnqueueCursor(locked.data, ServerRunKey()), Field(locked.data, kClaimOffset)};
 	UnlockReleaseBuffer(locked.buffer);
 	table_close(rel, NoLock);
 	return cursors;
@@ -232,14 +303,35 @@ ReserveLanePositions(const Lane &lane, int64 count)
 	if (RelationNeedsWAL(rel))
 		(void)GetTopTransactionId();
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
-	int64 last = Field(locked.data, kEnqueueOffset);
+	uint64 run = ServerRunKey();
+	int64 last = EnqueueCursor(locked.data, run);
 	if (last > PG_INT64_MAX - count) {
 		UnlockReleaseBuffer(locked.buffer);
 		ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 		                errmsg("awa: lane " INT64_FORMAT " has no positions left", lane.lane_id),
 		                errhint("Enqueue into another queue or priority.")));
 	}
-	WriteCursor(rel, lane, locked, kEnqueueOffset, last + count);
+	int64 next = last + count;
+	// As nextval logs ahead: a record reserves up to kLogAhead positions
+	// beyond this call's, and the calls after it that stay within them write
+	// the cursor in place and dirty the page, with no record. The logged
+	// value reaches the WAL before the commit of any transaction given a
+	// position under it (its xid's commit flushes the WAL up to its commit
+	// record), so after a crash or a promotion, where the in-place writes may
+	// be lost, enqueue_logged still covers every position handed out
+	// (EnqueueCursor). A record is written whenever the row is not this run's
+	// (the first reservation after a restart or promotion starts above the
+	// logged value), the call passes the logged value, or the page may not be
+	// written in place (TryWriteInPlace: not logged since the checkpoint
+	// began) (test/t/064_enqueue_cursor_logged_ahead.pl).
+	bool in_place = run != 0 && Field(locked.data, kRunOffset) == static_cast<int64>(run) &&
+	                next <= Field(locked.data, kLoggedOffset) && TryWriteInPlace(rel, locked, kEnqueueOffset, next);
+	if (!in_place) {
+		// Without the preload (run 0) every reservation is logged exactly.
+		int64 logged = run == 0 || next > PG_INT64_MAX - kLogAhead ? next : next + kLogAhead;
+		WriteLogged(rel, lane, locked,
+		            {{kEnqueueOffset, next}, {kLoggedOffset, logged}, {kRunOffset, static_cast<int64>(run)}});
+	}
 	UnlockReleaseBuffer(locked.buffer);
 	table_close(rel, NoLock);
 	return last + 1;
@@ -251,8 +343,25 @@ AdvanceClaimCursor(const Lane &lane, int64 value)
 	Relation rel = OpenLanes(RowExclusiveLock);
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
 	bool moves = value > Field(locked.data, kClaimOffset);
-	if (moves)
-		WriteCursor(rel, lane, locked, kClaimOffset, value);
+	// A claim cursor that goes back is safe: a walk from it reads the claims'
+	// evidence again and passes what they hold (a cursor move lost with the
+	// unflushed end of the WAL is one such case). One that is ahead of a
+	// claim lost in a crash is not: the lost claim's jobs would be passed
+	// over for good. The move is made only while the evidence it passes is
+	// visible, so every claim it relies on has its commit record inserted
+	// (claim_walk.hpp); when the WAL is flushed up to the insert position,
+	// each of those claims is durable, and the move may be written in place
+	// with no record: a crash, a standby or a promotion then has an older
+	// cursor, never one past a lost claim (docs/architecture.md, "The enqueue
+	// cursor is logged ahead"; test/t/064_enqueue_cursor_logged_ahead.pl,
+	// test/t/001_async_claim_lost_in_crash.pl). Otherwise (an asynchronous
+	// claim not yet flushed, or any WAL another session inserted since the
+	// last flush) the record keeps the move behind the claims' commits in the
+	// WAL, as before.
+	if (moves) {
+		if (XLogNeedsFlush(GetXLogInsertRecPtr()) || !TryWriteInPlace(rel, locked, kClaimOffset, value))
+			WriteLogged(rel, lane, locked, {{kClaimOffset, value}});
+	}
 	UnlockReleaseBuffer(locked.buffer);
 	table_close(rel, NoLock);
 	return moves;

@@ -8,10 +8,14 @@
 //  claim cursor    the highest lane_seq proven spent; moves forward only.
 //
 // Each change is made under the row's page's exclusive buffer lock and logged
-// as a generic WAL record, so it is not transactional (like nextval/setval),
-// leaves no dead tuple, survives a crash and is replayed on standbys. No
-// relation and no lock per lane: a lane costs one row. Readers take the
-// page's share lock, so they never see a cursor half-written.
+// as a generic WAL record, except a reservation within the enqueue cursor's
+// logged-ahead value (enqueue_logged), written in place as nextval's are, and
+// a claim cursor move made while the WAL is flushed (docs/architecture.md,
+// "The enqueue cursor is logged ahead"). So a
+// change is not transactional (like nextval/setval), leaves no dead tuple,
+// survives a crash and is replayed on standbys. No relation and no lock per
+// lane: a lane costs one row. Readers take the page's share lock, so they
+// never see a cursor half-written.
 #pragma once
 
 #include "pg/lanes.hpp"
@@ -23,7 +27,9 @@ struct LaneCursors {
 	int64 claim;
 };
 
-// Both cursors, read together. May ereport.
+// Both cursors, read together; the enqueue cursor as the highest position
+// handed out (in another server run than the one that wrote it in place: the
+// logged value, which covers it). May ereport.
 LaneCursors ReadLaneCursors(const Lane &lane);
 
 // Reserves `count` (>= 1) consecutive lane positions and returns the first.

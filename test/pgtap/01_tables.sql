@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(473);
+SELECT plan(475);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -124,8 +124,8 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('claim_ring_slots', ARRAY['slot']),
     ('lease_ring_slots', ARRAY['slot']),
     ('history_ring_slots', ARRAY['slot']),
-    ('queue_lanes', ARRAY['lane_id', 'enqueue_cursor', 'claim_cursor', 'priority', 'queue', 'created_at',
-                          'concurrency_key']),
+    ('queue_lanes', ARRAY['lane_id', 'enqueue_cursor', 'claim_cursor', 'enqueue_logged', 'cursor_run',
+                          'priority', 'queue', 'created_at', 'concurrency_key']),
     ('key_weights', ARRAY['queue', 'concurrency_key', 'weight']),
     ('ready_entries', ARRAY['ready_slot', 'priority', 'ready_generation', 'lane_id', 'queue', 'lane_seq',
                             'job_id', 'run_lease', 'attempt', 'max_attempts', 'kind', 'args', 'run_at',
@@ -212,6 +212,8 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('queue_lanes', 'lane_id', 'bigint'),
     ('queue_lanes', 'enqueue_cursor', 'bigint'),
     ('queue_lanes', 'claim_cursor', 'bigint'),
+    ('queue_lanes', 'enqueue_logged', 'bigint'),
+    ('queue_lanes', 'cursor_run', 'bigint'),
     ('queue_lanes', 'priority', 'smallint'),
     ('queue_lanes', 'queue', 'text'),
     ('queue_lanes', 'created_at', 'timestamp with time zone'),
@@ -514,7 +516,8 @@ SELECT results_eq(
              ('lease_ring_state', 'singleton', 'true'),
              ('periodic_schedules', 'created_at', 'now()'), ('periodic_schedules', 'updated_at', 'now()'),
              ('queue_lanes', 'claim_cursor', '0'), ('queue_lanes', 'created_at', 'now()'),
-             ('queue_lanes', 'enqueue_cursor', '0'),
+             ('queue_lanes', 'cursor_run', '0'),
+             ('queue_lanes', 'enqueue_cursor', '0'), ('queue_lanes', 'enqueue_logged', '0'),
              ('queue_meta', 'aging_interval', '''00:01:00''::interval'),
              ('queue_meta', 'dlq_enabled', 'false'), ('queue_meta', 'fairness', '''none''::text'),
              ('queue_meta', 'paused', 'false'),

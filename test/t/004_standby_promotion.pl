@@ -112,14 +112,21 @@ is( $standby2->safe_psql(
 is($standby2->safe_psql('postgres', "SELECT job_id FROM awa.claim('other')"),
 	$other, 'standby2: has the flushing enqueue');
 
-# The lanes' cursors are rewritten in place under generic WAL (no sequence):
-# they reached the standby with the rest, so after promotion a new enqueue
-# takes the next position of the lane, never one handed out before.
+# The lanes' cursors are rewritten in place under generic WAL (no sequence),
+# the enqueue cursor logged 32 positions ahead (docs/architecture.md, "The
+# enqueue cursor is logged ahead"): the logged values reached the standby with
+# the rest, and a promoted standby reads the enqueue cursor as the logged
+# value, at or past every position the primary handed out. So after promotion
+# a new enqueue takes a position past the lane's, never one handed out before.
 # (The claim cursors differ by design: standby2's claim above moved its own.)
 my $lanes = q{SELECT string_agg(queue || ':' || enqueue_cursor, ' ' ORDER BY queue)
   FROM awa.lanes WHERE queue IN ('q', 'other')};
-is($standby2->safe_psql('postgres', $lanes), $primary->safe_psql('postgres', $lanes),
-	'standby2: the enqueue cursors are the primary\'s');
+my $logged = q{SELECT string_agg(queue || ':' || enqueue_logged, ' ' ORDER BY queue)
+  FROM awa.queue_lanes WHERE queue IN ('q', 'other')};
+is($primary->safe_psql('postgres', $lanes), 'other:1 q:1', 'the primary handed out position 1 of each lane');
+is($standby2->safe_psql('postgres', $lanes), $primary->safe_psql('postgres', $logged),
+	'standby2: the enqueue cursors are the primary\'s logged values');
+is($standby2->safe_psql('postgres', $lanes), 'other:33 q:33', 'standby2: 32 past the positions handed out');
 my $reserved = $standby2->safe_psql('postgres', "SELECT enqueue_cursor FROM awa.lanes WHERE queue = 'q'");
 my $next = $standby2->safe_psql('postgres', "SELECT awa.enqueue('k', '{}', 'q')");
 is($standby2->safe_psql('postgres', "SELECT c.job_id || ':' || r.lane_seq FROM awa.claim('q') c
