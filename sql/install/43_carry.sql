@@ -12,7 +12,8 @@
 --     retry, fail, cancel, rescue) find their body: the attempt's claim still
 --     names the old slot, and src/pg/attempts.cpp looks the row up where it
 --     went;
--- each ready row with its origin_generation, so claims see it committed and
+-- each ready row with its origin_generation (its ready_generation here when
+-- NULL: the generation it was enqueued into), so claims see it committed and
 -- still learn where its lane's head can be. Nothing else in the slot is live. A lane beyond its cursor
 -- that is not carried (cancelled, or claimed and closed) becomes a hole that
 -- the claim walk proves dead like a rolled-back enqueue (no row in any
@@ -96,7 +97,7 @@ BEGIN
                                   unique_states, payload, origin_generation)
             SELECT $1, $2, m.lane_id, m.queue, m.priority, m.lane_seq, m.job_id, m.run_lease, m.attempt, m.max_attempts, m.kind,
                    m.args, m.run_at, m.created_at, m.attempted_at, m.unique_key, m.unique_states, m.payload,
-                   m.origin_generation
+                   coalesce(m.origin_generation, m.ready_generation)
               FROM moving m
             RETURNING 1
         ), evidence AS (

@@ -240,18 +240,18 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		bool *nl = ready_nulls + i * kReadyColumns;
 		v[0] = Int16GetDatum(ring.queue_slot);
 		v[1] = Int16GetDatum(row.priority);
-		v[2] = Int64GetDatum(ring.queue_generation);
-		v[3] = Int64GetDatum(lane.lane_id);
-		v[4] = PointerGetDatum(row.queue);
-		v[5] = Int64GetDatum(lane_seqs[i]);
-		v[6] = Int64GetDatum(row.job_id);
-		v[7] = Int64GetDatum(row.run_lease);
-		v[8] = Int16GetDatum(row.attempt);
-		v[9] = Int16GetDatum(row.max_attempts);
-		v[10] = PointerGetDatum(row.kind);
-		v[11] = PointerGetDatum(row.args);
-		v[12] = TimestampTzGetDatum(row.run_at);
-		v[13] = TimestampTzGetDatum(row.created_at);
+		v[2] = Int16GetDatum(row.attempt);
+		v[3] = Int16GetDatum(row.max_attempts);
+		v[4] = Int64GetDatum(ring.queue_generation);
+		v[5] = Int64GetDatum(lane.lane_id);
+		v[6] = Int64GetDatum(lane_seqs[i]);
+		v[7] = Int64GetDatum(row.job_id);
+		v[8] = Int64GetDatum(row.run_lease);
+		v[9] = TimestampTzGetDatum(row.run_at);
+		v[10] = TimestampTzGetDatum(row.created_at);
+		v[11] = PointerGetDatum(row.queue);
+		v[12] = PointerGetDatum(row.kind);
+		v[13] = PointerGetDatum(row.args);
 		v[14] = (Datum)0;
 		nl[14] = true;  // attempted_at
 		v[15] = PointerGetDatum(row.unique_key);
@@ -259,7 +259,8 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		nl[15] = nl[16] = row.unique_key == NULL;
 		v[17] = PointerGetDatum(row.payload);
 		nl[17] = row.payload == NULL;
-		v[18] = Int64GetDatum(ring.queue_generation);  // origin_generation
+		v[18] = (Datum)0;
+		nl[18] = true;  // origin_generation: this row's own ready_generation
 	}
 	InsertRingRows(RingTable::kReadyEntries, ring.queue_slot, n, ready, ready_nulls, kReadyColumns);
 	if (head.concurrency_key == NULL)

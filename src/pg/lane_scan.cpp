@@ -145,9 +145,16 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 		if (DatumGetInt64(slot_getattr(row_slot, info.generation, &isnull)) != generation)
 			continue;
 		LaneRow row;
-		for (int c = 0; c < kLaneScanColumns; c++)
+		for (int c = 0; c < kLaneScanColumns; c++) {
+			isnull = false;
 			row.values[c] = info.columns[c] == InvalidAttrNumber ? (Datum)0
 			                                                     : slot_getattr(row_slot, info.columns[c], &isnull);
+			// A ready row's origin_generation is NULL while it is the row's
+			// own generation (04_queue_ring.sql). No other column read here
+			// is nullable.
+			if (isnull && family == LaneFamily::kReady && c == 2)
+				row.values[c] = Int64GetDatum(generation);
+		}
 		HeapTuple tuple = ExecFetchSlotHeapTuple(row_slot, false, NULL);
 		row.xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
 		if (!visit(row, context))

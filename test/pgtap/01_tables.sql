@@ -127,10 +127,9 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
     ('queue_lanes', ARRAY['lane_id', 'enqueue_cursor', 'claim_cursor', 'enqueue_logged', 'cursor_run',
                           'priority', 'queue', 'created_at', 'concurrency_key']),
     ('key_weights', ARRAY['queue', 'concurrency_key', 'weight']),
-    ('ready_entries', ARRAY['ready_slot', 'priority', 'ready_generation', 'lane_id', 'queue', 'lane_seq',
-                            'job_id', 'run_lease', 'attempt', 'max_attempts', 'kind', 'args', 'run_at',
-                            'created_at', 'attempted_at', 'unique_key', 'unique_states', 'payload',
-                            'origin_generation']),
+    ('ready_entries', ARRAY['ready_slot', 'priority', 'attempt', 'max_attempts', 'ready_generation', 'lane_id',
+                            'lane_seq', 'job_id', 'run_lease', 'run_at', 'created_at', 'queue', 'kind', 'args',
+                            'attempted_at', 'unique_key', 'unique_states', 'payload', 'origin_generation']),
     ('ready_tombstones', ARRAY['ready_slot', 'priority', 'ready_generation', 'lane_id', 'queue', 'lane_seq',
                                'job_id', 'tombstoned_at']),
     ('ready_claim_attempt_batches', ARRAY['ready_slot', 'priority', 'claim_slot', 'ready_generation',
@@ -490,8 +489,8 @@ SELECT results_eq(
              ('queue_meta', 'key_rate_set_at'), ('queue_meta', 'max_running'), ('queue_meta', 'paused_at'),
              ('queue_meta', 'rate_burst'), ('queue_meta', 'rate_count'), ('queue_meta', 'rate_period'),
              ('queue_meta', 'rate_set_at'),
-             ('ready_entries', 'attempted_at'), ('ready_entries', 'payload'), ('ready_entries', 'unique_key'),
-             ('ready_entries', 'unique_states')$$,
+             ('ready_entries', 'attempted_at'), ('ready_entries', 'origin_generation'), ('ready_entries', 'payload'),
+             ('ready_entries', 'unique_key'), ('ready_entries', 'unique_states')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
 -- Defaults: exactly these columns of the 33 tables have a default, and these

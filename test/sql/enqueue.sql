@@ -22,8 +22,8 @@ SELECT job_id = :id1 AS same_id, queue, priority, kind, args, max_attempts, run_
        created_at BETWEEN :'t0' AND now() AS created_in_window
   FROM awa.ready_entries WHERE job_id = :id1;
 -- Lane position 1, in the current queue slot, enqueued into the generation
--- that holds it (origin_generation: no prune carried it).
-SELECT queue, priority, lane_seq, ready_generation, ready_slot, origin_generation = ready_generation AS origin_is_own
+-- that holds it (origin_generation NULL: its own; no prune carried it).
+SELECT queue, priority, lane_seq, ready_generation, ready_slot, origin_generation IS NULL AS origin_is_own
   FROM awa.ready_entries WHERE queue = 'default';
 SELECT queue, priority, enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'default';
 SELECT count(*) AS deferred FROM awa.deferred_jobs WHERE job_id = :id1;
