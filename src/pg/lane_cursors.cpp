@@ -220,7 +220,23 @@ WriteLogged(Relation rel, const Lane &lane, const LockedRow &locked, std::initia
 	char *data = RowData(copy, InvalidBlockNumber, locked.offset, lane.lane_id, false);
 	for (const FieldValue &field : fields)
 		memcpy(data + field.offset, &field.value, sizeof(field.value));
+	// The record is a delta against the buffer page, which may hold values
+	// written in place that no record carries (a claim cursor move with the
+	// WAL flushed, a reservation within enqueue_logged). Redo applies the
+	// delta to the page as the WAL left it: a field whose new value shares
+	// bytes with the in-place value would come out as a mix of the last
+	// logged value and the new one, which can be ahead of both
+	// (test/t/066_claim_cursor_delta_after_in_place.pl). So each field the
+	// record writes first gets, in the buffer, a value that differs from the
+	// new one in every byte: the delta carries all eight bytes. The exclusive
+	// lock keeps readers from seeing it.
+	START_CRIT_SECTION();
+	for (const FieldValue &field : fields) {
+		int64 other = ~field.value;
+		memcpy(locked.data + field.offset, &other, sizeof(other));
+	}
 	(void)GenericXLogFinish(state);
+	END_CRIT_SECTION();
 }
 
 // The enqueue cursor of the row: the highest position handed out. The row's
