@@ -227,11 +227,14 @@ WriteLogged(Relation rel, const Lane &lane, const LockedRow &locked, std::initia
 	// bytes with the in-place value would come out as a mix of the last
 	// logged value and the new one, which can be ahead of both
 	// (test/t/066_claim_cursor_delta_after_in_place.pl). So each field the
-	// record writes first gets, in the buffer, a value that differs from the
-	// new one in every byte: the delta carries all eight bytes. The exclusive
-	// lock keeps readers from seeing it.
+	// record writes that is also written in place (the two cursors; never
+	// enqueue_logged or cursor_run) first gets, in the buffer, a value that
+	// differs from the new one in every byte: the delta carries all eight
+	// bytes. The exclusive lock keeps readers from seeing it.
 	START_CRIT_SECTION();
 	for (const FieldValue &field : fields) {
+		if (field.offset != kEnqueueOffset && field.offset != kClaimOffset)
+			continue;
 		int64 other = ~field.value;
 		memcpy(locked.data + field.offset, &other, sizeof(other));
 	}
