@@ -537,9 +537,23 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 				continue;
 			}
 		}
-		if (plan.stop != kStopGap)
-			break;
-		if (plan.gap.first > proof_horizon) {
+		// The hole to prove dead: the one before committed lanes; or, for
+		// the maintenance's advance, a trailing one. Nothing is committed at
+		// or after `position`, yet lanes up to the enqueue cursor were
+		// reserved: a last enqueue that rolled back, or (after a restart,
+		// a crash or a promotion) the positions the enqueue cursor logged
+		// ahead and never handed out (lane_cursors.hpp). Proven dead, the
+		// cursor reaches the enqueue cursor, and the maintenance's later
+		// passes skip the lane instead of walking it every time
+		// (test/t/067_trailing_hole_after_restart.pl).
+		BridgeRange hole = plan.gap;
+		if (plan.stop != kStopGap) {
+			if (!advance_only || plan.stop != kStopEnd || plan.claimed != 0 || view.evidence_truncated ||
+			    plan.position > ReadLaneCursors(lane).enqueue)
+				break;
+			hole = BridgeRange{plan.position, PG_INT64_MAX};
+		}
+		if (hole.first > proof_horizon) {
 			// Wait (bounded) until every transaction that had reserved a
 			// lane position when the proof began has ended, then look again
 			// at every generation from the start with fresh snapshots.
@@ -572,7 +586,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		// Still empty although every reservation up to the horizon had ended
 		// when the view was read: the enqueue that reserved it rolled back
 		// (or died in a crash). It holds nothing.
-		AddSpent(&view, plan.gap.first, Min(plan.gap.next, proof_horizon + 1));
+		AddSpent(&view, hole.first, Min(hole.next, proof_horizon + 1));
 	}
 	if (!advance_only) {
 		// The frontier this walk proves: from where it started, the lanes
