@@ -37,10 +37,15 @@ CREATE TABLE awa.ready_entries (
     -- the claim walk learns where a lane's head can be from the origins of
     -- lanes at or below its cursor. Read it as
     -- coalesce(origin_generation, ready_generation).
-    origin_generation bigint,
-    PRIMARY KEY (lane_id, lane_seq, ready_slot)
+    origin_generation bigint
 ) PARTITION BY LIST (ready_slot);
--- The primary key is also how claims route: a lane's ready rows beyond its
+-- No primary key on the parent: each partition has a unique index on
+-- (lane_id, lane_seq) (12_ring_partitions.sql). A primary key of a partitioned
+-- table must hold the partition key, (lane_id, lane_seq, ready_slot), which is
+-- unique per partition all the same; without ready_slot each index entry is
+-- 8 bytes smaller (8 bytes of WAL per job; docs/architecture.md, "The enqueue
+-- cursor is logged ahead").
+-- That index is also how claims route: a lane's ready rows beyond its
 -- cursor, in lane order, are its committed lanes (each row the range
 -- [lane_seq, lane_seq + 1); docs/architecture.md, "A ready row is its own
 -- committed range").

@@ -56,6 +56,13 @@ BEGIN
             FOREACH child IN ARRAY awa._slot_children(ring, s) LOOP
                 EXECUTE format('CREATE TABLE %s PARTITION OF %s FOR VALUES IN (%s)',
                                child, regexp_replace(child, '_[0-9]+$', ''), s);
+                -- A ready row's lane position is unique in its slot: the
+                -- partition's own unique index, not a primary key of the
+                -- parent, which would have to hold ready_slot (04_queue_ring.sql).
+                IF child = format('awa.%I', 'ready_entries_' || s) THEN
+                    EXECUTE format('CREATE UNIQUE INDEX %I ON %s (lane_id, lane_seq)',
+                                   'ready_entries_' || s || '_lane_seq_key', child);
+                END IF;
             END LOOP;
         END LOOP;
     END LOOP;

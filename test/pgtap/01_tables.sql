@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(475);
+SELECT plan(474);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -50,15 +50,16 @@ SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
                     'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations',
                     'superseded_records']) t;
 
--- has_pk, every table but the insert-only history ring job_history and
--- queue_lanes (identified by a unique constraint, below): 31
+-- has_pk, every table but the insert-only history ring job_history,
+-- queue_lanes (identified by a unique constraint, below) and ready_entries
+-- (a unique index per partition, below): 30
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
                     'history_ring_rotations',
                     'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
                     'key_weights',
-                    'ready_entries', 'ready_tombstones',
+                    'ready_tombstones',
                     'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
                     'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
                     'lease_claim_closure_batches', 'leases',
@@ -69,11 +70,16 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
 -- awa.job_history has no primary key (a job has one history row; lookups use
 -- job_history_job_id_idx), nor has awa.queue_lanes (the lane of jobs without a
 -- key has a NULL concurrency_key, which a primary key cannot hold; its
--- identity is the unique constraint queue_lanes_identity, below): 2
+-- identity is the unique constraint queue_lanes_identity, below), nor has
+-- awa.ready_entries: each of its partitions has a unique index on (lane_id,
+-- lane_seq) instead, 8 bytes per entry smaller than a primary key of the
+-- parent, which must hold the partition key ready_slot (04_queue_ring.sql;
+-- test/pgtap/03_indexes.sql checks the index on every partition): 3
 SELECT hasnt_pk('awa', 'job_history', 'table awa.job_history has no primary key');
 SELECT hasnt_pk('awa', 'queue_lanes', 'table awa.queue_lanes has no primary key');
+SELECT hasnt_pk('awa', 'ready_entries', 'table awa.ready_entries has no primary key');
 
--- col_is_pk, exact key columns in key order: 31
+-- col_is_pk, exact key columns in key order: 30
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['singleton']),
@@ -89,7 +95,6 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('lease_ring_slots',            ARRAY['slot']),
     ('history_ring_slots',          ARRAY['slot']),
     ('key_weights',                 ARRAY['queue', 'concurrency_key']),
-    ('ready_entries',               ARRAY['lane_id', 'lane_seq', 'ready_slot']),
     ('ready_tombstones',            ARRAY['lane_id', 'lane_seq', 'ready_generation', 'ready_slot']),
     ('ready_claim_attempt_batches', ARRAY['batch_id', 'ready_slot']),
     ('done_entries',                ARRAY['lane_id', 'lane_seq', 'ready_slot']),

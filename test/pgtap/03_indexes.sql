@@ -10,9 +10,9 @@ SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
                  ARRAY['queue', 'priority', 'concurrency_key']::name[],
                  'queue_lanes has its identity index (queue, priority, concurrency_key) (enqueues find a lane by it, '
                  'and read it dirty for a lane whose creator has not committed)');
-SELECT has_index('awa', 'ready_entries', 'ready_entries_pkey',
-                 ARRAY['lane_id', 'lane_seq', 'ready_slot']::name[],
-                 'ready_entries PK is (lane_id, lane_seq, ready_slot) (also the claim walk''s routing probe)');
+SELECT has_index('awa', 'ready_entries_0', 'ready_entries_0_lane_seq_key',
+                 ARRAY['lane_id', 'lane_seq']::name[],
+                 'ready_entries_0 has its lane position index (lane_id, lane_seq) (also the claim walk''s routing probe)');
 SELECT has_index('awa', 'ready_entries', 'ready_entries_job_id_idx', ARRAY['job_id', 'lane_id']::name[],
                  'ready_entries has its job_id index, with lane_id as its second key (a listing by queue '
                  'checks the lane inside the index pages)');
@@ -40,8 +40,8 @@ SELECT has_index('awa', 'periodic_schedules', 'periodic_schedules_due_idx', ARRA
 -- schedule_periodic, unschedule_periodic and the periodic step find a
 -- schedule by name; set_key_weight names key_weights_pkey in ON CONFLICT ON
 -- CONSTRAINT): 6
-SELECT index_is_primary('awa', 'ready_entries', 'ready_entries_pkey',
-                        'ready_entries_pkey is the primary key of ready_entries');
+SELECT index_is_unique('awa', 'ready_entries_0', 'ready_entries_0_lane_seq_key',
+                       'ready_entries_0_lane_seq_key is unique: a lane position once per slot');
 SELECT index_is_primary('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
                         'lease_claim_batches_pkey is the primary key of lease_claim_batches');
 SELECT index_is_primary('awa', 'queue_meta', 'queue_meta_pkey',
@@ -98,8 +98,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE UNIQUE INDEX queue_lanes_lane_id_key ON awa.queue_lanes USING btree (lane_id)'),
     ('key_weights_pkey',
      'CREATE UNIQUE INDEX key_weights_pkey ON awa.key_weights USING btree (queue, concurrency_key)'),
-    ('ready_entries_pkey',
-     'CREATE UNIQUE INDEX ready_entries_pkey ON ONLY awa.ready_entries USING btree (lane_id, lane_seq, ready_slot)'),
+    ('ready_entries_0_lane_seq_key',
+     'CREATE UNIQUE INDEX ready_entries_0_lane_seq_key ON awa.ready_entries_0 USING btree (lane_id, lane_seq)'),
     ('ready_entries_job_id_idx',
      'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id, lane_id)'),
     ('ready_tombstones_pkey',
@@ -179,7 +179,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('history_ring_slots',          ARRAY['history_ring_slots_pkey']),
     ('queue_lanes',                 ARRAY['queue_lanes_identity', 'queue_lanes_lane_id_key']),
     ('key_weights',                 ARRAY['key_weights_pkey']),
-    ('ready_entries',               ARRAY['ready_entries_pkey', 'ready_entries_job_id_idx']),
+    ('ready_entries',               ARRAY['ready_entries_job_id_idx']),
     ('ready_tombstones',            ARRAY['ready_tombstones_pkey']),
     ('ready_claim_attempt_batches', ARRAY['ready_claim_attempt_batches_pkey',
                                           'ready_claim_attempt_batches_lane_next_idx']),
@@ -216,7 +216,6 @@ SELECT is(
     slots,
     'awa.' || idx || ' is attached on all ' || slots || ' partitions of ' || family)
   FROM (VALUES
-    ('ready_entries', 'ready_entries_pkey', 32),
     ('ready_entries', 'ready_entries_job_id_idx', 32),
     ('ready_tombstones', 'ready_tombstones_pkey', 32),
     ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_pkey', 32),
@@ -233,6 +232,19 @@ SELECT is(
     ('leases', 'leases_attempt_idx', 8),
     ('job_history', 'job_history_job_id_idx', 8)
   ) AS p(family, idx, slots);
+
+-- Every partition of ready_entries has its own unique index on (lane_id,
+-- lane_seq), no parent's (04_queue_ring.sql, 12_ring_partitions.sql): 1
+SELECT is(
+    (SELECT count(*)::int
+       FROM pg_catalog.pg_inherits h
+       JOIN pg_catalog.pg_index x ON x.indrelid = h.inhrelid
+      WHERE h.inhparent = 'awa.ready_entries'::regclass
+        AND x.indisunique AND x.indisvalid AND x.indnatts = 2
+        AND pg_catalog.pg_get_indexdef(x.indexrelid) LIKE '%USING btree (lane_id, lane_seq)'
+        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits p WHERE p.inhrelid = x.indexrelid)),
+    32,
+    'each of the 32 partitions of ready_entries has its unique (lane_id, lane_seq) index');
 
 SELECT * FROM finish();
 ROLLBACK;
