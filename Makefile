@@ -24,7 +24,7 @@ PG_CXXFLAGS = -std=c++17 -Wno-register -Wall -Wextra -Wno-unused-parameter -Wno-
 SHLIB_LINK += -lstdc++
 
 # pg_regress: one file per SQL function family (test/sql/, test/expected/).
-REGRESS = setup enqueue enqueue_many job_size claim complete cursor security heartbeat attempt_end cancel \
+REGRESS = setup enqueue enqueue_many job_size claim complete close_cost cursor security heartbeat attempt_end cancel \
           dlq unique queue_admin get_job counts lifecycle_roles maintenance history carry durable periodic metrics metrics_oldest prepare enqueue_at_commit \
           durations concurrency ring_growth rate_limit keys key_limits list_jobs bulk move retry move_retry_records idle_locks
 REGRESS_OPTS = --inputdir=test --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa

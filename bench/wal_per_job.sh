@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/wal_per_job.sh: exact WAL bytes per job, by record type, for awa's single-job enqueue and
-# batch-1 drain (claim + complete_many), read with pg_waldump --stats=record between two LSNs.
+# batch-1 drain (claim + complete_many), and batch-10 drain (claims of 10, each completed by one
+# complete_many), read with pg_waldump --stats=record between two LSNs.
 #
 #   PGBIN=/usr/lib/postgresql/15/bin PORT=5491 N=10000 bench/wal_per_job.sh
 #
@@ -44,12 +45,12 @@ pgb -t "$WARMUP" -f "$HERE/peers/pgbench/awa_enq1.sql"
 pgb -t "$WARMUP" "${WORKER[@]}"
 psql -c 'CHECKPOINT'
 
-measure() {  # name, pgbench arguments...
+measure() {  # name, pgbench arguments... (TX: transactions, N by default; always per N jobs)
 	local name=$1
 	shift
 	local start end
 	start=$(psql -c 'SELECT pg_current_wal_insert_lsn()')
-	pgb -t "$N" "$@"
+	pgb -t "${TX:-$N}" "$@"
 	end=$(psql -c 'SELECT pg_current_wal_insert_lsn()')
 	psql -c 'SELECT pg_switch_wal()' >/dev/null  # the end record is in a finished segment
 	local total
@@ -77,6 +78,10 @@ shapes() {  # queue name
 	# Enqueue N, then drain N of them (the warm-up leaves none behind).
 	measure "single-job enqueue (awa_enq1.sql)" -f "$HERE/peers/pgbench/awa_enq1.sql"
 	measure "batch-1 drain (awa_worker.sql, B=1)" "${WORKER[@]}"
+	# Then N more (not measured), drained 10 a claim, each claim's 10 in one complete_many.
+	pgb -t "$N" -f "$HERE/peers/pgbench/awa_enq1.sql"
+	TX=$((N / 10)) measure "batch-10 drain (awa_worker.sql, B=10; $((N / 10)) claims)" \
+		-D B=10 -D async=off -D wait_ms=0 -D idle_ms=10 -D awa_init=0 -f "$HERE/peers/pgbench/awa_worker.sql"
 	echo "Jobs left in the queue: $(psql -c "SELECT available FROM awa.queue_counts('default')")"
 	echo
 	shapes default

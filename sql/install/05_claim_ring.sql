@@ -57,12 +57,14 @@ CREATE TABLE awa.lease_claim_closures (
     PRIMARY KEY (job_id, run_lease, claim_slot)
 ) PARTITION BY LIST (claim_slot);
 
--- Closure evidence for compact receipts: one row per closing call and claim
--- batch; claim_indexes are the 0-based positions closed in that claim batch
--- (their jobs and run leases are the claim batch's at those positions).
--- batch_id is keyed under the claim batch: (claim_batch_id << 14) | ordinal,
--- the ordinal counting the batch's earlier closures (src/core/receipt.hpp), so
--- a claim batch's closures are the primary-key range
+-- Closure evidence for compact receipts: one row per closing call, claim
+-- batch and run of consecutive positions it closed; claim_indexes are those
+-- 0-based positions of the claim batch, closed_count of them (their jobs and
+-- run leases are the claim batch's at those positions). batch_id is keyed
+-- under the claim batch by the run's first position: (claim_batch_id << 14)
+-- | claim_indexes[1] (src/core/receipt.hpp), so "is position i closed" is one
+-- probe (the last closure keyed at or below i), and a claim batch's closures
+-- are the primary-key range
 -- awa._first_closure_batch_id(id) .. awa._last_closure_batch_id(id), with no
 -- index on claim_batch_id (docs/architecture.md, "Closures keyed under their
 -- claim batch").

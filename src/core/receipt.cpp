@@ -27,9 +27,15 @@ DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count) noexcept
 }
 
 int64_t
-ClosureBatchId(int64_t claim_batch_id, int32_t ordinal) noexcept
+ClosureBatchId(int64_t claim_batch_id, int32_t first_index) noexcept
 {
-	return (claim_batch_id << kClosureOrdinalBits) | ordinal;
+	return (claim_batch_id << kClosureIndexBits) | first_index;
+}
+
+int32_t
+ClosureFirstIndex(int64_t closure_batch_id) noexcept
+{
+	return static_cast<int32_t>(closure_batch_id & kMaxClosureIndex);
 }
 
 int64_t
@@ -41,7 +47,7 @@ FirstClosureBatchId(int64_t claim_batch_id) noexcept
 int64_t
 LastClosureBatchId(int64_t claim_batch_id) noexcept
 {
-	return ClosureBatchId(claim_batch_id, kMaxClosureOrdinal);
+	return ClosureBatchId(claim_batch_id, kMaxClosureIndex);
 }
 
 }  // namespace awa::core

@@ -39,24 +39,31 @@ int64_t EncodeReceipt(const Receipt &receipt) noexcept;
 // (negative, or a slot outside a ring of `claim_slot_count` slots).
 std::optional<Receipt> DecodeReceipt(int64_t receipt_id, int32_t claim_slot_count) noexcept;
 
-// Closure batch ids. The closures of a claim batch (one per call that ended
-// attempts of it; a completion's completion batch shares its closure's id)
-// are keyed under the claim batch:
-//   closure_batch_id = (claim_batch_id << 14) | ordinal
-// ordinal is how many closures of the batch came before (each ends at least
-// one attempt, so ordinal < claimed_count <= kMaxBatchIndex + 1). All closures
-// of a claim batch are the primary-key range [FirstClosureBatchId,
-// LastClosureBatchId]: one index probe finds them, with no index on
-// claim_batch_id and no sequence (docs/architecture.md, "Closures keyed under
-// their claim batch"). SQL reads the range through awa._first_closure_batch_id
-// and awa._last_closure_batch_id (fn_closure_ids.cpp), which call these.
-constexpr int kClosureOrdinalBits = kReceiptIndexBits;
-constexpr int32_t kMaxClosureOrdinal = (1 << kClosureOrdinalBits) - 1;
+// Closure batch ids. A closure row (one per run of consecutive positions a
+// closing call ends in a claim batch; a completion's completion batch shares
+// its closure's id) is keyed under the claim batch by the first position it
+// closes:
+//   closure_batch_id = (claim_batch_id << 14) | first_index
+// and closes positions first_index .. first_index + closed_count - 1. A
+// position is closed at most once, so the runs of a claim batch are disjoint
+// and their first positions distinct (first_index <= kMaxBatchIndex). All
+// closures of a claim batch are the primary-key range [FirstClosureBatchId,
+// LastClosureBatchId] (one index probe finds them, with no index on
+// claim_batch_id and no sequence), and the closure that could cover position
+// i is the last one keyed at or below ClosureBatchId(claim_batch_id, i): one
+// probe answers "is position i closed" whatever the number of closures
+// (docs/architecture.md, "Closures keyed under their claim batch"). SQL reads
+// the range through awa._first_closure_batch_id and
+// awa._last_closure_batch_id (fn_closure_ids.cpp), which call these.
+constexpr int kClosureIndexBits = kReceiptIndexBits;
+constexpr int32_t kMaxClosureIndex = (1 << kClosureIndexBits) - 1;
 
 // The caller guarantees 1 <= claim_batch_id <= kMaxClaimBatchId and
-// 0 <= ordinal <= kMaxClosureOrdinal.
-int64_t ClosureBatchId(int64_t claim_batch_id, int32_t ordinal) noexcept;
+// 0 <= first_index <= kMaxClosureIndex.
+int64_t ClosureBatchId(int64_t claim_batch_id, int32_t first_index) noexcept;
 int64_t FirstClosureBatchId(int64_t claim_batch_id) noexcept;
 int64_t LastClosureBatchId(int64_t claim_batch_id) noexcept;
+// The first position a closure of the claim batch closes (the low bits of its id).
+int32_t ClosureFirstIndex(int64_t closure_batch_id) noexcept;
 
 }  // namespace awa::core

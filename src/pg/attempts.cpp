@@ -16,6 +16,7 @@
 #include "pg/spi_plans.hpp"
 
 extern "C" {
+#include "access/detoast.h"
 #include "access/relation.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
@@ -190,6 +191,95 @@ LocateReadyRow(int64 lane_id, int64 lane_seq, int64 job_id, int64 row_run_lease,
 	return false;
 }
 
+// The per-position arrays of a claim batch (kClaimBatch's columns 6..10).
+struct ClaimArrays {
+	int64 claim_batch_id;
+	// The toast pointer of job_ids: with the batch id, what the backend's
+	// copy is keyed by (below).
+	Oid toast_relid;
+	Oid toast_valueid;
+	int count;
+	const int64 *job_ids;
+	const int64 *run_leases;
+	const int64 *lane_seqs;
+	const int16 *attempts;
+	const int16 *max_attempts;
+};
+
+// The backend's copy of the arrays of the last big claim batch it read, so
+// that a worker (or the rescue) ending a big claim's attempts one call each
+// does not detoast and unpack all its arrays (hundreds of KB at 10,000 jobs)
+// in every call. A claim batch row is never updated, its batch id is never
+// issued again (a global sequence, fenced after a crash), and a carried copy
+// holds the same arrays; the copy is also keyed by the toast value job_ids is
+// stored as, which a re-created extension or a truncated slot does not give
+// back. Every call still reads the row (kClaimBatch) under the claim batch's
+// lock: the copy is only used for a batch that exists. kCopyArraysFrom: small
+// batches' arrays are stored in the row itself and cost little to unpack.
+constexpr int kCopyArraysFrom = 256;
+MemoryContext claim_arrays_context = NULL;
+ClaimArrays claim_arrays_copy;  // valid when claim_batch_id != 0
+
+template <typename T>
+const T *
+CopyInto(MemoryContext context, const T *values, int count)
+{
+	T *copy = static_cast<T *>(MemoryContextAlloc(context, sizeof(T) * (count + 1)));
+	memcpy(copy, values, sizeof(T) * count);
+	return copy;
+}
+
+ClaimArrays
+ReadClaimArrays(int64 claim_batch_id, int claimed_count, HeapTuple tuple, TupleDesc desc)
+{
+	bool isnull;
+	Datum job_ids_datum = SPI_getbinval(tuple, desc, 6, &isnull);
+	ClaimArrays arrays;
+	memset(&arrays, 0, sizeof(arrays));
+	bool copyable = false;
+	if (claimed_count >= kCopyArraysFrom && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(job_ids_datum))) {
+		varatt_external pointer;
+		VARATT_EXTERNAL_GET_POINTER(pointer, DatumGetPointer(job_ids_datum));
+		arrays.toast_relid = pointer.va_toastrelid;
+		arrays.toast_valueid = pointer.va_valueid;
+		copyable = true;
+		if (claim_arrays_copy.claim_batch_id == claim_batch_id && claim_arrays_copy.count == claimed_count &&
+		    claim_arrays_copy.toast_relid == arrays.toast_relid &&
+		    claim_arrays_copy.toast_valueid == arrays.toast_valueid)
+			return claim_arrays_copy;
+	}
+	int counts[5];
+	arrays.claim_batch_id = claim_batch_id;
+	arrays.count = claimed_count;
+	arrays.job_ids = Elements<int64>(job_ids_datum, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[0]);
+	arrays.run_leases =
+	    Elements<int64>(SPI_getbinval(tuple, desc, 7, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[1]);
+	arrays.lane_seqs =
+	    Elements<int64>(SPI_getbinval(tuple, desc, 8, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[2]);
+	arrays.attempts =
+	    Elements<int16>(SPI_getbinval(tuple, desc, 9, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &counts[3]);
+	arrays.max_attempts =
+	    Elements<int16>(SPI_getbinval(tuple, desc, 10, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &counts[4]);
+	for (int count : counts)
+		copyable = copyable && count == claimed_count;
+	if (!copyable)
+		return arrays;
+	// Invalid until complete: an error while copying leaves no half copy.
+	claim_arrays_copy.claim_batch_id = 0;
+	if (claim_arrays_context == NULL)
+		claim_arrays_context = AllocSetContextCreate(TopMemoryContext, "awa claim batch arrays", ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(claim_arrays_context);
+	ClaimArrays copy = arrays;
+	copy.job_ids = CopyInto(claim_arrays_context, arrays.job_ids, claimed_count);
+	copy.run_leases = CopyInto(claim_arrays_context, arrays.run_leases, claimed_count);
+	copy.lane_seqs = CopyInto(claim_arrays_context, arrays.lane_seqs, claimed_count);
+	copy.attempts = CopyInto(claim_arrays_context, arrays.attempts, claimed_count);
+	copy.max_attempts = CopyInto(claim_arrays_context, arrays.max_attempts, claimed_count);
+	claim_arrays_copy = copy;
+	return arrays;
+}
+
 // Resolves (and acts on) the attempts at positions order[0..n) of one claim batch.
 void
 ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction action, const char *outcome,
@@ -217,15 +307,12 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	Datum queue = SPI_getbinval(tuple, desc, 3, &isnull);
 	int16 priority = DatumGetInt16(SPI_getbinval(tuple, desc, 4, &isnull));
 	int claimed_count = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
-	int count;
-	int64 *job_ids = Elements<int64>(SPI_getbinval(tuple, desc, 6, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &count);
-	int64 *run_leases =
-	    Elements<int64>(SPI_getbinval(tuple, desc, 7, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &count);
-	int64 *lane_seqs = Elements<int64>(SPI_getbinval(tuple, desc, 8, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &count);
-	int16 *attempt_numbers =
-	    Elements<int16>(SPI_getbinval(tuple, desc, 9, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &count);
-	int16 *max_attempts =
-	    Elements<int16>(SPI_getbinval(tuple, desc, 10, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &count);
+	ClaimArrays arrays = ReadClaimArrays(claim_batch_id, claimed_count, tuple, desc);
+	const int64 *job_ids = arrays.job_ids;
+	const int64 *run_leases = arrays.run_leases;
+	const int64 *lane_seqs = arrays.lane_seqs;
+	const int16 *attempt_numbers = arrays.attempts;
+	const int16 *max_attempts = arrays.max_attempts;
 	TimestampTz claimed_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 11, &isnull));
 	TimestampTz deadline_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull));
 	int64 lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 14, &isnull));
@@ -236,28 +323,65 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		MemoryContextSwitchTo(previous);
 	}
 
-	// Outcome that closed each index (NULL: open).
-	const char **closed_by = static_cast<const char **>(palloc0(sizeof(char *) * (claimed_count + 1)));
-	Datum closed_key[3] = {Int64GetDatum(core::FirstClosureBatchId(claim_batch_id)), Int64GetDatum(PG_INT64_MAX),
-	                       Int64GetDatum(core::LastClosureBatchId(claim_batch_id))};
-	ExecuteLatest(Stmt::kClosedIndexes, slot, closed_key, NULL);
-	// This call's closure, if it closes any, comes after these: its ordinal
-	// is the last one's + 1 (not their count, so that a gap, were one ever
-	// made, could not send it onto an existing key).
-	uint64 next_ordinal = 0;
-	for (uint64 row = 0; row < SPI_processed; row++) {
-		int64 closure_batch_id =
-		    DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 3, &isnull));
-		next_ordinal =
-		    Max(next_ordinal, static_cast<uint64>(closure_batch_id - core::FirstClosureBatchId(claim_batch_id)) + 1);
+	// Which of this call's attempts are closed, and by what outcome (NULL:
+	// open), read for the attempts that match their claim's arrays (the
+	// others are stale): their distinct positions, in order, form runs of
+	// consecutive positions, and each run is one kClosuresOfRun (at most its
+	// length + 1 closure rows). So the call reads O(its attempts) closures,
+	// not every closure the batch already has (docs/architecture.md,
+	// "Closures keyed under their claim batch").
+	bool *matches = static_cast<bool *>(palloc(sizeof(bool) * (n + 1)));
+	const char **closed_by = static_cast<const char **>(palloc0(sizeof(char *) * (n + 1)));
+	const char **run_closed = static_cast<const char **>(palloc(sizeof(char *) * (n + 1)));
+	for (int i = 0; i < n; i++) {
 		CHECK_FOR_INTERRUPTS();
-		int index_count;
-		int32 *indexes = Elements<int32>(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1, &isnull),
-		                                 INT4OID, 4, true, TYPALIGN_INT, &index_count);
-		char *row_outcome = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 2, &isnull));
-		for (int i = 0; i < index_count; i++)
-			if (indexes[i] >= 0 && indexes[i] < claimed_count)
-				closed_by[indexes[i]] = row_outcome;
+		const Attempt &attempt = attempts[order[i]];
+		int index = attempt.index;
+		matches[i] =
+		    index < claimed_count && job_ids[index] == attempt.job_id && run_leases[index] == attempt.run_lease;
+	}
+	for (int i = 0; i < n;) {
+		CHECK_FOR_INTERRUPTS();
+		if (!matches[i]) {
+			i++;
+			continue;
+		}
+		int first = attempts[order[i]].index;
+		int last = first;
+		int end = i + 1;
+		while (end < n) {
+			CHECK_FOR_INTERRUPTS();
+			if (matches[end]) {
+				if (attempts[order[end]].index > last + 1)
+					break;
+				last = attempts[order[end]].index;
+			}
+			end++;
+		}
+		// last - first + 1 <= the matching attempts of the run <= n.
+		memset(run_closed, 0, sizeof(char *) * (last - first + 1));
+		Datum run_key[4] = {Int64GetDatum(core::FirstClosureBatchId(claim_batch_id)),
+		                    Int64GetDatum(core::ClosureBatchId(claim_batch_id, first)),
+		                    Int64GetDatum(core::ClosureBatchId(claim_batch_id, last)), Int64GetDatum(PG_INT64_MAX)};
+		ExecuteLatest(Stmt::kClosuresOfRun, slot, run_key, NULL);
+		for (uint64 row = 0; row < SPI_processed; row++) {
+			CHECK_FOR_INTERRUPTS();
+			HeapTuple closure = SPI_tuptable->vals[row];
+			int32 start = core::ClosureFirstIndex(DatumGetInt64(SPI_getbinval(closure, SPI_tuptable->tupdesc, 1, &isnull)));
+			int32 closed_count = DatumGetInt32(SPI_getbinval(closure, SPI_tuptable->tupdesc, 2, &isnull));
+			char *row_outcome = TextDatumGetCString(SPI_getbinval(closure, SPI_tuptable->tupdesc, 3, &isnull));
+			int32 upto = Min(last, start + closed_count - 1);
+			for (int32 position = Max(first, start); position <= upto; position++) {
+				CHECK_FOR_INTERRUPTS();
+				run_closed[position - first] = row_outcome;
+			}
+		}
+		for (int k = i; k < end; k++) {
+			CHECK_FOR_INTERRUPTS();
+			if (matches[k])
+				closed_by[k] = run_closed[attempts[order[k]].index - first];
+		}
+		i = end;
 	}
 
 	// The open attempts of a batch were claimed from one slot and are carried
@@ -265,11 +389,9 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	for (int i = 0; i < n; i++) {
 		CHECK_FOR_INTERRUPTS();  // every loop over a call's jobs can be cancelled
 		const Attempt &attempt = attempts[order[i]];
-		int index = attempt.index;
-		if (index >= claimed_count || job_ids[index] != attempt.job_id || run_leases[index] != attempt.run_lease ||
-		    closed_by[index] != NULL)
+		if (!matches[i] || closed_by[i] != NULL)
 			continue;
-		if (!LocateReadyRow(lane_id, lane_seqs[index], attempt.job_id, attempt.run_lease - 1, &ready_slot,
+		if (!LocateReadyRow(lane_id, lane_seqs[attempt.index], attempt.job_id, attempt.run_lease - 1, &ready_slot,
 		                    &ready_generation))
 			ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 			                errmsg("awa: the ready row of open attempt (%lld, %lld) is missing",
@@ -287,7 +409,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		CHECK_FOR_INTERRUPTS();
 		Attempt &attempt = attempts[order[i]];
 		int index = attempt.index;
-		if (index >= claimed_count || job_ids[index] != attempt.job_id || run_leases[index] != attempt.run_lease)
+		if (!matches[i])
 			continue;  // stale
 		attempt.ready_slot = ready_slot;
 		attempt.ready_generation = ready_generation;
@@ -299,16 +421,18 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		attempt.max_attempts = max_attempts[index];
 		attempt.claimed_at = claimed_at;
 		attempt.deadline_at = deadline_at;
-		if (closed_by[index] != NULL) {
+		// Closed by this call: a duplicate later in the same call (the
+		// attempts are in index order) sees it closed.
+		if (closed_by[i] == NULL && accepted > 0 && DatumGetInt32(closed_indexes[accepted - 1]) == index)
+			closed_by[i] = close_as;
+		if (closed_by[i] != NULL) {
 			attempt.status = AttemptStatus::kClosed;
-			strlcpy(attempt.closed_outcome, closed_by[index], sizeof(attempt.closed_outcome));
+			strlcpy(attempt.closed_outcome, closed_by[i], sizeof(attempt.closed_outcome));
 			continue;
 		}
 		attempt.status = AttemptStatus::kOpen;
 		if (action == AttemptAction::kInspect)
 			continue;
-		// Closed by this call: a duplicate later in the same call sees it closed.
-		closed_by[index] = close_as;
 		attempt.closed_now = true;
 		closed_indexes[accepted] = Int32GetDatum(index);
 		closed_jobs[accepted] = Int64GetDatum(attempt.job_id);
@@ -319,50 +443,57 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	if (accepted == 0)
 		return;
 
-	// Keyed under the claim batch (core/receipt.hpp): the closures before this
-	// one each ended at least one of its attempts and this one ends another,
-	// so the ordinal stays below claimed_count. The claim batch's lock, held
-	// to this transaction's end, and the fresh read of its closures make the
-	// ordinal this transaction's alone (docs/architecture.md, "Closures keyed
-	// under their claim batch").
-	if (next_ordinal >= static_cast<uint64>(Min(claimed_count, core::kMaxClosureOrdinal + 1)))
-		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-		                errmsg("awa: claim batch " INT64_FORMAT " has %llu closures for %d attempts", claim_batch_id,
-		                       static_cast<unsigned long long>(next_ordinal), claimed_count)));
-	int64 batch_id = core::ClosureBatchId(claim_batch_id, static_cast<int32>(next_ordinal));
+	// One closure row per run of consecutive positions closed (ascending and
+	// distinct here), keyed by its first position (core/receipt.hpp), and for
+	// a completion one completion batch with the same id. The claim batch's
+	// lock, held to this transaction's end, and the fresh reads of its
+	// closures above make the positions, and so the keys, this transaction's
+	// alone (docs/architecture.md, "Closures keyed under their claim batch").
 	TimestampTz now = GetCurrentTimestamp();
-	Datum jobs_array = PointerGetDatum(construct_array(closed_jobs, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	Datum leases_array = PointerGetDatum(construct_array(closed_leases, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	// Column order of awa.lease_claim_closure_batches (05_claim_ring.sql). The
-	// closed jobs and run leases are the claim batch's at claim_indexes.
-	Datum closure[9] = {Int16GetDatum(slot),
-	                    Int64GetDatum(batch_id),
-	                    Int64GetDatum(claim_batch_id),
-	                    Int16GetDatum(ready_slot),
-	                    Int64GetDatum(ready_generation),
-	                    CStringGetTextDatum(close_as),
-	                    Int32GetDatum(accepted),
-	                    PointerGetDatum(construct_array(closed_indexes, accepted, INT4OID, 4, true, TYPALIGN_INT)),
-	                    TimestampTzGetDatum(now)};
-	bool closure_nulls[9] = {false};
-	InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 9);
-	if (action == AttemptAction::kComplete) {
-		// Column order of awa.receipt_completion_batches (04_queue_ring.sql).
-		Datum completion[13] = {Int16GetDatum(ready_slot),
-		                        Int16GetDatum(slot),
-		                        Int16GetDatum(priority),
-		                        Int64GetDatum(ready_generation),
-		                        Int64GetDatum(batch_id),
-		                        Int64GetDatum(claim_batch_id),
-		                        Int64GetDatum(lane_id),
-		                        queue,
-		                        Int32GetDatum(accepted),
-		                        jobs_array,
-		                        leases_array,
-		                        PointerGetDatum(construct_array(closed_lanes, accepted, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-		                        TimestampTzGetDatum(now)};
-		bool completion_nulls[13] = {false};
-		InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 13);
+	for (int run_start = 0; run_start < accepted;) {
+		CHECK_FOR_INTERRUPTS();
+		int run_end = run_start + 1;
+		while (run_end < accepted &&
+		       DatumGetInt32(closed_indexes[run_end]) == DatumGetInt32(closed_indexes[run_end - 1]) + 1) {
+			CHECK_FOR_INTERRUPTS();
+			run_end++;
+		}
+		int run_length = run_end - run_start;
+		int64 batch_id = core::ClosureBatchId(claim_batch_id, DatumGetInt32(closed_indexes[run_start]));
+		// Column order of awa.lease_claim_closure_batches (05_claim_ring.sql). The
+		// closed jobs and run leases are the claim batch's at claim_indexes.
+		Datum closure[9] = {Int16GetDatum(slot),
+		                    Int64GetDatum(batch_id),
+		                    Int64GetDatum(claim_batch_id),
+		                    Int16GetDatum(ready_slot),
+		                    Int64GetDatum(ready_generation),
+		                    CStringGetTextDatum(close_as),
+		                    Int32GetDatum(run_length),
+		                    PointerGetDatum(construct_array(closed_indexes + run_start, run_length, INT4OID, 4, true,
+		                                                    TYPALIGN_INT)),
+		                    TimestampTzGetDatum(now)};
+		bool closure_nulls[9] = {false};
+		InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 9);
+		if (action == AttemptAction::kComplete) {
+			// Column order of awa.receipt_completion_batches (04_queue_ring.sql).
+			Datum completion[13] = {
+			    Int16GetDatum(ready_slot),
+			    Int16GetDatum(slot),
+			    Int16GetDatum(priority),
+			    Int64GetDatum(ready_generation),
+			    Int64GetDatum(batch_id),
+			    Int64GetDatum(claim_batch_id),
+			    Int64GetDatum(lane_id),
+			    queue,
+			    Int32GetDatum(run_length),
+			    PointerGetDatum(construct_array(closed_jobs + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+			    PointerGetDatum(construct_array(closed_leases + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+			    PointerGetDatum(construct_array(closed_lanes + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+			    TimestampTzGetDatum(now)};
+			bool completion_nulls[13] = {false};
+			InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 13);
+		}
+		run_start = run_end;
 	}
 	CountMove(DatumGetTextPP(queue), static_cast<int>(JobState::kRunning), static_cast<int>(StateOfOutcome(close_as)),
 	          accepted, IsRescueOutcome(close_as) ? core::JobEvent::kRescued : core::JobEvent::kNone);

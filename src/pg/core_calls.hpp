@@ -76,6 +76,7 @@ AWA_CHECK_NOEXCEPT(DelayFarNegative(declval<int32_t>(), declval<int32_t>(), decl
 AWA_CHECK_NOEXCEPT(CheckDelay(declval<int32_t>(), declval<int32_t>(), declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(FirstClosureBatchId(declval<int64_t>()));
 AWA_CHECK_NOEXCEPT(LastClosureBatchId(declval<int64_t>()));
+AWA_CHECK_NOEXCEPT(ClosureFirstIndex(declval<int64_t>()));
 
 // core/ring.hpp
 AWA_CHECK_NOEXCEPT(SlotOf(declval<int64_t>(), declval<int32_t>()));

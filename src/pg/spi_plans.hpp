@@ -40,7 +40,7 @@ enum class Stmt {
 	kInsertDeferredMany,
 	kReadyRows,
 	kClaimBatch,
-	kClosedIndexes,
+	kClosuresOfRun,
 	kHeadRunAt,
 	kQueueSettings,
 	kDeleteAttemptState,

@@ -59,8 +59,8 @@ SELECT c.batch_id = r.batch_id AS same_batch_id,
        c.claim_slot, c.ready_slot, c.ready_generation, c.outcome, c.closed_count, c.claim_indexes,
        r.job_ids = ARRAY[CASE c.claim_indexes[1] WHEN 0 THEN :j1 ELSE :j2 END]::bigint[] AS job_ids,
        r.queue, r.priority, r.completed_count, r.run_leases, r.lane_seqs, r.claim_slot,
-       -- keyed under the claim batch, in the order its closures came
-       c.batch_id >> 14 = c.claim_batch_id AS keyed_under_claim_batch, c.batch_id & 16383 AS ordinal,
+       -- keyed under the claim batch, by the first position it closes
+       c.batch_id >> 14 = c.claim_batch_id AS keyed_under_claim_batch, c.batch_id & 16383 AS first_index,
        c.closed_at = r.completed_at AS same_time, c.closed_at <= now() AS closed_in_past
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
@@ -90,7 +90,8 @@ SELECT :'is_b' AS is_b, awa.complete(:tx_b, :rb_lease, :rb_receipt) AS rolled_ba
 SELECT job_id = :tx_b AS is_b, run_lease, receipt_id <> :rb_receipt AS new_receipt FROM awa.claim('co_tx');
 
 -- ---------------------------------------------------------------------------
--- awa.complete_many: results in input order, one closure per claim batch.
+-- awa.complete_many: results in input order, one closure per run of
+-- consecutive positions closed in a claim batch.
 -- ---------------------------------------------------------------------------
 SELECT min(id) AS m0 FROM awa.enqueue_many(ARRAY['m0', 'm1', 'm2', 'm3', 'm4', 'm5'], NULL, 'co_many') AS id \gset
 -- Claim batch X = m0, m1, m2; claim batch Y = m3, m4; m5 is never claimed.
@@ -116,11 +117,13 @@ SELECT array_agg(i.job + :m0 ORDER BY i.ord) AS job_ids,
 SELECT ord, job_id - :m0 AS job, accepted
   FROM awa.complete_many(:'job_ids', :'run_leases', :'receipt_ids') WITH ORDINALITY AS t(job_id, accepted, ord);
 -- Accepted: m4 (batch Y), m2 and m0 (batch X): one closure and one completion
--- batch per claim batch.
+-- batch per run of consecutive positions, keyed by its first: m0 and m2 are
+-- not consecutive (m1 between them was closed before), so X has three
+-- closures of one position each, Y one.
 SELECT (SELECT batch FROM co_many_claims WHERE job_id = r.job_ids[1]) AS claim_batch,
        c.closed_count, c.claim_indexes, (SELECT array_agg(j - :m0 ORDER BY n) FROM unnest(r.job_ids) WITH ORDINALITY u(j, n)) AS jobs,
        r.run_leases, r.completed_count, r.lane_seqs,
-       c.batch_id >> 14 = c.claim_batch_id AS keyed_under_claim_batch, c.batch_id & 16383 AS ordinal
+       c.batch_id >> 14 = c.claim_batch_id AS keyed_under_claim_batch, c.batch_id & 16383 AS first_index
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
  WHERE r.queue = 'co_many' ORDER BY claim_batch, c.batch_id;
@@ -200,7 +203,7 @@ SELECT array_agg(accepted ORDER BY ord) AS accepted_in_input_order
 
 -- ---------------------------------------------------------------------------
 -- Closure batch ids are keyed under the claim batch: (claim_batch_id << 14) |
--- ordinal, the primary-key range awa._first_closure_batch_id(id) ..
+-- first position closed, the primary-key range awa._first_closure_batch_id(id) ..
 -- awa._last_closure_batch_id(id); every lookup of a claim batch's closures
 -- (completion, cancel, get_job) finds them there.
 -- ---------------------------------------------------------------------------
@@ -226,7 +229,8 @@ SELECT array_agg(accepted) AS again
                          (SELECT array_agg(receipt_id ORDER BY job_id) FROM whole_claim));
 SELECT awa.get_job(job_id) ->> 'state' AS state, awa.cancel(job_id) AS cancel FROM whole_claim ORDER BY job_id;
 -- A claim batch of two closed in three calls (a retry, a completion, a
--- refused one): ordinals 0 and 1, each found by the next call and by get_job.
+-- refused one): closures keyed at positions 0 and 1, each found by the next
+-- call and by get_job.
 CREATE TEMP TABLE part_claim AS SELECT job_id, run_lease, receipt_id FROM awa.claim('co_whole', 2);
 SELECT min(receipt_id) >> 18 AS part_batch FROM part_claim \gset
 SELECT awa.retry(job_id, run_lease, receipt_id, 'again', '1 hour') AS retried
@@ -234,7 +238,7 @@ SELECT awa.retry(job_id, run_lease, receipt_id, 'again', '1 hour') AS retried
 SELECT awa.complete(job_id, run_lease, receipt_id) AS completed, awa.complete(job_id, run_lease, receipt_id) AS again,
        awa.retry(job_id, run_lease, receipt_id, 'late', '1 hour') AS late_retry
   FROM part_claim WHERE job_id = (SELECT max(job_id) FROM part_claim);
-SELECT outcome, claim_indexes, batch_id - awa._first_closure_batch_id(:part_batch) AS ordinal
+SELECT outcome, claim_indexes, batch_id - awa._first_closure_batch_id(:part_batch) AS first_index
   FROM awa.lease_claim_closure_batches
  WHERE batch_id BETWEEN awa._first_closure_batch_id(:part_batch) AND awa._last_closure_batch_id(:part_batch)
  ORDER BY batch_id;

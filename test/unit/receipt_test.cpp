@@ -146,22 +146,24 @@ TEST(Receipt, DecodeEncodeRoundTripOverARange)
 	}
 }
 
-// The closures of one claim batch are exactly the ids of its range; the
-// ranges of two claim batches never meet, up to the largest claim batch id,
-// and every closure id is positive.
+// The closures of one claim batch are exactly the ids of its range, keyed by
+// the first position each closes (so ordered by position); the ranges of two
+// claim batches never meet, up to the largest claim batch id, and every
+// closure id is positive.
 TEST(ClosureBatchId, RangesPerClaimBatchAreDisjointAndOrdered)
 {
-	static_assert(kMaxClosureOrdinal >= kMaxBatchIndex, "a claim batch of the most jobs fits");
+	static_assert(kMaxClosureIndex >= kMaxBatchIndex, "a claim batch of the most jobs fits");
 	for (int64_t batch : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{1000}, kMaxClaimBatchId - 1, kMaxClaimBatchId}) {
 		EXPECT_GT(FirstClosureBatchId(batch), 0);
 		EXPECT_EQ(ClosureBatchId(batch, 0), FirstClosureBatchId(batch));
-		EXPECT_EQ(ClosureBatchId(batch, kMaxClosureOrdinal), LastClosureBatchId(batch));
+		EXPECT_EQ(ClosureBatchId(batch, kMaxClosureIndex), LastClosureBatchId(batch));
 		int64_t previous = FirstClosureBatchId(batch) - 1;
-		for (int32_t ordinal : {0, 1, 2, 100, kMaxClosureOrdinal - 1, kMaxClosureOrdinal}) {
-			int64_t id = ClosureBatchId(batch, ordinal);
-			EXPECT_GT(id, previous);  // in the order the closures came
+		for (int32_t first_index : {0, 1, 2, 100, kMaxClosureIndex - 1, kMaxClosureIndex}) {
+			int64_t id = ClosureBatchId(batch, first_index);
+			EXPECT_GT(id, previous);  // in the order of the positions
 			EXPECT_LE(id, LastClosureBatchId(batch));
-			EXPECT_EQ(id >> kClosureOrdinalBits, batch);  // the claim batch, read back
+			EXPECT_EQ(id >> kClosureIndexBits, batch);       // the claim batch, read back
+			EXPECT_EQ(ClosureFirstIndex(id), first_index);  // and the first position
 			previous = id;
 		}
 		if (batch > 1)
