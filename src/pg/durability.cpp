@@ -3,6 +3,8 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "replication/syncrep.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
@@ -70,6 +72,17 @@ WaitForSynchronousStandbys(XLogRecPtr lsn)
 		                errmsg("canceled the wait for the synchronous standbys to confirm %X/%X",
 		                       static_cast<uint32>(lsn >> 32), static_cast<uint32>(lsn)),
 		                errhint("It is flushed on this server; the standbys have not confirmed it yet.")));
+}
+
+XLogRecPtr
+InsertedWalEnd()
+{
+	XLogRecPtr lsn = GetXLogInsertRecPtr();
+	if (XLogSegmentOffset(lsn, wal_segment_size) == SizeOfXLogLongPHD)
+		return lsn - SizeOfXLogLongPHD;
+	if (lsn % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		return lsn - SizeOfXLogShortPHD;
+	return lsn;
 }
 
 }  // namespace awa::pg

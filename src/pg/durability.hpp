@@ -6,6 +6,15 @@
 
 namespace awa::pg {
 
+// The end of the WAL inserted so far: GetXLogInsertRecPtr(), unless that is
+// the first byte after a page's header, where the next record will start but
+// nothing is written yet; then the page's start. XLogFlush of the position
+// after the header fails ("xlog flush request ... is not satisfied ---
+// flushed only to" the page start) until another record is inserted, and
+// XLogNeedsFlush of it is true although everything inserted is flushed
+// (test/sql/durable.sql failed on this once, in a local run).
+XLogRecPtr InsertedWalEnd();
+
 // Waits until the synchronous standbys named by synchronous_standby_names
 // (none: returns at once) confirm `lsn`, at the session's synchronous_commit
 // level and at least `on` (the standbys' flush), as a synchronous commit

@@ -28,7 +28,7 @@ AWA_FUNCTION(awa_await_durable)
 		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 		                errmsg("awa.await_durable() cannot run during recovery"),
 		                errhint("Call it on the primary, where the claim committed.")));
-	XLogRecPtr lsn = GetXLogInsertRecPtr();
+	XLogRecPtr lsn = InsertedWalEnd();
 	// Nothing of this statement reads a table: while it waits it holds no
 	// lock of its own and, when the statement allows (claim_sleep.hpp), no
 	// snapshot either.

@@ -1,6 +1,7 @@
 // lane_cursors.cpp: a lane's cursors in its row (see lane_cursors.hpp).
 #include "pg/lane_cursors.hpp"
 
+#include "pg/durability.hpp"
 #include "pg/lane_locks.hpp"
 #include "pg/rings.hpp"
 #include "pg/server_run_key.hpp"
@@ -378,7 +379,7 @@ AdvanceClaimCursor(const Lane &lane, int64 value)
 	// last flush) the record keeps the move behind the claims' commits in the
 	// WAL, as before.
 	if (moves) {
-		if (XLogNeedsFlush(GetXLogInsertRecPtr()) || !TryWriteInPlace(rel, locked, kClaimOffset, value))
+		if (XLogNeedsFlush(InsertedWalEnd()) || !TryWriteInPlace(rel, locked, kClaimOffset, value))
 			WriteLogged(rel, lane, locked, {{kClaimOffset, value}});
 	}
 	UnlockReleaseBuffer(locked.buffer);
