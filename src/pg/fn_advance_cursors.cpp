@@ -15,6 +15,11 @@
 #include "pg/rings.hpp"
 #include "pg/lane_cursors.hpp"
 #include "pg/spi_plans.hpp"
+#include "pg/server_run_key.hpp"
+
+extern "C" {
+#include "access/xlog.h"
+}
 
 namespace awa::pg {
 
@@ -42,6 +47,10 @@ using namespace awa::pg;
 // awa._advance_cursors() -> number of lanes whose claim cursor moved.
 AWA_FUNCTION(awa_internal_advance_cursors)
 {
+	if (RecoveryInProgress())
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+		                errmsg("awa: claim cursors cannot be advanced during recovery"),
+		                errhint("Run maintenance on the primary.")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
 	ExecuteLatest(Stmt::kAllLanes, 0, NULL, NULL);

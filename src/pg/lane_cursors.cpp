@@ -276,7 +276,8 @@ EnqueueCursor(const char *data, uint64 run)
 bool
 TryWriteInPlace(Relation rel, const LockedRow &locked, int offset, int64 value)
 {
-	if (!RelationNeedsWAL(rel) || (wal_consistency_checking != NULL && wal_consistency_checking[RM_GENERIC_ID]))
+	if (!RelationNeedsWAL(rel) || (wal_consistency_checking != NULL && wal_consistency_checking[RM_GENERIC_ID]) ||
+	    RecoveryInProgress())
 		return false;
 	bool written = false;
 	START_CRIT_SECTION();
@@ -291,6 +292,20 @@ TryWriteInPlace(Relation rel, const LockedRow &locked, int offset, int64 value)
 	MyProc->delayChkptFlags = (MyProc->delayChkptFlags & ~DELAY_CHKPT_START) | delayed;
 	END_CRIT_SECTION();
 	return written;
+}
+
+// A cursor moves only on a primary. On a hot standby an in-place write
+// would change the standby's page with nothing in the WAL (the primary's
+// next record for the page would replay over a page it no longer matches),
+// and a logged one cannot be made: refused before anything is written
+// (test/t/068_standby_claim_moves_nothing.pl; found by a reviewer).
+void
+RefuseDuringRecovery(const char *what)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+		                errmsg("awa: %s cannot move a lane cursor during recovery", what),
+		                errhint("Claim and enqueue on the primary.")));
 }
 
 }  // namespace
@@ -311,6 +326,7 @@ ReserveLanePositions(const Lane &lane, int64 count)
 {
 	if (count < 1)
 		elog(ERROR, "awa: a lane reservation of " INT64_FORMAT " positions", count);
+	RefuseDuringRecovery("a lane reservation");
 	// First the lock, then the cursor: ProveLaneReservationsEnded reads the
 	// cursor, then waits for the lock's holders.
 	LockLaneReserve(lane.lane_id);
@@ -363,6 +379,10 @@ AdvanceClaimCursor(const Lane &lane, int64 value)
 	Relation rel = OpenLanes(RowExclusiveLock);
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
 	bool moves = value > Field(locked.data, kClaimOffset);
+	if (moves && RecoveryInProgress()) {
+		UnlockReleaseBuffer(locked.buffer);
+		RefuseDuringRecovery("a claim");
+	}
 	// A claim cursor that goes back is safe: a walk from it reads the claims'
 	// evidence again and passes what they hold (a cursor move lost with the
 	// unflushed end of the WAL is one such case). One that is ahead of a

@@ -364,6 +364,9 @@ struct StepResult {
 
 MemoryContext step_context = NULL;  // reset after every step
 bool extension_gone = false;        // a step found awa dropped
+// This process has advanced every idle lane's claim cursor once since it
+// began maintaining a primary (below, RunStep).
+bool advanced_since_start = false;
 
 // ---------------------------------------------------------------------------
 // Maintenance worker: cadences
@@ -503,6 +506,19 @@ RunStep(MaintenanceTask task, StepResult *step)
 		} else {
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "awa: SPI_connect failed");
+			// Once per worker process, before its first queue prune: after a
+			// restart, a crash or a promotion every lane that enqueued in the
+			// run before reads its enqueue cursor as the value logged ahead,
+			// a trailing hole the claim cursor is below (lane_cursors.hpp).
+			// The advance proves it dead, so idle lanes stop reading as
+			// behind; the prune runs the advance only when a slot is due,
+			// which an idle ring never is (found by a reviewer;
+			// test/t/067_trailing_hole_after_restart.pl).
+			if (task == MaintenanceTask::kPruneQueue && !advanced_since_start) {
+				if (SPI_execute("SELECT awa._advance_cursors()", false, 0) != SPI_OK_SELECT)
+					elog(ERROR, "awa: the advance of idle lanes' claim cursors failed");
+				advanced_since_start = true;
+			}
 			char query[128];
 			snprintf(query, sizeof(query), "SELECT outcome FROM awa.run_maintenance('%s')", core::TaskName(task));
 			int rc = SPI_execute(query, false, 0);

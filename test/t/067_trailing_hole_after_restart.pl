@@ -59,4 +59,18 @@ my $next = q1(q{SELECT awa.enqueue('k', '{}', 'th')});
 is(q1(q{SELECT string_agg(job_id::text, ',') FROM awa.claim('th', 10)}), $next, 'the next job is claimed');
 
 $node->stop;
+
+# The maintenance worker does it by itself, at its first queue prune after a
+# start (an idle ring has no slot due, and the prune's own advance runs only
+# for a due slot).
+my $auto = start_awa_node('trailingholeauto', maintenance => 1);
+sub qa { return $auto->safe_psql('postgres', shift); }
+qa(q{SELECT awa.enqueue('k', '{}', 'ta')});
+is(qa(q{SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('ta') c}), 't',
+	'worker on: a job is claimed and completed');
+$auto->restart;
+ok($auto->poll_query_until('postgres',
+		q{SELECT enqueue_cursor = 33 AND claim_cursor = 33 FROM awa.lanes WHERE queue = 'ta'}),
+	'after a restart the worker moves the claim cursor past the trailing hole, with no call by hand');
+$auto->stop;
 done_testing();
