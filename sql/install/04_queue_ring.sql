@@ -118,7 +118,7 @@ CREATE INDEX done_entries_job_id_idx ON awa.done_entries (job_id);
 CREATE INDEX done_entries_failed_idx ON awa.done_entries (queue) WHERE state = 'failed';
 
 -- Compact terminal history of successful completions: one row per completing
--- call and claim batch, arrays per job. batch_id is its closure batch's,
+-- call, claim batch and run of consecutive positions, arrays per job. batch_id is its closure batch's,
 -- keyed under the claim batch (05_claim_ring.sql).
 CREATE TABLE awa.receipt_completion_batches (
     ready_slot       smallint    NOT NULL,

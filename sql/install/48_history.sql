@@ -58,7 +58,7 @@ BEGIN
                c.run_lease, r.run_at, r.created_at, a.claimed_at, c.completed_at, r.unique_key, r.payload
           FROM (SELECT b.lane_id, b.claim_batch_id, b.completed_at, u.run_lease, u.lane_seq
                   FROM awa.%1$I b, unnest(b.run_leases, b.lane_seqs) u(run_lease, lane_seq)) c
-          -- One primary-key probe per job (LIMIT 1 keeps the planner from
+          -- One probe of the lane position index per job (LIMIT 1 keeps the planner from
           -- hashing a lane's whole slot once per completion batch).
           JOIN LATERAL (SELECT * FROM awa.%2$I e
                          WHERE e.lane_id = c.lane_id AND e.lane_seq = c.lane_seq LIMIT 1) r

@@ -5,15 +5,20 @@
 //  enqueue cursor  the highest lane_seq reserved; moves up by each
 //                  reservation and never back (a rolled-back reservation
 //                  leaves a hole that claims prove dead, claim_walk.hpp).
-//  claim cursor    the highest lane_seq proven spent; moves forward only.
+//  claim cursor    the highest lane_seq proven spent; moves forward only
+//                  (a crash or a promotion may take it back to a value a
+//                  record logged: below).
 //
 // Each change is made under the row's page's exclusive buffer lock and logged
 // as a generic WAL record, except a reservation within the enqueue cursor's
 // logged-ahead value (enqueue_logged), written in place as nextval's are, and
 // a claim cursor move made while the WAL is flushed (docs/architecture.md,
 // "The enqueue cursor is logged ahead"). So a
-// change is not transactional (like nextval/setval), leaves no dead tuple,
-// survives a crash and is replayed on standbys. No relation and no lock per
+// change is not transactional (like nextval/setval) and leaves no dead tuple;
+// a logged one survives a crash and is replayed on standbys, an in-place one
+// may be lost in a crash and never reaches a standby: the enqueue cursor is
+// then read as enqueue_logged, which covers it, and a claim cursor left
+// behind is made up by the next walk. No relation and no lock per
 // lane: a lane costs one row. Readers take the page's share lock, so they
 // never see a cursor half-written.
 #pragma once

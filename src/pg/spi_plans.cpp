@@ -206,7 +206,8 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kInsertTombstone, "INSERT INTO awa.ready_tombstones_%1$d (ready_slot, ready_generation, lane_id, queue,"
 	 " priority, lane_seq, job_id, tombstoned_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 	 8, {INT2OID, INT8OID, INT8OID, TEXTOID, INT2OID, INT8OID, INT8OID, TIMESTAMPTZOID}},
-	// kReadyBody: the body of one ready row (primary-key probe). $1 lane_id, $2 lane_seq
+	// kReadyBody: the body of one ready row (a probe of the partition's unique
+	// (lane_id, lane_seq) index). $1 lane_id, $2 lane_seq
 	{Stmt::kReadyBody, "SELECT kind, args, run_at, created_at, unique_key, unique_states, payload"
 	 "  FROM awa.ready_entries_%1$d WHERE lane_id = $1 AND lane_seq = $2 AND ready_slot = %1$d",
 	 2, {INT8OID, INT8OID}},
@@ -257,7 +258,8 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kAttemptHeartbeat: the attempt's last heartbeat. $1 job_id, $2 run_lease
 	{Stmt::kAttemptHeartbeat, "SELECT heartbeat_at FROM awa.attempt_state WHERE job_id = $1 AND run_lease = $2",
 	 2, {INT8OID, INT8OID}},
-	// kReadyRowAt: the ready row is still in this slot and generation (primary-key probe).
+	// kReadyRowAt: the ready row is still in this slot and generation (a probe
+	// of the partition's unique (lane_id, lane_seq) index).
 	// $1 lane_id, $2 lane_seq, $3 generation
 	{Stmt::kReadyRowAt, "SELECT 1 FROM awa.ready_entries_%1$d"
 	 " WHERE lane_id = $1 AND lane_seq = $2 AND ready_slot = %1$d AND ready_generation = $3",
