@@ -62,8 +62,10 @@ $node->stop;
 
 # The maintenance worker does it by itself, at its first queue prune after a
 # start (an idle ring has no slot due, and the prune's own advance runs only
-# for a due slot).
-my $auto = start_awa_node('trailingholeauto', maintenance => 1);
+# for a due slot). The queue ring's interval is an hour here, so no slot comes
+# due while the test waits: only the worker's advance after its start can
+# move the cursor.
+my $auto = start_awa_node('trailingholeauto', maintenance => 1, conf => "awa.queue_rotate_interval = '1h'\n");
 sub qa { return $auto->safe_psql('postgres', shift); }
 qa(q{SELECT awa.enqueue('k', '{}', 'ta')});
 is(qa(q{SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('ta') c}), 't',
