@@ -393,7 +393,7 @@ AdvanceClaimCursor(const Lane &lane, int64 value)
 	// each of those claims is durable, and the move may be written in place
 	// with no record: a crash, a standby or a promotion then has an older
 	// cursor, never one past a lost claim (docs/architecture.md, "The enqueue
-	// cursor is logged ahead"; test/t/064_enqueue_cursor_logged_ahead.pl,
+	// cursor is logged ahead"; test/t/065_claim_cursor_in_place.pl,
 	// test/t/001_async_claim_lost_in_crash.pl). Otherwise (an asynchronous
 	// claim not yet flushed, or any WAL another session inserted since the
 	// last flush) the record keeps the move behind the claims' commits in the

@@ -31,24 +31,11 @@ my @jobs = split /\n/,
   $node->safe_psql('postgres', q{SELECT awa.enqueue('k', '{}', 'cc') FROM generate_series(1, 6)});
 is(scalar(@jobs), 6, 'six jobs enqueued');
 
-# Whether $sql logged a change of the lanes page (its LSN moved; an in-place
-# write leaves it), and its output. (pg_walinspect cannot read WAL that is not
-# flushed yet.)
-sub logged_lanes_page
-{
-	my ($sql) = @_;
-	my $lsn = q{SELECT lsn FROM page_header(get_raw_page('awa.queue_lanes', 0))};
-	my $before = $node->safe_psql('postgres', $lsn);
-	my $out = $node->safe_psql('postgres', $sql);
-	my $after = $node->safe_psql('postgres', $lsn);
-	return ($before eq $after ? 'in place' : 'logged', $out);
-}
-
 # Each claim and its completion, one durable transaction (the claim commits
 # with the completion's synchronous commit).
 my $claim_and_complete = q{SELECT c.job_id FROM awa.claim('cc', async_commit => false) c,
   LATERAL awa.complete(c.job_id, c.run_lease, c.receipt_id) done};
-my ($how, $out) = logged_lanes_page($claim_and_complete);
+my ($how, $out) = lanes_page_write($node, $claim_and_complete);
 is($out, $jobs[0], 'the first job is claimed and completed');
 is(claim_cursor($node, 'cc'), '0', 'its walk had nothing to pass');
 # Nothing else may leave WAL unflushed before the next claim: the catalog rows
@@ -62,7 +49,7 @@ $node->safe_psql('postgres', 'CREATE TABLE flushed ()');
 is( $node->safe_psql('postgres', q{SELECT d = 0 OR (d IN (24, 40) AND pg_wal_lsn_diff(f, '0/0') % 8192 = 0)
   FROM (SELECT pg_current_wal_flush_lsn() AS f, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), pg_current_wal_flush_lsn()) AS d) x}),
 	't', 'the WAL is flushed');
-($how, $out) = logged_lanes_page($claim_and_complete);
+($how, $out) = lanes_page_write($node, $claim_and_complete);
 is($out, $jobs[1], 'the second job is claimed and completed');
 is(claim_cursor($node, 'cc'), '1', 'its walk moved the cursor past the first');
 is($how, 'in place', 'with the WAL flushed, the move is written in place: no record');
@@ -74,7 +61,7 @@ is( $node->safe_psql('postgres', q{SELECT job_id FROM awa.claim('cc', async_comm
 is( $node->safe_psql('postgres',
 		q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
 	't', 'its commit is not flushed');
-($how, $out) = logged_lanes_page(q{SELECT job_id FROM awa.claim('cc', async_commit => true)});
+($how, $out) = lanes_page_write($node, q{SELECT job_id FROM awa.claim('cc', async_commit => true)});
 is($out, $jobs[3], 'the fourth job is claimed asynchronously');
 is(claim_cursor($node, 'cc'), '3', 'the cursor moved past the third job, whose claim is visible');
 is($how, 'logged', 'with the WAL unflushed, the move is a record');

@@ -38,15 +38,6 @@ my $standby = start_streaming_standby($node, 'cursordelta_standby');
 is( $node->safe_psql('postgres', q{SELECT count(awa.enqueue('k', '{}', 'mx')) FROM generate_series(1, 800)}),
 	'800', '800 jobs enqueued in one lane (positions 1..800)');
 
-sub logged_lanes_page
-{
-	my ($sql) = @_;
-	my $lsn = q{SELECT lsn FROM page_header(get_raw_page('awa.queue_lanes', 0))};
-	my $before = $node->safe_psql('postgres', $lsn);
-	my $out = $node->safe_psql('postgres', $sql);
-	my $after = $node->safe_psql('postgres', $lsn);
-	return ($before eq $after ? 'in place' : 'logged', $out);
-}
 
 sub claim
 {
@@ -60,7 +51,7 @@ is(claim_cursor($node, 'mx'), '0', 'cursor still 0');
 # 1. A logged move to 255 (0x00FF), with a full-page image: the first change
 #    of the page after the checkpoint.
 $node->safe_psql('postgres', 'CHECKPOINT');
-my ($how, $out) = logged_lanes_page(claim(1));
+my ($how, $out) = lanes_page_write($node, claim(1));
 is($out, '1', 'position 256 claimed');
 is(claim_cursor($node, 'mx'), '255', 'cursor moved to 255 (0x00FF)');
 is($how, 'logged', 'after the checkpoint the move is a record (full-page image)');
@@ -71,7 +62,7 @@ $node->safe_psql('postgres', 'CREATE TABLE unflushed (i int)');
 is($node->safe_psql('postgres', q{SELECT d = 0 OR (d IN (24, 40) AND pg_wal_lsn_diff(f, '0/0') % 8192 = 0)
   FROM (SELECT pg_current_wal_flush_lsn() AS f, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), pg_current_wal_flush_lsn()) AS d) x}),
 	't', 'the WAL is flushed');
-($how, $out) = logged_lanes_page(claim(256));
+($how, $out) = lanes_page_write($node, claim(256));
 is($out, '256', 'positions 257..512 claimed');
 is(claim_cursor($node, 'mx'), '256', 'cursor moved to 256 (0x0100)');
 is($how, 'in place', 'the move is written in place');
@@ -82,7 +73,7 @@ my $walwriter = pause_wal_writer($node);
 $node->safe_psql('postgres', q{SET synchronous_commit = off; INSERT INTO unflushed VALUES (1)});
 is($node->safe_psql('postgres', q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
 	't', 'some WAL is not flushed');
-($how, $out) = logged_lanes_page(claim(1));
+($how, $out) = lanes_page_write($node, claim(1));
 is($out, '1', 'position 513 claimed (durably: its commit flushes all the WAL)');
 is(claim_cursor($node, 'mx'), '512', 'cursor moved to 512 (0x0200) on the primary');
 is($how, 'logged', 'the move is a record (a delta: the page was logged since the checkpoint)');

@@ -9,7 +9,7 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 
 our @EXPORT = qw($QUIET_WAL_CONF start_awa_node start_streaming_standby make_standby_synchronous pause_wal_writer
-  claim_cursor);
+  claim_cursor lanes_page_write);
 
 # Settings under which, once the WAL writer is paused, only a backend's own
 # XLogFlush (a synchronous commit) writes WAL to the files: no autovacuum, no
@@ -82,6 +82,20 @@ sub claim_cursor
 	my ($node, $queue) = @_;
 	return $node->safe_psql('postgres',
 		"SELECT claim_cursor FROM awa.lanes WHERE queue = '$queue' AND priority = 2");
+}
+
+# Runs $sql on $node; returns whether it logged a change of the first page of
+# awa.queue_lanes ('logged': its LSN moved) or not ('in place': an in-place
+# cursor write leaves it), and the statement's output. Needs pageinspect.
+# (pg_walinspect cannot read WAL that is not flushed yet.)
+sub lanes_page_write
+{
+	my ($node, $sql) = @_;
+	my $lsn = q{SELECT lsn FROM page_header(get_raw_page('awa.queue_lanes', 0))};
+	my $before = $node->safe_psql('postgres', $lsn);
+	my $out = $node->safe_psql('postgres', $sql);
+	my $after = $node->safe_psql('postgres', $lsn);
+	return ($before eq $after ? 'in place' : 'logged', $out);
 }
 
 1;
