@@ -21,23 +21,17 @@ CREATE TABLE awa.ready_entries (
     lane_id          bigint      NOT NULL,
     lane_seq         bigint      NOT NULL,
     job_id           bigint      NOT NULL,
-    run_lease        bigint      NOT NULL DEFAULT 0,
     run_at           timestamptz NOT NULL,
     created_at       timestamptz NOT NULL,
     queue            text        NOT NULL,
     kind             text        NOT NULL,
-    args             jsonb       NOT NULL,
-    attempted_at     timestamptz,
-    unique_key       bytea,
-    unique_states    smallint,
-    payload          jsonb,
-    -- The generation the row was enqueued into, when a prune carried it
-    -- forward; NULL while it is ready_generation (every row an enqueue
-    -- writes: 8 bytes per job fewer). Lanes take origins in lane order, so
-    -- the claim walk learns where a lane's head can be from the origins of
-    -- lanes at or below its cursor. Read it as
-    -- coalesce(origin_generation, ready_generation).
-    origin_generation bigint
+    args             jsonb       NOT NULL
+    -- Then run_lease, attempted_at, unique_key, unique_states, payload and
+    -- origin_generation, added by 12_ring_partitions.sql once the slots'
+    -- tables exist, so that each of them reads a row that ends before
+    -- run_lease as run_lease 0 and the rest NULL. A fresh job's row ends
+    -- there: 16 bytes per job fewer (docs/architecture.md, "A ready row ends
+    -- at its last value").
 ) PARTITION BY LIST (ready_slot);
 -- No primary key on the parent: each partition has a unique index on
 -- (lane_id, lane_seq) (12_ring_partitions.sql). A primary key of a partitioned

@@ -66,6 +66,25 @@ BEGIN
             END LOOP;
         END LOOP;
     END LOOP;
+    -- The ready rows' trailing columns (04_queue_ring.sql), added to the
+    -- parent once every slot's table exists: ADD COLUMN gives each slot's
+    -- table run_lease's default as its missing value, which a row that ends
+    -- before the column reads. An enqueue leaves out the trailing columns
+    -- that read back the same (direct_insert.cpp), so a fresh job's row is
+    -- 16 bytes shorter: no run_lease, no null bitmap.
+    ALTER TABLE awa.ready_entries
+        ADD COLUMN run_lease        bigint      NOT NULL DEFAULT 0,
+        ADD COLUMN attempted_at     timestamptz,
+        ADD COLUMN unique_key       bytea,
+        ADD COLUMN unique_states    smallint,
+        ADD COLUMN payload          jsonb,
+        -- The generation the row was enqueued into, when a prune carried it
+        -- forward; NULL while it is ready_generation (every row an enqueue
+        -- writes: 8 bytes per job fewer). Lanes take origins in lane order,
+        -- so the claim walk learns where a lane's head can be from the
+        -- origins of lanes at or below its cursor. Read it as
+        -- coalesce(origin_generation, ready_generation).
+        ADD COLUMN origin_generation bigint;
 END
 $ring$;
 

@@ -8,11 +8,14 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tupdesc_details.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
+#include "utils/datum.h"
 #include "utils/rel.h"
 }
 
@@ -34,6 +37,37 @@ const char *const kFamilies[static_cast<int>(RingTable::kCount)] = {
 // Child OIDs by family and slot, for one incarnation of the extension.
 Oid child_oids[static_cast<int>(RingTable::kCount)][kMaxSlots];
 Oid child_incarnation = InvalidOid;
+
+// Whether column `i` reads back as values[i] / nulls[i] from a row that ends
+// before it: a NULL where the column has no missing value, or the column's
+// missing value (PostgreSQL's attmissingval, set when a column is added with a
+// constant default) where the value equals it.
+bool
+ReadsBackWhenAbsent(TupleDesc desc, int i, Datum value, bool isnull)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, i);
+	const AttrMissing *missing = att->atthasmissing && desc->constr != NULL ? desc->constr->missing : NULL;
+	bool present = missing != NULL && missing[i].am_present;
+	if (isnull)
+		return !present;
+	return present && datumIsEqual(value, missing[i].am_value, att->attbyval, att->attlen);
+}
+
+// The number of leading columns a row must store: the trailing columns that
+// read back the same when absent are left out, as PostgreSQL reads the rows
+// written before an ADD COLUMN. A fresh ready row ends with run_lease 0 (the
+// missing value of its column in every slot's table, 12_ring_partitions.sql)
+// and five NULLs: without them it has no null bitmap, and its header is 24
+// bytes instead of 32 (docs/architecture.md, "A ready row ends at its last
+// value").
+int
+StoredColumns(TupleDesc desc, const Datum *values, const bool *nulls, int natts)
+{
+	int stored = natts;
+	while (stored > 1 && ReadsBackWhenAbsent(desc, stored - 1, values[stored - 1], nulls[stored - 1]))
+		stored--;
+	return stored;
+}
 
 }  // namespace
 
@@ -91,6 +125,10 @@ InsertRingRows(RingTable table, int slot, int rows, const Datum *values, const b
 		slots[r] = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
 	MemoryContext chunk_context =
 	    AllocSetContextCreate(CurrentMemoryContext, "awa ring insert chunk", ALLOCSET_DEFAULT_SIZES);
+	// Descriptors of the first k columns, made the first time a row stores k
+	// (heap_form_tuple writes as many columns as its descriptor has).
+	TupleDesc *prefixes = static_cast<TupleDesc *>(palloc0(sizeof(TupleDesc) * (natts + 1)));
+	prefixes[natts] = desc;
 	for (int first = 0; first < rows;) {
 		CHECK_FOR_INTERRUPTS();
 		MemoryContext caller = MemoryContextSwitchTo(chunk_context);
@@ -98,8 +136,21 @@ InsertRingRows(RingTable table, int slot, int rows, const Datum *values, const b
 		Size bytes = 0;
 		while (n < chunk_rows && first + n < rows && bytes < kBytesPerChunk) {
 			int row = first + n;
-			HeapTuple tuple = heap_form_tuple(desc, const_cast<Datum *>(values + row * natts),
-			                                  const_cast<bool *>(nulls + row * natts));
+			const Datum *row_values = values + row * natts;
+			const bool *row_nulls = nulls + row * natts;
+			int stored = StoredColumns(desc, row_values, row_nulls, natts);
+			if (prefixes[stored] == NULL) {
+				MemoryContext chunk = MemoryContextSwitchTo(caller);
+				// An anonymous row type (RECORDOID), not the table's, which
+				// has every column: the header's type fields become the row's
+				// xmin and xmax when heap_insert writes it.
+				prefixes[stored] = CreateTemplateTupleDesc(stored);
+				for (int i = 0; i < stored; i++)
+					TupleDescCopyEntry(prefixes[stored], i + 1, desc, i + 1);
+				MemoryContextSwitchTo(chunk);
+			}
+			HeapTuple tuple =
+			    heap_form_tuple(prefixes[stored], const_cast<Datum *>(row_values), const_cast<bool *>(row_nulls));
 			bytes += tuple->t_len;
 			ExecStoreHeapTuple(tuple, slots[n], true);
 			n++;

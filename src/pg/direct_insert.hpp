@@ -9,7 +9,10 @@
 // constraints and no expression or partial indexes, awa supplies every NOT NULL
 // value, and the caller addresses the child that owns the row's slot. Each
 // call checks the column count, so a schema that drifted from the code fails
-// loudly instead of writing garbage.
+// loudly instead of writing garbage. A row is stored without its trailing
+// columns that read back the same when absent (NULLs, and values equal to the
+// column's missing value): docs/architecture.md, "A ready row ends at its last
+// value".
 #pragma once
 
 #include "pg/postgres_headers.hpp"

@@ -227,7 +227,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	// Direct inserts, no statement: the rows with one multi-insert. A ready
 	// row is its own committed range for the claim walk: nothing else is
 	// written per job.
-	constexpr int kReadyColumns = 19;  // awa.ready_entries' columns, in order (04_queue_ring.sql)
+	constexpr int kReadyColumns = 19;  // awa.ready_entries' columns, in order (04_queue_ring.sql, then 12_ring_partitions.sql)
 	Datum *ready = static_cast<Datum *>(palloc(sizeof(Datum) * kReadyColumns * n));
 	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
 	int lowest = 0;  // the row with the lowest lane_seq (the lane's head, if it is the first)
@@ -246,12 +246,12 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 		v[5] = Int64GetDatum(lane.lane_id);
 		v[6] = Int64GetDatum(lane_seqs[i]);
 		v[7] = Int64GetDatum(row.job_id);
-		v[8] = Int64GetDatum(row.run_lease);
-		v[9] = TimestampTzGetDatum(row.run_at);
-		v[10] = TimestampTzGetDatum(row.created_at);
-		v[11] = PointerGetDatum(row.queue);
-		v[12] = PointerGetDatum(row.kind);
-		v[13] = PointerGetDatum(row.args);
+		v[8] = TimestampTzGetDatum(row.run_at);
+		v[9] = TimestampTzGetDatum(row.created_at);
+		v[10] = PointerGetDatum(row.queue);
+		v[11] = PointerGetDatum(row.kind);
+		v[12] = PointerGetDatum(row.args);
+		v[13] = Int64GetDatum(row.run_lease);
 		v[14] = (Datum)0;
 		nl[14] = true;  // attempted_at
 		v[15] = PointerGetDatum(row.unique_key);

@@ -133,7 +133,7 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                           'priority', 'queue', 'created_at', 'concurrency_key']),
     ('key_weights', ARRAY['queue', 'concurrency_key', 'weight']),
     ('ready_entries', ARRAY['ready_slot', 'priority', 'attempt', 'max_attempts', 'ready_generation', 'lane_id',
-                            'lane_seq', 'job_id', 'run_lease', 'run_at', 'created_at', 'queue', 'kind', 'args',
+                            'lane_seq', 'job_id', 'run_at', 'created_at', 'queue', 'kind', 'args', 'run_lease',
                             'attempted_at', 'unique_key', 'unique_states', 'payload', 'origin_generation']),
     ('ready_tombstones', ARRAY['ready_slot', 'priority', 'ready_generation', 'lane_id', 'queue', 'lane_seq',
                                'job_id', 'tombstoned_at']),

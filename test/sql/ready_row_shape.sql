@@ -1,0 +1,87 @@
+-- ready_row_shape: a ready row ends at its last value (issue 19 §5).
+-- Proves: a fresh job's ready row stores its first 13 columns only, with no
+-- null bitmap (a 24-byte header), and reads run_lease 0 and NULL options (the
+-- missing value ADD COLUMN gave each slot's table, 12_ring_partitions.sql); a
+-- job with tags stores up to payload, with a bitmap; a retried job's promoted
+-- row stores its run_lease and reads it back; after VACUUM FULL of the slot's
+-- table, which drops the missing value, an enqueue stores run_lease again (14
+-- columns) and every row still reads the same. Needs pageinspect.
+-- Queues used here: rs_q, rs_retry.
+--
+\set VERBOSITY default
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pageinspect;
+RESET client_min_messages;
+
+-- The job's newest ready row as stored: columns, header size, null bitmap.
+CREATE FUNCTION pg_temp.shape(job bigint)
+RETURNS TABLE (stored_columns int, header_bytes int, null_bitmap boolean)
+LANGUAGE plpgsql AS $f$
+DECLARE
+    slot int;
+    blk int;
+    item int;
+BEGIN
+    SELECT e.ready_slot, (e.ctid::text::point)[0]::int, (e.ctid::text::point)[1]::int
+      INTO slot, blk, item
+      FROM awa.ready_entries e WHERE e.job_id = job
+     ORDER BY e.ready_generation DESC, e.lane_seq DESC LIMIT 1;
+    RETURN QUERY
+    SELECT (p.t_infomask2 & 2047)::int, p.t_hoff::int, p.t_bits IS NOT NULL
+      FROM heap_page_items(get_raw_page(format('awa.ready_entries_%s', slot), blk)) p
+     WHERE p.lp = item;
+END
+$f$;
+
+-- The job's newest ready row as read.
+CREATE FUNCTION pg_temp.row_of(job bigint)
+RETURNS TABLE (run_lease bigint, attempt smallint, attempted_at_null boolean, unique_key_null boolean,
+               payload jsonb, origin_generation_null boolean)
+LANGUAGE sql AS $f$
+SELECT e.run_lease, e.attempt, e.attempted_at IS NULL, e.unique_key IS NULL, e.payload, e.origin_generation IS NULL
+  FROM awa.ready_entries e WHERE e.job_id = job
+ ORDER BY e.ready_generation DESC, e.lane_seq DESC LIMIT 1
+$f$;
+
+-- Each slot's table reads an absent run_lease as 0.
+SELECT count(*) FILTER (WHERE a.atthasmissing AND a.attmissingval::text = '{0}') AS slots_reading_0,
+       count(*) AS slots
+  FROM pg_inherits i JOIN pg_attribute a ON a.attrelid = i.inhrelid AND a.attname = 'run_lease'
+ WHERE i.inhparent = 'awa.ready_entries'::regclass;
+
+-- A fresh job: 13 columns, no bitmap, 24-byte header.
+SELECT awa.enqueue('fresh', '{"n": 1}', queue => 'rs_q') AS fresh \gset
+SELECT * FROM pg_temp.shape(:fresh);
+SELECT * FROM pg_temp.row_of(:fresh);
+
+-- A job with tags: stored up to payload, with a bitmap (attempted_at and the
+-- unique key are NULL).
+SELECT awa.enqueue('tagged', '{"n": 2}', queue => 'rs_q', opts => '{"tags": ["a"]}') AS tagged \gset
+SELECT * FROM pg_temp.shape(:tagged);
+SELECT * FROM pg_temp.row_of(:tagged);
+
+-- A retried job, promoted: its row stores run_lease 1 and the error history.
+SELECT awa.enqueue('retried', queue => 'rs_retry') AS retried \gset
+SELECT run_lease AS rl, receipt_id AS rr FROM awa.claim('rs_retry') \gset
+SELECT awa.retry(:retried, :rl, :rr, 'first failure', interval '0') AS outcome;
+SELECT awa.promote_due() >= 1 AS promoted;
+SELECT * FROM pg_temp.shape(:retried);
+SELECT run_lease, attempt, attempted_at_null, payload -> 'errors' IS NOT NULL AS has_errors
+  FROM pg_temp.row_of(:retried);
+SELECT run_lease AS claimed_run_lease, attempt FROM awa.claim('rs_retry');
+
+-- VACUUM FULL drops the slot table's missing value: the next enqueue into it
+-- stores run_lease (14 columns, still no bitmap), and every row reads as before.
+SELECT ready_slot AS slot FROM awa.ready_entries WHERE job_id = :fresh \gset
+SELECT format('VACUUM FULL awa.ready_entries_%s', :slot) AS vacuum_full \gset
+:vacuum_full;
+SELECT a.atthasmissing AS still_reads_0 FROM pg_attribute a
+ WHERE a.attrelid = format('awa.ready_entries_%s', :slot)::regclass AND a.attname = 'run_lease';
+SELECT awa.enqueue('after_rewrite', queue => 'rs_q') AS after \gset
+SELECT ready_slot = :slot AS same_slot FROM awa.ready_entries WHERE job_id = :after;
+SELECT * FROM pg_temp.shape(:after);
+SELECT * FROM pg_temp.row_of(:after);
+SELECT * FROM pg_temp.shape(:fresh);
+SELECT * FROM pg_temp.row_of(:fresh);
+SELECT * FROM pg_temp.row_of(:tagged);
+SELECT kind, run_lease FROM awa.claim('rs_q', 10) ORDER BY job_id;
