@@ -77,9 +77,10 @@ CREATE TABLE awa.ready_claim_attempt_batches (
     claim_generation bigint         NOT NULL,
     first_lane_seq   bigint         NOT NULL,
     next_lane_seq    bigint         NOT NULL,
-    claimed_count    integer        NOT NULL,
     lane_ranges      int8multirange NOT NULL,
     claimed_at       timestamptz    NOT NULL,
+    -- Then claimed_count, added by 12_ring_partitions.sql (its missing
+    -- value 1: a claim of one job stores no count).
     PRIMARY KEY (batch_id, ready_slot)
 ) PARTITION BY LIST (ready_slot);
 CREATE INDEX ready_claim_attempt_batches_lane_next_idx
@@ -123,11 +124,12 @@ CREATE TABLE awa.receipt_completion_batches (
     claim_batch_id   bigint      NOT NULL,
     lane_id          bigint      NOT NULL,
     queue            text        NOT NULL,
-    completed_count  integer     NOT NULL,
     job_ids          bigint[]    NOT NULL,
-    run_leases       bigint[]    NOT NULL,
     lane_seqs        bigint[]    NOT NULL,
     completed_at     timestamptz NOT NULL,
+    -- Then completed_count and run_leases, added by 12_ring_partitions.sql
+    -- (missing values 1 and {1}: the completion of one job on its first run
+    -- stores neither).
     PRIMARY KEY (batch_id, ready_slot)
 ) PARTITION BY LIST (ready_slot);
 

@@ -35,14 +35,14 @@ CREATE TABLE awa.lease_claim_batches (
     ready_generation bigint      NOT NULL,
     lane_id          bigint      NOT NULL,
     queue            text        NOT NULL,
-    claimed_count    integer     NOT NULL,
     job_ids          bigint[]    NOT NULL,
-    run_leases       bigint[]    NOT NULL,
     lane_seqs        bigint[]    NOT NULL,
-    attempts         smallint[]  NOT NULL,
-    max_attempts     smallint[]  NOT NULL,
     deadline_at      timestamptz NOT NULL,
     claimed_at       timestamptz NOT NULL,
+    -- Then claimed_count, run_leases, attempts and max_attempts, added by
+    -- 12_ring_partitions.sql (missing values 1, {1}, {1} and {25}: a claim
+    -- of one job on its first run, with the default max_attempts, stores
+    -- none of them).
     PRIMARY KEY (batch_id, claim_slot)
 ) PARTITION BY LIST (claim_slot);
 
@@ -74,10 +74,10 @@ CREATE TABLE awa.lease_claim_closure_batches (
     claim_batch_id   bigint      NOT NULL,
     ready_slot       smallint    NOT NULL,
     ready_generation bigint      NOT NULL,
-    outcome          text        NOT NULL,
-    closed_count     integer     NOT NULL,
-    claim_indexes    integer[]   NOT NULL,
     closed_at        timestamptz NOT NULL,
+    -- Then outcome, closed_count and claim_indexes, added by
+    -- 12_ring_partitions.sql (missing values 'completed', 1 and {0}: the
+    -- completion of a claim of one job stores none of them).
     PRIMARY KEY (batch_id, claim_slot)
 ) PARTITION BY LIST (claim_slot);
 

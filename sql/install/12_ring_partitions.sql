@@ -85,6 +85,25 @@ BEGIN
         -- origins of lanes at or below its cursor. Read it as
         -- coalesce(origin_generation, ready_generation).
         ADD COLUMN origin_generation bigint;
+    -- The evidence rows' counts and per-job arrays, likewise: their missing
+    -- values are what a batch-1 claim of a job on its first run, and its
+    -- completion, write, so those rows store none of them (docs/architecture.md,
+    -- "A ready row ends at its last value"). The defaults say nothing else:
+    -- awa writes every column.
+    ALTER TABLE awa.ready_claim_attempt_batches
+        ADD COLUMN claimed_count integer NOT NULL DEFAULT 1;
+    ALTER TABLE awa.receipt_completion_batches
+        ADD COLUMN completed_count integer  NOT NULL DEFAULT 1,
+        ADD COLUMN run_leases      bigint[] NOT NULL DEFAULT '{1}';
+    ALTER TABLE awa.lease_claim_batches
+        ADD COLUMN claimed_count integer    NOT NULL DEFAULT 1,
+        ADD COLUMN run_leases    bigint[]   NOT NULL DEFAULT '{1}',
+        ADD COLUMN attempts      smallint[] NOT NULL DEFAULT '{1}',
+        ADD COLUMN max_attempts  smallint[] NOT NULL DEFAULT '{25}';
+    ALTER TABLE awa.lease_claim_closure_batches
+        ADD COLUMN outcome       text      NOT NULL DEFAULT 'completed',
+        ADD COLUMN closed_count  integer   NOT NULL DEFAULT 1,
+        ADD COLUMN claim_indexes integer[] NOT NULL DEFAULT '{0}';
 END
 $ring$;
 

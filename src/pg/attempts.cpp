@@ -460,22 +460,24 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		}
 		int run_length = run_end - run_start;
 		int64 batch_id = core::ClosureBatchId(claim_batch_id, DatumGetInt32(closed_indexes[run_start]));
-		// Column order of awa.lease_claim_closure_batches (05_claim_ring.sql). The
+		// Column order of awa.lease_claim_closure_batches (05_claim_ring.sql, then
+		// 12_ring_partitions.sql). The
 		// closed jobs and run leases are the claim batch's at claim_indexes.
 		Datum closure[9] = {Int16GetDatum(slot),
 		                    Int64GetDatum(batch_id),
 		                    Int64GetDatum(claim_batch_id),
 		                    Int16GetDatum(ready_slot),
 		                    Int64GetDatum(ready_generation),
+		                    TimestampTzGetDatum(now),
 		                    CStringGetTextDatum(close_as),
 		                    Int32GetDatum(run_length),
 		                    PointerGetDatum(construct_array(closed_indexes + run_start, run_length, INT4OID, 4, true,
-		                                                    TYPALIGN_INT)),
-		                    TimestampTzGetDatum(now)};
+		                                                    TYPALIGN_INT))};
 		bool closure_nulls[9] = {false};
 		InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 9);
 		if (action == AttemptAction::kComplete) {
-			// Column order of awa.receipt_completion_batches (04_queue_ring.sql).
+			// Column order of awa.receipt_completion_batches (04_queue_ring.sql, then
+			// 12_ring_partitions.sql).
 			Datum completion[13] = {
 			    Int16GetDatum(ready_slot),
 			    Int16GetDatum(slot),
@@ -485,11 +487,12 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 			    Int64GetDatum(claim_batch_id),
 			    Int64GetDatum(lane_id),
 			    queue,
-			    Int32GetDatum(run_length),
 			    PointerGetDatum(construct_array(closed_jobs + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-			    PointerGetDatum(construct_array(closed_leases + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 			    PointerGetDatum(construct_array(closed_lanes + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-			    TimestampTzGetDatum(now)};
+			    TimestampTzGetDatum(now),
+			    Int32GetDatum(run_length),
+			    PointerGetDatum(
+			        construct_array(closed_leases + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE))};
 			bool completion_nulls[13] = {false};
 			InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 13);
 		}

@@ -121,7 +121,7 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(claimed_at), PointerGetDatum(deadline));
 
 	// Column order of awa.ready_claim_attempt_batches and awa.lease_claim_batches
-	// (04_queue_ring.sql, 05_claim_ring.sql).
+	// (04_queue_ring.sql, 05_claim_ring.sql, then 12_ring_partitions.sql).
 	Datum attempt_batch[13] = {Int16GetDatum(ready_slot),
 	                           Int16GetDatum(lane.priority),
 	                           Int16GetDatum(ring.claim_slot),
@@ -132,9 +132,9 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	                           Int64GetDatum(ring.claim_generation),
 	                           Int64GetDatum(span_first),
 	                           Int64GetDatum(span_next),
-	                           Int32GetDatum(n),
 	                           LaneRanges(walk.claim, walk.plan.range_count),
-	                           TimestampTzGetDatum(claimed_at)};
+	                           TimestampTzGetDatum(claimed_at),
+	                           Int32GetDatum(n)};
 	bool attempt_nulls[13] = {false};
 	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 13);
 	Datum claim_batch[16] = {Int16GetDatum(ring.claim_slot),
@@ -145,14 +145,14 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	                         Int64GetDatum(walk.plan.generation),
 	                         Int64GetDatum(lane.lane_id),
 	                         PointerGetDatum(queue),
-	                         Int32GetDatum(n),
 	                         PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-	                         PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 	                         PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-	                         PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
-	                         PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
 	                         deadline_at,
-	                         TimestampTzGetDatum(claimed_at)};
+	                         TimestampTzGetDatum(claimed_at),
+	                         Int32GetDatum(n),
+	                         PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	                         PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+	                         PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT))};
 	bool claim_nulls[16] = {false};
 	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 16);
 	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);

@@ -1,12 +1,17 @@
--- ready_row_shape: a ready row ends at its last value (issue 19 §5).
+-- ready_row_shape: a ready row ends at its last value, and so do the claim
+-- and completion evidence rows (issue 19 §5).
 -- Proves: a fresh job's ready row stores its first 13 columns only, with no
 -- null bitmap (a 24-byte header), and reads run_lease 0 and NULL options (the
 -- missing value ADD COLUMN gave each slot's table, 12_ring_partitions.sql); a
 -- job with tags stores up to payload, with a bitmap; a retried job's promoted
 -- row stores its run_lease and reads it back; after VACUUM FULL of the slot's
 -- table, which drops the missing value, an enqueue stores run_lease again (14
--- columns) and every row still reads the same. Needs pageinspect.
--- Queues used here: rs_q, rs_retry.
+-- columns) and every row still reads the same. A batch-1 claim of a job on its
+-- first run, and its completion, store no count and no per-job array but the
+-- job ids and lane positions (their missing values are what such a batch
+-- writes) and read them back; a claim of two jobs, a retried job's claim and
+-- a custom max_attempts store them. Needs pageinspect.
+-- Queues used here: rs_q, rs_retry, rs_ev.
 --
 \set VERBOSITY default
 SET client_min_messages = warning;
@@ -85,3 +90,59 @@ SELECT * FROM pg_temp.shape(:fresh);
 SELECT * FROM pg_temp.row_of(:fresh);
 SELECT * FROM pg_temp.row_of(:tagged);
 SELECT kind, run_lease FROM awa.claim('rs_q', 10) ORDER BY job_id;
+
+-- ---------------------------------------------------------------------------
+-- Claim and completion evidence.
+-- ---------------------------------------------------------------------------
+-- A row of a ring family as stored, found by a condition on the parent.
+CREATE FUNCTION pg_temp.stored(family text, slot_column text, cond text)
+RETURNS TABLE (stored_columns int, of_columns int)
+LANGUAGE plpgsql AS $f$
+DECLARE
+    slot int;
+    blk int;
+    item int;
+BEGIN
+    EXECUTE format('SELECT %I, (ctid::text::point)[0]::int, (ctid::text::point)[1]::int FROM awa.%I WHERE %s',
+                   slot_column, family, cond)
+       INTO slot, blk, item;
+    RETURN QUERY
+    SELECT (p.t_infomask2 & 2047)::int,
+           (SELECT count(*)::int FROM pg_attribute a
+             WHERE a.attrelid = format('awa.%I', family)::regclass AND a.attnum > 0 AND NOT a.attisdropped)
+      FROM heap_page_items(get_raw_page(format('awa.%s_%s', family, slot), blk)) p
+     WHERE p.lp = item;
+END
+$f$;
+
+SELECT awa.enqueue('one', queue => 'rs_ev') AS one \gset
+SELECT run_lease AS l1, receipt_id AS r1 FROM awa.claim('rs_ev') \gset
+SELECT awa.complete(:one, :l1, :r1) AS completed;
+SELECT batch_id AS cb FROM awa.lease_claim_batches WHERE :one = ANY (job_ids) \gset
+SELECT 'attempt batch' AS row_of, * FROM pg_temp.stored('ready_claim_attempt_batches', 'ready_slot', 'batch_id = ' || :cb)
+UNION ALL
+SELECT 'claim batch', * FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb)
+UNION ALL
+SELECT 'closure batch', * FROM pg_temp.stored('lease_claim_closure_batches', 'claim_slot', 'claim_batch_id = ' || :cb)
+UNION ALL
+SELECT 'completion batch', * FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb);
+SELECT claimed_count FROM awa.ready_claim_attempt_batches WHERE batch_id = :cb;
+SELECT claimed_count, job_ids = ARRAY[:one]::bigint[] AS job_ids, run_leases, attempts, max_attempts
+  FROM awa.lease_claim_batches WHERE batch_id = :cb;
+SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :cb;
+SELECT completed_count, job_ids = ARRAY[:one]::bigint[] AS job_ids, run_leases
+  FROM awa.receipt_completion_batches WHERE claim_batch_id = :cb;
+SELECT awa.get_job(:one) ->> 'state' AS state;
+
+-- Two jobs in one claim, one with max_attempts 3: every column stored.
+SELECT awa.enqueue('two_a', queue => 'rs_ev') AS two_a \gset
+SELECT awa.enqueue('two_b', queue => 'rs_ev', max_attempts => 3) AS two_b \gset
+SELECT array_agg(job_id ORDER BY job_id) AS jobs, array_agg(run_lease ORDER BY job_id) AS leases,
+       array_agg(receipt_id ORDER BY job_id) AS receipts
+  FROM awa.claim('rs_ev', 2) \gset
+SELECT batch_id AS cb2 FROM awa.lease_claim_batches WHERE :two_a = ANY (job_ids) \gset
+SELECT * FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb2);
+SELECT claimed_count, run_leases, attempts, max_attempts FROM awa.lease_claim_batches WHERE batch_id = :cb2;
+SELECT count(*) FILTER (WHERE accepted) AS completed FROM awa.complete_many(:'jobs', :'leases', :'receipts');
+SELECT * FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb2);
+SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :cb2;
