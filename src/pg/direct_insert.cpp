@@ -34,6 +34,39 @@ const char *const kFamilies[static_cast<int>(RingTable::kCount)] = {
     "ready_tombstones",
 };
 
+// The column types of each family, in the order awa writes them
+// (sql/install/04_queue_ring.sql and 05_claim_ring.sql, then the columns
+// 12_ring_partitions.sql adds). Checked on every insert: a database made by an
+// earlier build of 0.6, whose columns had the same count in another order,
+// is refused instead of written with values of the wrong type.
+constexpr int kMaxColumns = 19;
+struct Layout {
+	int natts;
+	Oid types[kMaxColumns];
+};
+const Layout kLayouts[static_cast<int>(RingTable::kCount)] = {
+    // ready_entries
+    {19,
+     {INT2OID, INT2OID, INT2OID, INT2OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID,
+      TEXTOID, JSONBOID, INT8OID, TIMESTAMPTZOID, BYTEAOID, INT2OID, JSONBOID, INT8OID}},
+    // ready_claim_attempt_batches
+    {13,
+     {INT2OID, INT2OID, INT2OID, INT8OID, INT8OID, INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8MULTIRANGEOID,
+      TIMESTAMPTZOID, INT4OID}},
+    // lease_claim_batches
+    {16,
+     {INT2OID, INT2OID, INT2OID, INT8OID, INT8OID, INT8OID, INT8OID, TEXTOID, INT8ARRAYOID, INT8ARRAYOID,
+      TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT8ARRAYOID, INT2ARRAYOID, INT2ARRAYOID}},
+    // lease_claim_closure_batches
+    {9, {INT2OID, INT8OID, INT8OID, INT2OID, INT8OID, TIMESTAMPTZOID, TEXTOID, INT4OID, INT4ARRAYOID}},
+    // receipt_completion_batches
+    {13,
+     {INT2OID, INT2OID, INT2OID, INT8OID, INT8OID, INT8OID, INT8OID, TEXTOID, INT8ARRAYOID, INT8ARRAYOID,
+      TIMESTAMPTZOID, INT4OID, INT8ARRAYOID}},
+    // ready_tombstones
+    {8, {INT2OID, INT2OID, INT8OID, INT8OID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID}},
+};
+
 // Child OIDs by family and slot, for one incarnation of the extension.
 Oid child_oids[static_cast<int>(RingTable::kCount)][kMaxSlots];
 Oid child_incarnation = InvalidOid;
@@ -99,11 +132,20 @@ InsertRingRows(RingTable table, int slot, int rows, const Datum *values, const b
 {
 	Relation relation = table_open(RingChildOid(table, slot), RowExclusiveLock);
 	TupleDesc desc = RelationGetDescr(relation);
-	if (desc->natts != natts)
+	const Layout &layout = kLayouts[static_cast<int>(table)];
+	if (desc->natts != natts || natts != layout.natts)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 		                errmsg("awa: %s has %d columns, awa writes %d", RelationGetRelationName(relation), desc->natts,
 		                       natts),
 		                errhint("The installed awa library does not match the extension's tables.")));
+	for (int i = 0; i < natts; i++)
+		if (TupleDescAttr(desc, i)->atttypid != layout.types[i] || TupleDescAttr(desc, i)->attisdropped)
+			ereport(ERROR,
+			        (errcode(ERRCODE_DATA_CORRUPTED),
+			         errmsg("awa: column %d of %s is not of the type awa writes there", i + 1,
+			                RelationGetRelationName(relation)),
+			         errhint("The database was made by an earlier build of awa 0.6, whose tables had another layout: "
+			                 "recreate the extension (sql/updates/README.md).")));
 
 	EState *estate = CreateExecutorState();
 	ResultRelInfo *result = makeNode(ResultRelInfo);

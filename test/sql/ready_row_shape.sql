@@ -10,7 +10,9 @@
 -- first run, and its completion, store no count and no per-job array but the
 -- job ids and lane positions (their missing values are what such a batch
 -- writes) and read them back; a claim of two jobs, a retried job's claim and
--- a custom max_attempts store them. Needs pageinspect.
+-- a custom max_attempts store them. A table of another layout (an earlier
+-- build's) is refused with XX001 and a hint, and nothing is written. Needs
+-- pageinspect.
 -- Queues used here: rs_q, rs_retry, rs_ev.
 --
 \set VERBOSITY default
@@ -146,3 +148,17 @@ SELECT claimed_count, run_leases, attempts, max_attempts FROM awa.lease_claim_ba
 SELECT count(*) FILTER (WHERE accepted) AS completed FROM awa.complete_many(:'jobs', :'leases', :'receipts');
 SELECT * FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb2);
 SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :cb2;
+
+-- A table whose columns are of other types where awa writes (a database made
+-- by an earlier build of 0.6, with the same number of columns in another
+-- order) is refused, and nothing is written.
+\i test/sql/include/try.sql
+SELECT awa.enqueue('layout', queue => 'rs_ev') AS layout_job \gset
+SELECT run_lease AS ll, receipt_id AS lr FROM awa.claim('rs_ev') \gset
+BEGIN;
+ALTER TABLE awa.lease_claim_closure_batches ALTER COLUMN closed_count TYPE bigint;
+SELECT regexp_replace(pg_temp.try(format('SELECT awa.complete(%s, %s, %s)', :layout_job, :ll, :lr)),
+                      'closure_batches_[0-9]+', 'closure_batches_N') AS refused;
+ROLLBACK;
+SELECT awa.get_job(:layout_job) ->> 'state' AS state_after_refusal;
+SELECT awa.complete(:layout_job, :ll, :lr) AS completed_after_rollback;
