@@ -385,16 +385,15 @@ FlushPendingEnqueues()
 		return 0;
 	}
 	// At PRE_COMMIT the session's role and search_path are in force, not
-	// awa.enqueue's: append as its owner under its search_path, as
-	// SECURITY DEFINER does (fmgr_security_definer). An error restores both
-	// with the transaction's abort.
+	// awa.enqueue's: append as its owner under awa's search_path, as
+	// SECURITY DEFINER with a SET clause does (fmgr_security_definer); the
+	// search_path only once a statement runs (DeferSearchPath, spi_plans.hpp).
+	// An error restores both with the transaction's abort.
 	Oid saved_user;
 	int saved_context;
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(pending.owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	int guc_level = NewGUCNestLevel();
-	(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-	                        0, false);
+	DeferSearchPath();
 	// A transaction that enqueued and then became READ ONLY (SET TRANSACTION
 	// READ ONLY is allowed after writes) wrote its jobs before, and still
 	// does (found in review: its COMMIT failed in nextval).
@@ -431,7 +430,7 @@ FlushPendingEnqueues()
 	if (snapshot)
 		PopActiveSnapshot();
 	XactReadOnly = read_only;
-	AtEOXact_GUC(true, guc_level);
+	EndDeferredSearchPath();
 	SetUserIdAndSecContext(saved_user, saved_context);
 	return written;
 }
