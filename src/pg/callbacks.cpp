@@ -153,7 +153,7 @@ OnSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTr
 {
 	OnPendingEnqueuesSubTransactionEvent(event, subtransaction, parent);
 	OnRingEpochSubTransactionEvent(event, subtransaction, parent);
-	OnPlannerSubTransactionEvent(event);
+	OnPlannerSubTransactionEvent(event, subtransaction);
 	OnRunningLimitsSubTransactionEvent(event, subtransaction, parent);
 	if (!preloaded)
 		return;

@@ -31,7 +31,18 @@ struct PendingLane {
 	int chosen_count;
 	bool ensure;  // scratch of a flush: an unwritten lane-only entry asks for the lane
 };
-static_assert(std::is_trivially_destructible_v<PendingLane>, "lives in a dynahash");
+static_assert(std::is_trivially_destructible_v<PendingLane>, "lives in a memory context");
+
+// Lanes are found by a linear search of lane_order while a transaction has at
+// most kLinearLanes of them (most have one), through a hash table of
+// LaneEntry made once it has more: creating the table was about 1,200
+// instructions of each single-job enqueue's transaction.
+constexpr int kLinearLanes = 8;
+struct LaneEntry {
+	LaneKey key;  // lane->key
+	PendingLane *lane;
+};
+static_assert(std::is_trivially_destructible_v<LaneEntry>, "lives in a dynahash");
 
 // A job of this transaction: the row (one palloc'd block: the JobRow and
 // copies of its varlenas), its lane, the subtransaction that enqueued it, and
@@ -61,7 +72,7 @@ struct LogEntry {
 // pointers are reset at every transaction end.
 struct Pending {
 	MemoryContext context;
-	HTAB *lanes;
+	HTAB *lanes;  // NULL until more than kLinearLanes lanes
 	// The jobs not settled yet, in the order they were enqueued.
 	// Subtransaction ids grow over a transaction, so the jobs of an aborting
 	// subtransaction (and of its children) are the suffix of this log whose
@@ -145,14 +156,27 @@ Begin()
 	if (pending.context != NULL)
 		return;
 	pending.context = AllocSetContextCreate(TopTransactionContext, "awa pending enqueues", ALLOCSET_DEFAULT_SIZES);
+}
+
+// The hash table of the lanes so far (pending.lanes NULL before).
+void
+MakeLaneTable()
+{
 	HASHCTL ctl;
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(LaneKey);
-	ctl.entrysize = sizeof(PendingLane);
+	ctl.entrysize = sizeof(LaneEntry);
 	ctl.hash = LaneKeyHash;
 	ctl.match = LaneKeyCompare;
 	ctl.hcxt = pending.context;
-	pending.lanes = hash_create("awa pending lanes", 16, &ctl, HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	HTAB *table = hash_create("awa pending lanes", 64, &ctl, HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	for (int l = 0; l < pending.lane_count; l++) {
+		PendingLane *lane = pending.lane_order[l];
+		LaneEntry *entry = static_cast<LaneEntry *>(hash_search(table, &lane->key, HASH_ENTER, NULL));
+		entry->key = lane->key;
+		entry->lane = lane;
+	}
+	pending.lanes = table;
 }
 
 Size
@@ -202,25 +226,41 @@ PendingLane *
 LaneOf(const JobRow &row)
 {
 	LaneKey key{row.queue, row.priority, row.concurrency_key};
-	bool found = false;
-	PendingLane *lane = static_cast<PendingLane *>(hash_search(pending.lanes, &key, HASH_ENTER, &found));
-	if (!found) {
-		Size size = VARSIZE_ANY(row.queue);
-		text *queue = static_cast<text *>(MemoryContextAlloc(pending.context, size));
-		memcpy(queue, row.queue, size);
-		lane->key.queue = queue;
-		lane->key.priority = row.priority;
-		lane->key.concurrency_key = NULL;
-		if (row.concurrency_key != NULL) {
-			Size key_size = VARSIZE_ANY(row.concurrency_key);
-			lane->key.concurrency_key = static_cast<text *>(MemoryContextAlloc(pending.context, key_size));
-			memcpy(lane->key.concurrency_key, row.concurrency_key, key_size);
-		}
-		lane->chosen = NULL;
-		lane->chosen_count = 0;
-		lane->ensure = false;
-		Grow(&pending.lane_order, &pending.lane_capacity, pending.lane_count + 1);
-		pending.lane_order[pending.lane_count++] = lane;
+	if (pending.lanes == NULL) {
+		for (int l = 0; l < pending.lane_count; l++)
+			if (LaneKeyCompare(&pending.lane_order[l]->key, &key, sizeof(LaneKey)) == 0)
+				return pending.lane_order[l];
+		if (pending.lane_count >= kLinearLanes)
+			MakeLaneTable();
+	}
+	if (pending.lanes != NULL) {
+		LaneEntry *entry = static_cast<LaneEntry *>(hash_search(pending.lanes, &key, HASH_FIND, NULL));
+		if (entry != NULL)
+			return entry->lane;
+	}
+	// A new lane: its copies first, then (once it is complete) the table's
+	// entry, so an error in between leaves no entry without its lane.
+	PendingLane *lane = static_cast<PendingLane *>(MemoryContextAlloc(pending.context, sizeof(PendingLane)));
+	Size size = VARSIZE_ANY(row.queue);
+	text *queue = static_cast<text *>(MemoryContextAlloc(pending.context, size));
+	memcpy(queue, row.queue, size);
+	lane->key.queue = queue;
+	lane->key.priority = row.priority;
+	lane->key.concurrency_key = NULL;
+	if (row.concurrency_key != NULL) {
+		Size key_size = VARSIZE_ANY(row.concurrency_key);
+		lane->key.concurrency_key = static_cast<text *>(MemoryContextAlloc(pending.context, key_size));
+		memcpy(lane->key.concurrency_key, row.concurrency_key, key_size);
+	}
+	lane->chosen = NULL;
+	lane->chosen_count = 0;
+	lane->ensure = false;
+	Grow(&pending.lane_order, &pending.lane_capacity, pending.lane_count + 1);
+	pending.lane_order[pending.lane_count++] = lane;
+	if (pending.lanes != NULL) {
+		LaneEntry *entry = static_cast<LaneEntry *>(hash_search(pending.lanes, &lane->key, HASH_ENTER, NULL));
+		entry->key = lane->key;
+		entry->lane = lane;
 	}
 	return lane;
 }
@@ -385,16 +425,15 @@ FlushPendingEnqueues()
 		return 0;
 	}
 	// At PRE_COMMIT the session's role and search_path are in force, not
-	// awa.enqueue's: append as its owner under its search_path, as
-	// SECURITY DEFINER does (fmgr_security_definer). An error restores both
-	// with the transaction's abort.
+	// awa.enqueue's: append as its owner under awa's search_path, as
+	// SECURITY DEFINER with a SET clause does (fmgr_security_definer); the
+	// search_path only once a statement runs (DeferSearchPath, spi_plans.hpp).
+	// An error restores both with the transaction's abort.
 	Oid saved_user;
 	int saved_context;
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(pending.owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	int guc_level = NewGUCNestLevel();
-	(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-	                        0, false);
+	DeferSearchPath();
 	// A transaction that enqueued and then became READ ONLY (SET TRANSACTION
 	// READ ONLY is allowed after writes) wrote its jobs before, and still
 	// does (found in review: its COMMIT failed in nextval).
@@ -431,7 +470,7 @@ FlushPendingEnqueues()
 	if (snapshot)
 		PopActiveSnapshot();
 	XactReadOnly = read_only;
-	AtEOXact_GUC(true, guc_level);
+	EndDeferredSearchPath();
 	SetUserIdAndSecContext(saved_user, saved_context);
 	return written;
 }

@@ -323,6 +323,25 @@ PushPinnedSearchPath()
 // ---------------------------------------------------------------------------
 bool running_awa_statement = false;
 bool planning_awa_statement = false;
+
+// DeferSearchPath (spi_plans.hpp): armed in subtransaction
+// search_path_deferred_in; search_path_level is the GUC nest level the first
+// statement after it opened (0: none yet).
+bool search_path_deferred = false;
+SubTransactionId search_path_deferred_in = InvalidSubTransactionId;
+int search_path_level = 0;
+
+// Before every statement: a deferred search_path is set now.
+void
+ApplyDeferredSearchPath()
+{
+	if (!search_path_deferred)
+		return;
+	search_path_deferred = false;
+	search_path_level = NewGUCNestLevel();
+	(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+	                        0, false);
+}
 planner_hook_type previous_planner = NULL;
 
 PlannedStmt *
@@ -371,15 +390,47 @@ OnPlannerTransactionEvent(XactEvent event)
 		running_awa_statement = false;
 		planning_awa_statement = false;
 	}
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+	    event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PREPARE) {
+		search_path_deferred = false;
+		search_path_deferred_in = InvalidSubTransactionId;
+		search_path_level = 0;
+	}
 }
 
 void
-OnPlannerSubTransactionEvent(SubXactEvent event)
+OnPlannerSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB) {
 		running_awa_statement = false;
 		planning_awa_statement = false;
+		// The deferral's subtransaction (or an ancestor) aborts; one that
+		// began inside it (a trigger's exception block) leaves it alone.
+		if (subtransaction <= search_path_deferred_in) {
+			search_path_deferred = false;
+			search_path_deferred_in = InvalidSubTransactionId;
+			search_path_level = 0;
+		}
 	}
+}
+
+void
+DeferSearchPath()
+{
+	search_path_deferred = true;
+	search_path_deferred_in = GetCurrentSubTransactionId();
+	search_path_level = 0;
+}
+
+void
+EndDeferredSearchPath()
+{
+	int level = search_path_level;
+	search_path_deferred = false;
+	search_path_deferred_in = InvalidSubTransactionId;
+	search_path_level = 0;
+	if (level != 0)
+		AtEOXact_GUC(true, level);
 }
 
 namespace {
@@ -446,6 +497,7 @@ namespace {
 int
 Run(Stmt stmt, int slot, Datum *values, const char *nulls, Snapshot snapshot, bool read_only, long limit)
 {
+	ApplyDeferredSearchPath();
 	SPIPlanPtr plan = Plan(stmt, slot);
 	PushPinnedSearchPath();
 	// Restored, not cleared, after: a statement can run inside another's
@@ -485,6 +537,7 @@ ExecuteWithSnapshot(Stmt stmt, int slot, Datum *values, const char *nulls, Snaps
 void
 ExecuteUtility(const char *sql)
 {
+	ApplyDeferredSearchPath();
 	PushPinnedSearchPath();
 	int rc = SPI_execute(sql, false, 0);
 	PopOverrideSearchPath();
