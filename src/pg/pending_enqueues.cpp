@@ -102,6 +102,14 @@ struct Pending {
 	// the lane's DDL, found in review) waits for the next round, and no
 	// write starts inside another.
 	bool writing;
+	// The subtransaction the write runs in: a write that fails inside a
+	// savepoint rolled back (a statement_timeout or a cancel during a
+	// claim's write, under a driver that wraps each statement in a savepoint)
+	// is over when that subtransaction aborts. Left set, `writing` made
+	// every later write return at once, COMMIT's included: the jobs enqueued
+	// before it were never written (found in review). (XactReadOnly, which
+	// the write lifts, PostgreSQL restores with the subtransaction.)
+	SubTransactionId writing_in;
 };
 Pending pending;
 
@@ -449,6 +457,7 @@ FlushPendingEnqueues()
 	// event trigger on a new lane's DDL that calls awa.enqueue).
 	int written = 0;  // jobs (lane-only entries are not counted)
 	pending.writing = true;
+	pending.writing_in = GetCurrentSubTransactionId();
 	while (pending.unwritten > 0) {
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < pending.log_count; i++)
@@ -457,6 +466,7 @@ FlushPendingEnqueues()
 		WriteUnwritten(GetCurrentSubTransactionId());
 	}
 	pending.writing = false;
+	pending.writing_in = InvalidSubTransactionId;
 	// Everything settled (a write at the top level): start afresh, so that
 	// the next write goes through the lanes used since, not every lane of
 	// the transaction (a transaction that enqueues into many queues and
@@ -509,6 +519,13 @@ OnPendingEnqueuesSubTransactionEvent(SubXactEvent event, SubTransactionId subtra
 	if (pending.context == NULL)
 		return;
 	if (event == SUBXACT_EVENT_ABORT_SUB) {
+		// A write it runs (or its parent runs) ends with it, unfinished: what
+		// it wrote is unwritten again (below). A subtransaction that began
+		// inside the write (a trigger's exception block) leaves it running.
+		if (pending.writing && subtransaction <= pending.writing_in) {
+			pending.writing = false;
+			pending.writing_in = InvalidSubTransactionId;
+		}
 		// Its jobs (and its children's): the log's suffix.
 		while (pending.log_count > 0 && pending.log[pending.log_count - 1].enqueued_in >= subtransaction) {
 			LogEntry &entry = pending.log[--pending.log_count];

@@ -516,6 +516,15 @@ SELECT results_eq(
              ('deferred_jobs', 'attempt', '0'), ('deferred_jobs', 'run_lease', '0'),
              ('history_ring_rotations', 'rotated_at', 'now()'),
              ('history_ring_state', 'singleton', 'true'),
+             -- the missing values of the evidence rows' trailing columns
+             -- (12_ring_partitions.sql; awa writes every column)
+             ('lease_claim_batches', 'attempts', '''{1}''::smallint[]'),
+             ('lease_claim_batches', 'claimed_count', '1'),
+             ('lease_claim_batches', 'max_attempts', '''{25}''::smallint[]'),
+             ('lease_claim_batches', 'run_leases', '''{1}''::bigint[]'),
+             ('lease_claim_closure_batches', 'claim_indexes', '''{0}''::integer[]'),
+             ('lease_claim_closure_batches', 'closed_count', '1'),
+             ('lease_claim_closure_batches', 'outcome', '''completed''::text'),
              ('lease_ring_rotations', 'rotated_at', 'now()'),
              ('lease_ring_state', 'singleton', 'true'),
              ('periodic_schedules', 'created_at', 'now()'), ('periodic_schedules', 'updated_at', 'now()'),
@@ -528,7 +537,10 @@ SELECT results_eq(
              ('queue_meta', 'updated_at', 'now()'),
              ('queue_ring_rotations', 'rotated_at', 'now()'),
              ('queue_ring_state', 'singleton', 'true'),
-             ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0')$$,
+             ('ready_claim_attempt_batches', 'claimed_count', '1'),
+             ('ready_entries', 'attempt', '0'), ('ready_entries', 'run_lease', '0'),
+             ('receipt_completion_batches', 'completed_count', '1'),
+             ('receipt_completion_batches', 'run_leases', '''{1}''::bigint[]')$$,
     'exactly these columns have defaults, and these are the defaults');
 
 -- CHECK and UNIQUE constraints of the 33 tables, exactly (no foreign keys, no

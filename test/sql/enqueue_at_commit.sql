@@ -4,7 +4,7 @@
 -- a transaction an application can write; the expected output is what the
 -- change "lane positions are taken at commit" promised: everything commits
 -- or rolls back with the transaction, as when enqueue wrote at once.
--- Queues used here: rv_audit, rv_fresh, rv_bulk, rv_ro, rv_rot, rv_ghost.
+-- Queues used here: rv_audit, rv_fresh, rv_bulk, rv_ro, rv_rot, rv_kept, rv_kept2, rv_ghost.
 --
 \set VERBOSITY terse
 
@@ -79,6 +79,51 @@ ROLLBACK TO SAVEPOINT s1;
 SELECT count(*) AS after_rollback FROM awa.claim('rv_newlane', 5);
 COMMIT;
 SELECT priority, enqueue_cursor FROM awa.lanes WHERE queue = 'rv_newlane' ORDER BY priority;
+
+-- ---------------------------------------------------------------------------
+-- 3c. A write of the pending jobs that fails inside a savepoint, then
+-- ROLLBACK TO: a claim writes the transaction's earlier jobs first, and a
+-- statement_timeout or a cancel can stop it there, under a driver that wraps
+-- each statement in a savepoint. The job enqueued before the savepoint must
+-- still be written at COMMIT (it was not: the failed write left the flag
+-- "a write is in progress" set, and every later write, COMMIT's included,
+-- returned at once; found in review). The error is made here by a trigger on
+-- the lane table that raises while a setting of the savepoint is on.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION public.rv_fail_lane() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_catalog.current_setting('rv.fail_lane', true) = 'on' THEN
+        RAISE EXCEPTION 'rv: lane insert cancelled' USING ERRCODE = '57014';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER rv_fail_lane BEFORE INSERT ON awa.queue_lanes
+    FOR EACH ROW EXECUTE FUNCTION public.rv_fail_lane();
+BEGIN;
+SELECT awa.enqueue('k', '{"kept": 1}', 'rv_kept') IS NOT NULL AS enqueued;
+SAVEPOINT s;
+SET LOCAL rv.fail_lane = 'on';
+SELECT count(*) FROM awa.claim('rv_kept', 1);
+ROLLBACK TO s;
+COMMIT;
+SELECT args FROM awa.claim('rv_kept', 10);
+-- The same inside a PL/pgSQL exception block (a subtransaction of its own).
+BEGIN;
+SELECT awa.enqueue('k', '{"kept": 2}', 'rv_kept2') IS NOT NULL AS enqueued;
+DO $$
+BEGIN
+    PERFORM pg_catalog.set_config('rv.fail_lane', 'on', true);
+    BEGIN
+        PERFORM awa._flush_enqueues();
+    EXCEPTION WHEN query_canceled THEN
+        RAISE NOTICE 'flush failed: %', SQLERRM;
+    END;
+    PERFORM pg_catalog.set_config('rv.fail_lane', 'off', true);
+END $$;
+COMMIT;
+SELECT args FROM awa.claim('rv_kept2', 10);
+DROP TRIGGER rv_fail_lane ON awa.queue_lanes;
+DROP FUNCTION public.rv_fail_lane();
 
 -- ---------------------------------------------------------------------------
 -- 4. DROP EXTENSION in the transaction that enqueued: the job goes with the
