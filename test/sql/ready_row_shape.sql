@@ -20,24 +20,37 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pageinspect;
 RESET client_min_messages;
 
--- The job's newest ready row as stored: columns, header size, null bitmap.
-CREATE FUNCTION pg_temp.shape(job bigint)
-RETURNS TABLE (stored_columns int, header_bytes int, null_bitmap boolean)
+-- A row of a ring family as stored, found by a condition on the parent (which
+-- may end in ORDER BY ... LIMIT 1): its columns stored and in all, header size,
+-- null bitmap.
+CREATE FUNCTION pg_temp.stored(family text, slot_column text, cond text)
+RETURNS TABLE (stored_columns int, of_columns int, header_bytes int, null_bitmap boolean)
 LANGUAGE plpgsql AS $f$
 DECLARE
     slot int;
     blk int;
     item int;
 BEGIN
-    SELECT e.ready_slot, (e.ctid::text::point)[0]::int, (e.ctid::text::point)[1]::int
-      INTO slot, blk, item
-      FROM awa.ready_entries e WHERE e.job_id = job
-     ORDER BY e.ready_generation DESC, e.lane_seq DESC LIMIT 1;
+    EXECUTE format('SELECT %I, (ctid::text::point)[0]::int, (ctid::text::point)[1]::int FROM awa.%I WHERE %s',
+                   slot_column, family, cond)
+       INTO slot, blk, item;
     RETURN QUERY
-    SELECT (p.t_infomask2 & 2047)::int, p.t_hoff::int, p.t_bits IS NOT NULL
-      FROM heap_page_items(get_raw_page(format('awa.ready_entries_%s', slot), blk)) p
+    SELECT (p.t_infomask2 & 2047)::int,
+           (SELECT count(*)::int FROM pg_attribute a
+             WHERE a.attrelid = format('awa.%I', family)::regclass AND a.attnum > 0 AND NOT a.attisdropped),
+           p.t_hoff::int, p.t_bits IS NOT NULL
+      FROM heap_page_items(get_raw_page(format('awa.%s_%s', family, slot), blk)) p
      WHERE p.lp = item;
 END
+$f$;
+
+-- The job's newest ready row as stored.
+CREATE FUNCTION pg_temp.shape(job bigint)
+RETURNS TABLE (stored_columns int, header_bytes int, null_bitmap boolean)
+LANGUAGE sql AS $f$
+SELECT s.stored_columns, s.header_bytes, s.null_bitmap
+  FROM pg_temp.stored('ready_entries', 'ready_slot',
+                      'job_id = ' || job || ' ORDER BY ready_generation DESC, lane_seq DESC LIMIT 1') s
 $f$;
 
 -- The job's newest ready row as read.
@@ -96,38 +109,17 @@ SELECT kind, run_lease FROM awa.claim('rs_q', 10) ORDER BY job_id;
 -- ---------------------------------------------------------------------------
 -- Claim and completion evidence.
 -- ---------------------------------------------------------------------------
--- A row of a ring family as stored, found by a condition on the parent.
-CREATE FUNCTION pg_temp.stored(family text, slot_column text, cond text)
-RETURNS TABLE (stored_columns int, of_columns int)
-LANGUAGE plpgsql AS $f$
-DECLARE
-    slot int;
-    blk int;
-    item int;
-BEGIN
-    EXECUTE format('SELECT %I, (ctid::text::point)[0]::int, (ctid::text::point)[1]::int FROM awa.%I WHERE %s',
-                   slot_column, family, cond)
-       INTO slot, blk, item;
-    RETURN QUERY
-    SELECT (p.t_infomask2 & 2047)::int,
-           (SELECT count(*)::int FROM pg_attribute a
-             WHERE a.attrelid = format('awa.%I', family)::regclass AND a.attnum > 0 AND NOT a.attisdropped)
-      FROM heap_page_items(get_raw_page(format('awa.%s_%s', family, slot), blk)) p
-     WHERE p.lp = item;
-END
-$f$;
-
 SELECT awa.enqueue('one', queue => 'rs_ev') AS one \gset
 SELECT run_lease AS l1, receipt_id AS r1 FROM awa.claim('rs_ev') \gset
 SELECT awa.complete(:one, :l1, :r1) AS completed;
 SELECT batch_id AS cb FROM awa.lease_claim_batches WHERE :one = ANY (job_ids) \gset
-SELECT 'attempt batch' AS row_of, * FROM pg_temp.stored('ready_claim_attempt_batches', 'ready_slot', 'batch_id = ' || :cb)
+SELECT 'attempt batch' AS row_of, stored_columns, of_columns FROM pg_temp.stored('ready_claim_attempt_batches', 'ready_slot', 'batch_id = ' || :cb)
 UNION ALL
-SELECT 'claim batch', * FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb)
+SELECT 'claim batch', stored_columns, of_columns FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb)
 UNION ALL
-SELECT 'closure batch', * FROM pg_temp.stored('lease_claim_closure_batches', 'claim_slot', 'claim_batch_id = ' || :cb)
+SELECT 'closure batch', stored_columns, of_columns FROM pg_temp.stored('lease_claim_closure_batches', 'claim_slot', 'claim_batch_id = ' || :cb)
 UNION ALL
-SELECT 'completion batch', * FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb);
+SELECT 'completion batch', stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb);
 SELECT claimed_count FROM awa.ready_claim_attempt_batches WHERE batch_id = :cb;
 SELECT claimed_count, job_ids = ARRAY[:one]::bigint[] AS job_ids, run_leases, attempts, max_attempts
   FROM awa.lease_claim_batches WHERE batch_id = :cb;
@@ -143,10 +135,10 @@ SELECT array_agg(job_id ORDER BY job_id) AS jobs, array_agg(run_lease ORDER BY j
        array_agg(receipt_id ORDER BY job_id) AS receipts
   FROM awa.claim('rs_ev', 2) \gset
 SELECT batch_id AS cb2 FROM awa.lease_claim_batches WHERE :two_a = ANY (job_ids) \gset
-SELECT * FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb2);
+SELECT stored_columns, of_columns FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb2);
 SELECT claimed_count, run_leases, attempts, max_attempts FROM awa.lease_claim_batches WHERE batch_id = :cb2;
 SELECT count(*) FILTER (WHERE accepted) AS completed FROM awa.complete_many(:'jobs', :'leases', :'receipts');
-SELECT * FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb2);
+SELECT stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb2);
 SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :cb2;
 
 -- A table whose columns are of other types where awa writes (a database made
