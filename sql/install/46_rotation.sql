@@ -1,7 +1,9 @@
 -- Rotation: appends (generation, slot) for the next empty slot to the ring's
 -- ledger with ON CONFLICT DO NOTHING (a compare-and-swap; no row is ever
 -- updated), only when some slot of the ring holds a row (an idle ring does not
--- rotate). It never waits: with spare slots it passes every slot still in use
+-- rotate) and, for the queue ring, when its current slot holds something other
+-- than rows prunes carried into it (a backlog nobody adds to stays put). It
+-- never waits: with spare slots it passes every slot still in use
 -- (left out of reuse) up to awa.ring_max_slots.
 CREATE FUNCTION awa._rotate(ring text, OUT outcome text, OUT detail jsonb)
 LANGUAGE plpgsql VOLATILE
@@ -15,6 +17,7 @@ DECLARE
     kept int[] := '{}';
     family text;
     busy boolean := false;
+    carried_only boolean;
     cap int;
     n bigint;
 BEGIN
@@ -26,6 +29,24 @@ BEGIN
     pos := awa._ring_position(ring);
     cap := awa._ring_slot_cap(ring);
     detail := jsonb_build_object('generation', pos.generation, 'slot', pos.slot);
+    -- Nothing new to seal: the current queue slot holds ready rows, every one
+    -- of them carried there by a prune (no enqueue wrote into this generation
+    -- since a rotation of this server run entered it), and no evidence,
+    -- tombstone or completion. Rotating would only make the prunes carry
+    -- the same rows forward again at every wrap while nothing arrives
+    -- (docs/maintenance.md §3.6, "An idle backlog stays put").
+    IF ring = 'queue' AND NOT awa._queue_generation_may_hold_enqueues(pos.generation) THEN
+        FOREACH family IN ARRAY awa._slot_children('queue', pos.slot) LOOP
+            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', family) INTO busy;
+            carried_only := busy = (family = format('awa.%I', 'ready_entries_' || pos.slot));
+            EXIT WHEN NOT carried_only;
+        END LOOP;
+        IF carried_only THEN
+            outcome := 'skipped_idle';
+            detail := detail || jsonb_build_object('reason', 'the current slot holds only rows carried forward');
+            RETURN;
+        END IF;
+    END IF;
     -- The next generation enters the next empty slot, in slot order from the
     -- current one (generation numbers of the slots passed are skipped, so a
     -- generation's slot stays generation % slot_count, awa._slot_of;
@@ -79,6 +100,9 @@ BEGIN
         outcome := 'skipped_busy';
         detail := detail || jsonb_build_object('reason', 'another rotation appended this generation');
         RETURN;
+    END IF;
+    IF ring = 'queue' THEN
+        PERFORM awa._queue_generation_entered(pos.generation + step);
     END IF;
     outcome := 'rotated';
     detail := jsonb_build_object('generation', pos.generation + step, 'slot', next_slot);

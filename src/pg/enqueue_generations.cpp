@@ -8,10 +8,53 @@ namespace awa::pg {
 namespace {
 
 using maintenance_shmem::BackendSlot;
+using maintenance_shmem::DatabaseStatus;
 using maintenance_shmem::MySlot;
 using maintenance_shmem::shared;
+using maintenance_shmem::status_lock;
+using maintenance_shmem::StatusOf;
 
 bool enqueue_published = false;
+
+// This database's status entry as last found (an index into
+// shared->databases; -1: none), and the generation for which none was found.
+// No entry when an enqueue publishes G means none that a rotation into G
+// made, so none can say G was entered: nothing to note for G.
+int status_index = -1;
+int64 no_status_for_generation = -1;
+
+void
+RaiseTo(pg_atomic_uint64 *word, uint64 value)
+{
+	uint64 current = pg_atomic_read_u64(word);
+	while (current < value && !pg_atomic_compare_exchange_u64(word, &current, value)) {
+	}
+}
+
+// The entry of this database, or NULL. The cached index is checked against
+// the entry's database on each use: an entry is evicted only while its
+// database has no worker, and one evicted under a use made after the check
+// gets a mark of another database's, which only makes that database's
+// rotations go ahead (QueueGenerationMayHoldEnqueues).
+DatabaseStatus *
+OwnStatus(int64 generation)
+{
+	if (status_index >= 0 && shared->databases[status_index].database == MyDatabaseId)
+		return &shared->databases[status_index];
+	if (no_status_for_generation == generation)
+		return NULL;
+	// No ereport while the lock is held.
+	LWLockAcquire(status_lock, LW_SHARED);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
+	LWLockRelease(status_lock);
+	if (status == NULL) {
+		status_index = -1;
+		no_status_for_generation = generation;
+		return NULL;
+	}
+	status_index = static_cast<int>(status - shared->databases);
+	return status;
+}
 
 }  // namespace
 
@@ -25,6 +68,12 @@ PublishEnqueueGeneration(int64 generation)
 	slot->database = MyDatabaseId;
 	pg_write_barrier();
 	pg_atomic_write_u64(&slot->generation_plus_one, static_cast<uint64>(generation) + 1);
+	// Noted before the rows are written: a rotation that reads no mark for
+	// the generation afterwards and stands still does so once, and sees the
+	// mark at its next turn.
+	DatabaseStatus *status = OwnStatus(generation);
+	if (status != NULL)
+		RaiseTo(&status->queue_written_plus_one, static_cast<uint64>(generation) + 1);
 	// Published before the reservation and the epoch read that follow.
 	pg_memory_barrier();
 	enqueue_published = true;
@@ -58,6 +107,40 @@ EnqueueGenerationInUse(int64 generation)
 			return true;
 	}
 	return false;
+}
+
+void
+NoteQueueGenerationEntered(int64 generation)
+{
+	if (shared == NULL)
+		return;
+	// No ereport while the lock is held.
+	LWLockAcquire(status_lock, LW_EXCLUSIVE);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, true);
+	if (status != NULL) {
+		uint64 none = 0;
+		// The first one only: a generation at or after it that is the
+		// current one was entered by a rotation of this run.
+		pg_atomic_compare_exchange_u64(&status->queue_first_entered_plus_one, &none,
+		                               static_cast<uint64>(generation) + 1);
+	}
+	LWLockRelease(status_lock);
+}
+
+bool
+QueueGenerationMayHoldEnqueues(int64 generation)
+{
+	if (shared == NULL)
+		return true;
+	uint64 mark = static_cast<uint64>(generation) + 1;
+	// No ereport while the lock is held.
+	LWLockAcquire(status_lock, LW_SHARED);
+	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
+	uint64 first_entered = status == NULL ? 0 : pg_atomic_read_u64(&status->queue_first_entered_plus_one);
+	uint64 written = status == NULL ? 0 : pg_atomic_read_u64(&status->queue_written_plus_one);
+	LWLockRelease(status_lock);
+	bool entered_in_this_run = first_entered != 0 && first_entered <= mark;
+	return !entered_in_this_run || written >= mark;
 }
 
 void

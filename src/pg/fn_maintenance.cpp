@@ -77,6 +77,26 @@ AWA_FUNCTION(awa_internal_enqueue_generation_in_use)
 	PG_RETURN_BOOL(EnqueueGenerationInUse(PG_GETARG_INT64(0)));
 }
 
+// awa._queue_generation_entered(generation): a rotation of the queue ring
+// enters `generation` (called in the rotating transaction, before it
+// commits; enqueue_generations.hpp).
+AWA_FUNCTION(awa_internal_queue_generation_entered)
+{
+	RequireArgument(fcinfo, 0, "generation", false);
+	NoteQueueGenerationEntered(PG_GETARG_INT64(0));
+	PG_RETURN_VOID();
+}
+
+// awa._queue_generation_may_hold_enqueues(generation): false only when
+// every ready row of `generation` was written by a prune's carry: it was
+// entered during this server run and no enqueue of this database has
+// written into it since (enqueue_generations.hpp).
+AWA_FUNCTION(awa_internal_queue_generation_may_hold_enqueues)
+{
+	RequireArgument(fcinfo, 0, "generation", false);
+	PG_RETURN_BOOL(QueueGenerationMayHoldEnqueues(PG_GETARG_INT64(0)));
+}
+
 // awa._note_outcome(task, outcome): records a step's outcome for
 // awa.storage_status. An outcome outside core::StepOutcome is refused, so a
 // misspelt one fails its step rather than being recorded.

@@ -7,7 +7,9 @@
 //    database a DDL command of it holds (ddl_holds.cpp);
 //  * per database, under one LWLock: the maintenance worker's pid
 //    (worker_registry.cpp) and the last outcome of every task
-//    (task_status.cpp); the launcher's pgprocno (worker_registry.cpp);
+//    (task_status.cpp); the launcher's pgprocno (worker_registry.cpp); and,
+//    as atomics, which queue-ring generations of this server run enqueues
+//    wrote into (enqueue_generations.cpp);
 //  * per backend slot, its newest committed ring truncation
 //    (ring_truncations.cpp).
 //
@@ -39,6 +41,12 @@ struct DatabaseStatus {
 	int worker_pid;
 	bool stopped;  // the worker exited; the launcher restarts it
 	TaskStatus tasks[core::kMaintenanceTaskCount];
+	// The first queue-ring generation a rotation entered since this entry
+	// was made, and the newest one an enqueue published, each plus one (0:
+	// none). Set with a compare-and-swap, read without the lock by the entry's
+	// own database (enqueue_generations.cpp).
+	pg_atomic_uint64 queue_first_entered_plus_one;
+	pg_atomic_uint64 queue_written_plus_one;
 };
 
 // What one backend (by pgprocno) publishes to the others.

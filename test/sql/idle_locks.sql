@@ -29,19 +29,25 @@ SELECT format('queue %s, claim %s, history %s',
 $$;
 -- n rotations of the queue ring, each after a prune: the ring's live
 -- generations then span every slot, as in a database that has run a while.
-CREATE FUNCTION pg_temp.rotate_queue(n int) RETURNS void LANGUAGE plpgsql AS $$
+-- A job enqueued in another queue at each turn makes it rotate: a ring whose
+-- current slot holds only carried rows stands still (idle_backlog.sql).
+CREATE PROCEDURE pg_temp.rotate_queue(n int) LANGUAGE plpgsql AS $$
 BEGIN
     FOR i IN 1 .. n LOOP
         PERFORM * FROM awa.run_maintenance('prune_queue');
+        COMMIT;
+        PERFORM awa.enqueue('il.turn', '{}', 'il_turn');
+        COMMIT;
         IF (SELECT outcome FROM awa.run_maintenance('rotate_queue')) <> 'rotated' THEN
             RAISE EXCEPTION 'queue rotation % did not rotate', i;
         END IF;
+        COMMIT;
     END LOOP;
 END $$;
 
 SELECT awa.configure_queue('il', dlq_enabled => true) IS NULL AS configured;
 SELECT count(*) AS enqueued FROM awa.enqueue_many(array_fill('il'::text, ARRAY[20]), NULL, 'il');
-SELECT pg_temp.rotate_queue(20);
+CALL pg_temp.rotate_queue(20);
 SELECT job_id AS first_job FROM awa.list_jobs(queue => 'il') ORDER BY job_id LIMIT 1 \gset
 
 -- Readers: nothing held once they return.

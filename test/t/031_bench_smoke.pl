@@ -8,7 +8,7 @@
 # pg_config on PATH, WORKDIR and every output file under tmp_check, and a
 # free port. For each: the exit status is 0, and the report (the file the
 # script writes: OUT, or $WORKDIR/result.md) holds the script's table or
-# heading (or prints it: paused_growth, ring_spares_cost). What the numbers
+# heading (or prints it: paused_growth, idle_backlog, ring_spares_cost). What the numbers
 # are is not checked: a smoke run measures nothing.
 #
 # bench/soak.sh also runs bench/soak_report.py and bench/plot_soak.py; with
@@ -67,6 +67,8 @@ my @runs = (
 			ONLY => '^drain-(awa|base)-default-N4-B10$',
 			OUT => "$out/run.md" }, 'run.md', qr/^\| drain \| 4 \| 10 \| \d+ \| \d+ \|/m ],
 	[ 'paused_growth', { SPARE => '16', TOTAL => '16000', PER_ROTATION => '500' }, '-', qr/^\| 16 \| 1 \| /m ],
+	[ 'idle_backlog', { TOTAL => '2000', RATE => '20', SETTLE => '1', WINDOW => '1' }, '-',
+		qr/^\| \d+ \| 1 \| [0-9.]+ \| [0-9.]+ \| \d+ \| \d+ \|$/m ],
 	[ 'ring_spares_cost', { SPARES => '0', DURATION => '1' }, '-', qr/^\| 0 \| /m ],
 	[ 'limit_overhead', { REPS => '1', JOBS => '2000', CLIENTS => '2', DURATION => '1' }, 'result.md',
 		qr/^\| 1 \| 10 \| \d+ \| \d+ \| [0-9.]+ \|$/m ],
