@@ -16,12 +16,15 @@ using maintenance_shmem::StatusOf;
 
 bool enqueue_published = false;
 
-// This database's status entry as last found (an index into
-// shared->databases; -1: none), and the generation for which none was found.
-// No entry when an enqueue publishes G means none that a rotation into G
-// made, so none can say G was entered: nothing to note for G.
+// This database's status entry as last found: an index into
+// shared->databases, -1 when none was. Only a found entry is remembered: a
+// database whose entry is missing looks again at every publication (it has
+// none only before its first maintenance step, or when 256 other databases
+// took every entry). Remembering "none for generation G" went stale when the
+// generations started again from 0 (DROP and CREATE EXTENSION in the same
+// server run): the ring entered G again, this session's enqueues into it
+// raised no mark, and the ring stood still on fresh rows (found in review).
 int status_index = -1;
-int64 no_status_for_generation = -1;
 
 void
 RaiseTo(pg_atomic_uint64 *word, uint64 value)
@@ -37,22 +40,15 @@ RaiseTo(pg_atomic_uint64 *word, uint64 value)
 // gets a mark of another database's, which only makes that database's
 // rotations go ahead (QueueGenerationMayHoldEnqueues).
 DatabaseStatus *
-OwnStatus(int64 generation)
+OwnStatus()
 {
 	if (status_index >= 0 && shared->databases[status_index].database == MyDatabaseId)
 		return &shared->databases[status_index];
-	if (no_status_for_generation == generation)
-		return NULL;
 	// No ereport while the lock is held.
 	LWLockAcquire(status_lock, LW_SHARED);
 	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
 	LWLockRelease(status_lock);
-	if (status == NULL) {
-		status_index = -1;
-		no_status_for_generation = generation;
-		return NULL;
-	}
-	status_index = static_cast<int>(status - shared->databases);
+	status_index = status == NULL ? -1 : static_cast<int>(status - shared->databases);
 	return status;
 }
 
@@ -61,6 +57,14 @@ OwnStatus(int64 generation)
 void
 PublishEnqueueGeneration(int64 generation)
 {
+	if (shared == NULL)
+		return;
+	// Noted before the rows are written: a rotation that reads no mark for
+	// the generation afterwards and stands still does so once, and sees the
+	// mark at its next turn.
+	DatabaseStatus *status = OwnStatus();
+	if (status != NULL)
+		RaiseTo(&status->queue_written_plus_one, static_cast<uint64>(generation) + 1);
 	BackendSlot *slot = MySlot();
 	if (slot == NULL)
 		return;
@@ -68,12 +72,6 @@ PublishEnqueueGeneration(int64 generation)
 	slot->database = MyDatabaseId;
 	pg_write_barrier();
 	pg_atomic_write_u64(&slot->generation_plus_one, static_cast<uint64>(generation) + 1);
-	// Noted before the rows are written: a rotation that reads no mark for
-	// the generation afterwards and stands still does so once, and sees the
-	// mark at its next turn.
-	DatabaseStatus *status = OwnStatus(generation);
-	if (status != NULL)
-		RaiseTo(&status->queue_written_plus_one, static_cast<uint64>(generation) + 1);
 	// Published before the reservation and the epoch read that follow.
 	pg_memory_barrier();
 	enqueue_published = true;

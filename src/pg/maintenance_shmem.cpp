@@ -75,12 +75,18 @@ StatusOf(Oid database, bool create)
 		free_entry = evictable;
 	if (free_entry == NULL)
 		return NULL;
-	memset(free_entry, 0, sizeof(*free_entry));
-	pg_atomic_init_u64(&free_entry->queue_first_entered_plus_one, 0);
-	pg_atomic_init_u64(&free_entry->queue_written_plus_one, 0);
+	ClearStatus(free_entry);
 	free_entry->database = database;
 	free_entry->last_used = GetCurrentTimestamp();
 	return free_entry;
+}
+
+void
+ClearStatus(DatabaseStatus *entry)
+{
+	memset(entry, 0, sizeof(*entry));
+	pg_atomic_init_u64(&entry->queue_first_entered_plus_one, 0);
+	pg_atomic_init_u64(&entry->queue_written_plus_one, 0);
 }
 
 void
@@ -122,10 +128,8 @@ StartupMaintenanceShmem()
 		shared->run_nonce = random ^ static_cast<uint64>(GetCurrentTimestamp());
 		shared->launcher_pgprocno = -1;
 		shared->backend_slot_count = slot_count;
-		for (DatabaseStatus &entry : shared->databases) {
-			pg_atomic_init_u64(&entry.queue_first_entered_plus_one, 0);
-			pg_atomic_init_u64(&entry.queue_written_plus_one, 0);
-		}
+		for (DatabaseStatus &entry : shared->databases)
+			ClearStatus(&entry);
 		for (int i = 0; i < slot_count; i++) {
 			pg_atomic_init_u64(&shared->backends[i].generation_plus_one, 0);
 			pg_atomic_init_u64(&shared->backends[i].truncation_xid, 0);

@@ -93,6 +93,10 @@ BackendSlot *MySlot();
 // worker; NULL when every entry has one.
 DatabaseStatus *StatusOf(Oid database, bool create);
 
+// Empties an entry (caller holds status_lock exclusively): every field
+// zero, its atomics initialised again.
+void ClearStatus(DatabaseStatus *entry);
+
 // Registers, once per backend, the exit callback that ends what this backend
 // still publishes: its rotation (ring epoch), its enqueue generation and its
 // DDL hold. Called by whatever publishes first.

@@ -16,6 +16,7 @@ namespace {
 using maintenance_shmem::DatabaseStatus;
 using maintenance_shmem::shared;
 using maintenance_shmem::status_lock;
+using maintenance_shmem::ClearStatus;
 using maintenance_shmem::StatusOf;
 
 bool wake_launcher_at_commit = false;
@@ -73,7 +74,7 @@ ForgetDatabase()
 	LWLockAcquire(status_lock, LW_EXCLUSIVE);
 	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
 	if (status != NULL)
-		memset(status, 0, sizeof(*status));
+		ClearStatus(status);
 	LWLockRelease(status_lock);
 }
 
@@ -93,7 +94,7 @@ ForgetDatabasesExcept(const Oid *databases, int count)
 			return x < y ? -1 : (x > y ? 1 : 0);
 		}) != NULL;
 		if (!exists)
-			memset(&entry, 0, sizeof(entry));
+			ClearStatus(&entry);
 	}
 	LWLockRelease(status_lock);
 }

@@ -18,7 +18,11 @@
 #     once more, then stands still again;
 #   - an enqueue makes it rotate again;
 #   - every job is claimed exactly once; queue_counts = queue_counts_exact; no
-#     ERROR in the server log.
+#     ERROR in the server log;
+#   - (a second server, worker off) a session that enqueued before its
+#     database had a status entry, and enqueues again after DROP and CREATE
+#     EXTENSION brought the ring back to the same generation, still makes the
+#     rotation go ahead (found in review: it stood still on fresh rows).
 # Waits are bounded only to stop a hung run; every assertion is about states.
 use strict;
 use warnings;
@@ -120,4 +124,30 @@ my @errors = grep { /\b(ERROR|PANIC):/ } split /\n/, $log;
 is(scalar(@errors), 0, 'no ERROR in the server log') or diag(join("\n", @errors[0 .. ($#errors < 9 ? $#errors : 9)]));
 
 $node->stop;
+
+# Found in review: a session that enqueued while its database had no status
+# entry (after a restart, before any maintenance step) remembered "no entry
+# for generation G"; after DROP and CREATE EXTENSION the ring entered G again,
+# that session's enqueues into G raised no mark, and the rotation stood still
+# on its fresh rows. The worker is off here, so the entry is made by the
+# steps run by hand.
+my $node2 = start_awa_node('idleb2', maintenance => 0);
+sub q2 { return $node2->safe_psql('postgres', $_[0]); }
+sub rotate2 { return q2(q{SELECT outcome FROM awa.run_maintenance('rotate_queue')}); }
+q2(q{SELECT awa.enqueue('ib.k', '{}', 'ib2')});
+rotate2() for 1 .. 2;
+is(q2(q{SELECT max(generation) FROM awa.queue_ring_rotations}), '2', 'the ring is at generation 2');
+$node2->restart;
+my $producer = $node2->background_psql('postgres');
+$producer->query_safe(q{SELECT awa.enqueue('ib.before', '{}', 'ib2')});
+q2(q{DROP EXTENSION awa; CREATE EXTENSION awa});
+q2(q{SELECT awa.enqueue('ib.k', '{}', 'ib2')});
+rotate2() for 1 .. 2;
+is(q2(q{SELECT max(generation) FROM awa.queue_ring_rotations}), '2', 'the new ring is at generation 2 again');
+$producer->query_safe(q{SELECT awa.enqueue('ib.fresh', '{}', 'ib2')}) for 1 .. 2;
+is(q2(q{SELECT count(*) FILTER (WHERE origin_generation IS NULL) FROM awa.ready_entries WHERE ready_generation = 2}),
+	'2', 'the long-lived session wrote two fresh rows into generation 2');
+is(rotate2(), 'rotated', 'the rotation goes ahead: the current slot holds fresh rows');
+$producer->quit;
+$node2->stop;
 done_testing();
