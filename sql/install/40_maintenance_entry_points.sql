@@ -39,11 +39,14 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'awa_internal_enqueue_generation_in_use' L
 
 -- Whether the queue ring's current generation holds only what prunes carried
 -- into it, from shared memory (src/pg/enqueue_generations.hpp): a rotation
--- notes the generation it enters, an enqueue the one it writes into.
+-- notes the generation it enters, an enqueue the one it writes into, a claim
+-- the one it writes evidence into.
 CREATE FUNCTION awa._queue_generation_entered(generation bigint)
 RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_queue_generation_entered' LANGUAGE C VOLATILE;
 CREATE FUNCTION awa._queue_generation_may_hold_enqueues(generation bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'awa_internal_queue_generation_may_hold_enqueues' LANGUAGE C VOLATILE;
+CREATE FUNCTION awa._queue_generation_may_hold_claims(generation bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'awa_internal_queue_generation_may_hold_claims' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION awa._note_outcome(task text, outcome text)
 RETURNS void AS 'MODULE_PATHNAME', 'awa_internal_note_outcome' LANGUAGE C VOLATILE;

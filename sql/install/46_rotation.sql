@@ -18,6 +18,7 @@ DECLARE
     family text;
     busy boolean := false;
     carried_only boolean;
+    claims_carried_only boolean;
     cap int;
     n bigint;
 BEGIN
@@ -31,12 +32,18 @@ BEGIN
     detail := jsonb_build_object('generation', pos.generation, 'slot', pos.slot);
     -- Nothing new to seal: the current queue slot holds ready rows, every one
     -- of them carried there by a prune (no enqueue wrote into this generation
-    -- since a rotation of this server run entered it), and no evidence,
-    -- tombstone or completion. Rotating would only make the prunes carry
-    -- the same rows forward again at every wrap while nothing arrives
-    -- (docs/maintenance.md §3.6, "An idle backlog stays put").
+    -- since a rotation of this server run entered it), the claim evidence a
+    -- prune carried with them (the claims of attempts still open) if no claim
+    -- wrote any since, and no tombstone, done row or completion. Rotating
+    -- would only make the prunes carry the same rows forward again at every
+    -- wrap while nothing arrives (docs/maintenance.md §3.6, "An idle backlog
+    -- stays put").
     IF ring = 'queue' AND NOT awa._queue_generation_may_hold_enqueues(pos.generation) THEN
+        claims_carried_only := NOT awa._queue_generation_may_hold_claims(pos.generation);
         FOREACH family IN ARRAY awa._slot_children('queue', pos.slot) LOOP
+            IF family = format('awa.%I', 'ready_claim_attempt_batches_' || pos.slot) AND claims_carried_only THEN
+                CONTINUE;
+            END IF;
             EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', family) INTO busy;
             carried_only := busy = (family = format('awa.%I', 'ready_entries_' || pos.slot));
             EXIT WHEN NOT carried_only;

@@ -1,6 +1,8 @@
 // claim_write.cpp: see claim_write.hpp.
 #include "pg/claim_write.hpp"
 
+#include "pg/enqueue_generations.hpp"
+
 #include "pg/key_limits.hpp"
 
 #include "pg/core_calls.hpp"
@@ -136,6 +138,10 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	                           TimestampTzGetDatum(claimed_at),
 	                           Int32GetDatum(n)};
 	bool attempt_nulls[13] = {false};
+	// Noted before the evidence is written: the rotation leaves a ring
+	// alone only while no claim has written into its current generation
+	// (enqueue_generations.hpp).
+	NoteQueueGenerationClaimed(walk.plan.generation);
 	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 13);
 	Datum claim_batch[16] = {Int16GetDatum(ring.claim_slot),
 	                         Int16GetDatum(ready_slot),

@@ -125,20 +125,48 @@ NoteQueueGenerationEntered(int64 generation)
 	LWLockRelease(status_lock);
 }
 
+void
+NoteQueueGenerationClaimed(int64 generation)
+{
+	if (shared == NULL)
+		return;
+	DatabaseStatus *status = OwnStatus();
+	if (status != NULL)
+		RaiseTo(&status->queue_claimed_plus_one, static_cast<uint64>(generation) + 1);
+}
+
+namespace {
+
+// Whether `generation` may hold a row written by what raises `mark` (see the
+// header).
 bool
-QueueGenerationMayHoldEnqueues(int64 generation)
+MayHold(int64 generation, pg_atomic_uint64 DatabaseStatus::*mark)
 {
 	if (shared == NULL)
 		return true;
-	uint64 mark = static_cast<uint64>(generation) + 1;
+	uint64 plus_one = static_cast<uint64>(generation) + 1;
 	// No ereport while the lock is held.
 	LWLockAcquire(status_lock, LW_SHARED);
 	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
 	uint64 first_entered = status == NULL ? 0 : pg_atomic_read_u64(&status->queue_first_entered_plus_one);
-	uint64 written = status == NULL ? 0 : pg_atomic_read_u64(&status->queue_written_plus_one);
+	uint64 written = status == NULL ? 0 : pg_atomic_read_u64(&(status->*mark));
 	LWLockRelease(status_lock);
-	bool entered_in_this_run = first_entered != 0 && first_entered <= mark;
-	return !entered_in_this_run || written >= mark;
+	bool entered_in_this_run = first_entered != 0 && first_entered <= plus_one;
+	return !entered_in_this_run || written >= plus_one;
+}
+
+}  // namespace
+
+bool
+QueueGenerationMayHoldEnqueues(int64 generation)
+{
+	return MayHold(generation, &DatabaseStatus::queue_written_plus_one);
+}
+
+bool
+QueueGenerationMayHoldClaims(int64 generation)
+{
+	return MayHold(generation, &DatabaseStatus::queue_claimed_plus_one);
 }
 
 void

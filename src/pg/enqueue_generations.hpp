@@ -20,19 +20,22 @@ void ClearEnqueueGeneration();
 // True when a backend of this database published a generation <= `generation`.
 bool EnqueueGenerationInUse(int64 generation);
 
-// Which queue-ring generations enqueues wrote into, for the rotation that
-// leaves a ring alone when its current slot holds nothing but rows prunes
-// carried into it (docs/maintenance.md §3.6, "An idle backlog stays put").
-// Per database, in shared memory, for this server run: a rotation notes the
-// generation it enters, and every publication above notes the generation it
-// writes into.
+// Which queue-ring generations enqueues and claims wrote into, for the
+// rotation that leaves a ring alone when its current slot holds nothing but
+// what prunes carried into it (docs/maintenance.md §3.6, "An idle backlog
+// stays put"). Per database, in shared memory, for this server run: a
+// rotation notes the generation it enters, every publication above the
+// generation it writes into, and a claim the generation of the ready rows it
+// writes evidence for (claim_write.cpp), before writing.
 void NoteQueueGenerationEntered(int64 generation);
+void NoteQueueGenerationClaimed(int64 generation);
 // False only when `generation` was entered during this server run (so
-// everything written into it was written since) and no enqueue of this
-// database has published it or a later one. True without shared memory, and
-// whenever the entry was lost (more than 256 databases): a rotation then goes
-// ahead as before.
+// everything written into it was written since) and no enqueue (claim) of
+// this database has published (written evidence into) it or a later one.
+// True without shared memory, and whenever the entry was lost (more than 256
+// databases): a rotation then goes ahead as before.
 bool QueueGenerationMayHoldEnqueues(int64 generation);
+bool QueueGenerationMayHoldClaims(int64 generation);
 
 // The transaction callback (callbacks.cpp, while preloaded): the end of the
 // transaction clears what it still publishes.

@@ -97,6 +97,16 @@ AWA_FUNCTION(awa_internal_queue_generation_may_hold_enqueues)
 	PG_RETURN_BOOL(QueueGenerationMayHoldEnqueues(PG_GETARG_INT64(0)));
 }
 
+// awa._queue_generation_may_hold_claims(generation): false only when every
+// claim evidence row of `generation` was written by a prune's carry (the
+// claims of attempts still open): it was entered during this server run and
+// no claim of this database has written evidence into it since.
+AWA_FUNCTION(awa_internal_queue_generation_may_hold_claims)
+{
+	RequireArgument(fcinfo, 0, "generation", false);
+	PG_RETURN_BOOL(QueueGenerationMayHoldClaims(PG_GETARG_INT64(0)));
+}
+
 // awa._note_outcome(task, outcome): records a step's outcome for
 // awa.storage_status. An outcome outside core::StepOutcome is refused, so a
 // misspelt one fails its step rather than being recorded.

@@ -87,6 +87,7 @@ ClearStatus(DatabaseStatus *entry)
 	memset(entry, 0, sizeof(*entry));
 	pg_atomic_init_u64(&entry->queue_first_entered_plus_one, 0);
 	pg_atomic_init_u64(&entry->queue_written_plus_one, 0);
+	pg_atomic_init_u64(&entry->queue_claimed_plus_one, 0);
 }
 
 void

@@ -9,7 +9,7 @@
 //    (worker_registry.cpp) and the last outcome of every task
 //    (task_status.cpp); the launcher's pgprocno (worker_registry.cpp); and,
 //    as atomics, which queue-ring generations of this server run enqueues
-//    wrote into (enqueue_generations.cpp);
+//    and claims wrote into (enqueue_generations.cpp);
 //  * per backend slot, its newest committed ring truncation
 //    (ring_truncations.cpp).
 //
@@ -42,11 +42,13 @@ struct DatabaseStatus {
 	bool stopped;  // the worker exited; the launcher restarts it
 	TaskStatus tasks[core::kMaintenanceTaskCount];
 	// The first queue-ring generation a rotation entered since this entry
-	// was made, and the newest one an enqueue published, each plus one (0:
-	// none). Set with a compare-and-swap, read without the lock by the entry's
-	// own database (enqueue_generations.cpp).
+	// was made, the newest one an enqueue published, and the newest one a
+	// claim wrote its evidence into, each plus one (0: none). Set with a
+	// compare-and-swap, read without the lock by the entry's own database
+	// (enqueue_generations.cpp).
 	pg_atomic_uint64 queue_first_entered_plus_one;
 	pg_atomic_uint64 queue_written_plus_one;
+	pg_atomic_uint64 queue_claimed_plus_one;
 };
 
 // What one backend (by pgprocno) publishes to the others.

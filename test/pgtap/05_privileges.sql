@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(859);
+SELECT plan(864);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -157,6 +157,7 @@ INSERT INTO grants VALUES
     ('_enqueue_generation_in_use', ARRAY['bigint'], false, false, false, false),
     ('_queue_generation_entered', ARRAY['bigint'], false, false, false, false),
     ('_queue_generation_may_hold_enqueues', ARRAY['bigint'], false, false, false, false),
+    ('_queue_generation_may_hold_claims', ARRAY['bigint'], false, false, false, false),
     ('_note_outcome', ARRAY['text', 'text'], false, false, false, false),
     ('_ensure_counters', ARRAY[]::name[], false, false, false, false),
     ('_free_key_entries', ARRAY[]::name[], false, false, false, false),

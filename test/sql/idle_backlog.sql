@@ -4,8 +4,10 @@
 -- unclaimed jobs into the current generation and nothing else arrives, the
 -- queue ring's current slot holds only carried rows: the rotation reports
 -- skipped_idle and writes nothing, where it used to rotate at every turn and
--- make the prunes carry the same rows again at every wrap. Anything new in
--- the slot (an enqueue, a claim's evidence) makes it rotate again.
+-- make the prunes carry the same rows again at every wrap. The claim of a
+-- long-running job carried with the rows does not make it turn either.
+-- Anything new in the slot (an enqueue, a claim's evidence, a completion)
+-- makes it rotate again.
 -- Its own database (a fixed ring of 4 queue slots), so that what this server
 -- run noted of its generations (src/pg/enqueue_generations.hpp) is its own.
 --
@@ -64,6 +66,22 @@ TRUNCATE rounds;
 CALL pg_temp.rounds(2);
 SELECT prune, rotate, generation, ready FROM rounds ORDER BY n;
 
+-- A job that runs for a long time beside the backlog: when its slot's turn
+-- comes, the prune carries its claim's evidence with the rows, and that
+-- evidence does not make the ring turn either (no claim wrote into the
+-- generation). Its completion does.
+CREATE TABLE running AS SELECT job_id, run_lease, receipt_id, args ->> 'i' AS i FROM awa.claim('ib', 1);
+SELECT i AS running FROM running;
+TRUNCATE rounds;
+CALL pg_temp.rounds(8);
+SELECT prune, rotate, generation, ready FROM rounds ORDER BY n;
+SELECT count(*) AS carried_claims FROM awa.ready_claim_attempt_batches
+ WHERE ready_slot = (SELECT current_slot FROM awa.storage_status() WHERE ring = 'queue');
+SELECT awa.complete(job_id, run_lease, receipt_id) AS completed FROM running;
+TRUNCATE rounds;
+CALL pg_temp.rounds(1);
+SELECT prune, rotate, generation FROM rounds ORDER BY n;
+
 -- Nothing was lost or doubled: every job is claimed once, in lane order.
 SELECT string_agg(c.args ->> 'i', ',' ORDER BY c.job_id) AS claimed,
        count(awa.complete(c.job_id, c.run_lease, c.receipt_id)) AS completed
@@ -74,9 +92,12 @@ SELECT count(*) AS counts_differ
 
 -- The markers are internal: no other role may call them.
 SELECT has_function_privilege('public', 'awa._queue_generation_entered(bigint)', 'execute') AS entered_public,
-       has_function_privilege('public', 'awa._queue_generation_may_hold_enqueues(bigint)', 'execute') AS may_hold_public;
+       has_function_privilege('public', 'awa._queue_generation_may_hold_enqueues(bigint)', 'execute') AS enqueues_public,
+       has_function_privilege('public', 'awa._queue_generation_may_hold_claims(bigint)', 'execute') AS claims_public;
 -- A NULL generation is refused.
 SELECT awa._queue_generation_may_hold_enqueues(NULL);
+SELECT awa._queue_generation_may_hold_claims(NULL);
+SELECT awa._queue_generation_entered(NULL);
 
 \c contrib_regression
 DROP DATABASE awa_idle_backlog;
