@@ -17,14 +17,15 @@ using maintenance_shmem::StatusOf;
 bool enqueue_published = false;
 
 // This database's status entry as last found: an index into
-// shared->databases, -1 when none was. Only a found entry is remembered: a
-// database whose entry is missing looks again at every publication (it has
-// none only before its first maintenance step, or when 256 other databases
-// took every entry). Remembering "none for generation G" went stale when the
-// generations started again from 0 (DROP and CREATE EXTENSION in the same
-// server run): the ring entered G again, this session's enqueues into it
-// raised no mark, and the ring stood still on fresh rows (found in review).
+// shared->databases, -1 when none was; then none is looked for again until an
+// entry is made or emptied (shared->status_changes moves). Remembering "none
+// for generation G" instead went stale when the generations started again
+// from 0 (DROP and CREATE EXTENSION in the same server run): the ring entered
+// G again, this session's enqueues into it raised no mark, and the ring stood
+// still on fresh rows (found in review). Looking again at every enqueue cost
+// a database without an entry (maintenance off) 3,000 instructions a job.
 int status_index = -1;
+uint64 none_found_at = 0;  // status_changes + 1 when none was found; 0: unset
 
 void
 RaiseTo(pg_atomic_uint64 *word, uint64 value)
@@ -44,11 +45,16 @@ OwnStatus()
 {
 	if (status_index >= 0 && shared->databases[status_index].database == MyDatabaseId)
 		return &shared->databases[status_index];
+	// Read before the lookup: an entry made after the lookup moves it.
+	uint64 changes = pg_atomic_read_u64(&shared->status_changes);
+	if (status_index < 0 && none_found_at == changes + 1)
+		return NULL;
 	// No ereport while the lock is held.
 	LWLockAcquire(status_lock, LW_SHARED);
 	DatabaseStatus *status = StatusOf(MyDatabaseId, false);
 	LWLockRelease(status_lock);
 	status_index = status == NULL ? -1 : static_cast<int>(status - shared->databases);
+	none_found_at = status == NULL ? changes + 1 : 0;
 	return status;
 }
 

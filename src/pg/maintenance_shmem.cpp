@@ -84,6 +84,7 @@ StatusOf(Oid database, bool create)
 void
 ClearStatus(DatabaseStatus *entry)
 {
+	pg_atomic_fetch_add_u64(&shared->status_changes, 1);
 	memset(entry, 0, sizeof(*entry));
 	pg_atomic_init_u64(&entry->queue_first_entered_plus_one, 0);
 	pg_atomic_init_u64(&entry->queue_written_plus_one, 0);
@@ -123,6 +124,7 @@ StartupMaintenanceShmem()
 		memset(shared, 0, SharedSize());
 		pg_atomic_init_u64(&shared->epoch_word, 0);
 		pg_atomic_init_u64(&shared->primary_since, 0);
+		pg_atomic_init_u64(&shared->status_changes, 0);
 		uint64 random = 0;
 		if (!pg_strong_random(&random, sizeof(random)))
 			random = static_cast<uint64>(MyProcPid) * UINT64CONST(0x9E3779B97F4A7C15);

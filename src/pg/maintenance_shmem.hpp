@@ -76,6 +76,10 @@ struct Shared {
 	// a start, after crash recovery, or at a standby's promotion); 0 before
 	// (PrimaryRunSince, server_run_key.hpp).
 	pg_atomic_uint64 primary_since;
+	// Bumped whenever an entry of databases[] is made or emptied
+	// (ClearStatus): a backend that found no entry for its database need not
+	// look again until it moves (enqueue_generations.cpp).
+	pg_atomic_uint64 status_changes;
 	int launcher_pgprocno;  // -1: no launcher
 	int backend_slot_count;
 	DatabaseStatus databases[kMaxDatabases];
