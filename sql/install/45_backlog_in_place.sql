@@ -34,6 +34,8 @@ $$;
 --    transaction after a claim or a read), while the ring has spare slots
 --    (cap > width): its prune would only wait, so the ring takes a spare
 --    slot instead, and prunes it once the session has let go.
+-- With spare slots the first due slot in that order is taken, past younger
+-- ones that are not due yet.
 -- due is false when nothing needs pruning: generation and slot then name the
 -- first slot the rotation would enter that holds nothing (generation NULL: it
 -- was never used, the ring has not filled yet). in_use counts the slots with
@@ -104,8 +106,16 @@ BEGIN
         IF due THEN
             generation := owner;
             slot := s;
+            RETURN;
         END IF;
-        RETURN;
+        -- With spare slots, slot order is not age order: a slot passed over
+        -- while it was held or kept is older than the slots after it. A
+        -- younger slot that is not due yet does not hold back an older one
+        -- that is (found when the queue ring stood still with a backlog:
+        -- a freed slot behind a young one was never pruned).
+        IF cap = pos.width THEN
+            RETURN;
+        END IF;
     END LOOP;
 END
 $$;

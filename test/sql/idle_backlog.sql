@@ -101,3 +101,43 @@ SELECT awa._queue_generation_entered(NULL);
 
 \c contrib_regression
 DROP DATABASE awa_idle_backlog;
+
+-- With spare slots, a slot passed over while a session held it is older than
+-- the slots after it in slot order. Once freed, it is pruned even when a
+-- younger slot before it is not due yet: before, the prune stopped at that
+-- younger slot, and while the ring stood still (its current slot holding only
+-- carried rows) the freed slot was never pruned.
+CREATE DATABASE awa_idle_backlog_spare;
+\c awa_idle_backlog_spare
+SET client_min_messages = warning;
+SET awa.queue_slot_count = 4;
+SET awa.ring_spare_slots = 4;
+CREATE EXTENSION awa;
+RESET awa.ring_spare_slots;
+CREATE FUNCTION step(task text) RETURNS text LANGUAGE sql AS $f$
+SELECT outcome || coalesce(' ' || (detail ->> 'slot'), '') || coalesce(' g' || (detail ->> 'generation'), '')
+  FROM awa.run_maintenance(task)
+$f$;
+-- Job A in slot 0, held by a prepared transaction that read it.
+SELECT awa.enqueue('ib.a', '{}', 'ib_a') IS NOT NULL AS a;
+BEGIN;
+SELECT count(*) AS held_rows FROM awa.ready_entries_0;
+PREPARE TRANSACTION 'ib_hold';
+SELECT step('rotate_queue') FROM generate_series(1, 5);
+-- Job B in slot 5, job C in slot 7; then the rotation passes the held slot 0.
+SELECT awa.enqueue('ib.b', '{}', 'ib_b') IS NOT NULL AS b;
+SELECT step('rotate_queue') FROM generate_series(1, 2);
+SELECT awa.enqueue('ib.c', '{}', 'ib_c') IS NOT NULL AS c;
+SELECT step('rotate_queue');
+-- Slot 5 is due and carried into the current slot (1); slot 0 is held.
+SELECT step('prune_queue');
+ROLLBACK PREPARED 'ib_hold';
+-- The current slot holds only carried rows: the ring stands still. Slot 7
+-- (generation 7) is not due; slot 0 after it is, and is pruned.
+SELECT step('rotate_queue');
+SELECT step('prune_queue');
+SELECT ready_slot, queue, origin_generation IS NOT NULL AS carried FROM awa.ready_entries ORDER BY queue;
+SELECT (SELECT count(*) FROM awa.claim('ib_a', 10)) + (SELECT count(*) FROM awa.claim('ib_b', 10))
+       + (SELECT count(*) FROM awa.claim('ib_c', 10)) AS claimed;
+\c contrib_regression
+DROP DATABASE awa_idle_backlog_spare;
