@@ -20,7 +20,9 @@
 # there dead-letters the job; awa.dlq_retry makes it available with attempt 0
 # and its run_lease, awa.dlq_purge deletes it). The op mix is in AwaModel.pm,
 # sub step. A maintenance connection forces rotations, prunes, promotions and
-# whole maintenance runs (the background worker is off; the queue ring has
+# whole maintenance runs, and quiet spells of rotations and prunes with
+# nothing between them, after which the queue ring stands still on what it
+# carried (the background worker is off; the queue ring has
 # four slots so several generations are live at once), and the server is
 # stopped with mode 'immediate' and started again at random points (claims
 # made after the last WAL flush are in doubt; the oracle resolves them).

@@ -1170,6 +1170,26 @@ sub do_maint
 {
 	my ($self) = @_;
 	my $r = rand();
+	if ($r < 0.08)
+	{
+		# A quiet spell: rotations and prunes with nothing else between them,
+		# so the queue ring carries what is live into its current slot and
+		# then stands still (maintenance.md 3.6, "An idle backlog stays put")
+		# with open transactions, long attempts and held slots around it.
+		my $k = 4 + int(rand(8));
+		for (1 .. $k)
+		{
+			my $rows = $self->msql("SELECT task, outcome FROM awa.run_maintenance('rotate')");
+			$self->logop('m', "quiet: SELECT * FROM awa.run_maintenance('rotate') => " . join('; ', map { "$_->[0]:$_->[1]" } @$rows));
+			$self->{stats}{rotated}++ if grep { $_->[0] eq 'rotate_queue' && $_->[1] eq 'rotated' } @$rows;
+			$self->{stats}{stood_still}++ if grep { $_->[0] eq 'rotate_queue' && $_->[1] eq 'skipped_idle' } @$rows;
+			$self->read_gen;
+			$rows = $self->msql("SELECT task, outcome, detail::text FROM awa.run_maintenance('prune')");
+			$self->logop('m', "quiet: SELECT * FROM awa.run_maintenance('prune') => " . join('; ', map { "$_->[0]:$_->[1]" } @$rows));
+			$self->pruned($rows);
+		}
+		return;
+	}
 	if ($r < 0.4)
 	{
 		my $rows = $self->msql("SELECT task, outcome FROM awa.run_maintenance('rotate')");
