@@ -146,7 +146,7 @@ ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot
 // a later generation (same lane, lane_seq and job). The current
 // generation is never a prune target; any other may be (a kept slot's
 // generation is older than the last slot_count), so the row is looked for in
-// its slot (one primary-key probe) and, if it was carried, by `job_id` in
+// its slot (one probe of its unique lane-position index) and, if it was carried, by `job_id` in
 // every slot (each locked before it is read), and the check repeats under the
 // new slot's lock. False when the row is nowhere (the attempt cannot be open
 // then).
