@@ -25,7 +25,7 @@ CREATE TABLE awa.lease_claims (
 
 -- Compact receipts: one row per claim call. Receipt ids are not stored: each is
 -- (batch_id << 18) | (index << 4) | claim_slot, so a completion finds its claim
--- by one primary-key probe (docs/architecture.md, "Receipts").
+-- by one probe of its slot's unique batch_id index (docs/architecture.md, "Receipts").
 CREATE TABLE awa.lease_claim_batches (
     claim_slot       smallint    NOT NULL,
     ready_slot       smallint    NOT NULL,
@@ -38,12 +38,14 @@ CREATE TABLE awa.lease_claim_batches (
     job_ids          bigint[]    NOT NULL,
     lane_seqs        bigint[]    NOT NULL,
     deadline_at      timestamptz NOT NULL,
-    claimed_at       timestamptz NOT NULL,
+    claimed_at       timestamptz NOT NULL
     -- Then claimed_count, run_leases, attempts and max_attempts, added by
     -- 12_ring_partitions.sql (missing values 1, {1}, {1} and {25}: a claim
     -- of one job on its first run, with the default max_attempts, stores
     -- none of them).
-    PRIMARY KEY (batch_id, claim_slot)
+    -- No primary key: each slot's table has a unique index on batch_id
+    -- (12_ring_partitions.sql), 8 bytes per entry smaller than a key that
+    -- holds the slot as a primary key of the parent must.
 ) PARTITION BY LIST (claim_slot);
 
 CREATE TABLE awa.lease_claim_closures (
@@ -64,7 +66,7 @@ CREATE TABLE awa.lease_claim_closures (
 -- under the claim batch by the run's first position: (claim_batch_id << 14)
 -- | claim_indexes[1] (src/core/receipt.hpp), so "is position i closed" is one
 -- probe (the last closure keyed at or below i), and a claim batch's closures
--- are the primary-key range
+-- are the batch_id range
 -- awa._first_closure_batch_id(id) .. awa._last_closure_batch_id(id), with no
 -- index on claim_batch_id (docs/architecture.md, "Closures keyed under their
 -- claim batch").
@@ -74,10 +76,12 @@ CREATE TABLE awa.lease_claim_closure_batches (
     claim_batch_id   bigint      NOT NULL,
     ready_slot       smallint    NOT NULL,
     ready_generation bigint      NOT NULL,
-    closed_at        timestamptz NOT NULL,
+    closed_at        timestamptz NOT NULL
     -- Then outcome, closed_count and claim_indexes, added by
     -- 12_ring_partitions.sql (missing values 'completed', 1 and {0}: the
     -- completion of a claim of one job stores none of them).
-    PRIMARY KEY (batch_id, claim_slot)
+    -- No primary key: each slot's table has a unique index on batch_id
+    -- (12_ring_partitions.sql), 8 bytes per entry smaller than a key that
+    -- holds the slot as a primary key of the parent must.
 ) PARTITION BY LIST (claim_slot);
 

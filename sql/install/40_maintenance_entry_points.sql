@@ -18,7 +18,7 @@ CREATE FUNCTION awa._oldest_live_generation(current bigint, slot_count int)
 RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_oldest_live_generation' LANGUAGE C IMMUTABLE STRICT;
 CREATE FUNCTION awa._prune_target(current bigint, slot_count int)
 RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_prune_target' LANGUAGE C IMMUTABLE STRICT;
--- The primary-key range of a claim batch's closure (and completion) batches,
+-- The batch_id range of a claim batch's closure (and completion) batches,
 -- from src/core/receipt.hpp (one source for C and SQL): every lookup of a
 -- claim batch's closures is batch_id BETWEEN these two.
 CREATE FUNCTION awa._first_closure_batch_id(claim_batch_id bigint)

@@ -23,7 +23,7 @@ BEGIN
         EXIT WHEN budget <= 0;
         slot := awa._slot_of(g, pos.slot_count);
         -- Linear in the slot's claim batches and open attempts: the batches with an attempt
-        -- left open (a primary-key range probe of their closures each), then
+        -- left open (a batch_id range probe of their closures each), then
         -- their closed positions once, anti-joined by hash, and each batch's
         -- arrays unnested once (a probe of claim_indexes per attempt, and a
         -- subscript of the compressed arrays per attempt, made a 10,000-job

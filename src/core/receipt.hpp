@@ -4,7 +4,7 @@
 //   receipt_id = (claim_batch_id << 18) | (index << 4) | claim_slot
 // index is the 0-based position of the job inside its claim batch (< 16384,
 // enough for max_jobs 10000) and claim_slot the claim-ring slot (< 16). A
-// completion therefore finds the compact claim row with one primary-key probe.
+// completion therefore finds the compact claim row with one probe of its slot's unique batch_id index.
 // The claim batch id comes from a global sequence, so after the claim ring
 // wraps and the slot is truncated an old receipt finds no row and is refused.
 // A crash that loses an asynchronous claim can also lose its batch-id advance;
@@ -47,7 +47,7 @@ std::optional<Receipt> DecodeReceipt(int64_t receipt_id, int32_t claim_slot_coun
 // and closes positions first_index .. first_index + closed_count - 1. A
 // position is closed at most once, so the runs of a claim batch are disjoint
 // and their first positions distinct (first_index <= kMaxBatchIndex). All
-// closures of a claim batch are the primary-key range [FirstClosureBatchId,
+// closures of a claim batch are the batch_id range [FirstClosureBatchId,
 // LastClosureBatchId] (one index probe finds them, with no index on
 // claim_batch_id and no sequence), and the closure that could cover position
 // i is the last one keyed at or below ClosureBatchId(claim_batch_id, i): one

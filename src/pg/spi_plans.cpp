@@ -108,8 +108,9 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " ORDER BY lane_seq",
 	 4, {INT8OID, INT8OID, INT8OID, INT8OID}},
 	// kClaimBatch: $1 batch_id
-	// (The slot equality makes it a probe of the whole primary key, so even a
-	// generic plan made while the child is empty is an index scan.)
+	// (An equality on the child's unique batch_id index: a one-row probe, so
+	// even a generic plan made while the child is empty is an index scan; the
+	// slot equality is a filter that always holds.)
 	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs,"
 	 "       attempts, max_attempts, claimed_at, deadline_at, claim_generation, lane_id"
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
@@ -120,7 +121,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// (s, e]. Closures are runs keyed by their first position
 	// (core::ClosureBatchId), so no other can. $1 the claim batch's first
 	// closure id (core::FirstClosureBatchId), $2 and $3 the ids of s and e:
-	// two primary-key probes, at most e - s + 2 rows, whatever the number of
+	// two probes of the unique batch_id index, at most e - s + 2 rows, whatever the number of
 	// the batch's closures. (Each branch's LIMIT makes the planner cost a
 	// fraction of its rows, which favours the index scan's low start-up over
 	// a bitmap scan in a generic plan made while the child is empty; $4 is

@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(474);
+SELECT plan(470);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -51,8 +51,8 @@ SELECT has_table('awa', t::name, 'table awa.' || t || ' exists')
                     'superseded_records']) t;
 
 -- has_pk, every table but the insert-only history ring job_history,
--- queue_lanes (identified by a unique constraint, below) and ready_entries
--- (a unique index per partition, below): 30
+-- queue_lanes (identified by a unique constraint, below), ready_entries and
+-- the four batch evidence tables (a unique index per partition, below): 26
 SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
   FROM unnest(ARRAY['queue_ring_state', 'claim_ring_state', 'lease_ring_state', 'history_ring_state',
                     'queue_ring_rotations', 'claim_ring_rotations', 'lease_ring_rotations',
@@ -60,9 +60,9 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
                     'queue_ring_slots', 'claim_ring_slots', 'lease_ring_slots', 'history_ring_slots',
                     'key_weights',
                     'ready_tombstones',
-                    'ready_claim_attempt_batches', 'done_entries', 'receipt_completion_batches',
-                    'lease_claims', 'lease_claim_batches', 'lease_claim_closures',
-                    'lease_claim_closure_batches', 'leases',
+                    'done_entries',
+                    'lease_claims', 'lease_claim_closures',
+                    'leases',
                     'attempt_state', 'deferred_jobs', 'dlq_entries',
                     'queue_meta', 'job_unique_claims', 'periodic_schedules', 'bulk_operations',
                     'superseded_records']) t;
@@ -74,12 +74,17 @@ SELECT has_pk('awa', t::name, 'table awa.' || t || ' has a primary key')
 -- awa.ready_entries: each of its partitions has a unique index on (lane_id,
 -- lane_seq) instead, 8 bytes per entry smaller than a primary key of the
 -- parent, which must hold the partition key ready_slot (04_queue_ring.sql;
--- test/pgtap/03_indexes.sql checks the index on every partition): 3
+-- test/pgtap/03_indexes.sql checks the index on every partition), nor have
+-- the claim and completion evidence tables: each partition has a unique
+-- index on batch_id, 8 bytes per entry smaller than (batch_id, slot): 7
 SELECT hasnt_pk('awa', 'job_history', 'table awa.job_history has no primary key');
 SELECT hasnt_pk('awa', 'queue_lanes', 'table awa.queue_lanes has no primary key');
 SELECT hasnt_pk('awa', 'ready_entries', 'table awa.ready_entries has no primary key');
+SELECT hasnt_pk('awa', t::name, 'table awa.' || t || ' has no primary key (a unique batch_id index per partition)')
+  FROM unnest(ARRAY['ready_claim_attempt_batches', 'receipt_completion_batches', 'lease_claim_batches',
+                    'lease_claim_closure_batches']) t;
 
--- col_is_pk, exact key columns in key order: 30
+-- col_is_pk, exact key columns in key order: 26
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
   FROM (VALUES
     ('queue_ring_state',            ARRAY['singleton']),
@@ -96,13 +101,9 @@ SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' i
     ('history_ring_slots',          ARRAY['slot']),
     ('key_weights',                 ARRAY['queue', 'concurrency_key']),
     ('ready_tombstones',            ARRAY['lane_id', 'lane_seq', 'ready_generation', 'ready_slot']),
-    ('ready_claim_attempt_batches', ARRAY['batch_id', 'ready_slot']),
     ('done_entries',                ARRAY['lane_id', 'lane_seq', 'ready_slot']),
-    ('receipt_completion_batches',  ARRAY['batch_id', 'ready_slot']),
     ('lease_claims',                ARRAY['job_id', 'run_lease', 'claim_slot']),
-    ('lease_claim_batches',         ARRAY['batch_id', 'claim_slot']),
     ('lease_claim_closures',        ARRAY['job_id', 'run_lease', 'claim_slot']),
-    ('lease_claim_closure_batches', ARRAY['batch_id', 'claim_slot']),
     ('leases',                      ARRAY['lane_id', 'lane_seq', 'lease_slot']),
     ('attempt_state',               ARRAY['job_id', 'run_lease']),
     ('deferred_jobs',               ARRAY['job_id']),

@@ -3,7 +3,7 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(114);
+SELECT plan(110);
 
 -- Hot-path indexes with their exact key columns: 10
 SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
@@ -19,9 +19,9 @@ SELECT has_index('awa', 'ready_entries', 'ready_entries_job_id_idx', ARRAY['job_
 SELECT has_index('awa', 'ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx',
                  ARRAY['lane_id', 'next_lane_seq']::name[],
                  'ready_claim_attempt_batches has its (lane_id, next_lane_seq) index');
-SELECT has_index('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
-                 ARRAY['batch_id', 'claim_slot']::name[],
-                 'lease_claim_batches PK is (batch_id, claim_slot)');
+SELECT has_index('awa', 'lease_claim_batches_0', 'lease_claim_batches_0_batch_id_key',
+                 ARRAY['batch_id']::name[],
+                 'lease_claim_batches_0 has its batch_id index (a completion finds its claim with one probe)');
 SELECT has_index('awa', 'deferred_jobs', 'deferred_jobs_due_idx',
                  ARRAY['run_at', 'priority', 'job_id']::name[],
                  'deferred_jobs has its due index (run_at, priority, job_id) (promotion walks it in order)');
@@ -42,8 +42,8 @@ SELECT has_index('awa', 'periodic_schedules', 'periodic_schedules_due_idx', ARRA
 -- CONSTRAINT): 6
 SELECT index_is_unique('awa', 'ready_entries_0', 'ready_entries_0_lane_seq_key',
                        'ready_entries_0_lane_seq_key is unique: a lane position once per slot');
-SELECT index_is_primary('awa', 'lease_claim_batches', 'lease_claim_batches_pkey',
-                        'lease_claim_batches_pkey is the primary key of lease_claim_batches');
+SELECT index_is_unique('awa', 'lease_claim_batches_0', 'lease_claim_batches_0_batch_id_key',
+                       'lease_claim_batches_0_batch_id_key is unique: a claim batch once per slot');
 SELECT index_is_primary('awa', 'queue_meta', 'queue_meta_pkey',
                         'queue_meta_pkey is the primary key of queue_meta');
 SELECT index_is_primary('awa', 'key_weights', 'key_weights_pkey',
@@ -61,7 +61,7 @@ SELECT index_is_unique('awa', 'queue_lanes', 'queue_lanes_identity',
 
 -- Exact definitions of every index of the 33 tables (uniqueness, method,
 -- columns, order, predicate, NULLS NOT DISTINCT; ON ONLY = the partitioned
--- parent's index): 47
+-- parent's index): 43
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -104,8 +104,6 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX ready_entries_job_id_idx ON ONLY awa.ready_entries USING btree (job_id, lane_id)'),
     ('ready_tombstones_pkey',
      'CREATE UNIQUE INDEX ready_tombstones_pkey ON ONLY awa.ready_tombstones USING btree (lane_id, lane_seq, ready_generation, ready_slot)'),
-    ('ready_claim_attempt_batches_pkey',
-     'CREATE UNIQUE INDEX ready_claim_attempt_batches_pkey ON ONLY awa.ready_claim_attempt_batches USING btree (batch_id, ready_slot)'),
     ('ready_claim_attempt_batches_lane_next_idx',
      'CREATE INDEX ready_claim_attempt_batches_lane_next_idx ON ONLY awa.ready_claim_attempt_batches USING btree (lane_id, next_lane_seq)'),
     ('done_entries_pkey',
@@ -114,16 +112,10 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX done_entries_failed_idx ON ONLY awa.done_entries USING btree (queue) WHERE (state = ''failed''::text)'),
     ('done_entries_job_id_idx',
      'CREATE INDEX done_entries_job_id_idx ON ONLY awa.done_entries USING btree (job_id)'),
-    ('receipt_completion_batches_pkey',
-     'CREATE UNIQUE INDEX receipt_completion_batches_pkey ON ONLY awa.receipt_completion_batches USING btree (batch_id, ready_slot)'),
     ('lease_claims_pkey',
      'CREATE UNIQUE INDEX lease_claims_pkey ON ONLY awa.lease_claims USING btree (job_id, run_lease, claim_slot)'),
-    ('lease_claim_batches_pkey',
-     'CREATE UNIQUE INDEX lease_claim_batches_pkey ON ONLY awa.lease_claim_batches USING btree (batch_id, claim_slot)'),
     ('lease_claim_closures_pkey',
      'CREATE UNIQUE INDEX lease_claim_closures_pkey ON ONLY awa.lease_claim_closures USING btree (job_id, run_lease, claim_slot)'),
-    ('lease_claim_closure_batches_pkey',
-     'CREATE UNIQUE INDEX lease_claim_closure_batches_pkey ON ONLY awa.lease_claim_closure_batches USING btree (batch_id, claim_slot)'),
     ('leases_pkey',
      'CREATE UNIQUE INDEX leases_pkey ON ONLY awa.leases USING btree (lane_id, lane_seq, lease_slot)'),
     ('leases_attempt_idx',
@@ -181,15 +173,15 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('key_weights',                 ARRAY['key_weights_pkey']),
     ('ready_entries',               ARRAY['ready_entries_job_id_idx']),
     ('ready_tombstones',            ARRAY['ready_tombstones_pkey']),
-    ('ready_claim_attempt_batches', ARRAY['ready_claim_attempt_batches_pkey',
-                                          'ready_claim_attempt_batches_lane_next_idx']),
+    ('ready_claim_attempt_batches', ARRAY['ready_claim_attempt_batches_lane_next_idx']),
     ('done_entries',                ARRAY['done_entries_pkey', 'done_entries_job_id_idx', 'done_entries_failed_idx']),
-    -- (closures and completions of a claim batch: a primary-key range, no claim_batch_id index)
-    ('receipt_completion_batches',  ARRAY['receipt_completion_batches_pkey']),
+    -- (closures and completions of a claim batch: a batch_id range of each
+    -- partition's unique index, no claim_batch_id index; none on the parent)
+    ('receipt_completion_batches',  ARRAY[]::text[]),
     ('lease_claims',                ARRAY['lease_claims_pkey']),
-    ('lease_claim_batches',         ARRAY['lease_claim_batches_pkey']),
+    ('lease_claim_batches',         ARRAY[]::text[]),
     ('lease_claim_closures',        ARRAY['lease_claim_closures_pkey']),
-    ('lease_claim_closure_batches', ARRAY['lease_claim_closure_batches_pkey']),
+    ('lease_claim_closure_batches', ARRAY[]::text[]),
     ('leases',                      ARRAY['leases_pkey', 'leases_attempt_idx']),
     ('job_history',                 ARRAY['job_history_job_id_idx', 'job_history_unsuccessful_idx']),
     ('attempt_state',               ARRAY['attempt_state_pkey']),
@@ -204,7 +196,7 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
   ) AS x(t, idx);
 
 -- Every index of a ring family has a valid attached index on each of its
--- partitions (claims and completions probe the slot partitions directly): 16
+-- partitions (claims and completions probe the slot partitions directly): 11
 SELECT is(
     (SELECT count(*)::int
        FROM pg_catalog.pg_inherits i
@@ -218,20 +210,32 @@ SELECT is(
   FROM (VALUES
     ('ready_entries', 'ready_entries_job_id_idx', 32),
     ('ready_tombstones', 'ready_tombstones_pkey', 32),
-    ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_pkey', 32),
     ('ready_claim_attempt_batches', 'ready_claim_attempt_batches_lane_next_idx', 32),
     ('done_entries', 'done_entries_pkey', 32),
     ('done_entries', 'done_entries_job_id_idx', 32),
     ('done_entries', 'done_entries_failed_idx', 32),
-    ('receipt_completion_batches', 'receipt_completion_batches_pkey', 32),
     ('lease_claims', 'lease_claims_pkey', 16),
-    ('lease_claim_batches', 'lease_claim_batches_pkey', 16),
     ('lease_claim_closures', 'lease_claim_closures_pkey', 16),
-    ('lease_claim_closure_batches', 'lease_claim_closure_batches_pkey', 16),
     ('leases', 'leases_pkey', 8),
     ('leases', 'leases_attempt_idx', 8),
     ('job_history', 'job_history_job_id_idx', 8)
   ) AS p(family, idx, slots);
+
+-- Every partition of the four batch evidence tables has its own unique index
+-- on batch_id, no parent's (04_queue_ring.sql, 05_claim_ring.sql,
+-- 12_ring_partitions.sql): 4
+SELECT is(
+    (SELECT count(*)::int
+       FROM pg_catalog.pg_inherits h
+       JOIN pg_catalog.pg_index x ON x.indrelid = h.inhrelid
+      WHERE h.inhparent = ('awa.' || family)::regclass
+        AND x.indisunique AND x.indisvalid AND x.indnatts = 1
+        AND pg_catalog.pg_get_indexdef(x.indexrelid) LIKE '%USING btree (batch_id)'
+        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits p WHERE p.inhrelid = x.indexrelid)),
+    slots,
+    'each of the ' || slots || ' partitions of ' || family || ' has its unique (batch_id) index')
+  FROM (VALUES ('ready_claim_attempt_batches', 32), ('receipt_completion_batches', 32),
+               ('lease_claim_batches', 16), ('lease_claim_closure_batches', 16)) AS f(family, slots);
 
 -- Every partition of ready_entries has its own unique index on (lane_id,
 -- lane_seq), no parent's (04_queue_ring.sql, 12_ring_partitions.sql): 1
