@@ -35,7 +35,7 @@ $$;
 --    (cap > width): its prune would only wait, so the ring takes a spare
 --    slot instead, and prunes it once the session has let go.
 -- With spare slots the first due slot in that order is taken, past younger
--- ones that are not due yet.
+-- ones that are not due yet (neither counted as kept nor as held).
 -- due is false when nothing needs pruning: generation and slot then name the
 -- first slot the rotation would enter that holds nothing (generation NULL: it
 -- was never used, the ring has not filled yet). in_use counts the slots with
@@ -81,6 +81,25 @@ BEGIN
             END IF;
             CONTINUE;
         END IF;
+        IF cap > pos.width THEN
+            -- Spare slots: due once width - 1 rotations have passed since its
+            -- generation (left-out slots cost no rotating slot its time), or
+            -- at once when the ring uses every slot up to its cap. Slot order
+            -- is not age order here (a slot passed over while it was held or
+            -- kept is older than the slots after it), so a slot not due yet
+            -- is passed over, uncounted, and the search goes on: a younger
+            -- slot does not hold back an older one that is due (found when the
+            -- queue ring stood still with a backlog: a freed slot behind a
+            -- young one was never pruned). Deciding this first spares the
+            -- young slots the count of their live rows.
+            EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM awa.%I r WHERE r.generation > $1
+                                                   ORDER BY r.generation LIMIT $2) x', ring || '_ring_rotations')
+               INTO rotations USING owner, pos.width;
+            IF NOT (rotations >= pos.width - 1
+                    OR NOT EXISTS (SELECT 1 FROM generate_series(0, cap - 1) u WHERE NOT u = ANY (used))) THEN
+                CONTINUE;
+            END IF;
+        END IF;
         IF ring = 'queue' AND cardinality(kept) < keep_limit AND awa._slot_live_rows(s) > limit_rows THEN
             kept := kept || s;
             CONTINUE;
@@ -89,33 +108,15 @@ BEGIN
             held := held || s;
             CONTINUE;
         END IF;
-        IF cap = pos.width THEN
-            -- No spare slots: due when the rotation would enter it next
-            -- (only kept slots before it), as in the fixed ring.
-            due := NOT unused_before;
-        ELSE
-            -- Spare slots: due once width - 1 rotations have passed since its
-            -- generation (left-out slots cost no rotating slot its time), or
-            -- at once when the ring uses every slot up to its cap.
-            EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM awa.%I r WHERE r.generation > $1
-                                                   ORDER BY r.generation LIMIT $2) x', ring || '_ring_rotations')
-               INTO rotations USING owner, pos.width;
-            due := rotations >= pos.width - 1
-                   OR NOT EXISTS (SELECT 1 FROM generate_series(0, cap - 1) u WHERE NOT u = ANY (used));
-        END IF;
+        -- No spare slots: due when the rotation would enter it next (only
+        -- kept slots before it), as in the fixed ring; the search ends here
+        -- either way. With spare slots it is due (above).
+        due := cap > pos.width OR NOT unused_before;
         IF due THEN
             generation := owner;
             slot := s;
-            RETURN;
         END IF;
-        -- With spare slots, slot order is not age order: a slot passed over
-        -- while it was held or kept is older than the slots after it. A
-        -- younger slot that is not due yet does not hold back an older one
-        -- that is (found when the queue ring stood still with a backlog:
-        -- a freed slot behind a young one was never pruned).
-        IF cap = pos.width THEN
-            RETURN;
-        END IF;
+        RETURN;
     END LOOP;
 END
 $$;

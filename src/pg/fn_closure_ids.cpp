@@ -1,6 +1,6 @@
 // fn_closure_ids.cpp: the closure batch ids of a claim batch for the SQL side:
-// awa._first_closure_batch_id and awa._last_closure_batch_id, the primary-key
-// range that holds every closure (and completion) batch of a claim batch.
+// awa._first_closure_batch_id and awa._last_closure_batch_id, the batch_id
+// range (of a slot's unique index) that holds every closure (and completion) batch of a claim batch.
 // Cancel, get_job, rescue and the claim-slot carry read closures by claim
 // batch through them, so that they use the encoding the completion path
 // writes (src/core/receipt.hpp is the one source). IMMUTABLE STRICT: NULL in,

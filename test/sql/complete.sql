@@ -203,7 +203,7 @@ SELECT array_agg(accepted ORDER BY ord) AS accepted_in_input_order
 
 -- ---------------------------------------------------------------------------
 -- Closure batch ids are keyed under the claim batch: (claim_batch_id << 14) |
--- first position closed, the primary-key range awa._first_closure_batch_id(id) ..
+-- first position closed, the batch_id range awa._first_closure_batch_id(id) ..
 -- awa._last_closure_batch_id(id); every lookup of a claim batch's closures
 -- (completion, cancel, get_job) finds them there.
 -- ---------------------------------------------------------------------------
