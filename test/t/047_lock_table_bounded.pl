@@ -143,11 +143,16 @@ is($producer->query_safe(qq{SELECT count(*) FROM awa.ready_entries WHERE queue L
 $producer->query_safe('COMMIT');
 $producer->quit;
 is(q1(q{SELECT count(*) FROM awa.ready_entries WHERE queue LIKE 'wp%'}), '40', 'prune: its 40 rows are committed');
+# A job enqueued into a queue of its own before each rotation keeps the ring
+# turning: a ring whose current slot holds only what prunes carried stands
+# still (docs/maintenance.md §3.6, "An idle backlog stays put"), and the
+# producer's slot would then wait for the next enqueue to become due.
 my $pruned = 0;
 for (my $i = 0; $i < 64 && !$pruned; $i++)
 {
 	$pruned = q1("SELECT count(*) FROM awa.ready_entries WHERE ready_slot = $slot AND queue LIKE 'wp%'") eq '0';
 	last if $pruned;
+	q1(q{SELECT awa.enqueue('tick', '{}', 'tick_wp')});
 	q1("SELECT outcome FROM awa.run_maintenance('rotate_queue')");
 	q1("SELECT outcome FROM awa.run_maintenance('prune_queue')");
 }
