@@ -12,14 +12,18 @@ CREATE TABLE awa.attempt_state (
     PRIMARY KEY (job_id, run_lease)
 ) WITH (fillfactor = 80);
 
--- Jobs that are not yet available: future run_at (scheduled), backoff (retryable).
+-- Jobs that are not in a lane: future run_at (scheduled), backoff
+-- (retryable), and the available jobs of a paused queue (available: parked;
+-- docs/architecture.md, "A paused queue parks its jobs"), which wait here
+-- rather than in the queue ring, so that a paused queue that keeps
+-- receiving jobs costs the ring's rotations and prunes nothing.
 CREATE TABLE awa.deferred_jobs (
     job_id        bigint PRIMARY KEY,
     queue         text        NOT NULL,
     priority      smallint    NOT NULL CHECK (priority BETWEEN 1 AND 4),
     kind          text        NOT NULL,
     args          jsonb       NOT NULL,
-    state         text        NOT NULL CHECK (state IN ('scheduled', 'retryable')),
+    state         text        NOT NULL CHECK (state IN ('scheduled', 'retryable', 'available')),
     run_at        timestamptz NOT NULL,
     run_lease     bigint      NOT NULL DEFAULT 0,
     attempt       smallint    NOT NULL DEFAULT 0,
@@ -30,8 +34,13 @@ CREATE TABLE awa.deferred_jobs (
     unique_states smallint,
     payload       jsonb
 );
--- Promotion walks due jobs in (run_at, priority, job_id) order and stops at its batch size.
-CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs (run_at, priority, job_id);
+-- Promotion walks due jobs in (run_at, priority, job_id) order and stops at
+-- its batch size; parked jobs are not in this walk (they are due already).
+CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs (run_at, priority, job_id) WHERE state <> 'available';
+-- Parked jobs, a queue's in the order they go to their lanes when it resumes
+-- (awa.resume_queue) or when promotion finds them in a queue that is not
+-- paused; promotion finds those queues by a skip scan of the first column.
+CREATE INDEX deferred_jobs_parked_idx ON awa.deferred_jobs (queue, run_at, priority, job_id) WHERE state = 'available';
 CREATE INDEX deferred_jobs_unique_key_idx ON awa.deferred_jobs (unique_key) WHERE unique_key IS NOT NULL;
 -- awa.list_jobs by queue reads a queue's deferred jobs newest first along it
 -- (along the primary key it passed over every other queue's).

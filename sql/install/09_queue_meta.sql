@@ -39,4 +39,8 @@ CREATE TABLE awa.queue_meta (
     key_rate_set_at  timestamptz,
     updated_at       timestamptz NOT NULL DEFAULT now()
 ) WITH (fillfactor = 70);
+-- Whether any queue of the database is paused: each backend asks once per
+-- change of the settings, and an enqueue parks its jobs only then
+-- (src/pg/queue_settings.hpp, AnyQueuePaused).
+CREATE INDEX queue_meta_paused_idx ON awa.queue_meta (queue) WHERE paused;
 

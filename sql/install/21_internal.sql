@@ -40,6 +40,15 @@ RETURNS int
 AS 'MODULE_PATHNAME', 'awa_internal_requeue_jobs'
 LANGUAGE C VOLATILE;
 
+-- Appends a queue's parked jobs (deferred_jobs rows in state available: the
+-- jobs enqueued while it was paused) to their lanes, in (run_at, priority,
+-- job_id) order, and returns how many; awa.resume_queue calls it. A parked
+-- job locked by another transaction (a cancel) is left to promotion.
+CREATE FUNCTION awa._unpark_queue(queue text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'awa_internal_unpark_queue'
+LANGUAGE C VOLATILE;
+
 -- Records a move of n jobs between states in this transaction (counters).
 CREATE FUNCTION awa._count_move(queue text, from_state text, to_state text, n bigint DEFAULT 1)
 RETURNS void
@@ -72,6 +81,7 @@ LANGUAGE C VOLATILE;
 -- settings) counted from the tables. STABLE, so it runs under one snapshot
 -- (the counter rebuild publishes that snapshot; src/pg/counters.hpp).
 --   available = ready rows - lanes handed out by claims - tombstoned lanes
+--               + parked jobs (deferred rows in state available)
 --   running   = claimed attempts - closed attempts
 --   failed, cancelled = their records not superseded by a retry
 CREATE FUNCTION awa._queue_counts_scan(p_queue text)
@@ -115,7 +125,8 @@ WITH queues AS (
      GROUP BY d.queue
 ), deferred AS (
     SELECT d.queue, count(*) FILTER (WHERE d.state = 'scheduled') AS scheduled,
-           count(*) FILTER (WHERE d.state = 'retryable') AS retryable
+           count(*) FILTER (WHERE d.state = 'retryable') AS retryable,
+           count(*) FILTER (WHERE d.state = 'available') AS parked
       FROM awa.deferred_jobs d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
 ), dead AS (
     SELECT d.queue, count(*) AS n FROM awa.dlq_entries d WHERE p_queue IS NULL OR d.queue = p_queue GROUP BY d.queue
@@ -128,7 +139,7 @@ WITH queues AS (
      GROUP BY h.queue
 )
 SELECT q.queue,
-       (coalesce(ready.n, 0) - coalesce(handed_out.n, 0) - coalesce(tombstoned.n, 0))::bigint,
+       (coalesce(ready.n, 0) - coalesce(handed_out.n, 0) - coalesce(tombstoned.n, 0) + coalesce(deferred.parked, 0))::bigint,
        coalesce(deferred.scheduled, 0)::bigint,
        coalesce(deferred.retryable, 0)::bigint,
        (coalesce(claimed.n, 0) - coalesce(closed.n, 0))::bigint,

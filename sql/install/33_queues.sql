@@ -157,7 +157,14 @@ BEGIN
 END
 $$;
 
--- A paused queue is neither claimed nor promoted; enqueue goes on.
+-- A paused queue is not claimed; enqueue goes on. The jobs that become
+-- available while it is paused (enqueued, promoted when due, moved or retried
+-- into it) are parked: kept as deferred rows in state available rather than
+-- appended to their lanes, so that its backlog is outside the queue ring,
+-- which rotates and prunes as if the queue had none (docs/architecture.md,
+-- "A paused queue parks its jobs"). The jobs already in its lanes stay there.
+-- awa.resume_queue appends the parked jobs to their lanes, in order, in its
+-- own transaction (linear in their number; interruptible).
 CREATE FUNCTION awa.pause_queue(queue text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -185,6 +192,7 @@ BEGIN
     ON CONFLICT ON CONSTRAINT queue_meta_pkey DO UPDATE
        SET paused = false, paused_at = NULL, updated_at = now();
     PERFORM awa._queue_meta_changed(queue);
+    PERFORM awa._unpark_queue(queue);
 END
 $$;
 

@@ -78,7 +78,7 @@ AS $$
 DECLARE
     chunk    int := p_max_rows;
     from_ready    boolean := p_state IS NULL OR p_state = 'available';
-    from_deferred boolean := p_state IS NULL OR p_state IN ('scheduled', 'retryable');
+    from_deferred boolean := p_state IS NULL OR p_state IN ('scheduled', 'retryable', 'available');  -- (available: parked)
     from_dlq      boolean := p_state IS NULL OR p_state = 'dlq';
     from_history  boolean := p_state IS NULL OR p_state = 'completed';
     from_history_unsuccessful boolean := coalesce(p_state IN ('failed', 'cancelled'), false);

@@ -250,6 +250,20 @@ CollectMetrics(MetricsOut **result, bool *held)
 			// counts only between two commits' callbacks; look afresh.
 			if (!has_oldest && kept)
 				has_oldest = OldestAvailableAt(row.queue, heads, false, &ring, &have_ring, &oldest);
+			// A paused queue's parked jobs (deferred rows in state
+			// available) are in no lane: one probe of their index.
+			if (Listed(paused, paused_count, name)) {
+				Datum key[1] = {PointerGetDatum(row.queue)};
+				Execute(Stmt::kOldestParked, 0, key, NULL, 1);
+				bool isnull = true;
+				Datum parked = SPI_processed == 1
+				                   ? SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)
+				                   : (Datum)0;
+				if (!isnull && (!has_oldest || DatumGetTimestampTz(parked) < oldest)) {
+					oldest = DatumGetTimestampTz(parked);
+					has_oldest = true;
+				}
+			}
 		} else if (counted && kept && heads.storable) {
 			// Nothing available (trusted counts): every lane is empty.
 			for (int priority = 1; priority <= kHeadLanes; priority++)

@@ -79,11 +79,19 @@ CheckRequeueRows()
 	pfree(ids);
 }
 
+// The position of a row in promotion order (run_at, priority, job_id).
+struct DueKey {
+	TimestampTz run_at;
+	int16 priority;
+	int64 job_id;
+};
+
 // Turns the deferred rows just deleted, or the rows of a requeue
 // (SPI_tuptable, deferred_jobs's columns as kPromoteDue returns them), into
-// ready rows.
+// ready rows, or parks them if their queue is paused and `paused` says so.
+// `last`, if given, gets the greatest row's position.
 int
-PromoteDeleted()
+PromoteDeleted(Paused paused, DueKey *last = NULL)
 {
 	int n = static_cast<int>(SPI_processed);
 	if (n == 0)
@@ -102,8 +110,9 @@ PromoteDeleted()
 		row.kind = DatumGetTextPP(SPI_getbinval(tuple, desc, 4, &isnull));
 		row.args = DatumGetJsonbP(SPI_getbinval(tuple, desc, 5, &isnull));
 		char *state = TextDatumGetCString(SPI_getbinval(tuple, desc, 6, &isnull));
-		row.from_state = static_cast<int>(strcmp(state, "retryable") == 0 ? core::JobState::kRetryable
-		                                                                   : core::JobState::kScheduled);
+		row.from_state = static_cast<int>(strcmp(state, "retryable") == 0   ? core::JobState::kRetryable
+		                                  : strcmp(state, "available") == 0 ? core::JobState::kAvailable
+		                                                                    : core::JobState::kScheduled);
 		row.run_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 7, &isnull));
 		row.run_lease = DatumGetInt64(SPI_getbinval(tuple, desc, 8, &isnull));
 		row.attempt = DatumGetInt16(SPI_getbinval(tuple, desc, 9, &isnull));
@@ -120,12 +129,14 @@ PromoteDeleted()
 	// the DELETE's plan returned them in (its RETURNING follows the join, not
 	// the subquery's ORDER BY).
 	qsort(rows, n, sizeof(JobRow), CompareDue);
+	if (last != NULL)
+		*last = DueKey{rows[n - 1].run_at, rows[n - 1].priority, rows[n - 1].job_id};
 	// Due now at the latest: a job is never promoted into the future.
 	TimestampTz now = GetCurrentTimestamp();
 	for (int i = 0; i < n; i++)
 		if (rows[i].run_at > now)
 			rows[i].run_at = now;
-	InsertJobs(rows, n, now, ReadyAt::kNow);
+	InsertJobs(rows, n, now, ReadyAt::kNow, paused);
 	return n;
 }
 
@@ -147,9 +158,51 @@ AWA_FUNCTION(awa_promote_due)
 		elog(ERROR, "awa: SPI_connect failed");
 	Datum values[2] = {Int32GetDatum(max_jobs), TimestampTzGetDatum(GetCurrentTimestamp())};
 	Execute(Stmt::kPromoteDue, 0, values, NULL);
-	int promoted = PromoteDeleted();
+	// Due jobs of a paused queue are parked, not appended.
+	int promoted = PromoteDeleted(Paused::kParkPaused);
+	if (promoted < max_jobs) {
+		// Parked jobs of the queues that are not paused (the statement
+		// read queue_meta: append them whatever this backend's cache says).
+		Datum limit[1] = {Int32GetDatum(max_jobs - promoted)};
+		Execute(Stmt::kPromoteParked, 0, limit, NULL);
+		promoted += PromoteDeleted(Paused::kAppend);
+	}
 	SPI_finish();
 	PG_RETURN_INT32(promoted);
+}
+
+// awa._unpark_queue(queue) -> number of the queue's parked jobs appended to
+// their lanes, in order, a page of 10,000 at a time (awa.resume_queue, after
+// it marked the queue resumed in this transaction).
+AWA_FUNCTION(awa_internal_unpark_queue)
+{
+	RequireArgument(fcinfo, 0, "queue", false);
+	text *queue = PG_GETARG_TEXT_PP(0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	constexpr int kPage = 10000;
+	DueKey after = {DT_NOBEGIN, 0, 0};
+	int64 unparked = 0;
+	// Each page's rows and arrays are freed before the next: memory stays
+	// that of one page, whatever the number of parked jobs.
+	MemoryContext page = AllocSetContextCreate(CurrentMemoryContext, "awa unpark page", ALLOCSET_DEFAULT_SIZES);
+	MemoryContext outer = MemoryContextSwitchTo(page);
+	for (;;) {
+		CHECK_FOR_INTERRUPTS();
+		Datum values[5] = {Int32GetDatum(kPage), PointerGetDatum(queue), TimestampTzGetDatum(after.run_at),
+		                   Int16GetDatum(after.priority), Int64GetDatum(after.job_id)};
+		Execute(Stmt::kUnparkQueue, 0, values, NULL);
+		SPITupleTable *deleted = SPI_tuptable;  // (the appends below run statements of their own)
+		int n = PromoteDeleted(Paused::kAppend, &after);
+		SPI_freetuptable(deleted);
+		MemoryContextReset(page);
+		unparked += n;
+		if (n < kPage)
+			break;
+	}
+	MemoryContextSwitchTo(outer);
+	SPI_finish();
+	PG_RETURN_INT64(unparked);
 }
 
 // awa._requeue_jobs(jobs awa.deferred_jobs[]) -> number of the given jobs
@@ -174,7 +227,7 @@ AWA_FUNCTION(awa_internal_requeue_jobs)
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "awa: reading the jobs to requeue failed: %s", SPI_result_code_string(rc));
 	CheckRequeueRows();
-	int requeued = PromoteDeleted();
+	int requeued = PromoteDeleted(Paused::kParkPaused);
 	SPI_finish();
 	PG_RETURN_INT32(requeued);
 }

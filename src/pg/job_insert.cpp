@@ -9,6 +9,7 @@
 #include "pg/lane_cursors.hpp"
 #include "pg/lanes.hpp"
 #include "pg/pending_enqueues.hpp"
+#include "pg/queue_settings.hpp"
 #include "pg/enqueue_generations.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/rings.hpp"
@@ -271,8 +272,10 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	NoteLaneWork(head.queue, lane, head.concurrency_key, rows[order[lowest]].job_id);
 }
 
+// Inserts rows[order[0..n)] into deferred_jobs with `state`: scheduled (a
+// future run_at: the worker is woken for the earliest) or available (parked).
 void
-InsertDeferred(JobRow *rows, const int *order, int n)
+InsertDeferred(JobRow *rows, const int *order, int n, const char *state)
 {
 	Columns c = AllocColumns(n);
 	Datum *queues = static_cast<Datum *>(palloc(sizeof(Datum) * (n + 1)));
@@ -281,7 +284,7 @@ InsertDeferred(JobRow *rows, const int *order, int n)
 		FillColumns(&c, i, rows[order[i]]);
 		queues[i] = PointerGetDatum(rows[order[i]].queue);
 	}
-	Datum values[13] = {Int64Array(c.job_ids, n),
+	Datum values[14] = {Int64Array(c.job_ids, n),
 	                    Array(queues, NULL, n, TEXTOID, -1, false, TYPALIGN_INT),
 	                    Array(c.priorities, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
 	                    Array(c.kinds, NULL, n, TEXTOID, -1, false, TYPALIGN_INT),
@@ -293,8 +296,11 @@ InsertDeferred(JobRow *rows, const int *order, int n)
 	                    Array(c.created_ats, NULL, n, TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE),
 	                    Array(c.unique_keys, c.unique_nulls, n, BYTEAOID, -1, false, TYPALIGN_INT),
 	                    Array(c.unique_states, NULL, n, INT2OID, 2, true, TYPALIGN_SHORT),
-	                    Array(c.payloads, c.payload_nulls, n, JSONBOID, -1, false, TYPALIGN_INT)};
+	                    Array(c.payloads, c.payload_nulls, n, JSONBOID, -1, false, TYPALIGN_INT),
+	                    CStringGetTextDatum(state)};
 	Execute(Stmt::kInsertDeferredMany, 0, values, NULL);
+	if (strcmp(state, "scheduled") != 0)
+		return;  // parked: the resume moves them, not the worker
 	TimestampTz earliest = DT_NOEND;
 	for (int i = 0; i < n; i++)
 		earliest = Min(earliest, rows[order[i]].run_at);
@@ -314,7 +320,7 @@ AppendReadyRows(JobRow *rows, const int *order, int n, TimestampTz now)
 }
 
 void
-InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
+InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at, Paused paused)
 {
 	if (n == 0)
 		return;
@@ -347,6 +353,9 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 	for (int i = 0; i < n; i++)
 		if (rows[i].run_at > now)
 			deferred_order[deferred++] = i;
+	// The due rows of a paused queue are parked (deferred_order's tail).
+	int *parked_order = deferred_order + deferred;
+	int parked = 0;
 
 	sort_rows = rows;
 	qsort(order, ready, sizeof(int), CompareLanes);
@@ -354,12 +363,28 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 		int end = start + 1;
 		while (end < ready && SameLane(rows[order[end]], rows[order[start]]))
 			end++;
-		if (ready_at == ReadyAt::kCommit)
+		// (once per run of lanes of one queue: lanes are sorted by queue first)
+		bool park = paused == Paused::kParkPaused &&
+		            (start > 0 && SameText(rows[order[start - 1]].queue, rows[order[start]].queue)
+		                 ? parked > 0 && SameText(rows[parked_order[parked - 1]].queue, rows[order[start]].queue)
+		                 : QueueMayBePaused(rows[order[start]].queue));
+		if (park) {
+			for (int i = start; i < end; i++) {
+				CHECK_FOR_INTERRUPTS();
+				parked_order[parked++] = order[i];
+			}
+		} else if (ready_at == ReadyAt::kCommit)
 			DeferReadyRows(rows, order + start, end - start);
 		else
 			AppendReadyRows(rows, order + start, end - start, now);
 		start = end;
 	}
+	if (parked > 0)
+		InsertDeferred(rows, parked_order, parked, "available");
+	if (deferred > 0)
+		InsertDeferred(rows, deferred_order, deferred, "scheduled");
+	// The lanes of scheduled and parked rows (deferred_order's two parts).
+	deferred += parked;
 	if (deferred > 0) {
 		// A deferred job's lane exists once the job is committed: its queue
 		// is known (queue_counts lists it) and promotion finds the lane
@@ -381,7 +406,6 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at)
 			else
 				(void)EnsureLane(row.queue, row.priority, row.concurrency_key);
 		}
-		InsertDeferred(rows, deferred_order, deferred);
 	}
 	// Counter moves, one call per run of rows with the same queue and states.
 	for (int start = 0; start < n;) {

@@ -30,12 +30,15 @@ struct JobRow {
 // Claims the unique keys of rows[0..n) (SQLSTATE 23505 when another job holds
 // one, unless the row has skip_duplicate: then the row takes the holder's
 // job_id, is marked skipped and writes nothing else), then inserts the other
-// rows: run_at after `now` into deferred_jobs (scheduled), the others as ready
-// rows of their lanes: at `ready_at` kNow into the current queue slot, one
-// statement per lane; at kCommit when this transaction commits
-// (pending_enqueues.hpp). Requires SPI. May ereport.
+// rows: run_at after `now` into deferred_jobs (scheduled); with kParkPaused,
+// the due rows of a paused queue (QueueMayBePaused) into deferred_jobs too
+// (available: parked, until awa.resume_queue); the others as ready rows of
+// their lanes: at `ready_at` kNow into the current queue slot, one statement
+// per lane; at kCommit when this transaction commits (pending_enqueues.hpp).
+// Requires SPI. May ereport.
 enum class ReadyAt { kNow, kCommit };
-void InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at);
+enum class Paused { kParkPaused, kAppend };
+void InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at, Paused paused = Paused::kParkPaused);
 
 // Appends rows[order[0..n)], due jobs of one lane in lane order, to the lane
 // (found or created) in the current queue slot: reserves their lane_seqs and

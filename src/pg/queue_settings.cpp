@@ -30,12 +30,15 @@ struct CacheEntry {
 };
 CacheEntry cache[kCacheSize];
 Oid queue_meta_relid = InvalidOid;
+// Whether a queue of the database is paused: -1 not known, 0 no, 1 yes.
+int any_paused = -1;
 
 void
 Flush()
 {
 	for (CacheEntry &entry : cache)
 		entry.valid = false;
+	any_paused = -1;
 	queue_meta_relid = InvalidOid;
 }
 
@@ -140,6 +143,23 @@ SettingsOf(text *queue)
 		entry.settings = settings;
 	}
 	return settings;
+}
+
+bool
+QueueMayBePaused(text *queue)
+{
+	if (any_paused < 0) {
+		if (queue_meta_relid == InvalidOid)
+			queue_meta_relid = AwaObjectOid(AwaObject::kQueueMeta);
+		// (the latest committed state: the flag is kept past this transaction,
+		// and an older REPEATABLE READ snapshot would keep a pause unseen)
+		ExecuteLatest(Stmt::kAnyQueuePaused, 0, NULL, NULL, 1);
+		bool isnull = true;
+		Datum any = SPI_processed == 1 ? SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)
+		                                : (Datum)0;
+		any_paused = !isnull && DatumGetBool(any) ? 1 : 0;
+	}
+	return any_paused == 1 && SettingsOf(queue).paused;
 }
 
 }  // namespace awa::pg

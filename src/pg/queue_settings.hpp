@@ -40,6 +40,16 @@ void InstallQueueSettingsCache();
 
 // The settings of `queue`. Requires SPI. May ereport.
 QueueSettings SettingsOf(text *queue);
+// Whether `queue` is paused, for an enqueue deciding to park its jobs
+// (job_insert.hpp). A hint that is cheap while no queue of the database is
+// paused: whether any is comes from a per-backend flag that the same
+// invalidation clears, kept also in a transaction that has an xid (unlike
+// the settings: a transaction that pauses or resumes a queue clears it at its
+// next command, and its abort clears it again). A wrong answer costs no job:
+// a paused queue's job in its lane waits for the resume as before, a parked
+// job of a queue that is not paused is promoted (awa.promote_due). Requires
+// SPI. May ereport.
+bool QueueMayBePaused(text *queue);
 // Empties this backend's settings cache (a waiting claim that wakes may be
 // ahead of the invalidation of a resumed queue; see ForgetCachedLanes).
 void ForgetCachedSettings();

@@ -88,17 +88,17 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 4, {TEXTOID, INT2OID, INT8OID, TEXTOID}},
 	// kInsertDeferredMany: $1 job_ids, $2 queues, $3 priorities, $4 kinds, $5 args, $6 run_ats,
 	// $7 run_leases, $8 attempts, $9 max_attempts, $10 created_ats, $11 unique keys, $12 unique states,
-	// $13 payloads
+	// $13 payloads, $14 state (scheduled, or available: parked)
 	{Stmt::kInsertDeferredMany, "INSERT INTO awa.deferred_jobs (job_id, queue, priority, kind, args, state, run_at, run_lease,"
 	 "                               attempt, max_attempts, created_at, unique_key, unique_states, payload)"
-	 " SELECT u.job_id, u.queue, u.priority, u.kind, u.args, 'scheduled', u.run_at, u.run_lease, u.attempt,"
+	 " SELECT u.job_id, u.queue, u.priority, u.kind, u.args, $14, u.run_at, u.run_lease, u.attempt,"
 	 "        u.max_attempts, u.created_at, u.unique_key,"
 	 "        CASE WHEN u.unique_key IS NOT NULL THEN u.unique_states END, u.payload"
 	 "   FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
 	 "        AS u(job_id, queue, priority, kind, args, run_at, run_lease, attempt, max_attempts, created_at,"
 	 "             unique_key, unique_states, payload)",
-	 13, {INT8ARRAYOID, TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID,
-	      INT2ARRAYOID, INT2ARRAYOID, TIMESTAMPTZARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID}},
+	 14, {INT8ARRAYOID, TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID,
+	      INT2ARRAYOID, INT2ARRAYOID, TIMESTAMPTZARRAYOID, BYTEAARRAYOID, INT2ARRAYOID, JSONBARRAYOID, TEXTOID}},
 	// kReadyRows: $1 lane_id, $2 first lane, $3 next lane (exclusive), $4 generation
 	// (column kReadyRowsRunAtColumn is run_at)
 	{Stmt::kReadyRows, "SELECT lane_seq, job_id, run_lease, attempt, max_attempts, kind, args, created_at,"
@@ -169,15 +169,52 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kPromoteDue: $1 limit, $2 now
 	// (= ANY of an array, not IN: the outer delete then probes the primary key
 	// for each picked job whatever the statistics, never a hash join over the
-	// whole table.)
+	// whole table.) Due jobs of a paused queue are taken too: InsertJobs
+	// parks them, so the walk never passes over them again.
 	{Stmt::kPromoteDue, "DELETE FROM awa.deferred_jobs d WHERE d.job_id = ANY (ARRAY("
 	 "   SELECT due.job_id FROM awa.deferred_jobs due"
-	 "    WHERE due.run_at <= $2"
-	 "      AND NOT EXISTS (SELECT FROM awa.queue_meta m WHERE m.queue = due.queue AND m.paused)"
+	 "    WHERE due.run_at <= $2 AND due.state <> 'available'"
 	 "    ORDER BY due.run_at, due.priority, due.job_id LIMIT $1 FOR UPDATE SKIP LOCKED))"
 	 " RETURNING job_id, queue, priority, kind, args, state, run_at, run_lease, attempt, max_attempts, created_at,"
 	 "           unique_key, unique_states, payload",
 	 2, {INT4OID, TIMESTAMPTZOID}},
+	// kPromoteParked: $1 limit: parked jobs of the queues that are not
+	// paused (a producer that saw the queue paused and committed after its
+	// resume, a parked job moved to another queue). The queues with parked
+	// jobs are found by a skip scan of deferred_jobs_parked_idx (a probe per
+	// such queue, not per job), and a paused queue's jobs are never read.
+	{Stmt::kPromoteParked, "DELETE FROM awa.deferred_jobs d WHERE d.job_id = ANY (ARRAY("
+	 "   WITH RECURSIVE parked(queue) AS ("
+	 "       (SELECT p.queue FROM awa.deferred_jobs p WHERE p.state = 'available' ORDER BY p.queue LIMIT 1)"
+	 "     UNION ALL"
+	 "       SELECT (SELECT p.queue FROM awa.deferred_jobs p WHERE p.state = 'available' AND p.queue > parked.queue"
+	 "                ORDER BY p.queue LIMIT 1)"
+	 "         FROM parked WHERE parked.queue IS NOT NULL)"
+	 "   SELECT j.job_id FROM parked q CROSS JOIN LATERAL ("
+	 "       SELECT p.job_id FROM awa.deferred_jobs p WHERE p.state = 'available' AND p.queue = q.queue"
+	 "        ORDER BY p.run_at, p.priority, p.job_id LIMIT $1 FOR UPDATE SKIP LOCKED) j"
+	 "    WHERE q.queue IS NOT NULL"
+	 "      AND NOT EXISTS (SELECT FROM awa.queue_meta m WHERE m.queue = q.queue AND m.paused)"
+	 "    LIMIT $1))"
+	 " RETURNING job_id, queue, priority, kind, args, state, run_at, run_lease, attempt, max_attempts, created_at,"
+	 "           unique_key, unique_states, payload",
+	 1, {INT4OID}},
+	// kUnparkQueue: $1 limit, $2 queue, $3 run_at, $4 priority, $5 job_id:
+	// the queue's parked jobs after ($3, $4, $5), in order (awa.resume_queue
+	// pages through them: each page starts where the last ended, not at the
+	// rows the transaction deleted already).
+	{Stmt::kUnparkQueue, "DELETE FROM awa.deferred_jobs d WHERE d.job_id = ANY (ARRAY("
+	 "   SELECT p.job_id FROM awa.deferred_jobs p"
+	 "    WHERE p.state = 'available' AND p.queue = $2 AND (p.run_at, p.priority, p.job_id) > ($3, $4, $5)"
+	 "    ORDER BY p.run_at, p.priority, p.job_id LIMIT $1 FOR UPDATE SKIP LOCKED))"
+	 " RETURNING job_id, queue, priority, kind, args, state, run_at, run_lease, attempt, max_attempts, created_at,"
+	 "           unique_key, unique_states, payload",
+	 5, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT2OID, INT8OID}},
+	// kOldestParked: $1 queue: the run_at of its oldest parked job (queue_metrics)
+	{Stmt::kOldestParked, "SELECT min(run_at) FROM awa.deferred_jobs WHERE state = 'available' AND queue = $1",
+	 1, {TEXTOID}},
+	// kAnyQueuePaused: whether a queue of the database is paused (queue_settings.hpp)
+	{Stmt::kAnyQueuePaused, "SELECT EXISTS (SELECT FROM awa.queue_meta WHERE paused)", 0, {}},
 	// kCountsScan: the exact pass over every queue (run under a published snapshot)
 	{Stmt::kCountsScan, "SELECT * FROM awa._queue_counts_scan(NULL)", 0, {}},
 	// kCountsScanOne: $1 queue (NULL: all)

@@ -568,7 +568,7 @@ SELECT results_eq(
              ('claim_ring_state', 'c', 'CHECK (((width >= 2) AND (width <= slot_count)))'),
              ('claim_ring_state', 'c', 'CHECK (singleton)'),
              ('deferred_jobs', 'c', 'CHECK (((priority >= 1) AND (priority <= 4)))'),
-             ('deferred_jobs', 'c', 'CHECK ((state = ANY (ARRAY[''scheduled''::text, ''retryable''::text])))'),
+             ('deferred_jobs', 'c', 'CHECK ((state = ANY (ARRAY[''scheduled''::text, ''retryable''::text, ''available''::text])))'),
              ('done_entries', 'c',
               'CHECK ((state = ANY (ARRAY[''completed''::text, ''failed''::text, ''cancelled''::text])))'),
              ('history_ring_rotations', 'c', 'CHECK ((generation >= 0))'),

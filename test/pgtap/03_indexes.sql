@@ -3,7 +3,7 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(110);
+SELECT plan(112);
 
 -- Hot-path indexes with their exact key columns: 10
 SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
@@ -61,7 +61,7 @@ SELECT index_is_unique('awa', 'queue_lanes', 'queue_lanes_identity',
 
 -- Exact definitions of every index of the 33 tables (uniqueness, method,
 -- columns, order, predicate, NULLS NOT DISTINCT; ON ONLY = the partitioned
--- parent's index): 43
+-- parent's index): 45
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -129,7 +129,9 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
     ('deferred_jobs_pkey',
      'CREATE UNIQUE INDEX deferred_jobs_pkey ON awa.deferred_jobs USING btree (job_id)'),
     ('deferred_jobs_due_idx',
-     'CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs USING btree (run_at, priority, job_id)'),
+     'CREATE INDEX deferred_jobs_due_idx ON awa.deferred_jobs USING btree (run_at, priority, job_id) WHERE (state <> ''available''::text)'),
+    ('deferred_jobs_parked_idx',
+     'CREATE INDEX deferred_jobs_parked_idx ON awa.deferred_jobs USING btree (queue, run_at, priority, job_id) WHERE (state = ''available''::text)'),
     ('deferred_jobs_unique_key_idx',
      'CREATE INDEX deferred_jobs_unique_key_idx ON awa.deferred_jobs USING btree (unique_key) WHERE (unique_key IS NOT NULL)'),
     ('deferred_jobs_queue_idx',
@@ -140,6 +142,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX dlq_entries_queue_idx ON awa.dlq_entries USING btree (queue, dlq_at DESC)'),
     ('queue_meta_pkey',
      'CREATE UNIQUE INDEX queue_meta_pkey ON awa.queue_meta USING btree (queue)'),
+    ('queue_meta_paused_idx',
+     'CREATE INDEX queue_meta_paused_idx ON awa.queue_meta USING btree (queue) WHERE paused'),
     ('job_unique_claims_pkey',
      'CREATE UNIQUE INDEX job_unique_claims_pkey ON awa.job_unique_claims USING btree (unique_key)'),
     ('job_unique_claims_job_id_idx',
@@ -186,9 +190,9 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('job_history',                 ARRAY['job_history_job_id_idx', 'job_history_unsuccessful_idx']),
     ('attempt_state',               ARRAY['attempt_state_pkey']),
     ('deferred_jobs',               ARRAY['deferred_jobs_pkey', 'deferred_jobs_due_idx', 'deferred_jobs_unique_key_idx',
-                                          'deferred_jobs_queue_idx']),
+                                          'deferred_jobs_queue_idx', 'deferred_jobs_parked_idx']),
     ('dlq_entries',                 ARRAY['dlq_entries_pkey', 'dlq_entries_queue_idx']),
-    ('queue_meta',                  ARRAY['queue_meta_pkey']),
+    ('queue_meta',                  ARRAY['queue_meta_pkey', 'queue_meta_paused_idx']),
     ('job_unique_claims',           ARRAY['job_unique_claims_pkey', 'job_unique_claims_job_id_idx']),
     ('periodic_schedules',          ARRAY['periodic_schedules_pkey', 'periodic_schedules_due_idx']),
     ('bulk_operations',             ARRAY['bulk_operations_pkey']),

@@ -17,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1515);
+SELECT plan(1526);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -364,6 +364,12 @@ INSERT INTO api VALUES
      'jobs awa.deferred_jobs[]',
      'integer',
      'c', false, 'volatile', false, 0, 'awa_internal_requeue_jobs'),
+    ('_unpark_queue',
+     ARRAY['text'],
+     'bigint',
+     'queue text',
+     'bigint',
+     'c', false, 'volatile', false, 0, 'awa_internal_unpark_queue'),
     ('_count_move',
      ARRAY['text', 'text', 'text', 'bigint'],
      'void',
@@ -932,12 +938,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 49 public functions and the 95 awa._* building blocks');
+                     'schema awa has exactly the 49 public functions and the 96 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 144,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 145,
           'no function is overloaded');
 
--- Per function, 10 checks: 144 x 10 = 1440
+-- Per function, 10 checks: 145 x 10 = 1450
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -992,7 +998,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 65
+-- Per C function, its symbol in $libdir/awa: 66
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

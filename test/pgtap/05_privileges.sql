@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(864);
+SELECT plan(869);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -93,6 +93,7 @@ INSERT INTO grants VALUES
      false, false, false, false),
     ('_reserve_lane_positions', ARRAY['text', 'integer', 'bigint'], false, false, false, false),
     ('_requeue_jobs', ARRAY['awa.deferred_jobs[]'], false, false, false, false),
+    ('_unpark_queue', ARRAY['text'], false, false, false, false),
     ('_count_move', ARRAY['text', 'text', 'text', 'bigint'], false, false, false, false),
     ('_backoff', ARRAY['integer'], false, false, false, false),
     ('_queue_meta_changed', ARRAY['text', 'boolean'], false, false, false, false),
@@ -211,7 +212,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 112 x 5 = 560
+-- EXECUTE per function and role (PUBLIC included): 113 x 5 = 565
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END

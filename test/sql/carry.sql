@@ -40,13 +40,15 @@ $f$;
 -- ---------------------------------------------------------------------------
 -- The live work, all in queue generation 0 / claim generation 0.
 -- ---------------------------------------------------------------------------
-SELECT awa.pause_queue('c_paused');
+-- (paused once its jobs are in their lanes: jobs enqueued into a paused
+-- queue are parked outside the ring, test/sql/paused_parking.sql)
 CREATE TEMP TABLE live (name text PRIMARY KEY, job_id bigint NOT NULL);
 INSERT INTO live
 SELECT 'p' || p || '_' || lpad(i::text, 2, '0'),
        awa.enqueue('c.paused', jsonb_build_object('p', p, 'i', i), 'c_paused', priority => p)
   FROM generate_series(1, 8) i, generate_series(1, 3) p
  ORDER BY i, p;
+SELECT awa.pause_queue('c_paused');
 INSERT INTO live VALUES ('idle', awa.enqueue('c.idle', '{"n": 1}', 'c_idle'));
 INSERT INTO live VALUES ('unique', awa.enqueue('c.unique', '{"n": 1}', 'c_unique',
                                                opts => '{"unique": {}, "metadata": {"m": 1}}'));
@@ -167,9 +169,9 @@ SELECT pg_temp.counts_exact() AS counts_exact;
 -- backlog is claimed the slot is pruned at its turn and rotates again.
 -- ---------------------------------------------------------------------------
 SET awa.carry_max_rows = 20;
-SELECT awa.pause_queue('k_big');
 SELECT count(*) AS big_backlog FROM awa.enqueue_many(ARRAY(SELECT 'k.big' FROM generate_series(1, 50)),
        ARRAY(SELECT jsonb_build_object('i', i) FROM generate_series(1, 50) i), 'k_big');
+SELECT awa.pause_queue('k_big');
 SELECT ready_generation AS big_generation, ready_slot AS big_slot FROM awa.ready_entries WHERE queue = 'k_big' LIMIT 1 \gset
 TRUNCATE outcomes;
 CALL pg_temp.rounds(20, false);
@@ -200,9 +202,10 @@ SELECT (SELECT count(*) FROM awa.queue_ring_rotations WHERE generation > :big_ge
 SELECT pg_temp.counts_exact() AS counts_exact;
 
 -- At most half the slots stay out: with every sealed slot over the limit
--- (awa.carry_max_rows = 0), 7 of 16 are kept and the rest are carried.
+-- (awa.carry_max_rows = 0), 7 of 16 are kept and the rest are carried. (A
+-- queue that nobody claims: a paused one would park the jobs outside the
+-- ring.)
 SET awa.carry_max_rows = 0;
-SELECT awa.pause_queue('k_all');
 CREATE PROCEDURE pg_temp.fill(n int) LANGUAGE plpgsql AS $$
 BEGIN
     FOR i IN 1 .. n LOOP
@@ -217,7 +220,6 @@ $$;
 CALL pg_temp.fill(40);
 SELECT cardinality(t.kept) AS kept_slots FROM awa._queue_prune_target() t;
 SELECT count(*) AS k_all_rows, count(DISTINCT job_id) AS distinct_jobs FROM awa.ready_entries WHERE queue = 'k_all';
-SELECT awa.resume_queue('k_all');
 -- A claim takes jobs from one generation: claim until nothing comes back.
 CREATE FUNCTION pg_temp.drain(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE

@@ -59,8 +59,8 @@ SELECT pg_temp.job(:b) AS job, pg_temp.counts_match() AS counts_match;
 -- finish in their new lives and are forgotten (history_retention 0).
 SET awa.history_retention = 0;
 SET awa.carry_max_rows = 0;
-SELECT awa.pause_queue('mr_backlog') AS paused;
 SELECT count(*) AS backlog FROM awa.enqueue_many(ARRAY['b', 'b', 'b'], NULL, 'mr_backlog');
+SELECT awa.pause_queue('mr_backlog') AS paused;
 SELECT awa.enqueue('m', '{}', 'mr_src') AS m \gset
 SELECT awa.enqueue('r', '{}', 'mr_src_r', max_attempts => 1) AS r \gset
 SELECT awa.fail(x.job_id, x.run_lease, x.receipt_id, 'boom') AS failed FROM awa.claim('mr_src_r', 1) x;

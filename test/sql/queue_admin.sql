@@ -96,8 +96,10 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
 SELECT awa.promote_due(1) AS one, awa.promote_due(100000) AS max, awa.promote_due() AS default_max;
 
 -- ---------------------------------------------------------------------------
--- pause_queue / resume_queue: a paused queue is neither claimed nor promoted;
--- enqueue goes on. promote_due(max_jobs) takes due jobs in run_at order.
+-- pause_queue / resume_queue: a paused queue is not claimed; enqueue goes on,
+-- and what becomes available is parked (a deferred row in state available)
+-- until the resume appends it. promote_due(max_jobs) takes due jobs in
+-- run_at order; a paused queue's due job is parked, not appended.
 -- ---------------------------------------------------------------------------
 SELECT awa.enqueue('qa.p1', '{}', 'qa_pause') AS p1 \gset
 SELECT awa.enqueue('qa.p2', '{}', 'qa_pause') AS p2 \gset
@@ -119,8 +121,8 @@ SELECT available, scheduled, running FROM awa.queue_counts('qa_pause');
 -- Wait until all six are due.
 SELECT pg_sleep(1.2);
 SELECT count(*) AS due FROM awa.deferred_jobs WHERE queue IN ('qa_pause', 'qa_promote') AND run_at <= clock_timestamp();
--- The paused queue's due job comes first by run_at, but is skipped and does
--- not use up max_jobs.
+-- The paused queue's due job comes first by run_at: it is parked (state
+-- available, still a deferred row) and counts toward max_jobs.
 SELECT awa.promote_due(2) AS promoted;
 SELECT kind, state FROM awa.deferred_jobs WHERE queue IN ('qa_pause', 'qa_promote') ORDER BY run_at;
 SELECT awa.promote_due(2) AS promoted;
@@ -132,7 +134,7 @@ SELECT kind, state FROM awa.deferred_jobs WHERE queue IN ('qa_pause', 'qa_promot
 SELECT kind FROM awa.claim('qa_promote', 10);
 SELECT awa.get_job(:p3) ->> 'state' AS p3_state;
 SELECT available, scheduled, running FROM awa.queue_counts('qa_pause');
--- Resume: claims and promotion work again.
+-- Resume: the parked jobs go to their lanes; claims work again.
 SELECT awa.resume_queue('qa_pause');
 SELECT pg_temp.meta('qa_pause') AS resumed;
 SELECT kind FROM awa.claim('qa_pause', 10);

@@ -189,7 +189,15 @@ sub resync
 	for my $id (sort { $a <=> $b } keys %job)
 	{
 		my $j = $job{$id};
-		if ($j->{state} eq 'scheduled' || $j->{state} eq 'retryable')
+		if (($j->{state} eq 'scheduled' || $j->{state} eq 'retryable') && ($def{$id} // '') eq 'available')
+		{
+			# Due while its queue is paused: parked, available.
+			problem("job $id parked although queue $j->{q} is not paused") if !$concurrent && !$paused{ $j->{q} };
+			$j->{state} = 'available';
+			delete $j->{due};
+			$moved++;
+		}
+		elsif ($j->{state} eq 'scheduled' || $j->{state} eq 'retryable')
 		{
 			if (exists $def{$id})
 			{
@@ -211,7 +219,9 @@ sub resync
 		}
 		elsif (exists $def{$id})
 		{
-			problem("job $id is in deferred_jobs ($def{$id}) but the model has $j->{state}");
+			# An available job of a paused queue is parked there.
+			problem("job $id is in deferred_jobs ($def{$id}) but the model has $j->{state}")
+			  unless $def{$id} eq 'available' && $j->{state} eq 'available' && ($concurrent || $paused{ $j->{q} });
 		}
 	}
 	problem("promote_due returned $promoted but $moved tracked jobs left deferred_jobs")

@@ -300,13 +300,46 @@ sub rollback_model
 	$self->reset_txn($s);
 }
 
+# Parked jobs (stop 41): a job that becomes available while its queue is
+# paused (enqueued, due and promoted, moved or retried into it) waits as a
+# deferred row in state available, outside its lane, until awa.resume_queue
+# appends it (or, in a queue that is no longer paused, the next promotion).
+# Which jobs are parked is read from awa.deferred_jobs (committed rows):
+# whether an enqueue in a transaction saw a pause that committed while the
+# transaction was open depends on when its backend took the invalidation.
+# What the model checks: a parked job is available, it leaves the park only by
+# a resume or a promotion (do_pause, do_promote), in their order, and an
+# enqueue outside a transaction parks exactly when its queue is paused
+# (do_enqueue). Returns the parked job ids.
+sub sync_parked
+{
+	my ($self) = @_;
+	my %p = map { $_->[0] => 1 } @{ $self->msql("SELECT job_id FROM awa.deferred_jobs WHERE state = 'available'") };
+	for my $j (values %{ $self->{jobs} })
+	{
+		next if defined $j->{owner};    # (its committed row is the saved copy's)
+		if ($p{ $j->{id} })
+		{
+			$self->bad("job $j->{id} is parked but the model has it $j->{state}") unless $j->{state} eq 'available';
+			$self->{stats}{parked}++ unless $j->{parked};
+			$j->{parked} = 1;
+		}
+		elsif ($j->{parked})
+		{
+			$self->bad("job $j->{id} left the park outside a resume or a promotion") if $j->{state} eq 'available';
+			delete $j->{parked};
+		}
+	}
+	return \%p;
+}
+
 # Jobs of lane $lane that a claim of another session can take: committed,
 # available, not in anyone's open transaction; in lane order.
 sub claimable
 {
 	my ($self, $lane) = @_;
 	return sort { $a->{seq} <=> $b->{seq} }
-	  grep { $_->{state} eq 'available' && !defined $_->{owner} && lane($_) eq $lane }
+	  grep { $_->{state} eq 'available' && !$_->{parked} && !defined $_->{owner} && lane($_) eq $lane }
 	  values %{ $self->{jobs} };
 }
 
@@ -316,7 +349,7 @@ sub claimable_by_lane
 	my %l;
 	for my $j (values %{ $self->{jobs} })
 	{
-		next unless $j->{state} eq 'available' && !defined $j->{owner};
+		next unless $j->{state} eq 'available' && !$j->{parked} && !defined $j->{owner};
 		push @{ $l{ lane($j) } }, $j;
 	}
 	@$_ = sort { $a->{seq} <=> $b->{seq} } @$_ for values %l;
@@ -515,11 +548,25 @@ sub do_enqueue
 	}
 	$self->bump_W($s->{dbh}, \@deferred) if @deferred;
 	$self->{stats}{enqueued} += @new;
+	# Outside a transaction the enqueue's transaction began after the last
+	# pause or resume: its due jobs are parked exactly when the queue is paused.
+	if (!$s->{txn} && grep { !$future[$_] } @new)
+	{
+		my $p = $self->sync_parked;
+		for my $k (grep { !$future[$_] } @new)
+		{
+			my $parked = $p->{ $ids[$k] } ? 1 : 0;
+			my $want = $self->{paused}{$queue} ? 1 : 0;
+			$self->bad("job $ids[$k] enqueued into " . ($want ? 'paused' : 'unpaused') . " queue $queue is "
+				  . ($parked ? '' : 'not ') . 'parked') unless $parked == $want;
+		}
+	}
 }
 
 sub check_claim
 {
 	my ($self, $s, $queue, $max, $rows, $certain) = @_;
+	$self->sync_parked;
 	my $by = $self->claimable_by_lane;
 	my $label = "claim by $s->{id} of $queue (max $max)";
 	if ($self->{paused}{$queue} && $certain)
@@ -858,7 +905,8 @@ sub do_move
 	# The order the call appends its available jobs in: (run_at, priority,
 	# job_id) (fn_promote.cpp); the model does not know run_at, so it reads
 	# it, in the calling transaction (a move keeps run_at).
-	my @avail = grep { $_->{state} eq 'available' } @moving;
+	# (a parked job is a deferred row: updated in place, parked still)
+	my @avail = grep { $_->{state} eq 'available' && !$_->{parked} } @moving;
 	if (@avail > 1)
 	{
 		my $o = $self->qok($dbh, "SELECT j FROM unnest(ARRAY[" . join(',', map { $_->{id} } @avail)
@@ -1066,10 +1114,37 @@ sub do_pause
 	my ($self) = @_;
 	my $queue = $QUEUES[ int(rand(@QUEUES)) ];
 	my $pause = rand() < 0.5;
-	my $f = $pause ? 'pause_queue' : 'resume_queue';
-	$self->msql("SELECT awa.$f('$queue')");
-	$self->logop('m', "SELECT awa.$f('$queue')");
-	if ($pause) { $self->{paused}{$queue} = 1; } else { delete $self->{paused}{$queue}; }
+	if (!$pause) { $self->resume($queue); return; }
+	$self->msql("SELECT awa.pause_queue('$queue')");
+	$self->logop('m', "SELECT awa.pause_queue('$queue')");
+	$self->{paused}{$queue} = 1;
+	$self->{pause_op}{$queue} = $self->{op};
+}
+
+# awa.resume_queue: the queue's parked jobs join their lanes in (run_at,
+# priority, job_id) order (the model reads run_at: it does not know an
+# enqueue's clock), in this call; a parked job another open transaction
+# holds locked is left parked, for the next promotion.
+sub resume
+{
+	my ($self, $queue) = @_;
+	$self->sync_parked;
+	my $order = $self->msql("SELECT job_id FROM awa.deferred_jobs WHERE state = 'available' AND queue = '$queue'
+	                         ORDER BY run_at, priority, job_id");
+	$self->msql("SELECT awa.resume_queue('$queue')");
+	my %left = map { $_->[0] => 1 }
+	  @{ $self->msql("SELECT job_id FROM awa.deferred_jobs WHERE state = 'available' AND queue = '$queue'") };
+	my @out = grep { !$left{$_} && $self->{jobs}{$_} } map { $_->[0] } @$order;
+	$self->logop('m', "SELECT awa.resume_queue('$queue') (unparked: " . join(',', @out) . ")");
+	for my $id (@out)
+	{
+		my $j = $self->{jobs}{$id};
+		delete $j->{parked};
+		$j->{seq} = ++$self->{seq};
+		$j->{gen} = $self->{gen};
+	}
+	$self->{stats}{unparked} += @out;
+	delete $self->{paused}{$queue};
 	$self->{pause_op}{$queue} = $self->{op};
 }
 
@@ -1088,23 +1163,42 @@ sub do_promote
 			usleep(int(($r->[0][0] + 0.005) * 1e6));
 		}
 	}
+	# Parked jobs of queues that are not paused (a producer that saw the
+	# pause committed after the resume; a parked job moved to such a queue):
+	# appended after the due jobs, in (run_at, priority, job_id) order.
+	$self->sync_parked;
+	my @strays = grep { $_ && !defined $_->{owner} && !$self->{paused}{ $_->{queue} } }
+	  map { $self->{jobs}{ $_->[0] } }
+	  @{ $self->msql("SELECT job_id FROM awa.deferred_jobs WHERE state = 'available' ORDER BY run_at, priority, job_id") };
 	my $rows = $self->msql("SELECT task, outcome, detail::text FROM awa.run_maintenance('$task')");
 	my ($prom) = grep { $_->[0] eq 'promote' } @$rows;
 	my $gen0 = $self->{gen};
 	$self->logop('m', "SELECT * FROM awa.run_maintenance('$task') => " . join('; ', map { "$_->[0]:$_->[1]" } @$rows)
 		  . ($prom ? " ($prom->[2])" : ''));
+	# Due jobs of a paused queue are parked (available, outside their lanes).
 	my @due = sort { $a->{dseq} <=> $b->{dseq} || $a->{prio} <=> $b->{prio} || $a->{id} <=> $b->{id} }
-	  grep { ($_->{state} eq 'scheduled' || $_->{state} eq 'retryable') && !defined $_->{owner} && !$self->{paused}{ $_->{queue} } }
+	  grep { ($_->{state} eq 'scheduled' || $_->{state} eq 'retryable') && !defined $_->{owner} }
 	  values %{ $self->{jobs} };
 	my $n = 0;
 	if ($prom && $prom->[2] =~ /"jobs": (\d+)/) { $n = $1; }
-	$self->bad("promotion moved $n jobs, the model expected " . scalar(@due) . " (" . join(',', map { $_->{id} } @due) . ")")
-	  unless $n == @due;
-	for my $j (@due) { $j->{state} = 'available'; $j->{seq} = ++$self->{seq}; $j->{gen} = $gen0; delete $j->{last_batch}; }
+	$self->bad("promotion moved $n jobs, the model expected " . scalar(@due) . " due (" . join(',', map { $_->{id} } @due)
+		  . ") and " . scalar(@strays) . " parked (" . join(',', map { $_->{id} } @strays) . ")")
+	  unless $n == @due + @strays;
+	for my $j (@due)
+	{
+		$j->{state} = 'available';
+		delete $j->{last_batch};
+		if ($self->{paused}{ $j->{queue} }) { $j->{parked} = 1; $self->{stats}{parked_due}++; next; }
+		$j->{seq} = ++$self->{seq};
+		$j->{gen} = $gen0;
+	}
+	for my $j (@strays) { delete $j->{parked}; $j->{seq} = ++$self->{seq}; $j->{gen} = $gen0; }
+	$self->{stats}{parked_strays} += @strays;
 	# 'all' prunes after promoting, then rotates.
 	$self->pruned($rows);
 	$self->read_gen;
 	$self->{stats}{promoted} += @due;
+	$self->sync_parked;
 }
 
 # A queue prune reclaimed a generation. With a history retention (the
@@ -1289,6 +1383,7 @@ sub counts_model
 sub check_all
 {
 	my ($self, $label) = @_;
+	$self->sync_parked;
 	# 1. every job's state, run_lease and attempt.
 	my @ids = sort { $a <=> $b } keys %{ $self->{jobs} };
 	if (@ids)
@@ -1362,7 +1457,7 @@ sub finish
 {
 	my ($self) = @_;
 	$self->close_all;
-	for my $q (@QUEUES) { $self->msql("SELECT awa.resume_queue('$q')"); delete $self->{paused}{$q}; $self->{pause_op}{$q} = $self->{op}; }
+	$self->resume($_) for @QUEUES;
 	$self->do_promote('promote');
 	$self->check_all('final');
 	my $s = $self->{sess}[0];
