@@ -94,7 +94,11 @@ SettingsOf(text *queue)
 	memset(&settings, 0, sizeof(settings));
 	settings.aging_micros = kDefaultAgingMicros;
 	Datum key[1] = {PointerGetDatum(queue)};
-	Execute(Stmt::kQueueSettings, 0, key, NULL, 1);
+	// The latest committed settings, not the transaction's snapshot: what is read
+	// here is cached past this transaction, and a REPEATABLE READ snapshot
+	// older than a pause would keep the queue unpaused in the cache after the
+	// pause's invalidation was taken (test/specs/settings_cache_repeatable_read.spec).
+	ExecuteLatest(Stmt::kQueueSettings, 0, key, NULL, 1);
 	if (SPI_processed == 1) {
 		HeapTuple tuple = SPI_tuptable->vals[0];
 		TupleDesc desc = SPI_tuptable->tupdesc;
@@ -151,8 +155,7 @@ QueueMayBePaused(text *queue)
 	if (any_paused < 0) {
 		if (queue_meta_relid == InvalidOid)
 			queue_meta_relid = AwaObjectOid(AwaObject::kQueueMeta);
-		// (the latest committed state: the flag is kept past this transaction,
-		// and an older REPEATABLE READ snapshot would keep a pause unseen)
+		// (the latest committed state, as SettingsOf above)
 		ExecuteLatest(Stmt::kAnyQueuePaused, 0, NULL, NULL, 1);
 		bool isnull = true;
 		Datum any = SPI_processed == 1 ? SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)

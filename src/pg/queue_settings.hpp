@@ -6,7 +6,9 @@
 // resume_queue send a relcache invalidation for awa.queue_meta with their
 // commit (awa._queue_meta_changed), which empties every backend's cache at its
 // next transaction start, so a committed pause holds for every claim that
-// starts after it. A queue without a row has the defaults.
+// starts after it. The settings are read from the latest committed state, not
+// the transaction's snapshot: they outlive the transaction in the cache. A
+// queue without a row has the defaults.
 #pragma once
 
 #include "pg/postgres_headers.hpp"
