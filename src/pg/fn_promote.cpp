@@ -79,6 +79,10 @@ CheckRequeueRows()
 	pfree(ids);
 }
 
+// How often the maintenance worker's promotion looks for parked jobs of
+// queues that are not paused (awa_promote_due).
+constexpr int64 kParkedSweepMicros = 5 * USECS_PER_SEC;
+
 // The position of a row in promotion order (run_at, priority, job_id).
 struct DueKey {
 	TimestampTz run_at;
@@ -160,9 +164,19 @@ AWA_FUNCTION(awa_promote_due)
 	Execute(Stmt::kPromoteDue, 0, values, NULL);
 	// Due jobs of a paused queue are parked, not appended.
 	int promoted = PromoteDeleted(Paused::kParkPaused);
-	if (promoted < max_jobs) {
-		// Parked jobs of the queues that are not paused (the statement
-		// read queue_meta: append them whatever this backend's cache says).
+	// Parked jobs of the queues that are not paused: rare (a race with a
+	// resume, a move), so the maintenance worker looks for them every
+	// kParkedSweepMicros rather than at every promotion: after a resume, the
+	// index entries of the jobs it appended are dead until vacuum, and while
+	// an old snapshot keeps them from being marked dead the skip scan visits
+	// each one (40 ms a look for 200,000, docs/architecture.md §6). Any
+	// other caller looks every time.
+	static TimestampTz last_sweep = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	if (promoted < max_jobs && (!IsBackgroundWorker || now - last_sweep >= kParkedSweepMicros || now < last_sweep)) {
+		last_sweep = now;
+		// (the statement reads queue_meta: append them whatever this
+		// backend's settings cache says)
 		Datum limit[1] = {Int32GetDatum(max_jobs - promoted)};
 		Execute(Stmt::kPromoteParked, 0, limit, NULL);
 		promoted += PromoteDeleted(Paused::kAppend);
