@@ -52,13 +52,15 @@ carry_cost() {
 	local n=$1 db=carry_$1
 	sql "CREATE DATABASE $db"
 	DB=$db sql "CREATE EXTENSION awa" >/dev/null
-	DB=$db sql "SELECT awa.pause_queue('paused')" >/dev/null
 	local left=$n
 	while [ "$left" -gt 0 ]; do
 		local batch=$((left < 10000 ? left : 10000))
 		DB=$db sql "SELECT count(*) FROM awa.enqueue_many(array_fill('k'::text, ARRAY[$batch]), NULL, 'paused')" >/dev/null
 		left=$((left - batch))
 	done
+	# (paused once its jobs are in the ring: jobs enqueued into a paused queue
+	# are parked outside it since stop 41)
+	DB=$db sql "SELECT awa.pause_queue('paused')" >/dev/null
 	# Something else in the ring, so it rotates; then make generation 0 the target.
 	DB=$db sql "SELECT awa.enqueue('other', '{}', 'other')" >/dev/null
 	for _ in $(seq 1 15); do DB=$db sql "SELECT outcome FROM awa.run_maintenance('rotate_queue')" >/dev/null; done
@@ -100,10 +102,10 @@ setup_db() {   # $1 db, $2 live work (0/1), $3 history retention
 	DB=$1 sql "CREATE EXTENSION awa" >/dev/null
 	sql "ALTER DATABASE $1 SET awa.history_retention = '$3'"
 	if [ "$2" = 1 ]; then
-		DB=$1 sql "SELECT awa.pause_queue('paused')" >/dev/null
 		for _ in $(seq 1 "$BATCHES"); do
 			DB=$1 sql "SELECT count(*) FROM awa.enqueue_many(array_fill('k'::text, ARRAY[$BATCH]), NULL, 'paused')" >/dev/null
 		done
+		DB=$1 sql "SELECT awa.pause_queue('paused')" >/dev/null  # (after: a paused queue's new jobs are parked)
 		DB=$1 sql "SELECT awa.enqueue('idle', '{}', 'idle'); SELECT awa.enqueue('long', '{}', 'long');
 		           CREATE TABLE long_attempt AS SELECT * FROM awa.claim('long')" >/dev/null
 	fi

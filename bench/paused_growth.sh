@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/paused_growth.sh: WAL and prune time per queue-ring wrap while a paused queue keeps receiving
-# enqueues (issue 19 §3, docs/maintenance.md §3.6 "Limit").
+# enqueues (issue 19 §3, docs/maintenance.md §3.6 "Limit"). Since stop 41 the paused queue's jobs are parked
+# outside the ring (docs/architecture.md §6), so this shows that the ring's cost stays flat.
 #
 #   SPARE=16 bench/paused_growth.sh              default rings (16 slots + 16 spare), up to 1,000,000 jobs
 #   SPARE=0 TOTAL=500000 bench/paused_growth.sh  the fixed ring of before (no spare slot)
