@@ -50,10 +50,12 @@ sub q1 { return $node->safe_psql('postgres', $_[0]); }
 # ---------------------------------------------------------------------------
 # The live work.
 # ---------------------------------------------------------------------------
-q1(q{SELECT awa.pause_queue('lw_paused')});
+# (paused once its jobs are in their lanes: a paused queue's new jobs are
+# parked outside the ring, test/t/070_paused_queue_parks.pl)
 q1(q{CREATE TABLE lw_paused_jobs AS
        SELECT p, i, awa.enqueue('lw.paused', jsonb_build_object('p', p, 'i', i), 'lw_paused', priority => p) AS job_id
          FROM generate_series(1, 150) i, generate_series(1, 2) p ORDER BY i, p});
+q1(q{SELECT awa.pause_queue('lw_paused')});
 my $idle = q1(q{SELECT awa.enqueue('lw.idle', '{}', 'lw_idle')});
 my $cancelled = q1(q{SELECT awa.enqueue('lw.tomb', '{"n": 1}', 'lw_tomb')});
 my $after_cancelled = q1(q{SELECT awa.enqueue('lw.tomb', '{"n": 2}', 'lw_tomb')});
