@@ -192,30 +192,29 @@ AWA_FUNCTION(awa_internal_unpark_queue)
 {
 	RequireArgument(fcinfo, 0, "queue", false);
 	text *queue = PG_GETARG_TEXT_PP(0);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "awa: SPI_connect failed");
 	constexpr int kPage = 10000;
 	DueKey after = {DT_NOBEGIN, 0, 0};
 	int64 unparked = 0;
-	// Each page's rows and arrays are freed before the next: memory stays
-	// that of one page, whatever the number of parked jobs.
-	MemoryContext page = AllocSetContextCreate(CurrentMemoryContext, "awa unpark page", ALLOCSET_DEFAULT_SIZES);
-	MemoryContext outer = MemoryContextSwitchTo(page);
 	for (;;) {
 		CHECK_FOR_INTERRUPTS();
+		// A SPI connection per page: SPI_finish frees the page's rows, the
+		// arrays built from them and the results of the statements the
+		// appends ran (every SPI call returns into the connection's
+		// context), so memory stays that of one page, whatever the number
+		// of parked jobs. (A memory context reset per page did not: the
+		// allocations went to the SPI context. Found in review: 541 MB for
+		// 500,000 jobs.)
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "awa: SPI_connect failed");
 		Datum values[5] = {Int32GetDatum(kPage), PointerGetDatum(queue), TimestampTzGetDatum(after.run_at),
 		                   Int16GetDatum(after.priority), Int64GetDatum(after.job_id)};
 		Execute(Stmt::kUnparkQueue, 0, values, NULL);
-		SPITupleTable *deleted = SPI_tuptable;  // (the appends below run statements of their own)
 		int n = PromoteDeleted(Paused::kAppend, &after);
-		SPI_freetuptable(deleted);
-		MemoryContextReset(page);
+		SPI_finish();
 		unparked += n;
 		if (n < kPage)
 			break;
 	}
-	MemoryContextSwitchTo(outer);
-	SPI_finish();
 	PG_RETURN_INT64(unparked);
 }
 

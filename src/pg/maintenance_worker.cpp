@@ -446,14 +446,15 @@ SingleTimestamp(int rc)
 }
 
 // The run_at of the earliest deferred job due after `after`, or 0 when none
-// (an index-only probe of deferred_jobs_due_idx). Inside a step's SPI
-// connection.
+// (an index-only probe of deferred_jobs_due_idx, which holds no parked job:
+// without the state filter it cannot be used, and each tick read the whole
+// table). Inside a step's SPI connection.
 TimestampTz
 EarliestDeferredAfter(TimestampTz after)
 {
 	Oid types[1] = {TIMESTAMPTZOID};
 	Datum values[1] = {TimestampTzGetDatum(after)};
-	return SingleTimestamp(SPI_execute_with_args("SELECT min(run_at) FROM awa.deferred_jobs WHERE run_at > $1", 1,
+	return SingleTimestamp(SPI_execute_with_args("SELECT min(run_at) FROM awa.deferred_jobs WHERE run_at > $1 AND state <> 'available'", 1,
 	                                             types, values, NULL, true, 1));
 }
 

@@ -161,6 +161,20 @@ QueueMayBePaused(text *queue)
 		Datum any = SPI_processed == 1 ? SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)
 		                                : (Datum)0;
 		any_paused = !isnull && DatumGetBool(any) ? 1 : 0;
+		// A database made by an earlier build of 0.6: its deferred_jobs
+		// refuses state 'available' (a CHECK violation in every promotion,
+		// for every queue, found in review). Refused here, clearly, as a
+		// ring table of an earlier layout is (direct_insert.cpp).
+		Datum parkable = SPI_processed == 1 ? SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)
+		                                     : (Datum)0;
+		if (any_paused == 1 && (isnull || !DatumGetBool(parkable))) {
+			any_paused = -1;
+			ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+			                errmsg("awa: awa.deferred_jobs cannot hold the jobs of a paused queue"),
+			                errdetail("Index awa.deferred_jobs_parked_idx is missing."),
+			                errhint("The database was made by an earlier build of awa 0.6, whose tables had another "
+			                        "layout: recreate the extension (sql/updates/README.md).")));
+		}
 	}
 	return any_paused == 1 && SettingsOf(queue).paused;
 }

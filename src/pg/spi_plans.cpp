@@ -183,12 +183,16 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// resume, a parked job moved to another queue). The queues with parked
 	// jobs are found by a skip scan of deferred_jobs_parked_idx (a probe per
 	// such queue, not per job), and a paused queue's jobs are never read.
+	// (Each probe orders by the index's whole key, which only that index
+	// gives: with stale statistics a plan along deferred_jobs_queue_idx with
+	// a state filter read other queues' scheduled rows. Found in review.)
 	{Stmt::kPromoteParked, "DELETE FROM awa.deferred_jobs d WHERE d.job_id = ANY (ARRAY("
 	 "   WITH RECURSIVE parked(queue) AS ("
-	 "       (SELECT p.queue FROM awa.deferred_jobs p WHERE p.state = 'available' ORDER BY p.queue LIMIT 1)"
+	 "       (SELECT p.queue FROM awa.deferred_jobs p WHERE p.state = 'available'"
+	 "         ORDER BY p.queue, p.run_at, p.priority, p.job_id LIMIT 1)"
 	 "     UNION ALL"
 	 "       SELECT (SELECT p.queue FROM awa.deferred_jobs p WHERE p.state = 'available' AND p.queue > parked.queue"
-	 "                ORDER BY p.queue LIMIT 1)"
+	 "                ORDER BY p.queue, p.run_at, p.priority, p.job_id LIMIT 1)"
 	 "         FROM parked WHERE parked.queue IS NOT NULL)"
 	 "   SELECT j.job_id FROM parked q CROSS JOIN LATERAL ("
 	 "       SELECT p.job_id FROM awa.deferred_jobs p WHERE p.state = 'available' AND p.queue = q.queue"
@@ -213,8 +217,11 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kOldestParked: $1 queue: the run_at of its oldest parked job (queue_metrics)
 	{Stmt::kOldestParked, "SELECT min(run_at) FROM awa.deferred_jobs WHERE state = 'available' AND queue = $1",
 	 1, {TEXTOID}},
-	// kAnyQueuePaused: whether a queue of the database is paused (queue_settings.hpp)
-	{Stmt::kAnyQueuePaused, "SELECT EXISTS (SELECT FROM awa.queue_meta WHERE paused)", 0, {}},
+	// kAnyQueuePaused: whether a queue of the database is paused
+	// (queue_settings.hpp), and whether deferred_jobs can hold parked jobs
+	// (a database made by an earlier build of 0.6 cannot)
+	{Stmt::kAnyQueuePaused, "SELECT EXISTS (SELECT FROM awa.queue_meta WHERE paused),"
+	 "       pg_catalog.to_regclass('awa.deferred_jobs_parked_idx') IS NOT NULL", 0, {}},
 	// kCountsScan: the exact pass over every queue (run under a published snapshot)
 	{Stmt::kCountsScan, "SELECT * FROM awa._queue_counts_scan(NULL)", 0, {}},
 	// kCountsScanOne: $1 queue (NULL: all)

@@ -10,7 +10,7 @@
 -- Fails without: enqueue parking (the ready rows count), the resume's
 -- unpark (the claims after it), the counts' parked term, list_jobs's
 -- deferred source for available, promote_due's parked step, queue_metrics's
--- parked probe.
+-- parked probe, the refusal of a database of an earlier layout.
 \set VERBOSITY terse
 SET client_min_messages = warning;
 
@@ -106,5 +106,15 @@ UPDATE awa.queue_meta SET paused = false WHERE queue = 'pk_c';
 SELECT awa._queue_meta_changed('pk_c');
 SELECT awa.promote_due() >= 1 AS promoted_late;
 SELECT kind FROM awa.claim('pk_c', 10);
+
+-- A database made by an earlier build of 0.6 (no deferred_jobs_parked_idx,
+-- and a CHECK without 'available'): while a queue is paused, an enqueue is
+-- refused with a clear error, not a CHECK violation (found in review).
+BEGIN;
+DROP INDEX awa.deferred_jobs_parked_idx;
+SELECT awa.pause_queue('pk_old');
+SELECT awa.enqueue('pk.old', '{}', 'pk_old');
+ROLLBACK;
+SELECT count(*) AS old_left FROM awa.deferred_jobs WHERE queue = 'pk_old';
 
 RESET client_min_messages;
