@@ -26,7 +26,8 @@ LANGUAGE C VOLATILE SECURITY DEFINER ROWS 10;
 -- LaneHeadNow, which does the same per lane). Per lane: the lanes that
 -- claims handed out above the claim cursor (their evidence's lane_ranges,
 -- merged), the first lane above the cursor outside them, and from there the
--- first ready row that no claim covers and no tombstone hides. Its cost
+-- first ready row that no claim covers and no tombstone hides; for a paused
+-- queue, also its oldest parked job. Its cost
 -- follows the claims since the cursor last moved, not the rows they took (a
 -- row claimed by a transaction still open counts as available).
 CREATE FUNCTION awa._oldest_available_at(p_queue text)
@@ -69,6 +70,12 @@ BEGIN
             oldest := lane_oldest;
         END IF;
     END LOOP;
+    -- A paused queue's parked jobs are in no lane (docs/architecture.md §6,
+    -- "A paused queue parks its jobs"): as awa.queue_metrics counts them.
+    IF EXISTS (SELECT FROM awa.queue_meta m WHERE m.queue = p_queue AND m.paused) THEN
+        SELECT least(oldest, min(d.run_at)) INTO oldest
+          FROM awa.deferred_jobs d WHERE d.state = 'available' AND d.queue = p_queue;
+    END IF;
     RETURN oldest;
 END
 $$;
