@@ -1,6 +1,8 @@
 // claim_write.cpp: see claim_write.hpp.
 #include "pg/claim_write.hpp"
 
+#include <type_traits>
+
 #include "pg/enqueue_generations.hpp"
 
 #include "pg/key_limits.hpp"
@@ -9,9 +11,15 @@
 #include "pg/claim_fence.hpp"
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
+#include "pg/lane_scan.hpp"
 #include "pg/rings.hpp"
 #include "pg/sequences.hpp"
 #include "pg/spi_plans.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "utils/datum.h"
+}
 
 namespace awa::pg {
 
@@ -40,6 +48,117 @@ InRanges(const BridgeRange *ranges, int count, int64 lane)
 	return false;
 }
 
+// The columns of awa.ready_entries a claim reads, by position: the order
+// 04_queue_ring.sql declares and direct_insert.cpp's layout writes (whose
+// every insert checks the child's column types).
+constexpr int kReadyColumns = 19;
+constexpr AttrNumber kReadyAttempt = 3;
+constexpr AttrNumber kReadyMaxAttempts = 4;
+constexpr AttrNumber kReadyJobId = 8;
+constexpr AttrNumber kReadyRunAt = 9;
+constexpr AttrNumber kReadyCreatedAt = 10;
+constexpr AttrNumber kReadyKind = 12;
+constexpr AttrNumber kReadyArgs = 13;
+constexpr AttrNumber kReadyRunLease = 14;
+constexpr AttrNumber kReadyPayload = 18;
+
+// What a claim reads of its planned ready rows (and of the row after them,
+// the lane's next head, when it is in the same slot).
+struct ReadyRead {
+	const BridgeRange *claim;
+	int range_count;
+	int64 end;        // the lane position the read stops at (exclusive)
+	bool read_next;   // the position before `end` is the next head's
+	int64 next_seq;
+	int n;            // rows planned
+	int found;
+	bool next_found;
+	TimestampTz next_run_at;
+	Datum empty_object;  // '{}', the metadata of a job without any
+	Datum *job_ids, *run_leases, *lane_seqs, *attempts, *max_attempts, *kinds, *args, *created_ats, *metadata;
+};
+static_assert(std::is_trivially_destructible_v<ReadyRead>, "lives across PostgreSQL errors");
+
+void
+AllocReadyRead(ReadyRead *read)
+{
+	Datum **all[] = {&read->job_ids, &read->run_leases,  &read->lane_seqs, &read->attempts, &read->max_attempts,
+	                 &read->kinds,   &read->args,        &read->created_ats, &read->metadata};
+	for (Datum **column : all)
+		*column = static_cast<Datum *>(palloc(sizeof(Datum) * (read->n + 1)));
+	read->empty_object = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+}
+
+// payload -> 'metadata', or '{}' when absent (as the statement this
+// replaces computed it: coalesce(payload -> 'metadata', '{}'::jsonb)).
+Datum
+MetadataOf(HeapTuple tuple, TupleDesc desc, Datum empty_object)
+{
+	bool isnull;
+	Datum payload = heap_getattr(tuple, kReadyPayload, desc, &isnull);
+	if (isnull)
+		return empty_object;
+	Jsonb *jsonb = DatumGetJsonbP(payload);
+	if (!JB_ROOT_IS_OBJECT(jsonb))
+		return empty_object;
+	JsonbValue value;
+	JsonbValue *found = getKeyJsonValueFromContainer(&jsonb->root, "metadata", 8, &value);
+	return found == NULL ? empty_object : JsonbPGetDatum(JsonbValueToJsonb(found));
+}
+
+bool
+VisitReadyRow(const LaneRow &row, void *arg)
+{
+	ReadyRead &read = *static_cast<ReadyRead *>(arg);
+	int64 lane_seq = DatumGetInt64(row.values[0]);
+	if (lane_seq >= read.end)
+		return false;
+	if (row.desc->natts != kReadyColumns)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: awa.ready_entries has %d columns, awa reads %d", row.desc->natts, kReadyColumns),
+		                errhint("The installed awa library does not match the extension's tables.")));
+	bool isnull;
+	if (read.read_next && lane_seq == read.next_seq) {
+		read.next_run_at = DatumGetTimestampTz(heap_getattr(row.tuple, kReadyRunAt, row.desc, &isnull));
+		read.next_found = true;
+		return true;
+	}
+	if (!InRanges(read.claim, read.range_count, lane_seq) || read.found == read.n)
+		return true;
+	int k = read.found++;
+	read.lane_seqs[k] = Int64GetDatum(lane_seq);
+	read.job_ids[k] = heap_getattr(row.tuple, kReadyJobId, row.desc, &isnull);
+	read.run_leases[k] = Int64GetDatum(DatumGetInt64(heap_getattr(row.tuple, kReadyRunLease, row.desc, &isnull)) + 1);
+	read.attempts[k] = Int16GetDatum(DatumGetInt16(heap_getattr(row.tuple, kReadyAttempt, row.desc, &isnull)) + 1);
+	read.max_attempts[k] = heap_getattr(row.tuple, kReadyMaxAttempts, row.desc, &isnull);
+	read.created_ats[k] = heap_getattr(row.tuple, kReadyCreatedAt, row.desc, &isnull);
+	// (copied: the row's buffer is released after the visit)
+	read.kinds[k] = datumCopy(heap_getattr(row.tuple, kReadyKind, row.desc, &isnull), false, -1);
+	read.args[k] = datumCopy(heap_getattr(row.tuple, kReadyArgs, row.desc, &isnull), false, -1);
+	read.metadata[k] = datumCopy(MetadataOf(row.tuple, row.desc, read.empty_object), false, -1);
+	return true;
+}
+
+// The run_at of the lane's next head at `seq`, when a probe of its slot finds it.
+struct NextHead {
+	int64 seq;
+	bool found;
+	TimestampTz run_at;
+};
+static_assert(std::is_trivially_destructible_v<NextHead>, "lives across PostgreSQL errors");
+
+bool
+VisitNextHead(const LaneRow &row, void *arg)
+{
+	NextHead &next = *static_cast<NextHead *>(arg);
+	if (DatumGetInt64(row.values[0]) != next.seq)
+		return false;
+	bool isnull;
+	next.run_at = DatumGetTimestampTz(heap_getattr(row.tuple, kReadyRunAt, row.desc, &isnull));
+	next.found = true;
+	return false;
+}
+
 }  // namespace
 
 int
@@ -55,57 +174,34 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	ClaimHeadNote head = walk.head;
 	bool read_next = head.next.state == kHeadKnown && head.next.seq == span_next &&
 	                 walk.next_generation == walk.plan.generation;
-	{
-		Datum values[4] = {Int64GetDatum(lane.lane_id), Int64GetDatum(span_first),
-		                   Int64GetDatum(read_next ? span_next + 1 : span_next), Int64GetDatum(walk.plan.generation)};
-		ExecuteLatest(Stmt::kReadyRows, ready_slot, values, NULL);
-	}
-	SPITupleTable *rows = SPI_tuptable;
-	uint64 row_count = SPI_processed;
 
 	int n = static_cast<int>(walk.plan.claimed);
-	Datum *job_ids = static_cast<Datum *>(palloc(sizeof(Datum) * n));
-	Datum *run_leases = static_cast<Datum *>(palloc(sizeof(Datum) * n));
-	Datum *lane_seqs = static_cast<Datum *>(palloc(sizeof(Datum) * n));
-	Datum *attempts = static_cast<Datum *>(palloc(sizeof(Datum) * n));
-	Datum *max_attempts = static_cast<Datum *>(palloc(sizeof(Datum) * n));
-	HeapTuple *chosen = static_cast<HeapTuple *>(palloc(sizeof(HeapTuple) * n));
-	int found = 0;
-	bool next_found = false;
-	for (uint64 i = 0; i < row_count; i++) {
-		CHECK_FOR_INTERRUPTS();  // every loop over rows can be cancelled
-		bool isnull;
-		HeapTuple tuple = rows->vals[i];
-		int64 lane_seq = DatumGetInt64(SPI_getbinval(tuple, rows->tupdesc, 1, &isnull));
-		if (read_next && lane_seq == head.next.seq) {
-			head.next.run_at = DatumGetTimestampTz(SPI_getbinval(tuple, rows->tupdesc, kReadyRowsRunAtColumn, &isnull));
-			next_found = true;
-			continue;
-		}
-		if (!InRanges(walk.claim, walk.plan.range_count, lane_seq))
-			continue;
-		if (found == n)
-			continue;
-		chosen[found] = tuple;
-		lane_seqs[found] = Int64GetDatum(lane_seq);
-		job_ids[found] = SPI_getbinval(tuple, rows->tupdesc, 2, &isnull);
-		run_leases[found] = Int64GetDatum(DatumGetInt64(SPI_getbinval(tuple, rows->tupdesc, 3, &isnull)) + 1);
-		attempts[found] = Int16GetDatum(DatumGetInt16(SPI_getbinval(tuple, rows->tupdesc, 4, &isnull)) + 1);
-		max_attempts[found] = SPI_getbinval(tuple, rows->tupdesc, 5, &isnull);
-		found++;
-	}
-	if (read_next && !next_found)
+	ReadyRead read{};
+	read.claim = walk.claim;
+	read.range_count = walk.plan.range_count;
+	read.end = read_next ? span_next + 1 : span_next;
+	read.read_next = read_next;
+	read.next_seq = head.next.seq;
+	read.n = n;
+	AllocReadyRead(&read);
+	// Through the lane index, without the executor (lane_scan.hpp): the
+	// statement it replaces cost some 46,000 instructions a claim, most of
+	// them the executor's start (callgrind, bench/drain_instructions.sh).
+	(void)ScanLane(LaneFamily::kReady, ready_slot, lane.lane_id, span_first, walk.plan.generation,
+	               read.end - span_first, VisitReadyRow, &read, read.end);
+	int found = read.found;
+	if (read_next)
+		head.next.run_at = read.next_run_at;
+	if (read_next && !read.next_found)
 		head.next.state = kHeadUnknown;
 	if (head.next.state == kHeadKnown && !read_next) {
 		// The next head is elsewhere (past cancelled jobs, in another slot):
 		// one probe, rare (once per ring generation a lane crosses).
-		Datum values[4] = {Int64GetDatum(lane.lane_id), Int64GetDatum(head.next.seq), Int64GetDatum(head.next.seq + 1),
-		                   Int64GetDatum(walk.next_generation)};
-		ExecuteLatest(Stmt::kReadyRows, core::SlotOf(walk.next_generation, ring.queue_slot_count), values, NULL, 1);
-		bool isnull;
-		if (SPI_processed == 1)
-			head.next.run_at = DatumGetTimestampTz(
-			    SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, kReadyRowsRunAtColumn, &isnull));
+		NextHead next{head.next.seq, false, 0};
+		(void)ScanLane(LaneFamily::kReady, core::SlotOf(walk.next_generation, ring.queue_slot_count), lane.lane_id,
+		               head.next.seq, walk.next_generation, 1, VisitNextHead, &next, head.next.seq + 1);
+		if (next.found)
+			head.next.run_at = next.run_at;
 		else
 			head.next.state = kHeadUnknown;
 	}
@@ -113,6 +209,11 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 		                errmsg("awa: lane (%s, %d) planned %d ready rows it does not hold",
 		                       text_to_cstring(queue), lane.priority, n - found)));
+	Datum *job_ids = read.job_ids;
+	Datum *run_leases = read.run_leases;
+	Datum *lane_seqs = read.lane_seqs;
+	Datum *attempts = read.attempts;
+	Datum *max_attempts = read.max_attempts;
 
 	FenceClaimBatchIds();
 	int64 batch_id = SequenceNext(AwaObjectOid(AwaObject::kClaimBatchIdSeq));
@@ -172,23 +273,21 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	// attempt, max_attempts, deadline_at, created_at, metadata.
 	for (int i = 0; i < n; i++) {
 		CHECK_FOR_INTERRUPTS();
-		bool isnull;
-		HeapTuple tuple = chosen[i];
 		Datum out[12];
 		bool out_nulls[12] = {false};
 		core::Receipt receipt{batch_id, i, ring.claim_slot};
 		out[0] = job_ids[i];
 		out[1] = run_leases[i];
 		out[2] = Int64GetDatum(core::EncodeReceipt(receipt));
-		out[3] = SPI_getbinval(tuple, rows->tupdesc, 6, &isnull);
-		out[4] = SPI_getbinval(tuple, rows->tupdesc, 7, &isnull);
+		out[3] = read.kinds[i];
+		out[4] = read.args[i];
 		out[5] = PointerGetDatum(queue);
 		out[6] = Int32GetDatum(lane.priority);
 		out[7] = Int32GetDatum(DatumGetInt16(attempts[i]));
 		out[8] = Int32GetDatum(DatumGetInt16(max_attempts[i]));
 		out[9] = deadline_at;
-		out[10] = SPI_getbinval(tuple, rows->tupdesc, 8, &isnull);
-		out[11] = SPI_getbinval(tuple, rows->tupdesc, 9, &isnull);
+		out[10] = read.created_ats[i];
+		out[11] = read.metadata[i];
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, out_nulls);
 		if (last_job_id != NULL)
 			*last_job_id = Max(*last_job_id, DatumGetInt64(job_ids[i]));

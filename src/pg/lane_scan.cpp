@@ -110,7 +110,7 @@ InfoOf(int family, int slot, Relation relation)
 
 int
 ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 limit,
-         bool (*visit)(const LaneRow &row, void *context), void *context)
+         bool (*visit)(const LaneRow &row, void *context), void *context, int64 before)
 {
 	if (slot < 0 || slot >= kMaxSlots)
 		elog(ERROR, "awa: ring slot %d out of range", slot);
@@ -124,7 +124,7 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 	Relation index = index_open(info.index, AccessShareLock);
 	Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
 
-	ScanKeyData keys[2];
+	ScanKeyData keys[3];
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(lane_id));
 	// A ready row is the committed range [lane_seq, lane_seq + 1): it lies
 	// beyond `after` when its end does, as a range's next_lane_seq > after.
@@ -132,8 +132,11 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 		ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(after));
 	else
 		ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
-	IndexScanDesc scan = index_beginscan(heap, index, snapshot, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
+	int key_count = 2;
+	if (before != PG_INT64_MAX)
+		ScanKeyInit(&keys[key_count++], 2, BTLessStrategyNumber, F_INT8LT, Int64GetDatum(before));
+	IndexScanDesc scan = index_beginscan(heap, index, snapshot, key_count, 0);
+	index_rescan(scan, keys, key_count, NULL, 0);
 	TupleTableSlot *row_slot = table_slot_create(heap, NULL);
 	int visited = 0;
 	// Between rows a scan can be cancelled, as the executor's scans can (an
@@ -157,6 +160,8 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 		}
 		HeapTuple tuple = ExecFetchSlotHeapTuple(row_slot, false, NULL);
 		row.xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
+		row.tuple = tuple;
+		row.desc = RelationGetDescr(heap);
 		if (!visit(row, context))
 			break;
 		visited++;
