@@ -4,6 +4,7 @@
 #include "pg/key_limits.hpp"
 
 #include "pg/core_calls.hpp"
+#include "pg/batch_scan.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
 #include "pg/direct_insert.hpp"
@@ -95,6 +96,59 @@ TableHasBlocks(AwaObject table)
 	BlockNumber blocks = RelationGetNumberOfBlocks(relation);
 	relation_close(relation, NoLock);
 	return blocks > 0;
+}
+
+// The column numbers of a closure child that a completion reads.
+struct ClosureColumns {
+	AttrNumber batch_id;
+	AttrNumber closed_count;
+	AttrNumber outcome;
+};
+
+ClosureColumns
+ClosureColumnsOf(int slot)
+{
+	static Oid incarnation = InvalidOid;
+	static ClosureColumns columns[core::kMaxRingSlots];
+	if (incarnation != ExtensionIncarnation()) {
+		memset(columns, 0, sizeof(columns));
+		incarnation = ExtensionIncarnation();
+	}
+	ClosureColumns &c = columns[slot];
+	if (c.batch_id == InvalidAttrNumber) {
+		c.closed_count = BatchColumn(RingTable::kClosureBatches, slot, "closed_count");
+		c.outcome = BatchColumn(RingTable::kClosureBatches, slot, "outcome");
+		c.batch_id = BatchColumn(RingTable::kClosureBatches, slot, "batch_id");
+	}
+	return c;
+}
+
+// A run of consecutive claim positions [first, last] and, per position, the
+// outcome of the closure that covers it (NULL: open).
+struct RunClosures {
+	int32 first;
+	int32 last;
+	const char **run_closed;
+	ClosureColumns columns;
+};
+static_assert(std::is_trivially_destructible_v<RunClosures>, "lives across PostgreSQL errors");
+
+bool
+VisitRunClosure(const BatchRow &row, void *arg)
+{
+	RunClosures &run = *static_cast<RunClosures *>(arg);
+	bool isnull;
+	int32 start = core::ClosureFirstIndex(DatumGetInt64(heap_getattr(row.tuple, run.columns.batch_id, row.desc, &isnull)));
+	// (closed_count and outcome are stored only when they differ from the
+	// column's missing value, 1 and 'completed': heap_getattr reads it)
+	int32 closed_count = DatumGetInt32(heap_getattr(row.tuple, run.columns.closed_count, row.desc, &isnull));
+	char *row_outcome = TextDatumGetCString(heap_getattr(row.tuple, run.columns.outcome, row.desc, &isnull));
+	int32 upto = Min(run.last, start + closed_count - 1);
+	for (int32 position = Max(run.first, start); position <= upto; position++) {
+		CHECK_FOR_INTERRUPTS();
+		run.run_closed[position - run.first] = row_outcome;
+	}
+	return true;
 }
 
 struct Closed {
@@ -326,8 +380,8 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	// Which of this call's attempts are closed, and by what outcome (NULL:
 	// open), read for the attempts that match their claim's arrays (the
 	// others are stale): their distinct positions, in order, form runs of
-	// consecutive positions, and each run is one kClosuresOfRun (at most its
-	// length + 1 closure rows). So the call reads O(its attempts) closures,
+	// consecutive positions, and each run is two probes of the closure
+	// child's batch_id index (at most its length + 1 closure rows). So the call reads O(its attempts) closures,
 	// not every closure the batch already has (docs/architecture.md,
 	// "Closures keyed under their claim batch").
 	bool *matches = static_cast<bool *>(palloc(sizeof(bool) * (n + 1)));
@@ -360,22 +414,20 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		}
 		// last - first + 1 <= the matching attempts of the run <= n.
 		memset(run_closed, 0, sizeof(char *) * (last - first + 1));
-		Datum run_key[4] = {Int64GetDatum(core::FirstClosureBatchId(claim_batch_id)),
-		                    Int64GetDatum(core::ClosureBatchId(claim_batch_id, first)),
-		                    Int64GetDatum(core::ClosureBatchId(claim_batch_id, last)), Int64GetDatum(PG_INT64_MAX)};
-		ExecuteLatest(Stmt::kClosuresOfRun, slot, run_key, NULL);
-		for (uint64 row = 0; row < SPI_processed; row++) {
-			CHECK_FOR_INTERRUPTS();
-			HeapTuple closure = SPI_tuptable->vals[row];
-			int32 start = core::ClosureFirstIndex(DatumGetInt64(SPI_getbinval(closure, SPI_tuptable->tupdesc, 1, &isnull)));
-			int32 closed_count = DatumGetInt32(SPI_getbinval(closure, SPI_tuptable->tupdesc, 2, &isnull));
-			char *row_outcome = TextDatumGetCString(SPI_getbinval(closure, SPI_tuptable->tupdesc, 3, &isnull));
-			int32 upto = Min(last, start + closed_count - 1);
-			for (int32 position = Max(first, start); position <= upto; position++) {
-				CHECK_FOR_INTERRUPTS();
-				run_closed[position - first] = row_outcome;
-			}
-		}
+		// The closures that can cover the run [first, last] (consecutive
+		// positions): the last one keyed at or below first (it covers the
+		// run when it reaches that far) and those keyed in (first, last].
+		// Closures are runs keyed by their first position
+		// (core::ClosureBatchId), so no other can. Two probes of the closure
+		// child's batch_id index (batch_scan.hpp), at most last - first + 2
+		// rows, whatever the number of the batch's closures.
+		RunClosures run{first, last, run_closed, ClosureColumnsOf(slot)};
+		int64 first_id = core::ClosureBatchId(claim_batch_id, first);
+		(void)ScanBatchIds(RingTable::kClosureBatches, slot, core::FirstClosureBatchId(claim_batch_id), first_id,
+		                   true, 1, VisitRunClosure, &run);
+		if (last > first)
+			(void)ScanBatchIds(RingTable::kClosureBatches, slot, first_id + 1,
+			                   core::ClosureBatchId(claim_batch_id, last), false, PG_INT64_MAX, VisitRunClosure, &run);
 		for (int k = i; k < end; k++) {
 			CHECK_FOR_INTERRUPTS();
 			if (matches[k])

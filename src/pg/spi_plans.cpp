@@ -115,24 +115,6 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 "       attempts, max_attempts, claimed_at, deadline_at, claim_generation, lane_id"
 	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
 	 1, {INT8OID}},
-	// kClosuresOfRun: the closures of a claim batch that can cover a position
-	// of the run [s, e] (consecutive positions): the last closure keyed at or
-	// below s (it covers s..e when it reaches that far) and those keyed in
-	// (s, e]. Closures are runs keyed by their first position
-	// (core::ClosureBatchId), so no other can. $1 the claim batch's first
-	// closure id (core::FirstClosureBatchId), $2 and $3 the ids of s and e:
-	// two probes of the unique batch_id index, at most e - s + 2 rows, whatever the number of
-	// the batch's closures. (Each branch's LIMIT makes the planner cost a
-	// fraction of its rows, which favours the index scan's low start-up over
-	// a bitmap scan in a generic plan made while the child is empty; $4 is
-	// always large.)
-	{Stmt::kClosuresOfRun,
-	 "(SELECT batch_id, closed_count, outcome FROM awa.lease_claim_closure_batches_%1$d"
-	 "  WHERE batch_id BETWEEN $1 AND $2 ORDER BY batch_id DESC LIMIT 1)"
-	 " UNION ALL "
-	 "(SELECT batch_id, closed_count, outcome FROM awa.lease_claim_closure_batches_%1$d"
-	 "  WHERE batch_id > $2 AND batch_id <= $3 ORDER BY batch_id LIMIT $4)",
-	 4, {INT8OID, INT8OID, INT8OID, INT8OID}},
 	// kHeadRunAt: when the lane's head became due: the first ready row at or
 	// past the position, its run_at and its range [lane_seq, lane_seq + 1).
 	// $1 lane_id, $2 cursor, $3 generation

@@ -40,7 +40,6 @@ enum class Stmt {
 	kInsertDeferredMany,
 	kReadyRows,
 	kClaimBatch,
-	kClosuresOfRun,
 	kHeadRunAt,
 	kQueueSettings,
 	kDeleteAttemptState,
