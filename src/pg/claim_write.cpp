@@ -90,7 +90,10 @@ AllocReadyRead(ReadyRead *read)
 }
 
 // payload -> 'metadata', or '{}' when absent (as the statement this
-// replaces computed it: coalesce(payload -> 'metadata', '{}'::jsonb)).
+// replaces computed it: coalesce(payload -> 'metadata', '{}'::jsonb)), in
+// memory of its own; the payload detoasted to find it is freed (a claim of
+// many jobs with large payloads otherwise kept every one of them to the end
+// of the call: found in review).
 Datum
 MetadataOf(HeapTuple tuple, TupleDesc desc, Datum empty_object)
 {
@@ -99,11 +102,16 @@ MetadataOf(HeapTuple tuple, TupleDesc desc, Datum empty_object)
 	if (isnull)
 		return empty_object;
 	Jsonb *jsonb = DatumGetJsonbP(payload);
-	if (!JB_ROOT_IS_OBJECT(jsonb))
-		return empty_object;
-	JsonbValue value;
-	JsonbValue *found = getKeyJsonValueFromContainer(&jsonb->root, "metadata", 8, &value);
-	return found == NULL ? empty_object : JsonbPGetDatum(JsonbValueToJsonb(found));
+	Datum metadata = empty_object;
+	if (JB_ROOT_IS_OBJECT(jsonb)) {
+		JsonbValue value;
+		JsonbValue *found = getKeyJsonValueFromContainer(&jsonb->root, "metadata", 8, &value);
+		if (found != NULL)
+			metadata = JsonbPGetDatum(JsonbValueToJsonb(found));  // (a copy)
+	}
+	if (reinterpret_cast<Pointer>(jsonb) != DatumGetPointer(payload))
+		pfree(jsonb);
+	return metadata;
 }
 
 bool
@@ -135,7 +143,7 @@ VisitReadyRow(const LaneRow &row, void *arg)
 	// (copied: the row's buffer is released after the visit)
 	read.kinds[k] = datumCopy(heap_getattr(row.tuple, kReadyKind, row.desc, &isnull), false, -1);
 	read.args[k] = datumCopy(heap_getattr(row.tuple, kReadyArgs, row.desc, &isnull), false, -1);
-	read.metadata[k] = datumCopy(MetadataOf(row.tuple, row.desc, read.empty_object), false, -1);
+	read.metadata[k] = MetadataOf(row.tuple, row.desc, read.empty_object);
 	return true;
 }
 
@@ -153,10 +161,14 @@ VisitNextHead(const LaneRow &row, void *arg)
 	NextHead &next = *static_cast<NextHead *>(arg);
 	if (DatumGetInt64(row.values[0]) != next.seq)
 		return false;
+	if (row.desc->natts != kReadyColumns)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: awa.ready_entries has %d columns, awa reads %d", row.desc->natts, kReadyColumns),
+		                errhint("The installed awa library does not match the extension's tables.")));
 	bool isnull;
 	next.run_at = DatumGetTimestampTz(heap_getattr(row.tuple, kReadyRunAt, row.desc, &isnull));
 	next.found = true;
-	return false;
+	return true;  // counted: the child stays locked, as the statement's read kept it (the limit is 1)
 }
 
 }  // namespace
