@@ -18,12 +18,15 @@
 
 extern "C" {
 #include "access/detoast.h"
+#include "access/htup_details.h"
+#include "utils/datum.h"
 #include "access/relation.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 }
 
 #include <cstdlib>
+#include <type_traits>
 
 namespace awa::pg {
 
@@ -157,17 +160,98 @@ struct Closed {
 	int count;
 };
 
+// The columns of a claim batch that a completion reads: by value, the
+// varlena ones copied as they are stored (an out-of-line array stays a TOAST
+// pointer: ReadClaimArrays keys its copy by it).
+struct ClaimBatchRow {
+	int16 ready_slot;
+	int64 ready_generation;
+	Datum queue;
+	int16 priority;
+	int32 claimed_count;
+	Datum job_ids, run_leases, lane_seqs, attempts, max_attempts;
+	TimestampTz claimed_at;
+	TimestampTz deadline_at;
+	int64 claim_generation;
+	int64 lane_id;
+	bool found;
+};
+static_assert(std::is_trivially_destructible_v<ClaimBatchRow>, "lives across PostgreSQL errors");
+
+// The column numbers of a claim child, by name, per slot and incarnation.
+enum ClaimColumn {
+	kReadySlot, kReadyGeneration, kQueue, kPriority, kClaimedCount, kJobIds, kRunLeases, kLaneSeqs, kAttemptsColumn,
+	kMaxAttemptsColumn, kClaimedAt, kDeadlineAt, kClaimGeneration, kLaneId, kClaimColumns
+};
+const char *const kClaimColumnNames[kClaimColumns] = {
+    "ready_slot", "ready_generation", "queue",       "priority",   "claimed_count",    "job_ids", "run_leases",
+    "lane_seqs",  "attempts",         "max_attempts", "claimed_at", "deadline_at", "claim_generation", "lane_id"};
+
+const AttrNumber *
+ClaimColumnsOf(int slot)
+{
+	static Oid incarnation = InvalidOid;
+	static AttrNumber columns[core::kMaxRingSlots][kClaimColumns];
+	if (incarnation != ExtensionIncarnation()) {
+		memset(columns, 0, sizeof(columns));
+		incarnation = ExtensionIncarnation();
+	}
+	AttrNumber *c = columns[slot];
+	if (c[kLaneId] == InvalidAttrNumber) {
+		AttrNumber found[kClaimColumns];
+		for (int i = 0; i < kClaimColumns; i++)
+			found[i] = BatchColumn(RingTable::kClaimBatches, slot, kClaimColumnNames[i]);
+		memcpy(c, found, sizeof(found));  // (whole or not at all: an error leaves it unset)
+	}
+	return c;
+}
+
+struct ClaimBatchRead {
+	const AttrNumber *columns;
+	ClaimBatchRow *row;
+};
+static_assert(std::is_trivially_destructible_v<ClaimBatchRead>, "lives across PostgreSQL errors");
+
+bool
+VisitClaimBatch(const BatchRow &batch, void *arg)
+{
+	ClaimBatchRead &read = *static_cast<ClaimBatchRead *>(arg);
+	const AttrNumber *c = read.columns;
+	ClaimBatchRow &row = *read.row;
+	bool isnull;
+	auto value = [&](ClaimColumn column) { return heap_getattr(batch.tuple, c[column], batch.desc, &isnull); };
+	auto varlena = [&](ClaimColumn column) { return datumCopy(value(column), false, -1); };
+	row.ready_slot = DatumGetInt16(value(kReadySlot));
+	row.ready_generation = DatumGetInt64(value(kReadyGeneration));
+	row.queue = varlena(kQueue);
+	row.priority = DatumGetInt16(value(kPriority));
+	row.claimed_count = DatumGetInt32(value(kClaimedCount));
+	row.job_ids = varlena(kJobIds);
+	row.run_leases = varlena(kRunLeases);
+	row.lane_seqs = varlena(kLaneSeqs);
+	row.attempts = varlena(kAttemptsColumn);
+	row.max_attempts = varlena(kMaxAttemptsColumn);
+	row.claimed_at = DatumGetTimestampTz(value(kClaimedAt));
+	row.deadline_at = DatumGetTimestampTz(value(kDeadlineAt));
+	row.claim_generation = DatumGetInt64(value(kClaimGeneration));
+	row.lane_id = DatumGetInt64(value(kLaneId));
+	row.found = true;
+	return true;
+}
+
 // Reads the claim batch `claim_batch_id` that a receipt names in claim slot
-// `receipt_slot` into SPI_tuptable; *slot is where it is. The batch is in the
+// `receipt_slot` into *row; *slot is where it is. One probe of each claim
+// child's unique batch_id index (batch_scan.hpp; through SPI the read cost
+// some 49,000 instructions per completion, most of it the executor's start).
+// The batch is in the
 // slot its claim_generation maps to, or, if a prune carried it forward while
 // it was open (docs/maintenance.md §3.5), in a later slot with that
 // claim_generation kept: either way a receipt is accepted only with the slot
 // it was issued with. False when no slot holds it (truncated with its slot,
 // or never existed: every attempt is stale).
 bool
-ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot)
+ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot, ClaimBatchRow *row)
 {
-	Datum key[1] = {Int64GetDatum(claim_batch_id)};
 	// Each child is locked before it is read, so the read's fresh snapshot is
 	// taken after any prune of that slot has committed. A prune that carried
 	// the batch from a slot not read yet into one already read is missed by
@@ -177,13 +261,13 @@ ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot
 		for (int probe = 0; probe < slot_count; probe++) {
 			int candidate = core::SlotOf(receipt_slot + probe, slot_count);
 			LockRelationOid(RingChildOid(RingTable::kClaimBatches, candidate), AccessShareLock);
-			ExecuteLatest(Stmt::kClaimBatch, candidate, key, NULL, 1);
-			if (SPI_processed != 1)
+			row->found = false;
+			ClaimBatchRead read{ClaimColumnsOf(candidate), row};
+			(void)ScanBatchIds(RingTable::kClaimBatches, candidate, claim_batch_id, claim_batch_id, false, 1,
+			                   VisitClaimBatch, &read);
+			if (!row->found)
 				continue;
-			bool isnull;
-			int64 claim_generation =
-			    DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 13, &isnull));
-			if (core::SlotOf(claim_generation, slot_count) != receipt_slot)
+			if (core::SlotOf(row->claim_generation, slot_count) != receipt_slot)
 				return false;  // the batch exists, but this receipt was never issued for it
 			*slot = candidate;
 			return true;
@@ -245,7 +329,7 @@ LocateReadyRow(int64 lane_id, int64 lane_seq, int64 job_id, int64 row_run_lease,
 	return false;
 }
 
-// The per-position arrays of a claim batch (kClaimBatch's columns 6..10).
+// The per-position arrays of a claim batch (job_ids .. max_attempts).
 struct ClaimArrays {
 	int64 claim_batch_id;
 	// The toast pointer of job_ids: with the batch id, what the backend's
@@ -267,7 +351,7 @@ struct ClaimArrays {
 // issued again (a global sequence, fenced after a crash), and a carried copy
 // holds the same arrays; the copy is also keyed by the toast value job_ids is
 // stored as, which a re-created extension or a truncated slot does not give
-// back. Every call still reads the row (kClaimBatch) under the claim batch's
+// back. Every call still reads the row (ReadClaimBatch) under the claim batch's
 // lock: the copy is only used for a batch that exists. kCopyArraysFrom: small
 // batches' arrays are stored in the row itself and cost little to unpack.
 constexpr int kCopyArraysFrom = 256;
@@ -284,10 +368,9 @@ CopyInto(MemoryContext context, const T *values, int count)
 }
 
 ClaimArrays
-ReadClaimArrays(int64 claim_batch_id, int claimed_count, HeapTuple tuple, TupleDesc desc)
+ReadClaimArrays(int64 claim_batch_id, int claimed_count, const ClaimBatchRow &row)
 {
-	bool isnull;
-	Datum job_ids_datum = SPI_getbinval(tuple, desc, 6, &isnull);
+	Datum job_ids_datum = row.job_ids;
 	ClaimArrays arrays;
 	memset(&arrays, 0, sizeof(arrays));
 	bool copyable = false;
@@ -306,14 +389,10 @@ ReadClaimArrays(int64 claim_batch_id, int claimed_count, HeapTuple tuple, TupleD
 	arrays.claim_batch_id = claim_batch_id;
 	arrays.count = claimed_count;
 	arrays.job_ids = Elements<int64>(job_ids_datum, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[0]);
-	arrays.run_leases =
-	    Elements<int64>(SPI_getbinval(tuple, desc, 7, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[1]);
-	arrays.lane_seqs =
-	    Elements<int64>(SPI_getbinval(tuple, desc, 8, &isnull), INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[2]);
-	arrays.attempts =
-	    Elements<int16>(SPI_getbinval(tuple, desc, 9, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &counts[3]);
-	arrays.max_attempts =
-	    Elements<int16>(SPI_getbinval(tuple, desc, 10, &isnull), INT2OID, 2, true, TYPALIGN_SHORT, &counts[4]);
+	arrays.run_leases = Elements<int64>(row.run_leases, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[1]);
+	arrays.lane_seqs = Elements<int64>(row.lane_seqs, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[2]);
+	arrays.attempts = Elements<int16>(row.attempts, INT2OID, 2, true, TYPALIGN_SHORT, &counts[3]);
+	arrays.max_attempts = Elements<int16>(row.max_attempts, INT2OID, 2, true, TYPALIGN_SHORT, &counts[4]);
 	for (int count : counts)
 		copyable = copyable && count == claimed_count;
 	if (!copyable)
@@ -344,7 +423,8 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 	int64 claim_batch_id = head.claim_batch_id;
 	LockClaimBatch(claim_batch_id);
 
-	if (!ReadClaimBatch(claim_batch_id, head.claim_slot, claim_slot_count, &slot)) {
+	ClaimBatchRow row;
+	if (!ReadClaimBatch(claim_batch_id, head.claim_slot, claim_slot_count, &slot, &row)) {
 		// Truncated with its ring slot, or never existed: all stale, and the
 		// lock guards nothing. Given back at once, so receipts of no batch
 		// (a worker's made-up ones: every id of a long call a batch of its
@@ -353,23 +433,20 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		UnlockClaimBatch(claim_batch_id);
 		return;
 	}
-	HeapTuple tuple = SPI_tuptable->vals[0];
-	TupleDesc desc = SPI_tuptable->tupdesc;
-	bool isnull;
-	int16 ready_slot = DatumGetInt16(SPI_getbinval(tuple, desc, 1, &isnull));
-	int64 ready_generation = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
-	Datum queue = SPI_getbinval(tuple, desc, 3, &isnull);
-	int16 priority = DatumGetInt16(SPI_getbinval(tuple, desc, 4, &isnull));
-	int claimed_count = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
-	ClaimArrays arrays = ReadClaimArrays(claim_batch_id, claimed_count, tuple, desc);
+	int16 ready_slot = row.ready_slot;
+	int64 ready_generation = row.ready_generation;
+	Datum queue = row.queue;
+	int16 priority = row.priority;
+	int claimed_count = row.claimed_count;
+	ClaimArrays arrays = ReadClaimArrays(claim_batch_id, claimed_count, row);
 	const int64 *job_ids = arrays.job_ids;
 	const int64 *run_leases = arrays.run_leases;
 	const int64 *lane_seqs = arrays.lane_seqs;
 	const int16 *attempt_numbers = arrays.attempts;
 	const int16 *max_attempts = arrays.max_attempts;
-	TimestampTz claimed_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 11, &isnull));
-	TimestampTz deadline_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull));
-	int64 lane_id = DatumGetInt64(SPI_getbinval(tuple, desc, 14, &isnull));
+	TimestampTz claimed_at = row.claimed_at;
+	TimestampTz deadline_at = row.deadline_at;
+	int64 lane_id = row.lane_id;
 	Datum result_queue;
 	{
 		MemoryContext previous = MemoryContextSwitchTo(result_context);

@@ -1,12 +1,13 @@
 // batch_scan.hpp: rows of a ring child found through its unique batch_id
 // index, without the executor.
 //
-// A completion reads, per run of the attempts it ends, the closures of their
-// claim batch that can cover the run: two probes of the closure child's
-// batch_id index. Through SPI each read cost some 49,000 instructions, most
-// of them the executor's start (callgrind, bench/drain_instructions.sh); here
-// it is an index scan and nothing else. The rows read are exactly those of
-// the statement it replaces (kClosuresOfRun): batch_id in [low, high], in
+// A completion reads its claim batch (one probe of the claim child's batch_id
+// index) and, per run of the attempts it ends, the closures of the batch that
+// can cover the run (two probes of the closure child's). Through SPI each
+// read cost some 49,000 instructions, most of them the executor's start
+// (callgrind, bench/drain_instructions.sh); here it is an index scan and
+// nothing else. The rows read are exactly those of the statements it
+// replaces (kClaimBatch, kClosuresOfRun): batch_id in [low, high], in
 // batch_id order (backward on request), at most `limit`, under the latest
 // snapshot after a command counter increment (as ExecuteLatest reads); the
 // child stays locked (AccessShareLock) to the end of the transaction, as the

@@ -107,14 +107,6 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " WHERE lane_id = $1 AND lane_seq >= $2 AND lane_seq < $3 AND ready_generation = $4"
 	 " ORDER BY lane_seq",
 	 4, {INT8OID, INT8OID, INT8OID, INT8OID}},
-	// kClaimBatch: $1 batch_id
-	// (An equality on the child's unique batch_id index: a one-row probe, so
-	// even a generic plan made while the child is empty is an index scan; the
-	// slot equality is a filter that always holds.)
-	{Stmt::kClaimBatch, "SELECT ready_slot, ready_generation, queue, priority, claimed_count, job_ids, run_leases, lane_seqs,"
-	 "       attempts, max_attempts, claimed_at, deadline_at, claim_generation, lane_id"
-	 "  FROM awa.lease_claim_batches_%1$d WHERE batch_id = $1 AND claim_slot = %1$d",
-	 1, {INT8OID}},
 	// kHeadRunAt: when the lane's head became due: the first ready row at or
 	// past the position, its run_at and its range [lane_seq, lane_seq + 1).
 	// $1 lane_id, $2 cursor, $3 generation
