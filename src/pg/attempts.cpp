@@ -243,11 +243,10 @@ VisitClaimBatch(const BatchRow &batch, void *arg)
 // `receipt_slot` into *row; *slot is where it is. One probe of each claim
 // child's unique batch_id index (batch_scan.hpp; through SPI the read cost
 // some 49,000 instructions per completion, most of it the executor's start).
-// The batch is in the
-// slot its claim_generation maps to, or, if a prune carried it forward while
-// it was open (docs/maintenance.md §3.5), in a later slot with that
-// claim_generation kept: either way a receipt is accepted only with the slot
-// it was issued with. False when no slot holds it (truncated with its slot,
+// The batch is in the slot its claim_generation maps to, or, if a prune
+// carried it forward while it was open (docs/maintenance.md §3.5), in a later
+// slot with that claim_generation kept: either way a receipt is accepted only
+// with the slot it was issued with. False when no slot holds it (truncated with its slot,
 // or never existed: every attempt is stale).
 bool
 ReadClaimBatch(int64 claim_batch_id, int receipt_slot, int slot_count, int *slot, ClaimBatchRow *row)

@@ -33,8 +33,9 @@ static_assert(std::is_trivially_destructible_v<BatchRow>, "lives across PostgreS
 int ScanBatchIds(RingTable table, int slot, int64 low, int64 high, bool backward, int64 limit,
                  bool (*visit)(const BatchRow &row, void *context), void *context);
 
-// The column number of `name` in `table`'s child for `slot`, cached per
-// extension incarnation for the few columns the hot paths read. May ereport.
+// The column number of `name` in `table`'s child for `slot` (a catalog
+// look-up: its callers keep what it returns per slot and extension
+// incarnation). May ereport.
 AttrNumber BatchColumn(RingTable table, int slot, const char *name);
 
 }  // namespace awa::pg
