@@ -79,7 +79,7 @@ my @runs = (
 	[ 'fairness', { CLIENTS => '2', DURATION => '2', SMALL_KEYS => '3', SMALL_RATE => '5', BACKLOG => '200',
 			SATURATED => '300' }, 'result.md', qr/^Jain's index of claims\/weight: [0-9.]+$/m ],
 	[ 'drain_instructions', { N => '20' }, '-',
-		qr/^batch-1 drain, 20 jobs \(left in the queue: 0\): pgbench backend \d+ instructions, \d+ per job\n(?s:.*)^single-job enqueue, 20 jobs: pgbench backend \d+ instructions, \d+ per job$/m ],
+		qr/^batch-1 drain, 20 jobs \(left in the queue: 0\): pgbench backend \d+ instructions, \d+ per job; its own work \(PostgresMain\) \d+, \d+ per job\n(?s:.*)^single-job enqueue, 20 jobs: pgbench backend \d+ instructions, \d+ per job; its own work \(PostgresMain\) \d+, \d+ per job$/m ],
 	[ 'bulk_retry', { DLQ_JOBS => '1000', LOAD_CLIENTS => '2', LOAD_RATE => '40', PHASE_S => '2', STEP => '100',
 			SAMPLE_WAITS => '1' }, 'result.md', qr/^bulk: 1000 jobs retried in \d+ steps of 100 .*^step time .*^left in the DLQ: 0; available in dead: 1000$/ms ],
 	[ 'list_jobs', { SIZES => '1000', REPS => '1' }, 'result.md', qr/^\| 1000 \| /m ],

@@ -231,10 +231,11 @@ sub finalize
 {
 	my ($self, $s, $j, $state) = @_;
 	# The terminal rows go to the ready row's slot; a cancel of a deferred job
-	# (no ready row) writes to the current one. A prune of that generation
-	# moves them to the history ring, or removes them when
-	# awa.history_retention = 0 (maintenance.md 3.3).
-	$j->{tgen} = ($j->{state} eq 'scheduled' || $j->{state} eq 'retryable') ? $self->{gen} : $j->{gen};
+	# (no ready row: scheduled, retryable, or parked) writes to the current
+	# one. A prune of that generation moves them to the history ring, or
+	# removes them when awa.history_retention = 0 (maintenance.md 3.3).
+	$j->{tgen} = ($j->{state} eq 'scheduled' || $j->{state} eq 'retryable' || $j->{parked}) ? $self->{gen} : $j->{gen};
+	delete $j->{parked};
 	$j->{state} = $state;
 	$j->{att}   = undef;
 	if (defined $j->{ukey} && ($self->{ukey}{ $j->{ukey} } // -1) == $j->{id})
@@ -761,6 +762,7 @@ sub do_stale
 sub do_cancel
 {
 	my ($self) = @_;
+	$self->sync_parked;    # (a parked job's cancel writes into the current generation)
 	my @c;
 	for my $id (sort { $a <=> $b } keys %{ $self->{jobs} })
 	{
@@ -882,6 +884,7 @@ sub admin_candidates
 sub do_move
 {
 	my ($self, $s, $what) = @_;
+	$self->sync_parked;    # (a parked job is moved as a deferred row)
 	my $c   = $self->admin_ctx($s);
 	my $dbh = $c ? $c->{dbh} : $self->{m};
 	my $who = $c ? $c->{id} : 'm';
