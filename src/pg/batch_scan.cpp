@@ -2,6 +2,7 @@
 #include "pg/batch_scan.hpp"
 
 #include "pg/core_calls.hpp"
+#include "pg/lane_scan.hpp"
 #include "pg/rings.hpp"
 
 extern "C" {
@@ -11,8 +12,6 @@ extern "C" {
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "catalog/pg_am.h"
-#include "catalog/pg_index.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -48,23 +47,8 @@ BatchIndexOf(RingTable table, int slot, Relation relation)
 	Oid &cached = batch_indexes[static_cast<int>(table)][slot];
 	if (OidIsValid(cached))
 		return cached;
-	AttrNumber batch_id = get_attnum(RelationGetRelid(relation), "batch_id");
-	Oid found = InvalidOid;
-	List *indexes = RelationGetIndexList(relation);
-	ListCell *cell;
-	foreach (cell, indexes) {
-		Relation index = index_open(lfirst_oid(cell), AccessShareLock);
-		Form_pg_index form = index->rd_index;
-		bool match = form->indisunique && form->indnkeyatts == 1 && form->indkey.values[0] == batch_id &&
-		             RelationGetForm(index)->relam == BTREE_AM_OID &&
-		             heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
-		index_close(index, AccessShareLock);
-		if (match) {
-			found = lfirst_oid(cell);
-			break;
-		}
-	}
-	list_free(indexes);
+	AttrNumber batch_id[1] = {get_attnum(RelationGetRelid(relation), "batch_id")};
+	Oid found = PlainBtreeIndexOn(relation, batch_id, 1, true);
 	if (!OidIsValid(found))
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 		                errmsg("awa: %s has no unique index on batch_id", RelationGetRelationName(relation)),

@@ -62,6 +62,16 @@ constexpr AttrNumber kReadyArgs = 13;
 constexpr AttrNumber kReadyRunLease = 14;
 constexpr AttrNumber kReadyPayload = 18;
 
+// The ready child has the columns read by position above. May ereport.
+void
+CheckReadyColumns(TupleDesc desc)
+{
+	if (desc->natts != kReadyColumns)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: awa.ready_entries has %d columns, awa reads %d", desc->natts, kReadyColumns),
+		                errhint("The installed awa library does not match the extension's tables.")));
+}
+
 // What a claim reads of its planned ready rows (and of the row after them,
 // the lane's next head, when it is in the same slot).
 struct ReadyRead {
@@ -121,10 +131,7 @@ VisitReadyRow(const LaneRow &row, void *arg)
 	int64 lane_seq = DatumGetInt64(row.values[0]);
 	if (lane_seq >= read.end)
 		return false;
-	if (row.desc->natts != kReadyColumns)
-		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-		                errmsg("awa: awa.ready_entries has %d columns, awa reads %d", row.desc->natts, kReadyColumns),
-		                errhint("The installed awa library does not match the extension's tables.")));
+	CheckReadyColumns(row.desc);
 	bool isnull;
 	if (read.read_next && lane_seq == read.next_seq) {
 		read.next_run_at = DatumGetTimestampTz(heap_getattr(row.tuple, kReadyRunAt, row.desc, &isnull));
@@ -161,10 +168,7 @@ VisitNextHead(const LaneRow &row, void *arg)
 	NextHead &next = *static_cast<NextHead *>(arg);
 	if (DatumGetInt64(row.values[0]) != next.seq)
 		return false;
-	if (row.desc->natts != kReadyColumns)
-		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-		                errmsg("awa: awa.ready_entries has %d columns, awa reads %d", row.desc->natts, kReadyColumns),
-		                errhint("The installed awa library does not match the extension's tables.")));
+	CheckReadyColumns(row.desc);
 	bool isnull;
 	next.run_at = DatumGetTimestampTz(heap_getattr(row.tuple, kReadyRunAt, row.desc, &isnull));
 	next.found = true;

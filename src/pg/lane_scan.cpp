@@ -76,24 +76,8 @@ InfoOf(int family, int slot, Relation relation)
 	if (OidIsValid(info.index))
 		return info;
 	const FamilyDef &def = kDefs[family];
-	AttrNumber lane_id = Column(relation, "lane_id");
-	AttrNumber lane = Column(relation, def.lane_column);
-	Oid found = InvalidOid;
-	List *indexes = RelationGetIndexList(relation);
-	ListCell *cell;
-	foreach (cell, indexes) {
-		Relation index = index_open(lfirst_oid(cell), AccessShareLock);
-		Form_pg_index form = index->rd_index;
-		bool match = form->indnkeyatts >= 2 && form->indkey.values[0] == lane_id && form->indkey.values[1] == lane &&
-		             RelationGetForm(index)->relam == BTREE_AM_OID &&
-		             heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
-		index_close(index, AccessShareLock);
-		if (match) {
-			found = lfirst_oid(cell);
-			break;
-		}
-	}
-	list_free(indexes);
+	AttrNumber keys[2] = {Column(relation, "lane_id"), Column(relation, def.lane_column)};
+	Oid found = PlainBtreeIndexOn(relation, keys, 2, false);
 	if (!OidIsValid(found))
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 		                errmsg("awa: %s has no index on (lane_id, %s)", RelationGetRelationName(relation),
@@ -107,6 +91,30 @@ InfoOf(int family, int slot, Relation relation)
 }
 
 }  // namespace
+
+Oid
+PlainBtreeIndexOn(Relation relation, const AttrNumber *keys, int count, bool unique)
+{
+	Oid found = InvalidOid;
+	List *indexes = RelationGetIndexList(relation);
+	ListCell *cell;
+	foreach (cell, indexes) {
+		Relation index = index_open(lfirst_oid(cell), AccessShareLock);
+		Form_pg_index form = index->rd_index;
+		bool match = form->indnkeyatts >= count && (!unique || (form->indisunique && form->indnkeyatts == count)) &&
+		             RelationGetForm(index)->relam == BTREE_AM_OID &&
+		             heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
+		for (int k = 0; match && k < count; k++)
+			match = form->indkey.values[k] == keys[k];
+		index_close(index, AccessShareLock);
+		if (match) {
+			found = lfirst_oid(cell);
+			break;
+		}
+	}
+	list_free(indexes);
+	return found;
+}
 
 int
 ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 limit,

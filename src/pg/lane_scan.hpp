@@ -35,6 +35,13 @@ struct LaneRow {
 
 static_assert(std::is_trivially_destructible_v<LaneRow>, "lives across PostgreSQL errors");
 
+// The first B-tree index of `relation` without a predicate whose key columns
+// begin with keys[0..count); with `unique`, a unique index of exactly those
+// key columns. InvalidOid when there is none. (The direct readers find the
+// index they probe with it: this file's lane indexes, batch_scan.cpp's
+// batch_id indexes.)
+Oid PlainBtreeIndexOn(Relation relation, const AttrNumber *keys, int count, bool unique);
+
 // Calls visit(row, context) for each row, at most `limit`, until visit returns
 // false (that row is not counted); returns how many it visited. With
 // `before`, only rows whose lane column is below it: the index scan then stops

@@ -40,17 +40,7 @@ my $node = start_awa_node('idleb', maintenance => 1);
 
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 
-sub wait_until
-{
-	my ($what, $sql) = @_;
-	my $deadline = time + 240;
-	while (time < $deadline) {
-		return 1 if q1($sql) eq 't';
-		usleep(200_000);
-	}
-	fail("timed out waiting until $what");
-	return 0;
-}
+sub wait_until { return wait_until_true($node, @_); }
 
 # The queue ring's current generation and the worker's rotation runs.
 sub ring_state

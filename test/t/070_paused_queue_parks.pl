@@ -35,17 +35,7 @@ my $node = start_awa_node('parks', maintenance => 1);
 
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 
-sub wait_until
-{
-	my ($what, $sql) = @_;
-	my $deadline = time + 240;
-	while (time < $deadline) {
-		return 1 if q1($sql) eq 't';
-		usleep(200_000);
-	}
-	fail("timed out waiting until $what");
-	return 0;
-}
+sub wait_until { return wait_until_true($node, @_); }
 
 sub generation { return q1(q{SELECT max(generation) FROM awa.queue_ring_rotations}); }
 

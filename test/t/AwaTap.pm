@@ -7,9 +7,10 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
+use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw($QUIET_WAL_CONF start_awa_node start_streaming_standby make_standby_synchronous pause_wal_writer
-  claim_cursor lanes_page_write);
+  claim_cursor lanes_page_write wait_until_true);
 
 # Settings under which, once the WAL writer is paused, only a backend's own
 # XLogFlush (a synchronous commit) writes WAL to the files: no autovacuum, no
@@ -96,6 +97,20 @@ sub lanes_page_write
 	my $out = $node->safe_psql('postgres', $sql);
 	my $after = $node->safe_psql('postgres', $lsn);
 	return ($before eq $after ? 'in place' : 'logged', $out);
+}
+
+# Waits until $sql (in database postgres) returns t; a failed test after 240 s
+# (a bound that only stops a hung run: no assertion depends on the time).
+sub wait_until_true
+{
+	my ($node, $what, $sql) = @_;
+	my $deadline = time + 240;
+	while (time < $deadline) {
+		return 1 if $node->safe_psql('postgres', $sql) eq 't';
+		usleep(200_000);
+	}
+	fail("timed out waiting until $what");
+	return 0;
 }
 
 1;
