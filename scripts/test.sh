@@ -33,6 +33,8 @@ report() {
 	echo "== $name: $p passed, $f failed"
 	if [ "$f" -ne 0 ]; then
 		tail -n 60 "$log"
+		# A TAP failure's own diagnostics come long before the summary.
+		grep -q '^#   Failed test' "$log" && { echo "-- failed tests' diagnostics:"; grep -A25 '^#   Failed test' "$log" | head -n 200; }
 		for diffs in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
 			[ -s "$diffs" ] && head -n 200 "$diffs"
 		done
