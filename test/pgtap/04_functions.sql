@@ -17,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1526);
+SELECT plan(1528);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -44,11 +44,9 @@ INSERT INTO api VALUES
     -- Worker API (C)
     ('claim',
      ARRAY['text', 'integer', 'awa.duration', 'awa.duration', 'boolean'],
-     'setof record',
+     'setof awa.claimed_job',
      'queue text, max_jobs integer DEFAULT 1, deadline awa.duration DEFAULT NULL::awa.duration, wait awa.duration DEFAULT NULL::awa.duration, async_commit boolean DEFAULT NULL::boolean',
-     'TABLE(job_id bigint, run_lease bigint, receipt_id bigint, kind text, args jsonb, queue text, '
-     'priority integer, attempt integer, max_attempts integer, deadline_at timestamp with time zone, '
-     'created_at timestamp with time zone, metadata jsonb)',
+     'SETOF awa.claimed_job',
      'c', true, 'volatile', false, 10, 'awa_claim'),
     ('complete',
      ARRAY['bigint', 'bigint', 'bigint'],
@@ -58,9 +56,9 @@ INSERT INTO api VALUES
      'c', true, 'volatile', false, 0, 'awa_complete'),
     ('complete_many',
      ARRAY['bigint[]', 'bigint[]', 'bigint[]'],
-     'setof record',
+     'setof awa.completion',
      'job_ids bigint[], run_leases bigint[], receipt_ids bigint[]',
-     'TABLE(job_id bigint, accepted boolean)',
+     'SETOF awa.completion',
      'c', true, 'volatile', false, 10, 'awa_complete_many'),
     ('await_durable',
      ARRAY[]::name[],
@@ -1032,6 +1030,20 @@ SELECT is(
           'duration_from_float8', 'duration_from_int2', 'duration_from_int4', 'duration_from_int8',
           'duration_from_numeric'],
     'every awa function is PARALLEL UNSAFE but the ten of awa.duration, which are PARALLEL SAFE');
+
+-- The rows of the worker calls are named types (20_api.sql): their columns,
+-- in order, are what a worker reads.
+SELECT is((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+             FROM pg_attribute a WHERE a.attrelid = 'awa.claimed_job'::regclass AND a.attnum > 0 AND NOT a.attisdropped),
+          'job_id bigint, run_lease bigint, receipt_id bigint, kind text, args jsonb, queue text, '
+          'priority integer, attempt integer, max_attempts integer, deadline_at timestamp with time zone, '
+          'created_at timestamp with time zone, metadata jsonb',
+          'awa.claim''s rows (awa.claimed_job): job_id, run_lease, receipt_id, kind, args, queue, priority, attempt, '
+          'max_attempts, deadline_at, created_at, metadata');
+SELECT is((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+             FROM pg_attribute a WHERE a.attrelid = 'awa.completion'::regclass AND a.attnum > 0 AND NOT a.attisdropped),
+          'job_id bigint, accepted boolean',
+          'awa.complete_many''s rows (awa.completion): job_id, accepted');
 
 SELECT * FROM finish();
 ROLLBACK;
