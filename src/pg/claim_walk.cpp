@@ -50,6 +50,10 @@ static_assert(std::is_trivially_destructible_v<LaneView>, "lives across PostgreS
 struct LaneQuery {
 	int64 lane_id;  // the ring rows of the lane are keyed by it
 	int64 cursor;
+	// The lane's enqueue cursor, read with `cursor`: no ready row lies past
+	// it but one of an enqueue that reserved its lane later, which a walk
+	// need not see (it may as well have read the lane before that enqueue).
+	int64 enqueue;
 	int slot_count;
 	int64 page;
 	// Lanes other claims in flight hold (the registry's ranges, read before
@@ -117,6 +121,15 @@ AddOwn(LaneView *view, int64 first, int64 next)
 // page->after. Each row is the committed range [lane_seq, lane_seq + 1);
 // consecutive rows of one origin join into one range, so the view stays
 // small however many rows a walk reads.
+//
+// Each scan first reads the lanes the page needs, bounded above: a B-tree
+// scan reads the whole leaf page of its first match, every later entry of
+// the lane checked against its keys, and a lane's entries fill their pages
+// (some 290 to a page), so an unbounded scan for the 3 rows of a batch-1
+// claim's page checked about 145 entries: 5 % of a batch-1 job's
+// instructions (bench/drain_instructions.sh). Only when that window holds
+// fewer rows than the page needs (a hole, rows in other generations, the
+// lane's end) and a lane past it was reserved is the rest read unbounded.
 void
 LoadReadyRows(LaneView *view, const LaneQuery &q, ReadyPage *page)
 {
@@ -127,25 +140,29 @@ LoadReadyRows(LaneView *view, const LaneQuery &q, ReadyPage *page)
 		int64 skip_to;  // the end of the reserved range the scan stopped at, or -1
 	} context{view, page, &q, -1};
 	static_assert(std::is_trivially_destructible_v<Context>, "lives across PostgreSQL errors");
+	auto visit = [](const LaneRow &row, void *arg) {
+		Context &c = *static_cast<Context *>(arg);
+		int64 lane = DatumGetInt64(row.values[0]);
+		for (int i = 0; i < c.q->reserved_count; i++)
+			if (c.q->reserved[i].first <= lane && lane < c.q->reserved[i].next) {
+				c.skip_to = c.q->reserved[i].next;
+				return false;
+			}
+		AddCommitted(c.view, lane, lane + 1, c.page->generation, DatumGetInt64(row.values[2]));
+		c.page->after = lane + 1;
+		return true;
+	};
+	int slot = core::SlotOf(page->generation, q.slot_count);
 	int64 rows = 0;
 	for (;;) {
 		context.skip_to = -1;
-		rows += ScanLane(
-		    LaneFamily::kReady, core::SlotOf(page->generation, q.slot_count), q.lane_id, page->after,
-		    page->generation, q.page - rows,
-		    [](const LaneRow &row, void *arg) {
-			    Context &c = *static_cast<Context *>(arg);
-			    int64 lane = DatumGetInt64(row.values[0]);
-			    for (int i = 0; i < c.q->reserved_count; i++)
-				    if (c.q->reserved[i].first <= lane && lane < c.q->reserved[i].next) {
-					    c.skip_to = c.q->reserved[i].next;
-					    return false;
-				    }
-			    AddCommitted(c.view, lane, lane + 1, c.page->generation, DatumGetInt64(row.values[2]));
-			    c.page->after = lane + 1;
-			    return true;
-		    },
-		    &context);
+		int64 want = q.page - rows;
+		int64 window_end = page->after + want;
+		rows += ScanLane(LaneFamily::kReady, slot, q.lane_id, page->after, page->generation, want, visit, &context,
+		                 window_end);
+		if (context.skip_to < 0 && rows < q.page && window_end <= q.enqueue)
+			rows += ScanLane(LaneFamily::kReady, slot, q.lane_id, window_end, page->generation, q.page - rows, visit,
+			                 &context);
 		if (context.skip_to < 0 || rows >= q.page)
 			break;
 		// A claim in flight holds the lanes up to skip_to: what lies there
@@ -433,7 +450,9 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 
 	LaneQuery q;
 	q.lane_id = lane.lane_id;
-	q.cursor = ReadLaneCursors(lane).claim;
+	LaneCursors cursors = ReadLaneCursors(lane);
+	q.cursor = cursors.claim;
+	q.enqueue = cursors.enqueue;
 	// A claim still in flight below the lane's frontier holds the cursor
 	// back: start at the frontier rather than read all the evidence above
 	// the cursor (docs/architecture.md, "Claims past an open claim"). When
@@ -624,7 +643,9 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 	// The lock is released at once: awa.queue_metrics walks every lane of
 	// every queue whose head is not kept, 10,000 of them after a restart,
 	// more than the lock table holds for one transaction.
-	q.cursor = ReadLaneCursors(lane).claim;
+	LaneCursors cursors = ReadLaneCursors(lane);
+	q.cursor = cursors.claim;
+	q.enqueue = cursors.enqueue;
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
 	q.reserved = NULL;  // lanes other claims hold count as available here
@@ -697,7 +718,9 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 {
 	LaneQuery q;
 	q.lane_id = lane.lane_id;
-	q.cursor = ReadLaneCursors(lane).claim;
+	LaneCursors cursors = ReadLaneCursors(lane);
+	q.cursor = cursors.claim;
+	q.enqueue = cursors.enqueue;
 	q.slot_count = ring.queue_slot_count;
 	q.page = 64;
 	q.reserved = NULL;  // lanes other claims hold count as available here
