@@ -81,9 +81,11 @@ CREATE TABLE awa.ready_claim_attempt_batches (
     claimed_at       timestamptz    NOT NULL
     -- Then claimed_count, added by 12_ring_partitions.sql (its missing
     -- value 1: a claim of one job stores no count).
-    -- No primary key: each slot's table has a unique index on batch_id
-    -- (12_ring_partitions.sql), 8 bytes per entry smaller than a key that
-    -- holds the slot as a primary key of the parent must.
+    -- No primary key and no batch_id index: every reader finds these rows by
+    -- lane (the index below); batch_id is the claim batch's, unique in
+    -- awa.lease_claim_batches (05_claim_ring.sql). An index nobody reads cost
+    -- each claim a B-tree insert: 62 bytes of WAL and 2 % of the
+    -- instructions of a batch-1 job (docs/architecture.md §4).
 ) PARTITION BY LIST (ready_slot);
 CREATE INDEX ready_claim_attempt_batches_lane_next_idx
     ON awa.ready_claim_attempt_batches (lane_id, next_lane_seq);

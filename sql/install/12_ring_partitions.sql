@@ -66,8 +66,11 @@ BEGIN
                 -- Claim and completion evidence: a batch id is unique in its
                 -- slot, by the partition's own unique index (04_queue_ring.sql,
                 -- 05_claim_ring.sql): a completion finds its claim, and a
-                -- claim batch's closures are a range, in it.
-                IF regexp_replace(child, '_[0-9]+$', '') IN ('awa.ready_claim_attempt_batches', 'awa.receipt_completion_batches',
+                -- claim batch's closures are a range, in it. Not the ready
+                -- side's claim evidence: every reader of it goes by lane
+                -- (its (lane_id, next_lane_seq) index), none by batch id, and
+                -- its batch id is its claim batch's, unique in lease_claim_batches.
+                IF regexp_replace(child, '_[0-9]+$', '') IN ('awa.receipt_completion_batches',
                                                              'awa.lease_claim_batches', 'awa.lease_claim_closure_batches') THEN
                     EXECUTE format('CREATE UNIQUE INDEX %I ON %s (batch_id)',
                                    regexp_replace(child, '^awa\.', '') || '_batch_id_key', child);
