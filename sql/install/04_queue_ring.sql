@@ -84,8 +84,9 @@ CREATE TABLE awa.ready_claim_attempt_batches (
     -- No primary key and no batch_id index: every reader finds these rows by
     -- lane (the index below); batch_id is the claim batch's, unique in
     -- awa.lease_claim_batches (05_claim_ring.sql). An index nobody reads cost
-    -- each claim a B-tree insert: 62 bytes of WAL and 2 % of the
-    -- instructions of a batch-1 job (docs/architecture.md §4).
+    -- each claim a B-tree insert: 67 bytes of WAL and 2 % of the
+    -- instructions of a batch-1 job (docs/architecture.md §4, "Batch
+    -- evidence keyed per slot").
 ) PARTITION BY LIST (ready_slot);
 CREATE INDEX ready_claim_attempt_batches_lane_next_idx
     ON awa.ready_claim_attempt_batches (lane_id, next_lane_seq);

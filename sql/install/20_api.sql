@@ -59,7 +59,7 @@ LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 -- every executor start PostgreSQL rebuilds an OUT-parameter function's row
 -- descriptor from its pg_proc arrays (build_function_result_tupdesc_t, about
 -- 9,700 instructions per call, 4 % of a batch-1 job's claim and completion),
--- while a named type's comes from the type cache (docs/architecture.md §4).
+-- while a named type's comes from the type cache (docs/architecture.md §9).
 CREATE TYPE awa.claimed_job AS (
     job_id       bigint,
     run_lease    bigint,
