@@ -27,7 +27,7 @@ SHLIB_LINK += -lstdc++
 REGRESS = setup enqueue enqueue_many job_size claim complete close_cost cursor security heartbeat attempt_end cancel \
           dlq unique queue_admin get_job counts lifecycle_roles maintenance history carry durable periodic metrics metrics_oldest prepare enqueue_at_commit \
           durations concurrency ring_growth rate_limit keys key_limits list_jobs bulk move retry move_retry_records idle_locks \
-          ready_row_shape idle_backlog paused_parking
+          ready_row_shape idle_backlog paused_parking claim_generations
 REGRESS_OPTS = --inputdir=test --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
 # isolationtester specs (test/specs/, test/expected/).

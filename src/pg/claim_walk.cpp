@@ -547,8 +547,13 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		// Nothing (more) to take from what is loaded, or a hole: look at the
 		// later generations first. A hole's row may be there: lanes take
 		// generations in lane order when enqueued, but a prune carries a live
-		// row forward into the newest generation.
-		bool looking = plan.stop == kStopGap || (plan.stop == kStopEnd && plan.claimed == 0);
+		// row forward into the newest generation. So may the lanes after the
+		// last one loaded, while the claim has room and the enqueue cursor
+		// says a position there was reserved (a job promoted or enqueued
+		// after a rotation: a claim of 10 took 1 of 2 available jobs, found
+		// by review); past the enqueue cursor nothing is there to find.
+		bool room = plan.claimed == 0 || (plan.claimed < plan_max && plan.position <= q.enqueue);
+		bool looking = plan.stop == kStopGap || (plan.stop == kStopEnd && room);
 		if (looking && view.last_generation < newest) {
 			int64 next = NextQueueGeneration(live, view.last_generation);
 			if (next >= 0) {

@@ -607,11 +607,14 @@ sub check_claim
 	}
 	my $l = $by->{$lane} // [];
 	my @got = map { $_->[0] } @$rows;
-	# A claim takes lanes of one queue-ring generation only (claim_plan.hpp).
+	# A claim batch takes lanes of one queue-ring generation (claim_plan.hpp);
+	# a claim with room takes the next generation's in another batch of the
+	# same call (src/pg/fn_claim.cpp, ClaimFromLane), so up to $max in lane
+	# order.
 	my @want;
 	for my $j (@$l)
 	{
-		last if @want == $max || $j->{gen} != $l->[0]{gen};
+		last if @want == $max;
 		push @want, $j->{id};
 	}
 	if (!$self->lane_maybe_blocked($s, $lane))
