@@ -160,7 +160,7 @@ ClaimBatchFromLane(ClaimRequest &request, const Lane &lane, const RingPositions 
 // from again for the rest while its claim lock is free (another claimer
 // planning it now takes those jobs itself). (One batch only, a claim of 10
 // took 1 of 2 available jobs when the second was enqueued or promoted after
-// a rotation: found by review; test/sql/claim.sql.) *released, as for the
+// a rotation: found by review; test/sql/claim_generations.sql.) *released, as for the
 // first batch: the caller unlocks the lane when it is false and nothing was
 // claimed; *exhausted: what the last batch's walk saw.
 int
