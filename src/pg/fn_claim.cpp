@@ -168,21 +168,30 @@ ClaimFromLane(ClaimRequest &request, const Lane &lane, const RingPositions &ring
               bool *exhausted = NULL, int64 *last_job_id = NULL)
 {
 	bool generation_end;
-	int claimed = ClaimBatchFromLane(request, lane, ring, released, exhausted, last_job_id, &generation_end);
+	bool first_exhausted;
+	int claimed = ClaimBatchFromLane(request, lane, ring, released, &first_exhausted, last_job_id, &generation_end);
+	if (exhausted != NULL)
+		*exhausted = first_exhausted;
 	int want = request.max_jobs;
 	while (claimed > 0 && generation_end && claimed < want) {
 		CHECK_FOR_INTERRUPTS();
 		if (!TryLockLaneClaim(lane.lane_id))
 			break;
 		bool batch_released;
+		bool batch_exhausted;
 		request.max_jobs = want - claimed;
-		int taken = ClaimBatchFromLane(request, lane, ring, &batch_released, exhausted, last_job_id, &generation_end);
+		int taken = ClaimBatchFromLane(request, lane, ring, &batch_released, &batch_exhausted, last_job_id,
+		                               &generation_end);
 		request.max_jobs = want;
 		if (!batch_released && taken == 0)
 			UnlockLaneClaim(lane.lane_id);
-		claimed += taken;
 		if (taken == 0)
 			break;
+		// A batch that took nothing says nothing about the lane: only one
+		// that took jobs may tell the key scheduler the lane is empty after it.
+		if (exhausted != NULL)
+			*exhausted = batch_exhausted;
+		claimed += taken;
 	}
 	return claimed;
 }
@@ -313,48 +322,74 @@ SettleKey(const QueueSettings &settings, const KeyAllowance &a, int claimed)
 // than 16 keys at their limit ahead, a claim returned nothing while a key had
 // room and jobs.
 constexpr int kMaxKeyedPicks = 16;
+// Every lane of a keyed priority in turn, but those in `skip`, until one
+// yields jobs: a claim without a scheduler, and a look whose picks got stuck
+// on lanes that yield nothing (ClaimFromKeyedPriority). With `keyed`, a lane
+// that yields jobs and has more is made a member (the scheduler may not have
+// known it), and a busy lane is not waited for (the picks may have waited
+// already). What such a look takes is not charged to the key's pass.
+int
+ClaimFromEveryLane(ClaimRequest *request, const QueueSettings &settings, int16 priority, const int64 *skip,
+                   int skip_count, const KeyedPriority *keyed)
+{
+	bool wait = keyed == NULL;
+	int64 epoch;
+	RingPositions ring = CurrentRings(&epoch);
+	Lane *lanes;
+	int count = LanesOfPriority(request->queue, priority, &lanes);
+	for (int i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();
+		bool skipped = false;
+		for (int k = 0; k < skip_count; k++)
+			skipped = skipped || skip[k] == lanes[i].lane_id;
+		if (skipped)
+			continue;
+		LaneCursors cursors = ReadLaneCursors(lanes[i]);
+		if (cursors.claim >= cursors.enqueue)
+			continue;
+		bool exhausted = true;
+		int claimed = 0;
+		text *key = lanes[i].keyed && HasKeyLimits(settings) ? KeyOfLane(lanes[i].lane_id) : NULL;
+		if (key == NULL) {
+			claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted, NULL, wait);
+		} else {
+			int want = request->max_jobs;
+			KeyAllowance a = AllowKey(request, settings, key, want);
+			if (a.granted > 0) {
+				request->max_jobs = a.granted;
+				claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted, NULL, wait);
+				request->max_jobs = want;
+			}
+			(void)SettleKey(settings, a, claimed);
+		}
+		if (claimed > 0) {
+			if (keyed != NULL && !exhausted)
+				ActivateKeyedLane(*keyed, lanes[i].lane_id);
+			return claimed;
+		}
+	}
+	return 0;
+}
+
 int
 ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int16 priority, const Lane *unkeyed)
 {
 	int64 epoch;
 	KeyedPriority keyed = OpenKeyedPriority(request->queue, priority, settings.fair_keys);
-	if (keyed.slot < 0) {
-		RingPositions ring = CurrentRings(&epoch);
-		Lane *lanes;
-		int count = LanesOfPriority(request->queue, priority, &lanes);
-		for (int i = 0; i < count; i++) {
-			CHECK_FOR_INTERRUPTS();
-			LaneCursors cursors = ReadLaneCursors(lanes[i]);
-			if (cursors.claim >= cursors.enqueue)
-				continue;
-			bool exhausted;
-			text *key = lanes[i].keyed && HasKeyLimits(settings) ? KeyOfLane(lanes[i].lane_id) : NULL;
-			if (key == NULL) {
-				if (int claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted))
-					return claimed;
-				continue;
-			}
-			int want = request->max_jobs;
-			KeyAllowance a = AllowKey(request, settings, key, want);
-			int claimed = 0;
-			if (a.granted > 0) {
-				request->max_jobs = a.granted;
-				claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted);
-				request->max_jobs = want;
-			}
-			(void)SettleKey(settings, a, claimed);
-			if (claimed > 0)
-				return claimed;
-		}
-		return 0;
-	}
+	if (keyed.slot < 0)
+		return ClaimFromEveryLane(request, settings, priority, NULL, 0, NULL);
 	// The queue's key rate, in the scheduler too: a key out of tokens waits
 	// there until its next token (no pick finds it meanwhile).
 	ApplyKeyLimits(keyed, settings.key_max_running, settings.key_rate_count, settings.key_rate_period_micros,
 	               settings.key_rate_burst);
 	int want = request->max_jobs;
 	bool waited = false;
-	for (int fruitless = 0; fruitless < kMaxKeyedPicks;) {
+	// Lanes whose pick in this look yielded nothing though they are not
+	// empty (busy, a hole not proven dead, the in-flight frontier).
+	int64 fruitless_lanes[kMaxKeyedPicks];
+	int fruitless = 0;
+	bool stuck = false;
+	while (fruitless < kMaxKeyedPicks) {
 		CHECK_FOR_INTERRUPTS();
 		// Afresh each pick: a look over many empty lanes may outlast a rotation.
 		RingPositions ring = CurrentRings(&epoch);
@@ -363,6 +398,20 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		int charged = PickKeyedLane(keyed, want, &lane_id, &activations);
 		if (charged == 0)
 			break;
+		// Picked again after yielding nothing: it is still first in order
+		// (the one job's worth of pass it kept does not put it behind a key
+		// whose pass is further ahead), so every pick left would be it. The
+		// picks are stuck: the other lanes are looked at in turn below.
+		// (Picking it 16 times, a claim returned a less urgent priority's
+		// jobs while a key of this one had jobs: the model test, stop 42.)
+		bool again = false;
+		for (int k = 0; k < fruitless; k++)
+			again = again || fruitless_lanes[k] == lane_id;
+		if (again) {
+			SettleKeyedPick(keyed, lane_id, charged, 0, false, activations, 0);
+			stuck = true;
+			break;
+		}
 		Lane lane;
 		int claimed = 0;
 		bool exhausted = true;  // a lane that is gone has no work
@@ -390,7 +439,7 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 						left = false;
 					}
 					if (!left)
-						fruitless++;
+						fruitless_lanes[fruitless++] = lane_id;
 					continue;
 				}
 			}
@@ -419,8 +468,9 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		if (claimed > 0)
 			return claimed;
 		if (!exhausted)
-			fruitless++;
+			fruitless_lanes[fruitless++] = lane_id;
 	}
+	stuck = stuck || fruitless == kMaxKeyedPicks;
 	// Keys out of their rate's tokens: a waiting claim looks again when the
 	// first of them gets one.
 	int64 token_wait = settings.key_rate_count > 0 ? KeyedTokenWait(keyed) : 0;
@@ -432,6 +482,8 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 	// from the committed lanes, may not know it (a lane created by a
 	// transaction still open then). Found from outside: such a job stayed
 	// unclaimed for good.
+	if (stuck)
+		return ClaimFromEveryLane(request, settings, priority, fruitless_lanes, fruitless, &keyed);
 	if (unkeyed != NULL) {
 		LaneCursors cursors = ReadLaneCursors(*unkeyed);
 		if (cursors.claim < cursors.enqueue) {
