@@ -3,8 +3,10 @@
 -- ---------------------------------------------------------------------------
 CREATE SEQUENCE awa.job_id_seq;
 CREATE SEQUENCE awa.queue_lane_id_seq;
--- One id per claim call: shared by the claim's ready_claim_attempt_batches row
--- and its lease_claim_batches row, and encoded in every receipt id it hands out.
+-- One id per claim batch (a claim call writes a batch per queue-ring
+-- generation it takes jobs from): shared by the batch's
+-- ready_claim_attempt_batches row and its lease_claim_batches row, and encoded
+-- in every receipt id it hands out.
 CREATE SEQUENCE awa.claim_batch_id_seq;
 -- The server run (start, crash restart or promotion) that last moved
 -- claim_batch_id_seq past every id an earlier run may have handed out in a

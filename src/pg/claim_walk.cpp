@@ -50,9 +50,11 @@ static_assert(std::is_trivially_destructible_v<LaneView>, "lives across PostgreS
 struct LaneQuery {
 	int64 lane_id;  // the ring rows of the lane are keyed by it
 	int64 cursor;
-	// The lane's enqueue cursor, read with `cursor`: no ready row lies past
-	// it but one of an enqueue that reserved its lane later, which a walk
-	// need not see (it may as well have read the lane before that enqueue).
+	// The lane's enqueue cursor, read with `cursor` (raised to a gap proof's
+	// horizon after the proof): no ready row lies past it but one of an
+	// enqueue that reserved its lane later, which a walk that decides nothing
+	// about lanes past it need not see (it may as well have read the lane
+	// before that enqueue). A gap proof decides lanes up to its horizon.
 	int64 enqueue;
 	int slot_count;
 	int64 page;
@@ -129,7 +131,10 @@ AddOwn(LaneView *view, int64 first, int64 next)
 // claim's page checked about 145 entries: 5 % of a batch-1 job's
 // instructions (bench/drain_instructions.sh). Only when that window holds
 // fewer rows than the page needs (a hole, rows in other generations, the
-// lane's end) and a lane past it was reserved is the rest read unbounded.
+// lane's end) and a lane past it was reserved (q.enqueue) is the rest read
+// unbounded. The two scans take two snapshots: a row that commits inside the
+// window between them is missed while later ones are seen, which looks like
+// a hole, and a hole is proven, with fresh reads, before anything is decided.
 void
 LoadReadyRows(LaneView *view, const LaneQuery &q, ReadyPage *page)
 {
@@ -585,6 +590,13 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 			if (!ProveLaneReservationsEnded(lane, gap_timeout_ms, &horizon))
 				break;
 			proof_horizon = horizon;
+			// The proof declares dead every lane up to the horizon that the
+			// re-read below does not find, so the re-read reads up to it:
+			// LoadReadyRows reads past its window only up to q.enqueue, read
+			// at the walk's start, and an enqueue that reserved a lane since
+			// and committed before the proof would be passed for good
+			// (test/specs/advance_past_late_enqueue.spec; found by review).
+			q.enqueue = Max(q.enqueue, horizon);
 			live = RingNow();
 			newest = live.queue_generation;
 			newest_checked_at = -1;
