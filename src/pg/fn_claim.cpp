@@ -360,7 +360,14 @@ ClaimFromEveryLane(ClaimRequest *request, const QueueSettings &settings, int16 p
 				claimed = ClaimFromLaneLocked(request, lanes[i], ring, &exhausted, NULL, wait);
 				request->max_jobs = want;
 			}
-			(void)SettleKey(settings, a, claimed);
+			// As after a pick (ClaimFromKeyedPriority): room given back may
+			// have held other claims' picks of the key, so with a scheduler
+			// its lanes come back now, and at this transaction's end.
+			bool gave_back = SettleKey(settings, a, claimed);
+			if (keyed != NULL && gave_back)
+				UnblockKeyLanesNow(request->queue, key);
+			if (keyed != NULL && claimed > 0 && settings.key_max_running > 0)
+				UnblockKeyLanesAtEnd(request->queue, key);
 		}
 		if (claimed > 0) {
 			if (keyed != NULL && !exhausted)
