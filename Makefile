@@ -36,7 +36,7 @@ ISOLATION = reader_idle_after_read keyed_lane_wide_reserve_gap keyed_lane_after_
             prune_vs_claim prune_rechecks_after_lock_wait prune_vs_completion completion_vs_rescue prune_vs_rescue prune_vs_inflight_enqueue \
             claim_rollback_across_generations cancel_finished_no_wait carried_attempt_repeatable_read \
             carried_claim_under_prune carried_row_under_prune reader_during_prune periodic_vs_run_maintenance \
-            unique_skip_concurrent open_producer_passed oldest_vs_claim counts_untrusted_midway concurrency_limit advance_past_late_enqueue \
+            unique_skip_concurrent open_producer_passed oldest_vs_claim counts_untrusted_midway concurrency_limit advance_past_late_enqueue keyed_picks_stuck \
             limit_last_slot rescue_frees_slot rate_limit_races \
             lane_row_update_by_hand wide_reserve_gap_proof lane_create_race open_claim_many_batches \
             keyed_lane_membership key_limit key_limit_set_midway move_vs_claim retry_finished_race paused_enqueue_vs_resume \
