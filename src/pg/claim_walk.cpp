@@ -64,6 +64,23 @@ struct LaneQuery {
 	int reserved_count;
 };
 
+// The query of a lane's walk: its cursors read together, and no lane held
+// by other claims (a claim's walk sets those, and its page, itself).
+LaneQuery
+QueryOf(const Lane &lane, const RingPositions &ring, int64 page)
+{
+	LaneCursors cursors = ReadLaneCursors(lane);
+	LaneQuery q;
+	q.lane_id = lane.lane_id;
+	q.cursor = cursors.claim;
+	q.enqueue = cursors.enqueue;
+	q.slot_count = ring.queue_slot_count;
+	q.page = page;
+	q.reserved = NULL;
+	q.reserved_count = 0;
+	return q;
+}
+
 template <typename T>
 void
 Append(T **items, int *count, int *capacity, T item)
@@ -453,11 +470,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	InflightFrontier frontier;
 	int reserved_count = InflightRanges(lane.lane_id, reserved, &frontier);
 
-	LaneQuery q;
-	q.lane_id = lane.lane_id;
-	LaneCursors cursors = ReadLaneCursors(lane);
-	q.cursor = cursors.claim;
-	q.enqueue = cursors.enqueue;
+	LaneQuery q = QueryOf(lane, ring, 0);
 	// A claim still in flight below the lane's frontier holds the cursor
 	// back: start at the frontier rather than read all the evidence above
 	// the cursor (docs/architecture.md, "Claims past an open claim"). When
@@ -475,7 +488,6 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	}
 	if (from_frontier)
 		q.cursor = frontier.position;
-	q.slot_count = ring.queue_slot_count;
 	// Ready rows per page, one per lane: the first page covers the claim, the
 	// cursor's lane and the one the last claim took (the cursor lags until the
 	// next claim moves it), and as many lanes as the claims in flight hold: the
@@ -655,18 +667,11 @@ LaneHead
 LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fallback)
 {
 	*fallback = false;
-	LaneQuery q;
-	q.lane_id = lane.lane_id;
 	// The lock is released at once: awa.queue_metrics walks every lane of
 	// every queue whose head is not kept, 10,000 of them after a restart,
-	// more than the lock table holds for one transaction.
-	LaneCursors cursors = ReadLaneCursors(lane);
-	q.cursor = cursors.claim;
-	q.enqueue = cursors.enqueue;
-	q.slot_count = ring.queue_slot_count;
-	q.page = 64;
-	q.reserved = NULL;  // lanes other claims hold count as available here
-	q.reserved_count = 0;
+	// more than the lock table holds for one transaction. Lanes other claims
+	// hold count as available here (no reserved ranges).
+	LaneQuery q = QueryOf(lane, ring, 64);
 	int64 newest = ring.queue_generation;
 	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.lane_id, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
@@ -733,15 +738,7 @@ LaneHeadNow(text *queue, const Lane &lane, const RingPositions &ring, bool *fall
 TimestampTz
 LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, TimestampTz fallback)
 {
-	LaneQuery q;
-	q.lane_id = lane.lane_id;
-	LaneCursors cursors = ReadLaneCursors(lane);
-	q.cursor = cursors.claim;
-	q.enqueue = cursors.enqueue;
-	q.slot_count = ring.queue_slot_count;
-	q.page = 64;
-	q.reserved = NULL;  // lanes other claims hold count as available here
-	q.reserved_count = 0;
+	LaneQuery q = QueryOf(lane, ring, 64);  // lanes other claims hold count as available here
 	int64 start = FirstLiveGenerationFrom(ring, HeadGenerationFloor(lane.lane_id, q.cursor, OldestQueueGeneration(ring)));
 	LaneView view = NewView(start);
 	// One page: an estimate for ordering lanes (priority aging) is not worth

@@ -477,20 +477,21 @@ ClaimFromKeyedPriority(ClaimRequest *request, const QueueSettings &settings, int
 		if (!exhausted)
 			fruitless_lanes[fruitless++] = lane_id;
 	}
-	stuck = stuck || fruitless == kMaxKeyedPicks;
 	// Keys out of their rate's tokens: a waiting claim looks again when the
 	// first of them gets one.
 	int64 token_wait = settings.key_rate_count > 0 ? KeyedTokenWait(keyed) : 0;
 	if (token_wait > 0 && (request->retry_after_micros == 0 || token_wait < request->retry_after_micros))
 		request->retry_after_micros = token_wait;
+	// Stuck picks: the priority's other lanes in turn (the lane without a
+	// key among them).
+	if (stuck || fruitless == kMaxKeyedPicks)
+		return ClaimFromEveryLane(request, settings, priority, fruitless_lanes, fruitless, &keyed);
 	// The lane of jobs without a key is looked at directly when the picks
 	// found nothing: its jobs' commit makes it a member only when the
 	// priority had a scheduler already (key_lanes.hpp); one made meanwhile,
 	// from the committed lanes, may not know it (a lane created by a
 	// transaction still open then). Found from outside: such a job stayed
 	// unclaimed for good.
-	if (stuck)
-		return ClaimFromEveryLane(request, settings, priority, fruitless_lanes, fruitless, &keyed);
 	if (unkeyed != NULL) {
 		LaneCursors cursors = ReadLaneCursors(*unkeyed);
 		if (cursors.claim < cursors.enqueue) {
