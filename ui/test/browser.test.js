@@ -565,6 +565,13 @@ test('ten failed logins from an address in a minute refuse its next login, the r
   const r = await postFrom(page, '/login', { csrf, password: PASSWORD });
   assert.equal(r.status, 429);
   assert.match(r.text, /Too many failed logins from this address/);
+  // The UI writes the line before it answers, but its stderr reaches this
+  // process through a pipe on its own turn of the event loop: wait for it
+  // (bounded), as a busy machine made the line arrive after the answer (the
+  // final CI of stop 42, with a CPU-heavy job beside it).
+  for (const deadline = Date.now() + WAIT.timeout; !/login: throttled/.test(ui.log()) && Date.now() < deadline;) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   assert.match(ui.log(), /login: throttled/);
   await page.close();
   ui.child.kill('SIGTERM');
