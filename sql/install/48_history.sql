@@ -56,14 +56,21 @@ BEGIN
                 run_at, created_at, attempted_at, finalized_at, unique_key, payload)
         SELECT $1, r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', r.attempt + 1, r.max_attempts,
                c.run_lease, r.run_at, r.created_at, a.claimed_at, c.completed_at, r.unique_key, r.payload
-          FROM (SELECT b.lane_id, b.claim_batch_id, b.completed_at, u.run_lease, u.lane_seq
+          FROM (SELECT b.lane_id, b.completed_at, u.run_lease, u.lane_seq
                   FROM awa.%1$I b, unnest(b.run_leases, b.lane_seqs) u(run_lease, lane_seq)) c
           -- One probe of the lane position index per job (LIMIT 1 keeps the planner from
           -- hashing a lane's whole slot once per completion batch).
           JOIN LATERAL (SELECT * FROM awa.%2$I e
                          WHERE e.lane_id = c.lane_id AND e.lane_seq = c.lane_seq LIMIT 1) r
             ON true
-          LEFT JOIN LATERAL (SELECT x.claimed_at FROM awa.%3$I x WHERE x.batch_id = c.claim_batch_id LIMIT 1) a
+          -- The claim that took it, by lane (the evidence's only index: a
+          -- probe by batch id read the slot's whole evidence once per job,
+          -- quadratic in the slot's completions; test/sql/history_linear.sql).
+          LEFT JOIN LATERAL (SELECT x.claimed_at FROM awa.%3$I x
+                              WHERE x.lane_id = c.lane_id AND x.next_lane_seq > c.lane_seq
+                                AND x.first_lane_seq <= c.lane_seq AND x.ready_generation = r.ready_generation
+                                AND (x.lane_ranges IS NULL OR x.lane_ranges @> c.lane_seq)
+                              ORDER BY x.next_lane_seq LIMIT 1) a
             ON true
         UNION ALL
         SELECT $1, d.job_id, d.queue, d.priority, coalesce(r.kind, d.kind), coalesce(r.args, d.args), d.state,

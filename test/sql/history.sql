@@ -186,6 +186,34 @@ SELECT i, pg_temp.cancel(job_id) AS cancel FROM b_jobs ORDER BY i;
 SELECT pg_temp.counts('h_b') AS after_cancel;
 RESET awa.history_retention;
 
+-- Copying a slot's completions to the history ring is linear in them: each
+-- completion finds the claim that took it (its attempted_at) by lane, through
+-- the claim evidence's (lane_id, next_lane_seq) index. Found by review: a
+-- probe by batch id, which the evidence has no index for, read the slot's
+-- whole evidence once per completion (2,000 batch-1 completions read about
+-- 2,000,000 evidence rows; 50,000 made a prune run for 55 s). The copy runs
+-- here by hand and is rolled back.
+SELECT count(*) AS lin_jobs FROM awa.enqueue_many(array_fill('lin'::text, ARRAY[2000]), NULL, 'h_lin');
+-- (batch-1 claims, each completed and committed)
+DO $$
+BEGIN
+    FOR i IN 1 .. 2000 LOOP
+        PERFORM awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('h_lin', 1) c;
+        COMMIT;
+    END LOOP;
+END
+$$;
+SELECT count(*) AS lin_claims, count(DISTINCT ready_slot) AS lin_slots FROM awa.ready_claim_attempt_batches WHERE queue = 'h_lin';
+SELECT ready_slot AS lin_slot FROM awa.ready_entries WHERE queue = 'h_lin' LIMIT 1 \gset
+BEGIN;
+SELECT awa._keep_history(:lin_slot) >= 2000 AS copied;
+SELECT count(*) AS lin_history, count(attempted_at) AS with_attempted_at
+  FROM awa.job_history WHERE queue = 'h_lin' AND state = 'completed';
+SELECT coalesce(sum(seq_tup_read), 0) < 20000 AS evidence_read_linearly
+  FROM pg_stat_xact_user_tables
+ WHERE schemaname = 'awa' AND relname = 'ready_claim_attempt_batches_' || :lin_slot;
+ROLLBACK;
+
 -- Only awa_admin (through run_maintenance) runs it; the internals are not
 -- executable by PUBLIC.
 SELECT has_function_privilege('public', 'awa._history()', 'EXECUTE') AS public_history,
