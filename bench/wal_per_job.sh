@@ -15,7 +15,9 @@
 # (checkpoint_timeout 1h, max_wal_size 8GB), so full-page images appear only for pages first touched after the
 # warm-up's checkpoint. The enqueue is bench/peers/pgbench/awa_enq1.sql, the drain
 # bench/peers/pgbench/awa_worker.sql with B=1 (claims durable at commit), both one client, N
-# transactions each, after a warm-up of WARMUP (1,000). Run as root (the server runs as postgres) or
+# transactions each, after a warm-up of WARMUP (1,000). Each measurement also counts its records by
+# relation (pg_waldump's records grouped by relfilenode, named from pg_class): which table or index
+# writes what. Run as root (the server runs as postgres) or
 # as postgres. Writes Markdown to stdout and $WORKDIR/result.md; the data directory is removed at the
 # end (kept with KEEP=1).
 set -euo pipefail
@@ -63,6 +65,22 @@ measure() {  # name, pgbench arguments... (TX: transactions, N by default; alway
 		awk -v n="$N" '{ gsub(/\([^)]*\)|\[[^]]*\]/, "") }
 			$1 != "Total" && $2 ~ /^[0-9]+$/ && $2 > 0 { printf "| %s | %.2f | %.1f | %.1f |\n", $1, $2 / n, $3 / n, $4 / n }
 			$1 == "Total" { printf "| total | %.2f | %.1f | %.1f |\n", $2 / n, $3 / n, $4 / n }'
+	echo
+	# By relation: each record's total length (FPIs included), grouped by the relfilenode of its
+	# first block reference (none: commit records and the like).
+	echo '| relation | record type | records/job | bytes/job |'
+	echo '|---|---|---:|---:|'
+	psql -F ' ' -c "SELECT relfilenode, relname FROM pg_class WHERE relfilenode <> 0" >"$WORKDIR/relnames"
+	as_pg "$PGBIN/pg_waldump" -p "$DATA/pg_wal" -s "$start" -e "$end" 2>/dev/null |
+		awk -v n="$N" 'NR == FNR { name[$1] = $2; next }
+			{
+				match($0, /len \(rec\/tot\): *[0-9]+\/ *[0-9]+/); split(substr($0, RSTART, RLENGTH), l, "/")
+				rel = "-"; if (match($0, /rel [0-9]+\/[0-9]+\/[0-9]+/)) { split(substr($0, RSTART + 4, RLENGTH - 4), r, "/"); rel = (r[3] in name) ? name[r[3]] : r[3] }
+				match($0, /desc: [A-Z_+0-9]+/); type = substr($0, RSTART + 6, RLENGTH - 6)
+				key = rel " | " type; count[key]++; bytes[key] += l[3] + 0
+			}
+			END { for (k in count) printf "| %s | %.2f | %.1f |\n", k, count[k] / n, bytes[k] / n }' \
+			"$WORKDIR/relnames" - | sort -t '|' -k5 -g -r
 	echo
 }
 shapes() {  # queue name

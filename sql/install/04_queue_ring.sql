@@ -64,7 +64,12 @@ CREATE TABLE awa.ready_tombstones (
 ) PARTITION BY LIST (ready_slot);
 
 -- The claim evidence ledger: one row per claim call, in the ready row's slot.
--- lane_ranges lists exactly the lanes that were handed out. A claim cursor moves
+-- Its lanes are exactly the lanes that were handed out: lane_ranges, or when
+-- NULL the one range [first_lane_seq, next_lane_seq). Readers test a lane x
+-- with first_lane_seq <= x AND next_lane_seq > x AND (lane_ranges IS NULL OR
+-- lane_ranges @> x), and aggregate coalesce(lane_ranges,
+-- int8multirange(int8range(first_lane_seq, next_lane_seq))); the claim walk's
+-- C reader (claim_walk.cpp) reads a NULL the same way. A claim cursor moves
 -- past a lane only while such a row covering it is visible.
 CREATE TABLE awa.ready_claim_attempt_batches (
     ready_slot       smallint       NOT NULL,
@@ -77,10 +82,13 @@ CREATE TABLE awa.ready_claim_attempt_batches (
     claim_generation bigint         NOT NULL,
     first_lane_seq   bigint         NOT NULL,
     next_lane_seq    bigint         NOT NULL,
-    lane_ranges      int8multirange NOT NULL,
     claimed_at       timestamptz    NOT NULL
-    -- Then claimed_count, added by 12_ring_partitions.sql (its missing
-    -- value 1: a claim of one job stores no count).
+    -- Then claimed_count and lane_ranges, added by 12_ring_partitions.sql
+    -- (claimed_count's missing value 1: a claim of one job stores no count;
+    -- lane_ranges NULL when the claim took the one range [first_lane_seq,
+    -- next_lane_seq), as every claim that passed no open enqueue did: such a
+    -- row ends before both, 32 bytes of WAL fewer (docs/architecture.md §4,
+    -- "Claim evidence of one range")).
     -- No primary key and no batch_id index: every reader finds these rows by
     -- lane (the index below); batch_id is the claim batch's, unique in
     -- awa.lease_claim_batches (05_claim_ring.sql). An index nobody reads cost
@@ -90,6 +98,7 @@ CREATE TABLE awa.ready_claim_attempt_batches (
 ) PARTITION BY LIST (ready_slot);
 CREATE INDEX ready_claim_attempt_batches_lane_next_idx
     ON awa.ready_claim_attempt_batches (lane_id, next_lane_seq);
+
 
 -- Terminal facts for failed, cancelled and wide completions. Body columns are
 -- NULL when the ready row is retained (narrow rows).
@@ -119,24 +128,28 @@ CREATE INDEX done_entries_failed_idx ON awa.done_entries (queue) WHERE state = '
 
 -- Compact terminal history of successful completions: one row per completing
 -- call, claim batch and run of consecutive positions, arrays per job. batch_id is its closure batch's,
--- keyed under the claim batch (05_claim_ring.sql).
+-- keyed under the claim batch (05_claim_ring.sql; awa._claim_batch_of_closure(batch_id) is the
+-- claim batch, stored nowhere else). The jobs are the slot's ready rows at
+-- (lane_id, lane_seqs[i]), read from them (their job_id): a completion stores
+-- no job ids (docs/architecture.md §4, "Completion receipts without a B-tree").
 CREATE TABLE awa.receipt_completion_batches (
     ready_slot       smallint    NOT NULL,
     claim_slot       smallint    NOT NULL,
     priority         smallint    NOT NULL,
     ready_generation bigint      NOT NULL,
     batch_id         bigint      NOT NULL,
-    claim_batch_id   bigint      NOT NULL,
     lane_id          bigint      NOT NULL,
+    first_lane_seq   bigint      NOT NULL,
     queue            text        NOT NULL,
-    job_ids          bigint[]    NOT NULL,
-    lane_seqs        bigint[]    NOT NULL,
     completed_at     timestamptz NOT NULL
-    -- Then completed_count and run_leases, added by 12_ring_partitions.sql
-    -- (missing values 1 and {1}: the completion of one job on its first run
-    -- stores neither).
-    -- No primary key: each slot's table has a unique index on batch_id
-    -- (12_ring_partitions.sql), 8 bytes per entry smaller than a key that
-    -- holds the slot as a primary key of the parent must.
+    -- Then completed_count, run_leases and lane_seqs, added by
+    -- 12_ring_partitions.sql (missing values 1 and {1}: the completion of one
+    -- job on its first run stores neither; lane_seqs NULL when the positions
+    -- are first_lane_seq, first_lane_seq + 1, ..., as the completion of
+    -- consecutive jobs' are). Read the positions as
+    -- awa._lane_positions(first_lane_seq, completed_count, lane_seqs).
+    -- No primary key and no B-tree: each slot's table has a BRIN index on
+    -- batch_id (12_ring_partitions.sql), for awa.get_job's look-up; the
+    -- closure batch of the same id is unique in lease_claim_closure_batches.
 ) PARTITION BY LIST (ready_slot);
 

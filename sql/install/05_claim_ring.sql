@@ -34,15 +34,18 @@ CREATE TABLE awa.lease_claim_batches (
     batch_id         bigint      NOT NULL,
     ready_generation bigint      NOT NULL,
     lane_id          bigint      NOT NULL,
+    first_lane_seq   bigint      NOT NULL,
     queue            text        NOT NULL,
     job_ids          bigint[]    NOT NULL,
-    lane_seqs        bigint[]    NOT NULL,
     deadline_at      timestamptz NOT NULL,
     claimed_at       timestamptz NOT NULL
-    -- Then claimed_count, run_leases, attempts and max_attempts, added by
-    -- 12_ring_partitions.sql (missing values 1, {1}, {1} and {25}: a claim
-    -- of one job on its first run, with the default max_attempts, stores
-    -- none of them).
+    -- Then claimed_count, run_leases, attempts, max_attempts and lane_seqs,
+    -- added by 12_ring_partitions.sql (missing values 1, {1}, {1} and {25}:
+    -- a claim of one job on its first run, with the default max_attempts,
+    -- stores none of them; lane_seqs NULL when the jobs' lane positions are
+    -- first_lane_seq, first_lane_seq + 1, ... in claim order, as a claim of
+    -- one range's are: such a row stores one bigint instead of an array,
+    -- docs/architecture.md §4, "Evidence rows store no copy of a key").
     -- No primary key: each slot's table has a unique index on batch_id
     -- (12_ring_partitions.sql), 8 bytes per entry smaller than a key that
     -- holds the slot as a primary key of the parent must.
@@ -68,13 +71,13 @@ CREATE TABLE awa.lease_claim_closures (
 -- probe (the last closure keyed at or below i), and a claim batch's closures
 -- are the batch_id range
 -- awa._first_closure_batch_id(id) .. awa._last_closure_batch_id(id), with no
--- index on claim_batch_id (docs/architecture.md, "Closures keyed under their
--- claim batch").
+-- claim_batch_id column (awa._claim_batch_of_closure(batch_id) is the claim
+-- batch) and no index on it (docs/architecture.md, "Closures keyed under
+-- their claim batch"). The two slots share the first 8 bytes.
 CREATE TABLE awa.lease_claim_closure_batches (
     claim_slot       smallint    NOT NULL,
-    batch_id         bigint      NOT NULL,
-    claim_batch_id   bigint      NOT NULL,
     ready_slot       smallint    NOT NULL,
+    batch_id         bigint      NOT NULL,
     ready_generation bigint      NOT NULL,
     closed_at        timestamptz NOT NULL
     -- Then outcome, closed_count and claim_indexes, added by

@@ -110,7 +110,7 @@ WITH queues AS (
 ), closed AS (
     SELECT c.queue, sum(x.closed_count) AS n
       FROM awa.lease_claim_closure_batches x
-      JOIN awa.lease_claim_batches c ON c.batch_id = x.claim_batch_id AND c.claim_slot = x.claim_slot
+      JOIN awa.lease_claim_batches c ON c.batch_id = awa._claim_batch_of_closure(x.batch_id) AND c.claim_slot = x.claim_slot
      WHERE p_queue IS NULL OR c.queue = p_queue GROUP BY c.queue
 ), completed AS (
     SELECT r.queue, sum(r.completed_count) AS n FROM awa.receipt_completion_batches r
@@ -194,7 +194,7 @@ WITH keyed AS (
 ), closed AS (
     SELECT c.lane_id, sum(x.closed_count) AS n
       FROM awa.lease_claim_closure_batches x
-      JOIN awa.lease_claim_batches c ON c.batch_id = x.claim_batch_id AND c.claim_slot = x.claim_slot
+      JOIN awa.lease_claim_batches c ON c.batch_id = awa._claim_batch_of_closure(x.batch_id) AND c.claim_slot = x.claim_slot
      WHERE c.lane_id IN (SELECT lane_id FROM keyed) GROUP BY c.lane_id
 )
 SELECT k.name, sum(coalesce(claimed.n, 0) - coalesce(closed.n, 0))::bigint

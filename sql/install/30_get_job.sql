@@ -207,7 +207,7 @@ BEGIN
                               WHERE d.job_id IS NULL AND t.tombstoned_at IS NULL
                                 AND a.lane_id = r.lane_id AND a.ready_slot = slot
                                 AND a.ready_generation = r.ready_generation AND a.next_lane_seq > r.lane_seq
-                                AND a.first_lane_seq <= r.lane_seq AND a.lane_ranges @> r.lane_seq
+                                AND a.first_lane_seq <= r.lane_seq AND (a.lane_ranges IS NULL OR a.lane_ranges @> r.lane_seq)
                               LIMIT 1) b ON true
          WHERE r.ready_slot = slot
           ) q;
@@ -274,7 +274,8 @@ BEGIN
                               WHERE c.batch_id IS NULL
                                 AND k.batch_id BETWEEN awa._first_closure_batch_id(u.batch_id)
                                                    AND awa._last_closure_batch_id(u.batch_id)
-                                AND k.ready_slot = slot AND r.job_id = ANY (k.job_ids)
+                                AND k.ready_slot = slot AND k.lane_id = r.lane_id
+                                AND r.lane_seq = ANY (awa._lane_positions(k.first_lane_seq, k.completed_count, k.lane_seqs))
                               LIMIT 1) kc ON true
           LEFT JOIN LATERAL (SELECT k.batch_id, k.outcome, k.closed_at, k.ready_slot
                                FROM awa.lease_claim_closure_batches k

@@ -118,7 +118,7 @@ BEGIN
         SELECT x.batch_id, x.claim_slot INTO b FROM awa.ready_claim_attempt_batches x
          WHERE x.lane_id = r.lane_id AND x.ready_slot = r.ready_slot
            AND x.ready_generation = r.ready_generation AND x.next_lane_seq > r.lane_seq
-           AND x.first_lane_seq <= r.lane_seq AND x.lane_ranges @> r.lane_seq;
+           AND x.first_lane_seq <= r.lane_seq AND (x.lane_ranges IS NULL OR x.lane_ranges @> r.lane_seq);
         IF NOT FOUND AND current_setting('transaction_isolation') <> 'read committed' THEN
             -- The claim committed after this transaction's snapshot was taken.
             RAISE EXCEPTION 'could not cancel the job: it was claimed by a transaction this snapshot cannot see'

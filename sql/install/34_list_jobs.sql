@@ -172,18 +172,20 @@ BEGIN
         -- per completion call, in the ring until its slot is pruned (15
         -- rotations, about 15 s by default), then in the history ring. Read
         -- whole, slot by slot, only the slots with a block on disk (the slot
-        -- a parameter, pruned at the plan's start), along the primary key
-        -- (every batch id is positive: claim batch ids start at 1, and a
-        -- closure's or completion's is the claim's shifted left).
+        -- a parameter, pruned at the plan's start); a batch's jobs are the
+        -- slot's ready rows at its lane positions (it stores no job ids).
         FOREACH slot IN ARRAY ARRAY(SELECT s.slot FROM awa.queue_ring_slots s
                                      WHERE pg_relation_size(format('awa.receipt_completion_batches_%s',
                                                                    s.slot)::regclass) > 0
                                      ORDER BY s.slot) LOOP
             gathered := awa._list_jobs_merge(gathered,
-                ARRAY(SELECT DISTINCT j.id FROM awa.receipt_completion_batches k, unnest(k.job_ids) AS j(id)
-                       WHERE k.ready_slot = slot AND k.batch_id > 0
-                         AND (p_queue IS NULL OR k.queue = p_queue) AND j.id < below
-                       ORDER BY j.id DESC), NULL);
+                ARRAY(SELECT DISTINCT e.job_id FROM awa.receipt_completion_batches k,
+                                                    unnest(awa._lane_positions(k.first_lane_seq, k.completed_count, k.lane_seqs)) AS u(lane_seq),
+                                                    awa.ready_entries e
+                       WHERE k.ready_slot = slot AND e.ready_slot = slot
+                         AND e.lane_id = k.lane_id AND e.lane_seq = u.lane_seq
+                         AND (p_queue IS NULL OR k.queue = p_queue) AND e.job_id < below
+                       ORDER BY e.job_id DESC), NULL);
         END LOOP;
     END IF;
     gathered := coalesce(gathered, '{}');
@@ -204,7 +206,7 @@ BEGIN
                          AND NOT EXISTS (SELECT FROM awa.ready_claim_attempt_batches a
                                           WHERE a.lane_id = e.lane_id AND a.ready_slot = e.ready_slot
                                             AND a.next_lane_seq > e.lane_seq
-                                            AND a.first_lane_seq <= e.lane_seq AND a.lane_ranges @> e.lane_seq)))
+                                            AND a.first_lane_seq <= e.lane_seq AND (a.lane_ranges IS NULL OR a.lane_ranges @> e.lane_seq))))
                     AND (p_queue IS NULL OR e.queue = p_queue) AND (p_kind IS NULL OR e.kind = p_kind)
                     AND (p_args IS NULL OR e.args @> p_args)
                     AND (p_tag IS NULL OR coalesce(e.payload -> 'tags', '[]') ? p_tag)
@@ -248,7 +250,7 @@ BEGIN
                          AND NOT EXISTS (SELECT FROM awa.ready_claim_attempt_batches a
                                           WHERE a.lane_id = e.lane_id AND a.ready_slot = e.ready_slot
                                             AND a.next_lane_seq > e.lane_seq
-                                            AND a.first_lane_seq <= e.lane_seq AND a.lane_ranges @> e.lane_seq)))
+                                            AND a.first_lane_seq <= e.lane_seq AND (a.lane_ranges IS NULL OR a.lane_ranges @> e.lane_seq))))
                     AND (p_queue IS NULL OR e.queue = p_queue) AND (p_kind IS NULL OR e.kind = p_kind)
                     AND (p_args IS NULL OR e.args @> p_args)
                     AND (p_tag IS NULL OR coalesce(e.payload -> 'tags', '[]') ? p_tag)

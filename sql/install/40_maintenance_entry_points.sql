@@ -25,6 +25,15 @@ CREATE FUNCTION awa._first_closure_batch_id(claim_batch_id bigint)
 RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_first_closure_batch_id' LANGUAGE C IMMUTABLE STRICT;
 CREATE FUNCTION awa._last_closure_batch_id(claim_batch_id bigint)
 RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_last_closure_batch_id' LANGUAGE C IMMUTABLE STRICT;
+-- The claim batch a closure or completion batch is keyed under (neither row
+-- stores it again: 8 bytes of WAL each).
+CREATE FUNCTION awa._claim_batch_of_closure(closure_batch_id bigint)
+RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_claim_batch_of_closure' LANGUAGE C IMMUTABLE STRICT;
+-- The lane positions of a claim batch or completion receipt: lane_seqs, or
+-- when NULL first_lane_seq, first_lane_seq + 1, ... (count of them), the form
+-- both rows store consecutive positions in (04_queue_ring.sql, 05_claim_ring.sql).
+CREATE FUNCTION awa._lane_positions(first_lane_seq bigint, count int, lane_seqs bigint[])
+RETURNS bigint[] AS 'MODULE_PATHNAME', 'awa_internal_lane_positions' LANGUAGE C IMMUTABLE;
 CREATE FUNCTION awa._task_names()
 RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_task_names' LANGUAGE C IMMUTABLE;
 -- Every outcome a step may report (src/core/maintenance_outcome.cpp, the one

@@ -40,7 +40,7 @@ BEGIN
               FROM awa.lane_cursors() l
              WHERE EXISTS (SELECT 1 FROM awa.%3$I g WHERE g.lane_id = l.lane_id)
         ), spent AS MATERIALIZED (
-            SELECT a.lane_id, range_agg(a.lane_ranges) AS ranges FROM awa.%2$I a GROUP BY a.lane_id
+            SELECT a.lane_id, range_agg(coalesce(a.lane_ranges, int8multirange(int8range(a.first_lane_seq, a.next_lane_seq)))) AS ranges FROM awa.%2$I a GROUP BY a.lane_id
         ), open_batches AS MATERIALIZED (
             -- Claims with an attempt still open (closures fewer than claims);
             -- most batches are closed whole and are passed over here.
@@ -74,10 +74,10 @@ BEGIN
                              WHERE e.job_id = o.job_id AND e.run_lease + 1 = o.run_lease LIMIT 1) r ON true
               JOIN LATERAL (SELECT b.* FROM awa.%2$I b
                              WHERE b.lane_id = r.lane_id AND b.next_lane_seq > r.lane_seq
-                               AND b.first_lane_seq <= r.lane_seq AND b.lane_ranges @> r.lane_seq
+                               AND b.first_lane_seq <= r.lane_seq AND (b.lane_ranges IS NULL OR b.lane_ranges @> r.lane_seq)
                              ORDER BY b.next_lane_seq LIMIT 1) a ON true
         ), carried_spent AS MATERIALIZED (
-            SELECT e.lane_id, range_agg(e.lane_ranges) AS ranges FROM carried_evidence e
+            SELECT e.lane_id, range_agg(coalesce(e.lane_ranges, int8multirange(int8range(e.first_lane_seq, e.next_lane_seq)))) AS ranges FROM carried_evidence e
              GROUP BY e.lane_id
         ), moving AS MATERIALIZED (
             SELECT r.*, o.job_id IS NOT NULL AS running
@@ -174,20 +174,21 @@ BEGIN
                                        WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id) AND awa._last_closure_batch_id(c.batch_id))
         ), claims AS (
             INSERT INTO awa.%3$I (claim_slot, claim_generation, batch_id, ready_slot, ready_generation, lane_id, queue,
-                                  priority, claimed_count, job_ids, run_leases, lane_seqs, attempts, max_attempts,
-                                  deadline_at, claimed_at)
+                                  priority, claimed_count, job_ids, run_leases, first_lane_seq, lane_seqs, attempts,
+                                  max_attempts, deadline_at, claimed_at)
             SELECT $1, b.claim_generation, b.batch_id, b.ready_slot, b.ready_generation, b.lane_id, b.queue, b.priority,
                    b.claimed_count,
-                   b.job_ids, b.run_leases, b.lane_seqs, b.attempts, b.max_attempts, b.deadline_at, b.claimed_at
+                   b.job_ids, b.run_leases, b.first_lane_seq, b.lane_seqs, b.attempts, b.max_attempts, b.deadline_at,
+                   b.claimed_at
               FROM open_batches b
             RETURNING 1
         ), closures AS (
-            INSERT INTO awa.%4$I (claim_slot, batch_id, claim_batch_id, ready_slot, ready_generation, outcome,
+            INSERT INTO awa.%4$I (claim_slot, batch_id, ready_slot, ready_generation, outcome,
                                   closed_count, claim_indexes, closed_at)
-            SELECT $1, x.batch_id, x.claim_batch_id, x.ready_slot, x.ready_generation, x.outcome, x.closed_count,
+            SELECT $1, x.batch_id, x.ready_slot, x.ready_generation, x.outcome, x.closed_count,
                    x.claim_indexes, x.closed_at
               FROM awa.%2$I x
-             WHERE x.claim_batch_id IN (SELECT b.batch_id FROM open_batches b)
+             WHERE awa._claim_batch_of_closure(x.batch_id) IN (SELECT b.batch_id FROM open_batches b)
             RETURNING 1
         )
         SELECT jsonb_build_object('claims', (SELECT count(*) FROM claims),

@@ -142,11 +142,14 @@ BEGIN
             -- the unique keys they hold (states that include a final one) are
             -- released.
             detail := detail || jsonb_build_object('terminal_jobs', awa._forget_finished(format(
-                'SELECT r.queue, ''completed'' AS state, u.job_id, NULL::bigint AS run_lease
-                   FROM awa.%I r, unnest(r.job_ids) u(job_id)
+                'SELECT r.queue, ''completed'' AS state, e.job_id, NULL::bigint AS run_lease
+                   FROM awa.%1$I r, unnest(awa._lane_positions(r.first_lane_seq, r.completed_count, r.lane_seqs)) u(lane_seq)
+                   JOIN LATERAL (SELECT e.job_id FROM awa.%3$I e
+                                  WHERE e.lane_id = r.lane_id AND e.lane_seq = u.lane_seq LIMIT 1) e ON true
                  UNION ALL
-                 SELECT d.queue, d.state, d.job_id, d.run_lease FROM awa.%I d WHERE d.state IN (''failed'', ''cancelled'')',
-                'receipt_completion_batches_' || target_slot, 'done_entries_' || target_slot)));
+                 SELECT d.queue, d.state, d.job_id, d.run_lease FROM awa.%2$I d WHERE d.state IN (''failed'', ''cancelled'')',
+                'receipt_completion_batches_' || target_slot, 'done_entries_' || target_slot,
+                'ready_entries_' || target_slot)));
         END IF;
         -- The records of the slot that retries superseded go with it.
         EXECUTE format('DELETE FROM awa.superseded_records sup USING awa.%I d'
@@ -159,6 +162,14 @@ BEGIN
     -- is refused, awa._hold_rings)
     PERFORM awa._note_ring_truncation();
     EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
+    IF ring = 'queue' THEN
+        -- TRUNCATE rebuilt the completion receipts' BRIN index, whose build
+        -- summarizes the first page range as empty: every completion written
+        -- there would widen that summary, 72 bytes of WAL each. Unsummarized,
+        -- it costs a completion nothing (12_ring_partitions.sql).
+        PERFORM pg_catalog.brin_desummarize_range(
+            format('awa.%I', 'receipt_completion_batches_' || target_slot || '_batch_id_idx')::regclass, 0);
+    END IF;
     outcome := 'pruned';
 END
 $$;

@@ -57,7 +57,9 @@ BEGIN
         SELECT $1, r.job_id, r.queue, r.priority, r.kind, r.args, 'completed', r.attempt + 1, r.max_attempts,
                c.run_lease, r.run_at, r.created_at, a.claimed_at, c.completed_at, r.unique_key, r.payload
           FROM (SELECT b.lane_id, b.completed_at, u.run_lease, u.lane_seq
-                  FROM awa.%1$I b, unnest(b.run_leases, b.lane_seqs) u(run_lease, lane_seq)) c
+                  FROM awa.%1$I b,
+                       unnest(b.run_leases, awa._lane_positions(b.first_lane_seq, b.completed_count, b.lane_seqs))
+                         u(run_lease, lane_seq)) c
           -- One probe of the lane position index per job (LIMIT 1 keeps the planner from
           -- hashing a lane's whole slot once per completion batch).
           JOIN LATERAL (SELECT * FROM awa.%2$I e

@@ -51,7 +51,7 @@ BEGIN
                JOIN awa.queue_lanes k ON k.lane_id = q.lane_id AND k.concurrency_key IS NULL LOOP
         cursor_at := l.claim_cursor;
         SELECT coalesce(range_agg(x.lanes), '{}'::int8multirange) INTO claimed
-          FROM awa.ready_claim_attempt_batches b, unnest(b.lane_ranges) AS x(lanes)
+          FROM awa.ready_claim_attempt_batches b, unnest(coalesce(b.lane_ranges, int8multirange(int8range(b.first_lane_seq, b.next_lane_seq)))) AS x(lanes)
          WHERE b.lane_id = l.lane_id AND b.next_lane_seq > cursor_at;
         free := cursor_at + 1;
         FOR r IN SELECT unnest(claimed) LOOP

@@ -39,6 +39,12 @@ ClosureFirstIndex(int64_t closure_batch_id) noexcept
 }
 
 int64_t
+ClaimBatchOfClosure(int64_t closure_batch_id) noexcept
+{
+	return closure_batch_id >> kClosureIndexBits;
+}
+
+int64_t
 FirstClosureBatchId(int64_t claim_batch_id) noexcept
 {
 	return ClosureBatchId(claim_batch_id, 0);

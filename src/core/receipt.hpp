@@ -65,5 +65,9 @@ int64_t FirstClosureBatchId(int64_t claim_batch_id) noexcept;
 int64_t LastClosureBatchId(int64_t claim_batch_id) noexcept;
 // The first position a closure of the claim batch closes (the low bits of its id).
 int32_t ClosureFirstIndex(int64_t closure_batch_id) noexcept;
+// The claim batch a closure (or completion) batch is keyed under (the high
+// bits of its id): no closure or completion row stores it again (SQL:
+// awa._claim_batch_of_closure).
+int64_t ClaimBatchOfClosure(int64_t closure_batch_id) noexcept;
 
 }  // namespace awa::core

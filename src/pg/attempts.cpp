@@ -169,7 +169,8 @@ struct ClaimBatchRow {
 	Datum queue;
 	int16 priority;
 	int32 claimed_count;
-	Datum job_ids, run_leases, lane_seqs, attempts, max_attempts;
+	Datum job_ids, run_leases, lane_seqs, attempts, max_attempts;  // lane_seqs (Datum) 0 when NULL
+	int64 first_lane_seq;
 	TimestampTz claimed_at;
 	TimestampTz deadline_at;
 	int64 claim_generation;
@@ -181,11 +182,12 @@ static_assert(std::is_trivially_destructible_v<ClaimBatchRow>, "lives across Pos
 // The column numbers of a claim child, by name, per slot and incarnation.
 enum ClaimColumn {
 	kReadySlot, kReadyGeneration, kQueue, kPriority, kClaimedCount, kJobIds, kRunLeases, kLaneSeqs, kAttemptsColumn,
-	kMaxAttemptsColumn, kClaimedAt, kDeadlineAt, kClaimGeneration, kLaneId, kClaimColumns
+	kMaxAttemptsColumn, kClaimedAt, kDeadlineAt, kClaimGeneration, kLaneId, kFirstLaneSeq, kClaimColumns
 };
 const char *const kClaimColumnNames[kClaimColumns] = {
     "ready_slot", "ready_generation", "queue",       "priority",   "claimed_count",    "job_ids", "run_leases",
-    "lane_seqs",  "attempts",         "max_attempts", "claimed_at", "deadline_at", "claim_generation", "lane_id"};
+    "lane_seqs",  "attempts",         "max_attempts", "claimed_at", "deadline_at", "claim_generation", "lane_id",
+    "first_lane_seq"};
 
 const AttrNumber *
 ClaimColumnsOf(int slot)
@@ -197,7 +199,7 @@ ClaimColumnsOf(int slot)
 		incarnation = ExtensionIncarnation();
 	}
 	AttrNumber *c = columns[slot];
-	if (c[kLaneId] == InvalidAttrNumber) {
+	if (c[kFirstLaneSeq] == InvalidAttrNumber) {
 		AttrNumber found[kClaimColumns];
 		for (int i = 0; i < kClaimColumns; i++)
 			found[i] = BatchColumn(RingTable::kClaimBatches, slot, kClaimColumnNames[i]);
@@ -228,7 +230,10 @@ VisitClaimBatch(const BatchRow &batch, void *arg)
 	row.claimed_count = DatumGetInt32(value(kClaimedCount));
 	row.job_ids = varlena(kJobIds);
 	row.run_leases = varlena(kRunLeases);
-	row.lane_seqs = varlena(kLaneSeqs);
+	// NULL: the positions are first_lane_seq, first_lane_seq + 1, ... (05_claim_ring.sql).
+	Datum lane_seqs = value(kLaneSeqs);
+	row.lane_seqs = isnull ? (Datum)0 : datumCopy(lane_seqs, false, -1);
+	row.first_lane_seq = DatumGetInt64(value(kFirstLaneSeq));
 	row.attempts = varlena(kAttemptsColumn);
 	row.max_attempts = varlena(kMaxAttemptsColumn);
 	row.claimed_at = DatumGetTimestampTz(value(kClaimedAt));
@@ -389,7 +394,14 @@ ReadClaimArrays(int64 claim_batch_id, int claimed_count, const ClaimBatchRow &ro
 	arrays.count = claimed_count;
 	arrays.job_ids = Elements<int64>(job_ids_datum, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[0]);
 	arrays.run_leases = Elements<int64>(row.run_leases, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[1]);
-	arrays.lane_seqs = Elements<int64>(row.lane_seqs, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[2]);
+	if (row.lane_seqs == (Datum)0) {
+		int64 *positions = static_cast<int64 *>(palloc(sizeof(int64) * (claimed_count + 1)));
+		for (int i = 0; i < claimed_count; i++)
+			positions[i] = row.first_lane_seq + i;
+		arrays.lane_seqs = positions;
+		counts[2] = claimed_count;
+	} else
+		arrays.lane_seqs = Elements<int64>(row.lane_seqs, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[2]);
 	arrays.attempts = Elements<int16>(row.attempts, INT2OID, 2, true, TYPALIGN_SHORT, &counts[3]);
 	arrays.max_attempts = Elements<int16>(row.max_attempts, INT2OID, 2, true, TYPALIGN_SHORT, &counts[4]);
 	for (int count : counts)
@@ -591,38 +603,44 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 		// Column order of awa.lease_claim_closure_batches (05_claim_ring.sql, then
 		// 12_ring_partitions.sql). The
 		// closed jobs and run leases are the claim batch's at claim_indexes.
-		Datum closure[9] = {Int16GetDatum(slot),
-		                    Int64GetDatum(batch_id),
-		                    Int64GetDatum(claim_batch_id),
+		// (The claim batch is batch_id's high bits: no column holds it.)
+		Datum closure[8] = {Int16GetDatum(slot),
 		                    Int16GetDatum(ready_slot),
+		                    Int64GetDatum(batch_id),
 		                    Int64GetDatum(ready_generation),
 		                    TimestampTzGetDatum(now),
 		                    CStringGetTextDatum(close_as),
 		                    Int32GetDatum(run_length),
 		                    PointerGetDatum(construct_array(closed_indexes + run_start, run_length, INT4OID, 4, true,
 		                                                    TYPALIGN_INT))};
-		bool closure_nulls[9] = {false};
-		InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 9);
+		bool closure_nulls[8] = {false};
+		InsertRingRow(RingTable::kClosureBatches, slot, closure, closure_nulls, 8);
 		if (action == AttemptAction::kComplete) {
 			// Column order of awa.receipt_completion_batches (04_queue_ring.sql, then
-			// 12_ring_partitions.sql).
-			Datum completion[13] = {
+			// 12_ring_partitions.sql). No job ids: the jobs are the slot's
+			// ready rows at their lane positions, stored as lane_seqs only
+			// when they are not first, first + 1, ...
+			bool consecutive = true;
+			for (int i = run_start + 1; i < run_end && consecutive; i++)
+				consecutive = DatumGetInt64(closed_lanes[i]) == DatumGetInt64(closed_lanes[run_start]) + (i - run_start);
+			Datum completion[12] = {
 			    Int16GetDatum(ready_slot),
 			    Int16GetDatum(slot),
 			    Int16GetDatum(priority),
 			    Int64GetDatum(ready_generation),
 			    Int64GetDatum(batch_id),
-			    Int64GetDatum(claim_batch_id),
 			    Int64GetDatum(lane_id),
+			    closed_lanes[run_start],
 			    queue,
-			    PointerGetDatum(construct_array(closed_jobs + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-			    PointerGetDatum(construct_array(closed_lanes + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 			    TimestampTzGetDatum(now),
 			    Int32GetDatum(run_length),
-			    PointerGetDatum(
-			        construct_array(closed_leases + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE))};
-			bool completion_nulls[13] = {false};
-			InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 13);
+			    PointerGetDatum(construct_array(closed_leases + run_start, run_length, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+			    consecutive ? (Datum)0
+			                : PointerGetDatum(construct_array(closed_lanes + run_start, run_length, INT8OID, 8, true,
+			                                                  TYPALIGN_DOUBLE))};
+			bool completion_nulls[12] = {false};
+			completion_nulls[11] = consecutive;
+			InsertRingRow(RingTable::kCompletionBatches, ready_slot, completion, completion_nulls, 12);
 		}
 		run_start = run_end;
 	}

@@ -272,8 +272,17 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 	    LaneFamily::kEvidence, slot, q.lane_id, q.cursor, generation, max_rows,
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
-		    MultirangeType *ranges = DatumGetMultirangeTypeP(row.values[0]);
 		    bool own = TransactionIdIsCurrentTransactionId(row.xmin);
+		    c.last = DatumGetInt64(row.values[1]);
+		    // No lane_ranges: the one range [first_lane_seq, next_lane_seq).
+		    if (row.values[0] == (Datum)0) {
+			    if (own)
+				    AddOwn(c.view, DatumGetInt64(row.values[2]), c.last);
+			    else
+				    AddSpent(c.view, DatumGetInt64(row.values[2]), c.last);
+			    return true;
+		    }
+		    MultirangeType *ranges = DatumGetMultirangeTypeP(row.values[0]);
 		    int32 range_count;
 		    RangeType **items;
 		    multirange_deserialize(c.range_type, ranges, &range_count, &items);
@@ -290,7 +299,6 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 			    else
 				    AddSpent(c.view, DatumGetInt64(lower.val), DatumGetInt64(upper.val));
 		    }
-		    c.last = DatumGetInt64(row.values[1]);
 		    return true;
 	    },
 	    &context, &context.last);

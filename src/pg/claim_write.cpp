@@ -241,6 +241,10 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 
 	// Column order of awa.ready_claim_attempt_batches and awa.lease_claim_batches
 	// (04_queue_ring.sql, 05_claim_ring.sql, then 12_ring_partitions.sql).
+	// lane_ranges is NULL when the claim took the one range [span_first,
+	// span_next) (every claim that passed no open enqueue): the row then ends
+	// before it (04_queue_ring.sql).
+	bool one_range = walk.plan.range_count == 1 && walk.claim[0].first == span_first && walk.claim[0].next == span_next;
 	Datum attempt_batch[13] = {Int16GetDatum(ready_slot),
 	                           Int16GetDatum(lane.priority),
 	                           Int16GetDatum(ring.claim_slot),
@@ -251,33 +255,42 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	                           Int64GetDatum(ring.claim_generation),
 	                           Int64GetDatum(span_first),
 	                           Int64GetDatum(span_next),
-	                           LaneRanges(walk.claim, walk.plan.range_count),
 	                           TimestampTzGetDatum(claimed_at),
-	                           Int32GetDatum(n)};
+	                           Int32GetDatum(n),
+	                           one_range ? (Datum)0 : LaneRanges(walk.claim, walk.plan.range_count)};
 	bool attempt_nulls[13] = {false};
+	attempt_nulls[12] = one_range;
 	// Noted before the evidence is written: the rotation leaves a ring
 	// alone only while no claim has written into its current generation
 	// (enqueue_generations.hpp).
 	NoteQueueGenerationClaimed(walk.plan.generation);
 	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 13);
-	Datum claim_batch[16] = {Int16GetDatum(ring.claim_slot),
-	                         Int16GetDatum(ready_slot),
-	                         Int16GetDatum(lane.priority),
-	                         Int64GetDatum(ring.claim_generation),
-	                         Int64GetDatum(batch_id),
-	                         Int64GetDatum(walk.plan.generation),
-	                         Int64GetDatum(lane.lane_id),
-	                         PointerGetDatum(queue),
-	                         PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-	                         PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-	                         deadline_at,
-	                         TimestampTzGetDatum(claimed_at),
-	                         Int32GetDatum(n),
-	                         PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-	                         PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
-	                         PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT))};
-	bool claim_nulls[16] = {false};
-	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 16);
+	// lane_seqs is NULL when the positions are first, first + 1, ... in claim
+	// order (05_claim_ring.sql): a batch-1 claim's row then ends before it.
+	bool consecutive = true;
+	for (int i = 1; i < n && consecutive; i++)
+		consecutive = DatumGetInt64(lane_seqs[i]) == DatumGetInt64(lane_seqs[0]) + i;
+	Datum claim_batch[17] = {
+	    Int16GetDatum(ring.claim_slot),
+	    Int16GetDatum(ready_slot),
+	    Int16GetDatum(lane.priority),
+	    Int64GetDatum(ring.claim_generation),
+	    Int64GetDatum(batch_id),
+	    Int64GetDatum(walk.plan.generation),
+	    Int64GetDatum(lane.lane_id),
+	    lane_seqs[0],
+	    PointerGetDatum(queue),
+	    PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	    deadline_at,
+	    TimestampTzGetDatum(claimed_at),
+	    Int32GetDatum(n),
+	    PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	    PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+	    PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
+	    consecutive ? (Datum)0 : PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE))};
+	bool claim_nulls[17] = {false};
+	claim_nulls[16] = consecutive;
+	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 17);
 	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
 	CountKeyedAttemptsStarted(queue, lane.lane_id, lane.keyed, n);
 	if (lane.keyed)

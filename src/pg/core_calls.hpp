@@ -77,6 +77,7 @@ AWA_CHECK_NOEXCEPT(CheckDelay(declval<int32_t>(), declval<int32_t>(), declval<in
 AWA_CHECK_NOEXCEPT(FirstClosureBatchId(declval<int64_t>()));
 AWA_CHECK_NOEXCEPT(LastClosureBatchId(declval<int64_t>()));
 AWA_CHECK_NOEXCEPT(ClosureFirstIndex(declval<int64_t>()));
+AWA_CHECK_NOEXCEPT(ClaimBatchOfClosure(declval<int64_t>()));
 
 // core/ring.hpp
 AWA_CHECK_NOEXCEPT(SlotOf(declval<int64_t>(), declval<int32_t>()));

@@ -37,7 +37,7 @@ struct FamilyDef {
 
 const FamilyDef kDefs[kFamilies] = {
     {RingTable::kReadyEntries, "lane_seq", {"lane_seq", NULL, "origin_generation"}},
-    {RingTable::kAttemptBatches, "next_lane_seq", {"lane_ranges", "next_lane_seq", NULL}},
+    {RingTable::kAttemptBatches, "next_lane_seq", {"lane_ranges", "next_lane_seq", "first_lane_seq"}},
     {RingTable::kTombstones, "lane_seq", {"lane_seq", NULL, NULL}},
 };
 
@@ -161,10 +161,14 @@ ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generati
 			row.values[c] = info.columns[c] == InvalidAttrNumber ? (Datum)0
 			                                                     : slot_getattr(row_slot, info.columns[c], &isnull);
 			// A ready row's origin_generation is NULL while it is the row's
-			// own generation (04_queue_ring.sql). No other column read here
-			// is nullable.
+			// own generation; claim evidence's lane_ranges is NULL when it
+			// is the one range [first_lane_seq, next_lane_seq), read as
+			// (Datum) 0 (04_queue_ring.sql). No other column read here is
+			// nullable.
 			if (isnull && family == LaneFamily::kReady && c == 2)
 				row.values[c] = Int64GetDatum(generation);
+			else if (isnull)
+				row.values[c] = (Datum)0;
 		}
 		HeapTuple tuple = ExecFetchSlotHeapTuple(row_slot, false, NULL);
 		row.xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);

@@ -21,7 +21,7 @@ namespace awa::pg {
 
 enum class LaneFamily {
 	kReady,       // ready_entries: lane_seq, (unused), origin_generation (its ready_generation when NULL)
-	kEvidence,    // ready_claim_attempt_batches: lane_ranges, next_lane_seq
+	kEvidence,    // ready_claim_attempt_batches: lane_ranges ((Datum) 0 when NULL), next_lane_seq, first_lane_seq
 	kTombstones,  // ready_tombstones: lane_seq
 };
 constexpr int kLaneScanColumns = 3;

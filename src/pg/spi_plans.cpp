@@ -215,7 +215,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kLaneSeqClaimed: $1 lane_id, $2 generation, $3 lane_seq
 	{Stmt::kLaneSeqClaimed, "SELECT 1 FROM awa.ready_claim_attempt_batches_%1$d"
 	 " WHERE lane_id = $1 AND next_lane_seq > $3 AND ready_generation = $2"
-	 "   AND first_lane_seq <= $3 AND lane_ranges @> $3",
+	 "   AND first_lane_seq <= $3 AND (lane_ranges IS NULL OR lane_ranges @> $3)",
 	 3, {INT8OID, INT8OID, INT8OID}},
 	// kLaneSeqTombstoned: $1 lane_id, $2 generation, $3 lane_seq
 	{Stmt::kLaneSeqTombstoned, "SELECT 1 FROM awa.ready_tombstones_%1$d"

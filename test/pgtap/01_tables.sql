@@ -84,7 +84,9 @@ SELECT hasnt_pk('awa', 'ready_entries', 'table awa.ready_entries has no primary 
 SELECT hasnt_pk('awa', 'ready_claim_attempt_batches',
                 'table awa.ready_claim_attempt_batches has no primary key (read by lane only)');
 SELECT hasnt_pk('awa', t::name, 'table awa.' || t || ' has no primary key (a unique batch_id index per partition)')
-  FROM unnest(ARRAY['receipt_completion_batches', 'lease_claim_batches', 'lease_claim_closure_batches']) t;
+  FROM unnest(ARRAY['lease_claim_batches', 'lease_claim_closure_batches']) t;
+SELECT hasnt_pk('awa', 'receipt_completion_batches',
+                'table awa.receipt_completion_batches has no primary key (a BRIN batch_id index per partition)');
 
 -- col_is_pk, exact key columns in key order: 26
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
@@ -147,19 +149,18 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                            'job_id', 'run_lease', 'attempt', 'kind', 'state', 'finalized_at', 'args',
                            'max_attempts', 'run_at', 'created_at', 'unique_key', 'payload']),
     ('receipt_completion_batches', ARRAY['ready_slot', 'claim_slot', 'priority', 'ready_generation', 'batch_id',
-                                         'claim_batch_id', 'lane_id', 'queue', 'completed_count', 'job_ids',
-                                         'run_leases', 'lane_seqs', 'completed_at']),
+                                         'lane_id', 'first_lane_seq', 'queue', 'completed_count', 'run_leases', 'lane_seqs',
+                                         'completed_at']),
     ('lease_claims', ARRAY['claim_slot', 'job_id', 'run_lease', 'receipt_id', 'ready_slot', 'ready_generation',
                            'queue', 'priority', 'attempt', 'max_attempts', 'lane_seq', 'claimed_at',
                            'materialized_at', 'closed_at', 'deadline_at']),
     ('lease_claim_batches', ARRAY['claim_slot', 'ready_slot', 'priority', 'claim_generation', 'batch_id',
-                                  'ready_generation', 'lane_id', 'queue', 'claimed_count', 'job_ids',
-                                  'run_leases', 'lane_seqs', 'attempts', 'max_attempts', 'deadline_at',
+                                  'ready_generation', 'lane_id', 'first_lane_seq', 'queue', 'claimed_count',
+                                  'job_ids', 'run_leases', 'lane_seqs', 'attempts', 'max_attempts', 'deadline_at',
                                   'claimed_at']),
     ('lease_claim_closures', ARRAY['claim_slot', 'job_id', 'run_lease', 'outcome', 'closed_at']),
-    ('lease_claim_closure_batches', ARRAY['claim_slot', 'batch_id', 'claim_batch_id', 'ready_slot',
-                                          'ready_generation', 'outcome', 'closed_count', 'claim_indexes',
-                                          'closed_at']),
+    ('lease_claim_closure_batches', ARRAY['claim_slot', 'ready_slot', 'batch_id', 'ready_generation', 'outcome',
+                                          'closed_count', 'claim_indexes', 'closed_at']),
     ('leases', ARRAY['lease_slot', 'ready_slot', 'priority', 'lease_generation', 'ready_generation', 'lane_id',
                      'queue', 'lane_seq', 'job_id', 'run_lease', 'state', 'attempt', 'max_attempts',
                      'heartbeat_at', 'deadline_at', 'attempted_at', 'callback_id', 'callback_timeout_at']),
@@ -290,14 +291,13 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('receipt_completion_batches', 'ready_generation', 'bigint'),
     ('receipt_completion_batches', 'batch_id', 'bigint'),
     ('receipt_completion_batches', 'claim_slot', 'smallint'),
-    ('receipt_completion_batches', 'claim_batch_id', 'bigint'),
     ('receipt_completion_batches', 'lane_id', 'bigint'),
     ('receipt_completion_batches', 'queue', 'text'),
     ('receipt_completion_batches', 'priority', 'smallint'),
     ('receipt_completion_batches', 'completed_count', 'integer'),
-    ('receipt_completion_batches', 'job_ids', 'bigint[]'),
     ('receipt_completion_batches', 'run_leases', 'bigint[]'),
     ('receipt_completion_batches', 'lane_seqs', 'bigint[]'),
+    ('receipt_completion_batches', 'first_lane_seq', 'bigint'),
     ('receipt_completion_batches', 'completed_at', 'timestamp with time zone'),
     ('lease_claims', 'claim_slot', 'smallint'),
     ('lease_claims', 'job_id', 'bigint'),
@@ -326,6 +326,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('lease_claim_batches', 'job_ids', 'bigint[]'),
     ('lease_claim_batches', 'run_leases', 'bigint[]'),
     ('lease_claim_batches', 'lane_seqs', 'bigint[]'),
+    ('lease_claim_batches', 'first_lane_seq', 'bigint'),
     ('lease_claim_batches', 'attempts', 'smallint[]'),
     ('lease_claim_batches', 'max_attempts', 'smallint[]'),
     ('lease_claim_batches', 'deadline_at', 'timestamp with time zone'),
@@ -337,7 +338,6 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('lease_claim_closures', 'closed_at', 'timestamp with time zone'),
     ('lease_claim_closure_batches', 'claim_slot', 'smallint'),
     ('lease_claim_closure_batches', 'batch_id', 'bigint'),
-    ('lease_claim_closure_batches', 'claim_batch_id', 'bigint'),
     ('lease_claim_closure_batches', 'ready_slot', 'smallint'),
     ('lease_claim_closure_batches', 'ready_generation', 'bigint'),
     ('lease_claim_closure_batches', 'outcome', 'text'),
@@ -486,6 +486,7 @@ SELECT results_eq(
              ('done_entries', 'args'), ('done_entries', 'created_at'), ('done_entries', 'max_attempts'),
              ('done_entries', 'payload'), ('done_entries', 'run_at'), ('done_entries', 'unique_key'),
              ('job_history', 'attempted_at'), ('job_history', 'payload'), ('job_history', 'unique_key'),
+             ('lease_claim_batches', 'lane_seqs'),
              ('lease_claims', 'closed_at'), ('lease_claims', 'deadline_at'), ('lease_claims', 'materialized_at'),
              ('leases', 'callback_id'), ('leases', 'callback_timeout_at'), ('leases', 'deadline_at'),
              ('leases', 'heartbeat_at'),
@@ -497,8 +498,10 @@ SELECT results_eq(
              ('queue_meta', 'key_rate_set_at'), ('queue_meta', 'max_running'), ('queue_meta', 'paused_at'),
              ('queue_meta', 'rate_burst'), ('queue_meta', 'rate_count'), ('queue_meta', 'rate_period'),
              ('queue_meta', 'rate_set_at'),
+             ('ready_claim_attempt_batches', 'lane_ranges'),
              ('ready_entries', 'attempted_at'), ('ready_entries', 'origin_generation'), ('ready_entries', 'payload'),
-             ('ready_entries', 'unique_key'), ('ready_entries', 'unique_states')$$,
+             ('ready_entries', 'unique_key'), ('ready_entries', 'unique_states'),
+             ('receipt_completion_batches', 'lane_seqs')$$,
     'exactly the optional columns are nullable; every other column is NOT NULL');
 
 -- Defaults: exactly these columns of the 33 tables have a default, and these
@@ -619,15 +622,24 @@ SELECT results_eq(
     'exactly these CHECK and UNIQUE constraints, and no foreign key');
 
 -- Storage parameters: the plain tables updated in place keep free space for
--- HOT updates, and no other relation of awa sets any: 1
+-- HOT updates, each completion receipts' BRIN index has page ranges of 32
+-- pages (12_ring_partitions.sql), and no other relation of awa sets any: 2
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", c.reloptions::text COLLATE "default"
         FROM pg_catalog.pg_class c
        WHERE c.relnamespace = 'awa'::regnamespace AND c.reloptions IS NOT NULL
+         AND c.relname !~ '^receipt_completion_batches_[0-9]+_batch_id_idx$'
        ORDER BY c.relname COLLATE "C"$$,
     $$VALUES ('attempt_state', '{fillfactor=80}'), ('job_unique_claims', '{fillfactor=80}'),
              ('queue_meta', '{fillfactor=70}')$$,
     'attempt_state and job_unique_claims have fillfactor 80, queue_meta 70, nothing else sets storage parameters');
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_class c
+            WHERE c.relnamespace = 'awa'::regnamespace
+              AND c.relname ~ '^receipt_completion_batches_[0-9]+_batch_id_idx$'
+              AND c.reloptions = '{pages_per_range=32}'),
+          (SELECT count(*)::int FROM pg_catalog.pg_inherits h
+            WHERE h.inhparent = 'awa.receipt_completion_batches'::regclass),
+          'every completion receipts'' BRIN index has page ranges of 32 pages');
 
 -- queue_meta enforces its settings' bounds and supplies the defaults of a
 -- queue configured by name only: 5

@@ -70,8 +70,8 @@ SELECT job_id = :rt AS is_rt, queue, priority, kind, args, state, run_lease, att
        (payload -> 'errors' -> 0 ->> 'at')::timestamptz BETWEEN :'t0' AND :'t1' AS error_at_is_now
   FROM awa.deferred_jobs WHERE queue = 'ae_retry';
 -- The attempt is closed with outcome 'retryable'.
-SELECT outcome, closed_count, claim_indexes, batch_id >> 14 = claim_batch_id AS keyed_under_claim_batch
-  FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :rt_r >> 18;
+SELECT outcome, closed_count, claim_indexes, batch_id >> 14 = awa._claim_batch_of_closure(batch_id) AS keyed_under_claim_batch
+  FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :rt_r >> 18;
 SELECT awa.get_job(:rt) ->> 'state' AS state, awa.get_job(:rt) -> 'attempt' AS attempt,
        awa.get_job(:rt) -> 'run_lease' AS run_lease, pg_temp.errors(awa.get_job(:rt)) AS errors;
 SELECT * FROM pg_temp.counts('ae_retry');
@@ -177,7 +177,7 @@ SELECT kind, args, state, run_lease, attempt, max_attempts, finalized_at <= cloc
        lane_seq = (SELECT lane_seq FROM awa.ready_entries WHERE job_id = :ex1) AS same_lane_seq,
        pg_temp.errors(payload) AS errors
   FROM awa.done_entries WHERE job_id = :ex1;
-SELECT outcome, closed_count FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :ex1_r >> 18;
+SELECT outcome, closed_count FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :ex1_r >> 18;
 SELECT awa.get_job(:ex1) ->> 'state' AS state, pg_temp.errors(awa.get_job(:ex1)) AS errors;
 SELECT * FROM pg_temp.counts('ae_exhaust');
 SELECT * FROM pg_temp.calls_after_end(:ex1, :ex1_l, :ex1_r);
@@ -216,7 +216,7 @@ SELECT queue, priority, kind, args, run_lease, original_run_lease, attempt, max_
 SELECT kind, attempt, errors = (SELECT payload -> 'errors' FROM awa.dlq_entries WHERE job_id = :dq1) AS same_errors,
        dlq_reason, run_lease FROM awa.dlq WHERE job_id = :dq1;
 SELECT count(*) AS done_rows FROM awa.done_entries WHERE job_id = :dq1;
-SELECT outcome FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :dq1_r >> 18;
+SELECT outcome FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :dq1_r >> 18;
 SELECT awa.get_job(:dq1) ->> 'state' AS state, awa.get_job(:dq1) ->> 'dlq_reason' AS dlq_reason;
 SELECT * FROM pg_temp.counts('ae_dlq');
 SELECT * FROM pg_temp.calls_after_end(:dq1, :dq1_l, :dq1_r);
@@ -246,7 +246,7 @@ SELECT pg_temp.written(:'before_fail') AS written;
 SELECT kind, args, state, run_lease, attempt, max_attempts, pg_temp.errors(payload) AS errors,
        payload -> 'progress' AS progress
   FROM awa.done_entries WHERE job_id = :fl;
-SELECT outcome FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :fl_r >> 18;
+SELECT outcome FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :fl_r >> 18;
 SELECT count(*) AS deferred_rows FROM awa.deferred_jobs WHERE job_id = :fl;
 SELECT awa.get_job(:fl) ->> 'state' AS state, awa.get_job(:fl) -> 'progress' AS progress;
 SELECT * FROM pg_temp.counts('ae_fail');
@@ -281,7 +281,7 @@ SELECT queue, priority, kind, args, state, run_lease, attempt, max_attempts, pay
        run_at BETWEEN :'t0'::timestamptz + interval '5 minutes'
                   AND :'t1'::timestamptz + interval '5 minutes' AS run_at_is_now_plus_delay
   FROM awa.deferred_jobs WHERE job_id = :sn;
-SELECT outcome FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :sn_r1 >> 18;
+SELECT outcome FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :sn_r1 >> 18;
 SELECT awa.get_job(:sn) ->> 'state' AS state, awa.get_job(:sn) -> 'attempt' AS attempt,
        awa.get_job(:sn) -> 'errors' AS errors;
 SELECT * FROM pg_temp.counts('ae_snooze');

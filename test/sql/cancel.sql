@@ -152,8 +152,8 @@ SELECT * FROM pg_temp.counts('ca_run');
 SELECT pg_temp.footprint() AS before_run \gset
 SELECT awa.cancel(:run) AS run;
 SELECT pg_temp.written(:'before_run') AS written;
-SELECT outcome, closed_count, claim_indexes, batch_id >> 14 = claim_batch_id AS keyed_under_claim_batch
-  FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :run_r >> 18;
+SELECT outcome, closed_count, claim_indexes, batch_id >> 14 = awa._claim_batch_of_closure(batch_id) AS keyed_under_claim_batch
+  FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :run_r >> 18;
 SELECT kind, args, state, run_lease, attempt FROM awa.done_entries WHERE job_id = :run;
 SELECT count(*) AS ready_tombstones FROM awa.ready_tombstones WHERE job_id = :run;
 SELECT awa.get_job(:run) ->> 'state' AS state, awa.get_job(:run) -> 'attempt' AS attempt,

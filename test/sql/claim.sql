@@ -51,9 +51,9 @@ SELECT kind, priority FROM awa.claim('cl_max', 5);
 SELECT kind, priority FROM awa.claim('cl_max', 5);
 SELECT count(*) AS claimed FROM awa.claim('cl_max', 10000);
 -- Every claim wrote one attempt batch and one claim batch, in its lane.
-SELECT priority, claimed_count, lane_ranges, first_lane_seq, next_lane_seq
+SELECT priority, claimed_count, lane_ranges IS NULL AS one_range, first_lane_seq, next_lane_seq
   FROM awa.ready_claim_attempt_batches WHERE queue = 'cl_max' ORDER BY batch_id;
-SELECT priority, claimed_count, lane_seqs, run_leases, attempts
+SELECT priority, claimed_count, first_lane_seq, lane_seqs, run_leases, attempts
   FROM awa.lease_claim_batches WHERE queue = 'cl_max' ORDER BY batch_id;
 
 -- A claim that finds nothing writes nothing.
@@ -89,12 +89,12 @@ SELECT b.batch_id = :receipt_id >> 18 AS receipt_names_batch,
        (:receipt_id >> 4) & 16383 AS receipt_index,
        :receipt_id & 15 AS receipt_slot,
        b.claim_slot, b.claim_generation, b.ready_slot, b.ready_generation, b.priority, b.claimed_count,
-       b.job_ids = ARRAY[:cols_id]::bigint[] AS job_ids, b.run_leases, b.lane_seqs, b.attempts, b.max_attempts,
+       b.job_ids = ARRAY[:cols_id]::bigint[] AS job_ids, b.run_leases, b.first_lane_seq, b.lane_seqs, b.attempts, b.max_attempts,
        b.deadline_at = :'cols_deadline' AS deadline_kept,
        b.deadline_at - b.claimed_at = interval '10 minutes' AS deadline_is_claimed_at_plus_10_minutes
   FROM awa.lease_claim_batches b WHERE b.queue = 'cl_cols';
 SELECT a.batch_id = :receipt_id >> 18 AS same_batch, a.ready_slot, a.ready_generation, a.priority,
-       a.claim_slot, a.claim_generation, a.first_lane_seq, a.next_lane_seq, a.claimed_count, a.lane_ranges
+       a.claim_slot, a.claim_generation, a.first_lane_seq, a.next_lane_seq, a.claimed_count, a.lane_ranges IS NULL AS one_range
   FROM awa.ready_claim_attempt_batches a WHERE a.queue = 'cl_cols';
 -- The ready row itself is never updated by a claim.
 SELECT run_lease, attempt, attempted_at FROM awa.ready_entries WHERE job_id = :cols_id;

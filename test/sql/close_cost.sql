@@ -39,7 +39,7 @@ SELECT awa.retry(job_id, run_lease, receipt_id, 'later', '1 hour') AS retried FR
 -- One closure per call, keyed by its position; each a run of one.
 SELECT count(*) AS closures, sum(closed_count) AS closed,
        bool_and(claim_indexes = ARRAY[(batch_id & 16383)::int] AND closed_count = 1) AS each_its_position
-  FROM awa.lease_claim_closure_batches WHERE claim_batch_id = (SELECT min(receipt_id) >> 18 FROM close_cost.cc);
+  FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = (SELECT min(receipt_id) >> 18 FROM close_cost.cc);
 
 -- Each call below runs in a transaction of its own and reads at most two
 -- closure rows (the one keyed at or below its first position, and those
@@ -93,7 +93,7 @@ SELECT (close_cost.closure_rows_read() - :r0) <= 4 AS complete_many_read_at_most
 COMMIT;
 SELECT batch_id & 16383 AS first_index, closed_count, claim_indexes, outcome
   FROM awa.lease_claim_closure_batches
- WHERE claim_batch_id = (SELECT min(receipt_id) >> 18 FROM close_cost.cc) AND batch_id & 16383 >= 1999
+ WHERE awa._claim_batch_of_closure(batch_id) = (SELECT min(receipt_id) >> 18 FROM close_cost.cc) AND batch_id & 16383 >= 1999
  ORDER BY batch_id;
 -- A run that meets closed positions on both sides, from inside: 2011 alone
 -- (2010 and 2012 closed), then 2013..2099 in one call, then all of them
@@ -110,7 +110,7 @@ SELECT count(*) FILTER (WHERE t.accepted) AS accepted_again
 -- Every position closed exactly once; what get_job says of a few.
 SELECT count(*) AS positions, count(DISTINCT i) AS distinct_positions, min(i), max(i)
   FROM awa.lease_claim_closure_batches x, unnest(x.claim_indexes) AS i
- WHERE x.claim_batch_id = (SELECT min(receipt_id) >> 18 FROM close_cost.cc);
+ WHERE awa._claim_batch_of_closure(x.batch_id) = (SELECT min(receipt_id) >> 18 FROM close_cost.cc);
 SELECT pos, awa.get_job(job_id) ->> 'state' AS state FROM close_cost.cc WHERE pos IN (0, 1999, 2000, 2005, 2011, 2099) ORDER BY pos;
 
 DROP SCHEMA close_cost CASCADE;

@@ -53,14 +53,22 @@ SELECT pg_temp.written(:'after_first') AS written;
 SELECT awa.complete(:j2, :l2, :r1) AS j2_with_j1_receipt, awa.complete(:j2, :l2, :r2) AS j2_own_receipt;
 
 -- The evidence: one closure batch and one completion batch per completion,
--- naming the claim batch, the index in it, the job, its lease and lane.
+-- naming the claim batch, the index in it, the job, its lease and lane. A
+-- completion batch stores no job ids: its jobs are the slot's ready rows at its
+-- lane positions.
+CREATE FUNCTION pg_temp.receipt_jobs(r awa.receipt_completion_batches) RETURNS bigint[]
+LANGUAGE sql AS $$
+    SELECT array_agg(e.job_id ORDER BY u.n)
+      FROM unnest(awa._lane_positions(r.first_lane_seq, r.completed_count, r.lane_seqs)) WITH ORDINALITY AS u(lane_seq, n)
+      JOIN awa.ready_entries e ON e.ready_slot = r.ready_slot AND e.lane_id = r.lane_id AND e.lane_seq = u.lane_seq
+$$;
 SELECT c.batch_id = r.batch_id AS same_batch_id,
-       c.claim_batch_id = :r1 >> 18 AS names_claim_batch, r.claim_batch_id = c.claim_batch_id AS same_claim_batch,
+       awa._claim_batch_of_closure(c.batch_id) = :r1 >> 18 AS names_claim_batch,
        c.claim_slot, c.ready_slot, c.ready_generation, c.outcome, c.closed_count, c.claim_indexes,
-       r.job_ids = ARRAY[CASE c.claim_indexes[1] WHEN 0 THEN :j1 ELSE :j2 END]::bigint[] AS job_ids,
-       r.queue, r.priority, r.completed_count, r.run_leases, r.lane_seqs, r.claim_slot,
+       pg_temp.receipt_jobs(r) = ARRAY[CASE c.claim_indexes[1] WHEN 0 THEN :j1 ELSE :j2 END]::bigint[] AS job_ids,
+       r.queue, r.priority, r.completed_count, r.run_leases, r.first_lane_seq, r.lane_seqs, r.claim_slot,
        -- keyed under the claim batch, by the first position it closes
-       c.batch_id >> 14 = c.claim_batch_id AS keyed_under_claim_batch, c.batch_id & 16383 AS first_index,
+       c.batch_id >> 14 = awa._claim_batch_of_closure(c.batch_id) AS keyed_under_claim_batch, c.batch_id & 16383 AS first_index,
        c.closed_at = r.completed_at AS same_time, c.closed_at <= now() AS closed_in_past
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
@@ -120,10 +128,10 @@ SELECT ord, job_id - :m0 AS job, accepted
 -- batch per run of consecutive positions, keyed by its first: m0 and m2 are
 -- not consecutive (m1 between them was closed before), so X has three
 -- closures of one position each, Y one.
-SELECT (SELECT batch FROM co_many_claims WHERE job_id = r.job_ids[1]) AS claim_batch,
-       c.closed_count, c.claim_indexes, (SELECT array_agg(j - :m0 ORDER BY n) FROM unnest(r.job_ids) WITH ORDINALITY u(j, n)) AS jobs,
-       r.run_leases, r.completed_count, r.lane_seqs,
-       c.batch_id >> 14 = c.claim_batch_id AS keyed_under_claim_batch, c.batch_id & 16383 AS first_index
+SELECT (SELECT batch FROM co_many_claims WHERE job_id = (pg_temp.receipt_jobs(r))[1]) AS claim_batch,
+       c.closed_count, c.claim_indexes, (SELECT array_agg(j - :m0 ORDER BY n) FROM unnest(pg_temp.receipt_jobs(r)) WITH ORDINALITY u(j, n)) AS jobs,
+       r.run_leases, r.completed_count, r.first_lane_seq, r.lane_seqs,
+       c.batch_id >> 14 = awa._claim_batch_of_closure(c.batch_id) AS keyed_under_claim_batch, c.batch_id & 16383 AS first_index
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
  WHERE r.queue = 'co_many' ORDER BY claim_batch, c.batch_id;
@@ -217,7 +225,7 @@ SELECT array_agg(accepted) AS accepted
                          (SELECT array_agg(run_lease ORDER BY job_id) FROM whole_claim),
                          (SELECT array_agg(receipt_id ORDER BY job_id) FROM whole_claim));
 SELECT c.batch_id = awa._first_closure_batch_id(:whole_batch) AS first_of_its_range, r.batch_id = c.batch_id AS completion_too,
-       c.claim_batch_id = :whole_batch AS names_claim_batch, c.closed_count, c.claim_indexes, r.completed_count
+       awa._claim_batch_of_closure(c.batch_id) = :whole_batch AS names_claim_batch, c.closed_count, c.claim_indexes, r.completed_count
   FROM awa.lease_claim_closure_batches c
   JOIN awa.receipt_completion_batches r ON r.batch_id = c.batch_id
  WHERE r.queue = 'co_whole';
@@ -248,6 +256,23 @@ SELECT awa._first_closure_batch_id(NULL) IS NULL AS null_first, awa._last_closur
 SELECT pg_temp.try($$SELECT awa._first_closure_batch_id(0)$$);
 SELECT pg_temp.try($$SELECT awa._last_closure_batch_id(-5)$$);
 SELECT pg_temp.try($$SELECT awa._first_closure_batch_id(35184372088832)$$);
+-- The claim batch of a closure batch id (no closure or completion row stores
+-- it): the inverse of the key; NULL in, NULL out; an id no closure can have
+-- is refused.
+SELECT awa._claim_batch_of_closure(awa._first_closure_batch_id(:whole_batch)) = :whole_batch AS of_first,
+       awa._claim_batch_of_closure(awa._last_closure_batch_id(:whole_batch)) = :whole_batch AS of_last,
+       awa._claim_batch_of_closure(NULL) IS NULL AS null_in;
+SELECT pg_temp.try($$SELECT awa._claim_batch_of_closure(16383)$$);
+SELECT pg_temp.try($$SELECT awa._claim_batch_of_closure(-1)$$);
+-- A receipt's (or claim batch's) lane positions: lane_seqs when stored, else
+-- first_lane_seq and the next count - 1; NULL first or count gives NULL; a
+-- count no claim batch can have, or a first position below 1, is refused.
+SELECT awa._lane_positions(7, 3, NULL) AS consecutive, awa._lane_positions(7, 3, '{2,9}') AS stored,
+       awa._lane_positions(NULL, 3, NULL) IS NULL AS null_first, awa._lane_positions(7, NULL, NULL) IS NULL AS null_count,
+       cardinality(awa._lane_positions(1, 16384, NULL)) AS largest;
+SELECT pg_temp.try($$SELECT awa._lane_positions(7, 0, NULL)$$);
+SELECT pg_temp.try($$SELECT awa._lane_positions(7, 16385, NULL)$$);
+SELECT pg_temp.try($$SELECT awa._lane_positions(0, 1, NULL)$$);
 
 -- ---------------------------------------------------------------------------
 -- A receipt of no claim batch takes no lock that outlives the call: a long

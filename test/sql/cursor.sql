@@ -35,7 +35,7 @@ INSERT INTO cur_claimed SELECT 'a', job_id, run_lease, attempt, receipt_id FROM 
 RETURNING job_id = :a_a AS is_a, run_lease, attempt;
 SELECT claim_cursor, claim_cursor < :a_lane_seq AS not_past_a FROM awa.lanes WHERE queue = 'cur_a';
 -- The evidence of the claim of A exists.
-SELECT lane_ranges, claimed_count FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_a';
+SELECT coalesce(lane_ranges, int8multirange(int8range(first_lane_seq, next_lane_seq))) AS lanes, lane_ranges IS NULL AS one_range, claimed_count FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_a';
 INSERT INTO cur_claimed SELECT 'a', job_id, run_lease, attempt, receipt_id FROM awa.claim('cur_a')
 RETURNING job_id = :a_b AS is_b, run_lease, attempt;
 SELECT claim_cursor, claim_cursor >= :a_lane_seq AS past_a, claim_cursor < :b_lane_seq AS not_past_b
@@ -47,7 +47,7 @@ SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_a';
 SELECT count(*) AS claimed FROM awa.claim('cur_a');
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_a';
 SELECT count(*) AS claimed FROM awa.claim('cur_a');
-SELECT lane_ranges FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_a' ORDER BY batch_id;
+SELECT coalesce(lane_ranges, int8multirange(int8range(first_lane_seq, next_lane_seq))) AS lanes, lane_ranges IS NULL AS one_range FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_a' ORDER BY batch_id;
 
 -- ---------------------------------------------------------------------------
 -- (b) Lost claim: the claim of A is gone (its attempt batch and claim batch
@@ -104,7 +104,7 @@ SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_c';
 SELECT count(*) AS claimed FROM awa.claim('cur_c');
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_c';
 -- Y's claim lists only Y's lane, not the hole.
-SELECT lane_ranges FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_c' ORDER BY batch_id;
+SELECT coalesce(lane_ranges, int8multirange(int8range(first_lane_seq, next_lane_seq))) AS lanes, lane_ranges IS NULL AS one_range FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_c' ORDER BY batch_id;
 
 -- ---------------------------------------------------------------------------
 -- (d) Gap then spent head: the cursor falls back below a dead hole and two
@@ -157,7 +157,7 @@ RETURNING job_id - :e_first AS job, run_lease, attempt;
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_e';
 SELECT count(*) AS claimed FROM awa.claim('cur_e', 3);
 SELECT enqueue_cursor, claim_cursor FROM awa.lanes WHERE queue = 'cur_e';
-SELECT lane_ranges, claimed_count FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_e' ORDER BY batch_id;
+SELECT coalesce(lane_ranges, int8multirange(int8range(first_lane_seq, next_lane_seq))) AS lanes, lane_ranges IS NULL AS one_range, claimed_count FROM awa.ready_claim_attempt_batches WHERE queue = 'cur_e' ORDER BY batch_id;
 -- Receipts of one claim: same batch, index 0, 1, 2.
 SELECT (receipt_id >> 4) & 16383 AS receipt_index, count(DISTINCT receipt_id >> 18) AS batches
   FROM cur_claimed WHERE scenario = 'e' GROUP BY 1 ORDER BY 1;

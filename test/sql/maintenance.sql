@@ -411,7 +411,7 @@ SELECT n, pg_temp.job(id) FROM (VALUES ('r1', :r1), ('r2', :r2), ('r3', :r3)) AS
 -- The attempts were closed first, each with its outcome; r1 waits out its
 -- backoff.
 SELECT h.name, x.outcome, x.closed_count FROM held h
-  JOIN awa.lease_claim_closure_batches x ON x.claim_batch_id = h.receipt_id >> 18 AND x.claim_slot = h.receipt_id & 15
+  JOIN awa.lease_claim_closure_batches x ON awa._claim_batch_of_closure(x.batch_id) = h.receipt_id >> 18 AND x.claim_slot = h.receipt_id & 15
                                         AND ((h.receipt_id >> 4) & 16383)::int = ANY (x.claim_indexes)
  WHERE h.name IN ('mt.r1', 'mt.r2', 'mt.r3') ORDER BY h.name;
 SELECT (awa.get_job(:r1) ->> 'run_at')::timestamptz > now() AS r1_backoff_pending;
@@ -445,7 +445,7 @@ SELECT * FROM awa.run_maintenance('rescue');
 RESET awa.heartbeat_staleness;
 SELECT n, pg_temp.job(id) FROM (VALUES ('s1', :s1), ('s2', :s2)) AS t(n, id);
 SELECT h.name, x.outcome FROM held h
-  JOIN awa.lease_claim_closure_batches x ON x.claim_batch_id = h.receipt_id >> 18 AND x.claim_slot = h.receipt_id & 15
+  JOIN awa.lease_claim_closure_batches x ON awa._claim_batch_of_closure(x.batch_id) = h.receipt_id >> 18 AND x.claim_slot = h.receipt_id & 15
                                         AND ((h.receipt_id >> 4) & 16383)::int = ANY (x.claim_indexes)
  WHERE h.name IN ('mt.s1', 'mt.s2') ORDER BY h.name;
 SELECT name, awa.complete(job_id, run_lease, receipt_id) AS completed FROM held

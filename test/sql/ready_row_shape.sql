@@ -117,15 +117,17 @@ SELECT 'attempt batch' AS row_of, stored_columns, of_columns FROM pg_temp.stored
 UNION ALL
 SELECT 'claim batch', stored_columns, of_columns FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb)
 UNION ALL
-SELECT 'closure batch', stored_columns, of_columns FROM pg_temp.stored('lease_claim_closure_batches', 'claim_slot', 'claim_batch_id = ' || :cb)
+SELECT 'closure batch', stored_columns, of_columns FROM pg_temp.stored('lease_claim_closure_batches', 'claim_slot', 'awa._claim_batch_of_closure(batch_id) = ' || :cb)
 UNION ALL
-SELECT 'completion batch', stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb);
+SELECT 'completion batch', stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'awa._claim_batch_of_closure(batch_id) = ' || :cb);
 SELECT claimed_count FROM awa.ready_claim_attempt_batches WHERE batch_id = :cb;
 SELECT claimed_count, job_ids = ARRAY[:one]::bigint[] AS job_ids, run_leases, attempts, max_attempts
   FROM awa.lease_claim_batches WHERE batch_id = :cb;
-SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :cb;
-SELECT completed_count, job_ids = ARRAY[:one]::bigint[] AS job_ids, run_leases
-  FROM awa.receipt_completion_batches WHERE claim_batch_id = :cb;
+SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :cb;
+SELECT completed_count, run_leases,
+       first_lane_seq = (SELECT e.lane_seq FROM awa.ready_entries e WHERE e.job_id = :one) AS first_lane_seq,
+       lane_seqs
+  FROM awa.receipt_completion_batches WHERE awa._claim_batch_of_closure(batch_id) = :cb;
 SELECT awa.get_job(:one) ->> 'state' AS state;
 
 -- Two jobs in one claim, one with max_attempts 3: every column stored.
@@ -138,8 +140,8 @@ SELECT batch_id AS cb2 FROM awa.lease_claim_batches WHERE :two_a = ANY (job_ids)
 SELECT stored_columns, of_columns FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb2);
 SELECT claimed_count, run_leases, attempts, max_attempts FROM awa.lease_claim_batches WHERE batch_id = :cb2;
 SELECT count(*) FILTER (WHERE accepted) AS completed FROM awa.complete_many(:'jobs', :'leases', :'receipts');
-SELECT stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'claim_batch_id = ' || :cb2);
-SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE claim_batch_id = :cb2;
+SELECT stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'awa._claim_batch_of_closure(batch_id) = ' || :cb2);
+SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :cb2;
 
 -- A table whose columns are of other types where awa writes (a database made
 -- by an earlier build of 0.6, with the same number of columns in another

@@ -65,7 +65,7 @@ is($a2_attempt, '1',    'A again with attempt 1');
 is(claim_cursor($node, 'q'), '0', 'the cursor is still before A');
 is( $node->safe_psql(
 		'postgres', q{
-SELECT count(*), min(lane_ranges::text) FROM awa.ready_claim_attempt_batches WHERE queue = 'q'}),
+SELECT count(*), min(coalesce(lane_ranges, int8multirange(int8range(first_lane_seq, next_lane_seq)))::text) FROM awa.ready_claim_attempt_batches WHERE queue = 'q'}),
 	'1|{[1,2)}',
 	"the second claim wrote A's evidence: one attempt batch covering lane 1");
 

@@ -121,7 +121,7 @@ sub dump_lanes
 		my ($qu, $p) = split /\|/, $lane;
 		my $w = "queue = '$qu' AND priority = $p";
 		$q->("$lane ready rows (lane_seq, job_id, slot, generation, origin, run_lease)", "SELECT lane_seq, job_id, ready_slot, ready_generation, origin_generation, run_lease FROM awa.ready_entries WHERE $w ORDER BY lane_seq");
-		$q->("$lane attempt batches (batch, ranges, slot, generation)", "SELECT batch_id, lane_ranges::text, ready_slot, ready_generation FROM awa.ready_claim_attempt_batches WHERE $w ORDER BY next_lane_seq");
+		$q->("$lane attempt batches (batch, ranges, slot, generation)", "SELECT batch_id, coalesce(lane_ranges, int8multirange(int8range(first_lane_seq, next_lane_seq)))::text, ready_slot, ready_generation FROM awa.ready_claim_attempt_batches WHERE $w ORDER BY next_lane_seq");
 		$q->("$lane tombstones (lane_seq, job_id, generation)", "SELECT lane_seq, job_id, ready_generation FROM awa.ready_tombstones WHERE $w ORDER BY lane_seq");
 	}
 	$q->('sessions', "SELECT pid, state, backend_xid, left(query, 80) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");

@@ -164,6 +164,7 @@ TEST(ClosureBatchId, RangesPerClaimBatchAreDisjointAndOrdered)
 			EXPECT_LE(id, LastClosureBatchId(batch));
 			EXPECT_EQ(id >> kClosureIndexBits, batch);       // the claim batch, read back
 			EXPECT_EQ(ClosureFirstIndex(id), first_index);  // and the first position
+			EXPECT_EQ(ClaimBatchOfClosure(id), batch);       // and the claim batch
 			previous = id;
 		}
 		if (batch > 1)
