@@ -179,11 +179,16 @@ BEGIN
                                                                    s.slot)::regclass) > 0
                                      ORDER BY s.slot) LOOP
             gathered := awa._list_jobs_merge(gathered,
-                ARRAY(SELECT DISTINCT e.job_id FROM awa.receipt_completion_batches k,
-                                                    unnest(awa._lane_positions(k.first_lane_seq, k.completed_count, k.lane_seqs)) AS u(lane_seq),
-                                                    awa.ready_entries e
-                       WHERE k.ready_slot = slot AND e.ready_slot = slot
-                         AND e.lane_id = k.lane_id AND e.lane_seq = u.lane_seq
+                ARRAY(SELECT DISTINCT e.job_id FROM awa.receipt_completion_batches k
+                       CROSS JOIN LATERAL unnest(awa._lane_positions(k.first_lane_seq, k.completed_count,
+                                                                     k.lane_seqs)) AS u(lane_seq)
+                       -- one probe of the lane position index per job (a join
+                       -- the function's settings planned as a product of the
+                       -- slot's receipts and ready rows: 150 s for 20,000)
+                       CROSS JOIN LATERAL (SELECT e.job_id FROM awa.ready_entries e
+                                            WHERE e.ready_slot = slot AND e.lane_id = k.lane_id
+                                              AND e.lane_seq = u.lane_seq LIMIT 1) e
+                       WHERE k.ready_slot = slot AND k.batch_id > 0
                          AND (p_queue IS NULL OR k.queue = p_queue) AND e.job_id < below
                        ORDER BY e.job_id DESC), NULL);
         END LOOP;

@@ -162,14 +162,6 @@ BEGIN
     -- is refused, awa._hold_rings)
     PERFORM awa._note_ring_truncation();
     EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
-    IF ring = 'queue' THEN
-        -- TRUNCATE rebuilt the completion receipts' BRIN index, whose build
-        -- summarizes the first page range as empty: every completion written
-        -- there would widen that summary, 72 bytes of WAL each. Unsummarized,
-        -- it costs a completion nothing (12_ring_partitions.sql).
-        PERFORM pg_catalog.brin_desummarize_range(
-            format('awa.%I', 'receipt_completion_batches_' || target_slot || '_batch_id_idx')::regclass, 0);
-    END IF;
     outcome := 'pruned';
 END
 $$;
