@@ -130,8 +130,8 @@ CREATE INDEX done_entries_failed_idx ON awa.done_entries (queue) WHERE state = '
 -- call, claim batch and run of consecutive positions, arrays per job. batch_id is its closure batch's,
 -- keyed under the claim batch (05_claim_ring.sql; awa._claim_batch_of_closure(batch_id) is the
 -- claim batch, stored nowhere else). The jobs are the slot's ready rows at
--- (lane_id, lane position), read from them (their job_id): a completion stores
--- no job ids (docs/architecture.md §4, "Evidence rows store no copy of a key").
+-- (lane_id, lane_seqs[i]), read from them (their job_id): a completion stores
+-- no job ids (docs/architecture.md §4, "Completion receipts without a B-tree").
 CREATE TABLE awa.receipt_completion_batches (
     ready_slot       smallint    NOT NULL,
     claim_slot       smallint    NOT NULL,
@@ -148,8 +148,8 @@ CREATE TABLE awa.receipt_completion_batches (
     -- are first_lane_seq, first_lane_seq + 1, ..., as the completion of
     -- consecutive jobs' are). Read the positions as
     -- awa._lane_positions(first_lane_seq, completed_count, lane_seqs).
-    -- No primary key: each slot's table has a unique index on batch_id
-    -- (12_ring_partitions.sql), 8 bytes per entry smaller than a key that
-    -- holds the slot as a primary key of the parent must.
+    -- No primary key and no B-tree: each slot's table has a BRIN index on
+    -- batch_id (12_ring_partitions.sql), for awa.get_job's look-up; the
+    -- closure batch of the same id is unique in lease_claim_closure_batches.
 ) PARTITION BY LIST (ready_slot);
 

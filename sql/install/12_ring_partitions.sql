@@ -63,23 +63,41 @@ BEGIN
                     EXECUTE format('CREATE UNIQUE INDEX %I ON %s (lane_id, lane_seq)',
                                    'ready_entries_' || s || '_lane_seq_key', child);
                 END IF;
-                -- Claim, closure and completion evidence: a batch id is
-                -- unique in its slot, by the partition's own unique index
-                -- (04_queue_ring.sql, 05_claim_ring.sql): a completion finds
-                -- its claim, a claim batch's closures are a range, and
-                -- awa.get_job finds a completion by its closure's id, in it.
-                -- (A BRIN index on the completions, which costs a completion
-                -- no index WAL, was tried at stop 43 and left: nothing
-                -- summarizes a slot's ranges before its prune truncates it,
-                -- so every look-up read the whole slot; docs/architecture.md
-                -- §4.) Not the ready side's claim evidence: every reader of it
-                -- goes by lane (its (lane_id, next_lane_seq) index), none by
-                -- batch id, and its batch id is its claim batch's, unique in
-                -- lease_claim_batches.
-                IF regexp_replace(child, '_[0-9]+$', '') IN ('awa.receipt_completion_batches',
-                                                             'awa.lease_claim_batches', 'awa.lease_claim_closure_batches') THEN
+                -- Claim and closure evidence: a batch id is unique in its
+                -- slot, by the partition's own unique index (05_claim_ring.sql):
+                -- a completion finds its claim, and a claim batch's closures
+                -- are a range, in it. Not the ready side's claim evidence:
+                -- every reader of it goes by lane (its (lane_id,
+                -- next_lane_seq) index), none by batch id, and its batch id is
+                -- its claim batch's, unique in lease_claim_batches.
+                IF regexp_replace(child, '_[0-9]+$', '') IN ('awa.lease_claim_batches',
+                                                             'awa.lease_claim_closure_batches') THEN
                     EXECUTE format('CREATE UNIQUE INDEX %I ON %s (batch_id)',
                                    regexp_replace(child, '^awa\.', '') || '_batch_id_key', child);
+                END IF;
+                -- The completion receipts: no hot path reads them by batch id
+                -- (a completion's fence is its closure batch, unique in
+                -- lease_claim_closure_batches); only awa.get_job looks one up
+                -- by its closure batch id. A BRIN index serves that look-up
+                -- (batch ids grow with time, so a page range's minimum and
+                -- maximum are close) and costs a completion no WAL: an insert
+                -- into a page range not yet summarized writes nothing, and
+                -- completions are appended to the last range. The queue
+                -- prune summarizes each range once it is full, every pass
+                -- (awa._summarize_receipts; VACUUM, which summarizes too,
+                -- seldom reaches a slot before its prune truncates it). The
+                -- build summarizes the first range as empty, which every
+                -- completion would widen (72 bytes of WAL each): it is left
+                -- unsummarized here and after each TRUNCATE (47_prune.sql).
+                -- Ranges of 8 pages: a look-up reads about 600 receipts. The
+                -- B-tree it replaces cost every completion 67 bytes of WAL
+                -- (docs/architecture.md §4, "Evidence rows store no copy of a
+                -- key; completion receipts without a B-tree").
+                IF child = format('awa.%I', 'receipt_completion_batches_' || s) THEN
+                    EXECUTE format('CREATE INDEX %I ON %s USING brin (batch_id) WITH (pages_per_range = 8)',
+                                   'receipt_completion_batches_' || s || '_batch_id_idx', child);
+                    PERFORM pg_catalog.brin_desummarize_range(
+                        format('awa.%I', 'receipt_completion_batches_' || s || '_batch_id_idx')::regclass, 0);
                 END IF;
             END LOOP;
         END LOOP;

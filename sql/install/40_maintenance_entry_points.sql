@@ -34,6 +34,11 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_claim_batch_of_closure' LANGU
 -- both rows store consecutive positions in (04_queue_ring.sql, 05_claim_ring.sql).
 CREATE FUNCTION awa._lane_positions(first_lane_seq bigint, count int, lane_seqs bigint[])
 RETURNS bigint[] AS 'MODULE_PATHNAME', 'awa_internal_lane_positions' LANGUAGE C IMMUTABLE;
+-- Summarizes the completion receipts' BRIN ranges that filled since the last
+-- pass, in every queue slot (src/pg/fn_summarize_receipts.cpp); the queue
+-- prune runs it. Returns the number of ranges summarized.
+CREATE FUNCTION awa._summarize_receipts()
+RETURNS int AS 'MODULE_PATHNAME', 'awa_internal_summarize_receipts' LANGUAGE C VOLATILE;
 CREATE FUNCTION awa._task_names()
 RETURNS text[] AS 'MODULE_PATHNAME', 'awa_internal_task_names' LANGUAGE C IMMUTABLE;
 -- Every outcome a step may report (src/core/maintenance_outcome.cpp, the one

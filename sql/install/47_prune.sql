@@ -19,6 +19,12 @@ BEGIN
         RETURN;
     END IF;
     SELECT x.outcome, x.detail INTO outcome, detail FROM awa._prune_slot(ring) x;
+    -- Every pass, pruned or not: the completion receipts' full BRIN ranges,
+    -- so that awa.get_job finds a completion without reading its slot
+    -- (12_ring_partitions.sql).
+    IF ring = 'queue' THEN
+        PERFORM awa._summarize_receipts();
+    END IF;
     IF outcome <> 'pruned' OR ring NOT IN ('queue', 'claim') THEN
         RETURN;
     END IF;
@@ -162,6 +168,14 @@ BEGIN
     -- is refused, awa._hold_rings)
     PERFORM awa._note_ring_truncation();
     EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
+    IF ring = 'queue' THEN
+        -- TRUNCATE rebuilt the completion receipts' BRIN index, whose build
+        -- summarizes the first page range as empty: every completion written
+        -- there would widen that summary, 72 bytes of WAL each. Unsummarized,
+        -- it costs a completion nothing (12_ring_partitions.sql).
+        PERFORM pg_catalog.brin_desummarize_range(
+            format('awa.%I', 'receipt_completion_batches_' || target_slot || '_batch_id_idx')::regclass, 0);
+    END IF;
     outcome := 'pruned';
 END
 $$;

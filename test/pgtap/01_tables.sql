@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(469);
+SELECT plan(470);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -84,7 +84,9 @@ SELECT hasnt_pk('awa', 'ready_entries', 'table awa.ready_entries has no primary 
 SELECT hasnt_pk('awa', 'ready_claim_attempt_batches',
                 'table awa.ready_claim_attempt_batches has no primary key (read by lane only)');
 SELECT hasnt_pk('awa', t::name, 'table awa.' || t || ' has no primary key (a unique batch_id index per partition)')
-  FROM unnest(ARRAY['receipt_completion_batches', 'lease_claim_batches', 'lease_claim_closure_batches']) t;
+  FROM unnest(ARRAY['lease_claim_batches', 'lease_claim_closure_batches']) t;
+SELECT hasnt_pk('awa', 'receipt_completion_batches',
+                'table awa.receipt_completion_batches has no primary key (a BRIN batch_id index per partition)');
 
 -- col_is_pk, exact key columns in key order: 26
 SELECT col_is_pk('awa', t::name, cols::name[], 'primary key of awa.' || t || ' is (' || array_to_string(cols, ', ') || ')')
@@ -620,15 +622,24 @@ SELECT results_eq(
     'exactly these CHECK and UNIQUE constraints, and no foreign key');
 
 -- Storage parameters: the plain tables updated in place keep free space for
--- HOT updates, and no other relation of awa sets any: 1
+-- HOT updates, each completion receipts' BRIN index has page ranges of 8
+-- pages (12_ring_partitions.sql), and no other relation of awa sets any: 2
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", c.reloptions::text COLLATE "default"
         FROM pg_catalog.pg_class c
        WHERE c.relnamespace = 'awa'::regnamespace AND c.reloptions IS NOT NULL
+         AND c.relname !~ '^receipt_completion_batches_[0-9]+_batch_id_idx$'
        ORDER BY c.relname COLLATE "C"$$,
     $$VALUES ('attempt_state', '{fillfactor=80}'), ('job_unique_claims', '{fillfactor=80}'),
              ('queue_meta', '{fillfactor=70}')$$,
     'attempt_state and job_unique_claims have fillfactor 80, queue_meta 70, nothing else sets storage parameters');
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_class c
+            WHERE c.relnamespace = 'awa'::regnamespace
+              AND c.relname ~ '^receipt_completion_batches_[0-9]+_batch_id_idx$'
+              AND c.reloptions = '{pages_per_range=8}'),
+          (SELECT count(*)::int FROM pg_catalog.pg_inherits h
+            WHERE h.inhparent = 'awa.receipt_completion_batches'::regclass),
+          'every completion receipts'' BRIN index has page ranges of 8 pages');
 
 -- queue_meta enforces its settings' bounds and supplies the defaults of a
 -- queue configured by name only: 5

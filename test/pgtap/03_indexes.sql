@@ -3,7 +3,7 @@
 -- index is attached on every ring partition.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(112);
+SELECT plan(113);
 
 -- Hot-path indexes with their exact key columns: 10
 SELECT has_index('awa', 'queue_lanes', 'queue_lanes_identity',
@@ -61,7 +61,8 @@ SELECT index_is_unique('awa', 'queue_lanes', 'queue_lanes_identity',
 
 -- Exact definitions of every index of the 33 tables (uniqueness, method,
 -- columns, order, predicate, NULLS NOT DISTINCT; ON ONLY = the partitioned
--- parent's index): 45
+-- parent's index), and of the completion receipts' BRIN index (no B-tree: a
+-- completion writes no index WAL): 46
 SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition of awa.' || i)
   FROM (VALUES
     ('queue_ring_state_pkey',
@@ -112,6 +113,8 @@ SELECT is(pg_catalog.pg_get_indexdef(('awa.' || i)::regclass), def, 'definition 
      'CREATE INDEX done_entries_failed_idx ON ONLY awa.done_entries USING btree (queue) WHERE (state = ''failed''::text)'),
     ('done_entries_job_id_idx',
      'CREATE INDEX done_entries_job_id_idx ON ONLY awa.done_entries USING btree (job_id)'),
+    ('receipt_completion_batches_0_batch_id_idx',
+     'CREATE INDEX receipt_completion_batches_0_batch_id_idx ON awa.receipt_completion_batches_0 USING brin (batch_id) WITH (pages_per_range=''8'')'),
     ('lease_claims_pkey',
      'CREATE UNIQUE INDEX lease_claims_pkey ON ONLY awa.lease_claims USING btree (job_id, run_lease, claim_slot)'),
     ('lease_claim_closures_pkey',
@@ -179,8 +182,9 @@ SELECT indexes_are('awa', t::name, idx::name[], 'awa.' || t || ' has exactly its
     ('ready_tombstones',            ARRAY['ready_tombstones_pkey']),
     ('ready_claim_attempt_batches', ARRAY['ready_claim_attempt_batches_lane_next_idx']),
     ('done_entries',                ARRAY['done_entries_pkey', 'done_entries_job_id_idx', 'done_entries_failed_idx']),
-    -- (closures and completions of a claim batch: a batch_id range of each
-    -- partition's unique index, no claim_batch_id index; none on the parent)
+    -- (closures of a claim batch: a batch_id range of each partition's
+    -- unique index, no claim_batch_id index; completions: each partition's
+    -- BRIN index on batch_id; none on the parent)
     ('receipt_completion_batches',  ARRAY[]::text[]),
     ('lease_claims',                ARRAY['lease_claims_pkey']),
     ('lease_claim_batches',         ARRAY[]::text[]),
@@ -225,10 +229,11 @@ SELECT is(
     ('job_history', 'job_history_job_id_idx', 8)
   ) AS p(family, idx, slots);
 
--- Every partition of three batch evidence tables has its own unique index
--- on batch_id, no parent's (04_queue_ring.sql, 05_claim_ring.sql,
--- 12_ring_partitions.sql), and the ready side's claim evidence, which
--- nothing reads by batch id, has none: 4
+-- Every partition of the claim and closure evidence tables has its own
+-- unique index on batch_id, no parent's (05_claim_ring.sql,
+-- 12_ring_partitions.sql); every partition of the completion receipts its
+-- BRIN index on batch_id (a completion writes no index entry); and the ready
+-- side's claim evidence, which nothing reads by batch id, has none: 4
 SELECT is(
     (SELECT count(*)::int
        FROM pg_catalog.pg_inherits h
@@ -239,8 +244,17 @@ SELECT is(
         AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits p WHERE p.inhrelid = x.indexrelid)),
     slots,
     'each of the ' || slots || ' partitions of ' || family || ' has its unique (batch_id) index')
-  FROM (VALUES ('receipt_completion_batches', 32),
-               ('lease_claim_batches', 16), ('lease_claim_closure_batches', 16)) AS f(family, slots);
+  FROM (VALUES ('lease_claim_batches', 16), ('lease_claim_closure_batches', 16)) AS f(family, slots);
+SELECT is(
+    (SELECT count(*)::int
+       FROM pg_catalog.pg_inherits h
+       JOIN pg_catalog.pg_index x ON x.indrelid = h.inhrelid
+      WHERE h.inhparent = 'awa.receipt_completion_batches'::regclass
+        AND NOT x.indisunique AND x.indisvalid AND x.indnatts = 1
+        AND pg_catalog.pg_get_indexdef(x.indexrelid) LIKE '%USING brin (batch_id)%'
+        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits p WHERE p.inhrelid = x.indexrelid)),
+    32,
+    'each of the 32 partitions of receipt_completion_batches has its BRIN (batch_id) index');
 SELECT is(
     (SELECT count(*)::int
        FROM pg_catalog.pg_inherits h

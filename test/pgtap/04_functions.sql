@@ -17,7 +17,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1550);
+SELECT plan(1561);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -485,6 +485,12 @@ INSERT INTO api VALUES
      'first_lane_seq bigint, count integer, lane_seqs bigint[]',
      'bigint[]',
      'c', false, 'immutable', false, 0, 'awa_internal_lane_positions'),
+    ('_summarize_receipts',
+     ARRAY[]::name[],
+     'integer',
+     '',
+     'integer',
+     'c', false, 'volatile', false, 0, 'awa_internal_summarize_receipts'),
     ('_task_names',
      ARRAY[]::name[],
      'text[]',
@@ -948,12 +954,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 49 public functions and the 98 awa._* building blocks');
+                     'schema awa has exactly the 49 public functions and the 99 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 147,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 148,
           'no function is overloaded');
 
--- Per function, 10 checks: 147 x 10 = 1470
+-- Per function, 10 checks: 148 x 10 = 1480
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

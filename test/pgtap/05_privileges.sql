@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(879);
+SELECT plan(884);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -127,6 +127,7 @@ INSERT INTO grants VALUES
     ('_last_closure_batch_id', ARRAY['bigint'], false, false, false, false),
     ('_claim_batch_of_closure', ARRAY['bigint'], false, false, false, false),
     ('_lane_positions', ARRAY['bigint', 'integer', 'bigint[]'], false, false, false, false),
+    ('_summarize_receipts', ARRAY[]::name[], false, false, false, false),
     ('_task_names', ARRAY[]::name[], false, false, false, false),
     ('_outcome_names', ARRAY[]::name[], false, false, false, false),
     ('_get_job', ARRAY['bigint'], false, false, false, false),
@@ -214,7 +215,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 115 x 5 = 575
+-- EXECUTE per function and role (PUBLIC included): 116 x 5 = 580
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END

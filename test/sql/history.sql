@@ -214,6 +214,36 @@ SELECT coalesce(sum(seq_tup_read), 0) < 20000 AS evidence_read_linearly
  WHERE schemaname = 'awa' AND relname = 'ready_claim_attempt_batches_' || :lin_slot;
 ROLLBACK;
 
+-- The completion receipts' BRIN ranges (12_ring_partitions.sql): the queue
+-- prune summarizes every full one each pass (awa._summarize_receipts), so a
+-- look-up by batch id (awa.get_job's) reads its range and the one being
+-- filled, not the slot. Unsummarized, the 2,000 receipts' look-up read every
+-- page of the slot.
+CREATE FUNCTION pg_temp.heap_pages_read(q text) RETURNS int LANGUAGE plpgsql AS $f$
+DECLARE
+    line text;
+    n int := 0;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+        IF line ~ 'Heap Blocks:' THEN
+            n := n + coalesce(substring(line from 'lossy=([0-9]+)')::int, 0)
+                   + coalesce(substring(line from 'exact=([0-9]+)')::int, 0);
+        END IF;
+    END LOOP;
+    RETURN n;
+END
+$f$;
+SELECT format('SELECT 1 FROM awa.receipt_completion_batches_%s WHERE batch_id = %s', :lin_slot,
+              (SELECT min(batch_id) FROM awa.receipt_completion_batches WHERE queue = 'h_lin')) AS lin_probe \gset
+SELECT pg_relation_size(format('awa.receipt_completion_batches_%s', :lin_slot)) / 8192 > 16 AS slot_over_16_pages;
+SET enable_seqscan = off;
+SELECT pg_temp.heap_pages_read(:'lin_probe') > 16 AS unsummarized_reads_slot;
+SELECT awa._summarize_receipts() > 0 AS summarized, awa._summarize_receipts() AS again;
+SELECT pg_temp.heap_pages_read(:'lin_probe') <= 16 AS reads_two_ranges;
+RESET enable_seqscan;
+SELECT count(*) FILTER (WHERE awa.get_job(j.job_id) ->> 'state' = 'completed') AS found_completed
+  FROM (SELECT job_id FROM awa.ready_entries WHERE queue = 'h_lin' ORDER BY job_id LIMIT 20) j;
+
 -- Only awa_admin (through run_maintenance) runs it; the internals are not
 -- executable by PUBLIC.
 SELECT has_function_privilege('public', 'awa._history()', 'EXECUTE') AS public_history,

@@ -85,7 +85,7 @@ my @runs = (
 	[ 'list_jobs', { SIZES => '1000', REPS => '1' }, 'result.md', qr/^\| 1000 \| /m ],
 	[ 'lock_footprint', { TXNS => '20', ROUNDS => '1' }, '-', qr/^\| 1 job, existing lane \| \d+ \|/m ],
 	[ 'wal_per_job', { N => '50', WARMUP => '10', SHAPES_N => '20' }, 'result.md',
-		qr/^## batch-1 drain .*^\| lease_claim_batches_0 \| INSERT \| [0-9.]+ \| [0-9.]+ \|$.*^\| receipt_completion_batches \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$/ms ],
+		qr/^## batch-1 drain .*^\| lease_claim_batches_0 \| INSERT \| [0-9.]+ \| [0-9.]+ \|\n.*^\| receipt_completion_batches \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$/ms ],
 	[ 'soak', { WARMUP => '1', CLEAN => '3', IDLE_TX => '3', RECOVERY => '3', CLEAN2 => '3', SMOKE => '1',
 			PRODUCER_RATE => '100', OUT => "$out/soak.md", CSV_OUT => "$out/soak.csv",
 			FIGURES => "$out/soak_figures" }, 'soak.md', qr/^## Figures$/m ],
