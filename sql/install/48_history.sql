@@ -67,7 +67,7 @@ BEGIN
             ON true
           -- The claim that took it, by lane (the evidence's only index: a
           -- probe by batch id read the slot's whole evidence once per job,
-          -- quadratic in the slot's completions; test/sql/history_linear.sql).
+          -- quadratic in the slot's completions; test/sql/history.sql).
           LEFT JOIN LATERAL (SELECT x.claimed_at FROM awa.%3$I x
                               WHERE x.lane_id = c.lane_id AND x.next_lane_seq > c.lane_seq
                                 AND x.first_lane_seq <= c.lane_seq AND x.ready_generation = r.ready_generation

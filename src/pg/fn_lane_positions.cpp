@@ -30,7 +30,8 @@ AWA_FUNCTION(awa_internal_lane_positions)
 		                errmsg("count must be between 1 and %d", kMaxCount),
 		                errhint("Pass a claim batch's claimed_count or a completion receipt's completed_count.")));
 	if (first < 1 || first > PG_INT64_MAX - count)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("first_lane_seq must be positive"),
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		                errmsg("first_lane_seq must be between 1 and " INT64_FORMAT " - count", PG_INT64_MAX),
 		                errhint("Pass the row's first_lane_seq.")));
 	Datum *positions = static_cast<Datum *>(palloc(sizeof(Datum) * count));
 	for (int32 i = 0; i < count; i++)
