@@ -397,7 +397,7 @@ ReadClaimArrays(int64 claim_batch_id, int claimed_count, const ClaimBatchRow &ro
 	if (row.lane_seqs == (Datum)0) {
 		int64 *positions = static_cast<int64 *>(palloc(sizeof(int64) * (claimed_count + 1)));
 		for (int i = 0; i < claimed_count; i++)
-			positions[i] = row.first_lane_seq + i;
+			positions[i] = core::LanePositionFromFirst(row.first_lane_seq, i);
 		arrays.lane_seqs = positions;
 		counts[2] = claimed_count;
 	} else
@@ -620,9 +620,8 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 			// 12_ring_partitions.sql). No job ids: the jobs are the slot's
 			// ready rows at their lane positions, stored as lane_seqs only
 			// when they are not first, first + 1, ...
-			bool consecutive = true;
-			for (int i = run_start + 1; i < run_end && consecutive; i++)
-				consecutive = DatumGetInt64(closed_lanes[i]) == DatumGetInt64(closed_lanes[run_start]) + (i - run_start);
+			bool consecutive = core::LanePositionsFollowFirst(
+			    run_length, [&closed_lanes, run_start](int32 i) { return DatumGetInt64(closed_lanes[run_start + i]); });
 			Datum completion[12] = {
 			    Int16GetDatum(ready_slot),
 			    Int16GetDatum(slot),

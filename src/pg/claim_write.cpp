@@ -266,10 +266,8 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	NoteQueueGenerationClaimed(walk.plan.generation);
 	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 13);
 	// lane_seqs is NULL when the positions are first, first + 1, ... in claim
-	// order (05_claim_ring.sql): a batch-1 claim's row then ends before it.
-	bool consecutive = true;
-	for (int i = 1; i < n && consecutive; i++)
-		consecutive = DatumGetInt64(lane_seqs[i]) == DatumGetInt64(lane_seqs[0]) + i;
+	// order (core/lane_positions.hpp): a batch-1 claim's row then ends before it.
+	bool consecutive = core::LanePositionsFollowFirst(n, [lane_seqs](int32 i) { return DatumGetInt64(lane_seqs[i]); });
 	Datum claim_batch[17] = {
 	    Int16GetDatum(ring.claim_slot),
 	    Int16GetDatum(ready_slot),

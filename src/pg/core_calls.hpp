@@ -18,6 +18,7 @@
 #pragma once
 
 #include "core/cron_schedule.hpp"
+#include "core/lane_positions.hpp"
 #include "core/lifecycle.hpp"
 #include "core/maintenance_outcome.hpp"
 #include "core/maintenance_schedule.hpp"
@@ -67,6 +68,11 @@ AWA_CHECK_NOEXCEPT(CheckSameLength(declval<const char *>(), declval<size_t>(), d
                                    declval<size_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckJobBytes(declval<int64_t>(), declval<int64_t>(), declval<Violation *>()));
 AWA_CHECK_NOEXCEPT(CheckCallBytes(declval<int64_t>(), declval<size_t>(), declval<int64_t>(), declval<Violation *>()));
+
+// core/lane_positions.hpp
+AWA_CHECK_NOEXCEPT(LanePositionFromFirst(declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(LanePositionsExpandable(declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(LanePositionsFollowFirst(declval<int32_t>(), declval<int64_t (*)(int32_t)>()));
 
 // core/receipt.hpp
 AWA_CHECK_NOEXCEPT(EncodeReceipt(declval<const Receipt &>()));
