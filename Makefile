@@ -31,7 +31,7 @@ REGRESS = setup enqueue enqueue_many job_size claim complete close_cost cursor s
 REGRESS_OPTS = --inputdir=test --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
 # isolationtester specs (test/specs/, test/expected/).
-ISOLATION = reader_idle_after_read keyed_lane_wide_reserve_gap keyed_lane_after_aborted_move claim_skips_held_rows claim_floor_shared cancel_running_after_claim_prune maintenance_isolation admin_writer_repeatable_read key_metrics_ring_locks counts_untrusted_during_prune bulk_steps_race bulk_cancel_vs_move two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release \
+ISOLATION = reader_idle_after_read open_admin_passed keyed_lane_wide_reserve_gap keyed_lane_after_aborted_move claim_skips_held_rows claim_floor_shared cancel_running_after_claim_prune maintenance_isolation admin_writer_repeatable_read key_metrics_ring_locks counts_untrusted_during_prune bulk_steps_race bulk_cancel_vs_move two_claimers claim_skips_nothing_open rollback_gap stale_completion early_lane_release \
             late_completion dlq_retry_vs_purge cancel_vs_claim two_workers_drain cancel_vs_promote counter_rebuild \
             prune_vs_claim prune_rechecks_after_lock_wait prune_vs_completion completion_vs_rescue prune_vs_rescue prune_vs_inflight_enqueue \
             claim_rollback_across_generations cancel_finished_no_wait carried_attempt_repeatable_read \

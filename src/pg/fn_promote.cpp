@@ -8,6 +8,12 @@
 // attempt, errors and unique key. Jobs of a paused queue are not promoted.
 // A requeue (a DLQ retry, a retry of a finished job, a move) appends rows its
 // caller built the same way, without a deferred row.
+//
+// The ready rows are written, and their lane positions taken, when the
+// calling transaction commits (ReadyAt::kCommit, pending_enqueues.hpp), as
+// an enqueue's are: an admin transaction left open holds no lane position,
+// so it holds back no claim (docs/architecture.md, "Lane positions are taken
+// at commit"; test/specs/open_admin_passed.spec).
 #include "pg/core_calls.hpp"
 #include "pg/arguments.hpp"
 #include "pg/counters.hpp"
@@ -140,7 +146,7 @@ PromoteDeleted(Paused paused, DueKey *last = NULL)
 	for (int i = 0; i < n; i++)
 		if (rows[i].run_at > now)
 			rows[i].run_at = now;
-	InsertJobs(rows, n, now, ReadyAt::kNow, paused);
+	InsertJobs(rows, n, now, ReadyAt::kCommit, paused);
 	return n;
 }
 

@@ -249,7 +249,7 @@ sub key_busy_elsewhere
 	my ($self, $s, $key) = @_;
 	for my $t (@{ $self->{sess} })
 	{
-		next if $t == $s || !$t->{txn};
+		next if (defined $s && $t == $s) || !$t->{txn};
 		return 1 if exists $t->{ukey_saved}{$key};
 		for my $id (@{ $t->{created} }) { return 1 if ($self->{jobs}{$id}{ukey} // '') eq $key; }
 	}
@@ -913,6 +913,9 @@ sub do_move
 	# it, in the calling transaction (a move keeps run_at).
 	# (a parked job is a deferred row: updated in place, parked still)
 	my @avail = grep { $_->{state} eq 'available' && !$_->{parked} } @moving;
+	# The call (and the model's run_at read below) write the transaction's
+	# pending jobs first.
+	$self->flush_unwritten($c);
 	if (@avail > 1)
 	{
 		my $o = $self->qok($dbh, "SELECT j FROM unnest(ARRAY[" . join(',', map { $_->{id} } @avail)
@@ -938,21 +941,59 @@ sub do_move
 	for my $j (@avail)
 	{
 		$j->{lease}++;
-		$j->{seq} = ++$self->{seq};
-		$j->{gen} = $self->{gen};
-		$c->{written_lanes}{ lane($j) } = 1 if $c;
+		$self->append_at_commit($c, $j);
 	}
 	$self->end_admin_now($c) if $c && @avail;
 }
 
-# An admin transaction that wrote lane positions (it moved an available job,
-# or retried a dead letter) ends in the op that wrote them half the time
-# (committed, rolled back or terminated) and stays open across other sessions'
-# ops the other half (always with STRESS_OPEN_MOVES=1). Left open, it once
-# lost jobs: a claim that met a dead hole of a keyed lane (a rolled-back move
-# into it) while this transaction held a newer position of the lane took the
-# lane out of the key scheduler, and the jobs between them stayed unclaimable
-# until a restart (found by this test, seed 3;
+# A job an admin op appends to its lane (a move, a DLQ retry) takes its lane
+# position as an enqueued one does: at once outside a transaction, at the
+# commit of an admin transaction (fn_promote.cpp, ReadyAt::kCommit), unless a
+# later op of that transaction reads its jobs back first (flush_unwritten).
+sub append_at_commit
+{
+	my ($self, $c, $j) = @_;
+	if ($c)
+	{
+		delete $j->{seq};
+		delete $j->{gen};
+		push @{ $c->{unwritten} }, $j;
+		return;
+	}
+	$j->{seq} = ++$self->{seq};
+	$j->{gen} = $self->{gen};
+}
+
+# An op of session $s that reads the transaction's jobs back first
+# (awa._flush_enqueues: move_jobs and set_priority, and the model's own
+# awa.get_job reads) writes its pending jobs there: they take their lane
+# positions now, in the order they were appended, and hold them until the
+# transaction ends, so claims of those lanes may stop before them
+# (written_lanes).
+sub flush_unwritten
+{
+	my ($self, $s) = @_;
+	return unless $s;
+	for my $j (@{ $s->{unwritten} })
+	{
+		$j->{seq} = ++$self->{seq};
+		$j->{gen} = $self->{gen};
+		$s->{written_lanes}{ lane($j) } = 1;
+	}
+	$s->{unwritten} = [];
+}
+
+# An admin transaction that appended jobs to lanes (it moved an available job,
+# or retried a dead letter) ends in that op half the time (committed, rolled
+# back or terminated) and stays open across other sessions' ops the other half
+# (always with STRESS_OPEN_MOVES=1). Its jobs take their lane positions at its
+# commit, or where a later move of the same transaction reads them back
+# (flush_unwritten): from then on it holds those positions, and a rollback
+# leaves dead holes. Left open with written positions, it once lost jobs: a
+# claim that met a dead hole of a keyed lane (a rolled-back move into it)
+# while this transaction held a newer position of the lane took the lane out
+# of the key scheduler, and the jobs between them stayed unclaimable until a
+# restart (found by this test, seed 3;
 # test/specs/keyed_lane_after_aborted_move.spec).
 sub end_admin_now
 {
@@ -1041,11 +1082,9 @@ sub do_dlq
 	}
 	$j->{state}   = 'available';
 	$j->{attempt} = 0;
-	$j->{seq}     = ++$self->{seq};
-	$j->{gen}     = $self->{gen};
+	$self->append_at_commit($c, $j);
 	delete $j->{tgen};
 	$self->set_ukey($c, $j->{ukey}, $j->{id}) if defined $j->{ukey};
-	$c->{written_lanes}{ lane($j) } = 1 if $c;
 	$self->end_admin_now($c) if $c;
 }
 
