@@ -171,8 +171,9 @@ DefineMaintenanceVariables()
 	DefineCustomIntVariable("awa.carry_max_rows",
 	                        "Available rows above which a queue slot stays out of the ring's rotation instead of "
 	                        "being copied forward by its prune.",
-	                        "At most half the slots stay out; a kept slot is copied forward once its live rows "
-	                        "fall to this (docs/maintenance.md, section 3.6).",
+	                        "At most (partitions - slot count) + slot count / 2 - 1 slots stay out (23 of "
+	                        "32 partitions with the defaults, 7 of a fixed ring of 16); a kept slot is copied "
+	                        "forward once its live rows fall to this (docs/maintenance.md, section 3.6).",
 	                        &awa_carry_max_rows, boot::kCarryMaxRows, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.cleanup_interval", "How often DLQ retention runs.", NULL, &awa_cleanup_interval_s,
 	                        boot::kCleanupIntervalS, 1, 24 * 3600, PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
@@ -238,7 +239,7 @@ _PG_init(void)
 	                        "a claim that finds the registry full keeps its lane lock until it ends.",
 	                        &awa_max_lanes, boot::kMaxLanes, 16, 1 << 20, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.max_queues", "Queues whose job counts are kept in shared memory, all databases together.",
-	                        "The counters grow with the queues (dynamic shared memory, about 410 bytes each); beyond "
+	                        "The counters grow with the queues (dynamic shared memory, about 520 bytes each); beyond "
 	                        "this cap awa.queue_counts counts exactly (its cost then grows with the backlog).",
 	                        &awa_max_queues, boot::kMaxQueues, 16, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.max_queues_per_database",
@@ -260,7 +261,7 @@ _PG_init(void)
 	                        "lanes (their cost grows with the keys).",
 	                        &awa_max_keyed_queues, boot::kMaxKeyedQueues, 2, 4096, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.max_keys_per_queue",
-	                        "Keys with work that claims share, per priority of a queue (shared memory, 149 bytes each).",
+	                        "Keys with work that claims share, per priority of a queue (shared memory, about 160 bytes each).",
 	                        "An enqueue that would give one more key work is refused with SQLSTATE 53200.",
 	                        &awa_max_keys_per_queue, boot::kMaxKeysPerQueue, 16, 1 << 22, PGC_POSTMASTER, 0, NULL,
 	                        NULL, NULL);

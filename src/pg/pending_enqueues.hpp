@@ -13,11 +13,13 @@
 //
 // Jobs are appended early (and their positions held until commit, as before)
 // only when this transaction reads its own jobs back through awa (awa.claim,
-// awa.get_job, awa.cancel, awa.queue_counts_exact, awa.run_maintenance and a
-// ring rotation call FlushPendingEnqueues first; awa.queue_metrics and the
-// awa.lanes view do not, and do not show them), or when more than
-// kMaxPendingJobs jobs or kMaxPendingBytes bytes are pending (a bulk load:
-// memory per transaction stays bounded).
+// awa.get_job, awa.list_jobs, awa.cancel, awa.move_jobs, awa.set_priority,
+// awa.retry_jobs, awa.bulk_count, awa.queue_counts_exact, awa.run_maintenance
+// and a ring rotation call FlushPendingEnqueues first, the SQL ones through
+// awa._flush_enqueues; and awa.bulk_step through the cancel, retry and move
+// calls it makes; awa.queue_metrics and the awa.lanes view do not, and do not
+// show them), or when kMaxPendingJobs or more jobs or kMaxPendingBytes or more
+// bytes are pending (a bulk load: memory per transaction stays bounded).
 #pragma once
 
 #include "pg/job_insert.hpp"
