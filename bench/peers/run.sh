@@ -390,6 +390,15 @@ prepare_templates() {
 		log "templates for $sys"
 		"prepare_$sys"
 	done
+	# The run databases' templates take no connections once made (CREATE DATABASE ... TEMPLATE
+	# needs none), so autovacuum leaves them alone during the measured runs, whose WAL and CPU are
+	# the whole cluster's. Before, a run's cost window could hold autovacuum freezing and pruning a
+	# fresh template's catalog pages: 19 bytes per job in an awa slow-flush cell
+	# (bench/peers/RESULTS.md, 2026-12-07).
+	local db
+	for db in $(q postgres -c "SELECT datname FROM pg_database WHERE datname LIKE 'bq\_t\_%'"); do
+		q postgres -c "ALTER DATABASE $db WITH ALLOW_CONNECTIONS false" >/dev/null
+	done
 	q postgres -c "CHECKPOINT"
 	log "templates ready in $(($(date +%s) - t0)) s"
 }
