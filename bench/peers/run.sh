@@ -621,7 +621,9 @@ empty_frac() {
 				f = td - s[i]; if (f > 1) f = 1; if (f < 0) f = 0
 				tx += n[i] * f
 			}
-			if (tx > 0) printf "%.4f\n", 1 - (cd - c0) / tx; else print "NA"
+			# (negative: the pro-rata count of the last interval fell short of the claims that
+			# took jobs in it; the estimate says nothing then)
+			if (tx > 0 && 1 - (cd - c0) / tx >= 0) printf "%.4f\n", 1 - (cd - c0) / tx; else print "NA"
 		}' "$mon" "$@"
 }
 
