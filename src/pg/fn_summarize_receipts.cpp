@@ -29,8 +29,9 @@
 // BRIN WAL per job in a batch-1 drain with 16 workers (stop 44; before, the
 // margin alone decided). A page a backend extended the partition with and is
 // filling has no free space recorded (0): the margin and the delay keep it
-// out. Stops at the first range that is not full (pages fill in order: the
-// map hands out the lowest free page first); the next pass looks again.
+// out. Stops at the first range that is not full (pages fill roughly in
+// order: an extension appends them and the map hands them out from its
+// search position); the next pass looks again.
 //
 // Per slot the pass remembers the partition's relfilenode and the next range
 // to summarize (a TRUNCATE gives a new relfilenode: it starts over from 0,
@@ -49,6 +50,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 #include "executor/spi.h"
 #include "access/genam.h"
+#include "access/heaptoast.h"
 #include "access/table.h"
 #include "storage/bufmgr.h"
 #include "storage/freespace.h"
@@ -67,9 +69,14 @@ struct SlotProgress {
 static_assert(std::is_trivially_destructible_v<SlotProgress>, "lives across PostgreSQL errors");
 SlotProgress progress[awa::core::kMaxRingSlots];
 
-// A page with less free space than this, by the free-space map, is full: a
-// narrow receipt takes about 100 bytes, so at most two more fit.
-constexpr Size kFullPageFreeSpace = 256;
+// A page with less free space than this, by the free-space map, is full:
+// a heap tuple is never larger (TOAST moves wide receipts' arrays out of line),
+// so a backend moves on from a page with less than this left, and records
+// what is left. A page extended ahead and recorded free has about a whole
+// page free. (A page left with up to this much can still take narrow
+// receipts, each widening its summarized range: the bounded cost of a
+// backend's half-full page below.)
+constexpr Size kFullPageFreeSpace = TOAST_TUPLE_THRESHOLD;
 
 // Whether every page of the range [start, start + pages) is full.
 bool
