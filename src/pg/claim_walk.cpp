@@ -770,26 +770,45 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	}
 	// The ready row at `position`; a carried row may sit in a later
 	// generation than the lanes after it, so the first row found that
-	// starts after `position` is only kept in case none holds it.
+	// starts after `position` is only kept in case none holds it. Read
+	// through ScanLane, which releases at once the lock of a child where the
+	// lane has nothing: a statement's lock (this read was one, kHeadRunAt,
+	// until stop 44) lasts to the end of the transaction, and for a lane whose
+	// head is empty the loop reads every live generation, so a worker left
+	// idle in its transaction after one claim held every queue slot and the
+	// ring stopped at its cap (found by an adversarial review;
+	// test/sql/idle_locks.sql).
+	struct Head {
+		bool found;
+		int64 first;
+		TimestampTz run_at;
+	};
+	static_assert(std::is_trivially_destructible_v<Head>, "lives across PostgreSQL errors");
+	auto visit = [](const LaneRow &row, void *arg) {
+		Head &head = *static_cast<Head *>(arg);
+		CheckReadyColumns(row.desc);
+		bool isnull;
+		head.found = true;
+		head.first = DatumGetInt64(row.values[0]);
+		head.run_at = DatumGetTimestampTz(heap_getattr(row.tuple, kReadyRunAt, row.desc, &isnull));
+		return true;
+	};
 	bool found = false;
 	int64 best_next = PG_INT64_MAX;
 	TimestampTz best = fallback;
 	for (int64 generation = start; generation >= 0; generation = NextQueueGeneration(ring, generation)) {
-		Datum values[3] = {Int64GetDatum(lane.lane_id), Int64GetDatum(position), Int64GetDatum(generation)};
-		ExecuteLatest(Stmt::kHeadRunAt, core::SlotOf(generation, ring.queue_slot_count), values, NULL, 1);
-		if (SPI_processed != 1)
+		CHECK_FOR_INTERRUPTS();
+		Head head{false, 0, 0};
+		(void)ScanLane(LaneFamily::kReady, core::SlotOf(generation, ring.queue_slot_count), lane.lane_id, position,
+		               generation, 1, visit, &head);
+		if (!head.found)
 			continue;
-		bool isnull;
-		HeapTuple tuple = SPI_tuptable->vals[0];
-		TimestampTz run_at = DatumGetTimestampTz(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &isnull));
-		int64 first = DatumGetInt64(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
-		int64 next = DatumGetInt64(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 3, &isnull));
-		if (first <= position)
-			return run_at;
-		if (!found || next < best_next) {
+		if (head.first <= position)
+			return head.run_at;
+		if (!found || head.first + 1 < best_next) {
 			found = true;
-			best_next = next;
-			best = run_at;
+			best_next = head.first + 1;
+			best = head.run_at;
 		}
 	}
 	return best;

@@ -48,30 +48,6 @@ InRanges(const BridgeRange *ranges, int count, int64 lane)
 	return false;
 }
 
-// The columns of awa.ready_entries a claim reads, by position: the order
-// 04_queue_ring.sql declares and direct_insert.cpp's layout writes (whose
-// every insert checks the child's column types).
-constexpr int kReadyColumns = 19;
-constexpr AttrNumber kReadyAttempt = 3;
-constexpr AttrNumber kReadyMaxAttempts = 4;
-constexpr AttrNumber kReadyJobId = 8;
-constexpr AttrNumber kReadyRunAt = 9;
-constexpr AttrNumber kReadyCreatedAt = 10;
-constexpr AttrNumber kReadyKind = 12;
-constexpr AttrNumber kReadyArgs = 13;
-constexpr AttrNumber kReadyRunLease = 14;
-constexpr AttrNumber kReadyPayload = 18;
-
-// The ready child has the columns read by position above. May ereport.
-void
-CheckReadyColumns(TupleDesc desc)
-{
-	if (desc->natts != kReadyColumns)
-		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-		                errmsg("awa: awa.ready_entries has %d columns, awa reads %d", desc->natts, kReadyColumns),
-		                errhint("The installed awa library does not match the extension's tables.")));
-}
-
 // What a claim reads of its planned ready rows (and of the row after them,
 // the lane's next head, when it is in the same slot).
 struct ReadyRead {

@@ -7,6 +7,7 @@
 #include "pg/key_lanes.hpp"
 #include "pg/direct_insert.hpp"
 #include "pg/lane_cursors.hpp"
+#include "pg/lane_scan.hpp"
 #include "pg/lanes.hpp"
 #include "pg/pending_enqueues.hpp"
 #include "pg/queue_settings.hpp"
@@ -228,7 +229,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	// Direct inserts, no statement: the rows with one multi-insert. A ready
 	// row is its own committed range for the claim walk: nothing else is
 	// written per job.
-	constexpr int kReadyColumns = 19;  // awa.ready_entries' columns, in order (04_queue_ring.sql, then 12_ring_partitions.sql)
+	// (kReadyColumns: awa.ready_entries' columns, lane_scan.hpp)
 	Datum *ready = static_cast<Datum *>(palloc(sizeof(Datum) * kReadyColumns * n));
 	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
 	int lowest = 0;  // the row with the lowest lane_seq (the lane's head, if it is the first)

@@ -116,6 +116,15 @@ PlainBtreeIndexOn(Relation relation, const AttrNumber *keys, int count, bool uni
 	return found;
 }
 
+void
+CheckReadyColumns(TupleDesc desc)
+{
+	if (desc->natts != kReadyColumns)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: awa.ready_entries has %d columns, awa reads %d", desc->natts, kReadyColumns),
+		                errhint("The installed awa library does not match the extension's tables.")));
+}
+
 int
 ScanLane(LaneFamily family, int slot, int64 lane_id, int64 after, int64 generation, int64 limit,
          bool (*visit)(const LaneRow &row, void *context), void *context, int64 before)

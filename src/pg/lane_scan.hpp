@@ -35,6 +35,24 @@ struct LaneRow {
 
 static_assert(std::is_trivially_destructible_v<LaneRow>, "lives across PostgreSQL errors");
 
+// The columns of awa.ready_entries read from a LaneRow's tuple, by position:
+// the order 04_queue_ring.sql declares (then 12_ring_partitions.sql's), which
+// direct_insert.cpp's layout writes and whose every insert checks the child's
+// column types.
+constexpr int kReadyColumns = 19;
+constexpr AttrNumber kReadyAttempt = 3;
+constexpr AttrNumber kReadyMaxAttempts = 4;
+constexpr AttrNumber kReadyJobId = 8;
+constexpr AttrNumber kReadyRunAt = 9;
+constexpr AttrNumber kReadyCreatedAt = 10;
+constexpr AttrNumber kReadyKind = 12;
+constexpr AttrNumber kReadyArgs = 13;
+constexpr AttrNumber kReadyRunLease = 14;
+constexpr AttrNumber kReadyPayload = 18;
+
+// The ready child has the columns read by position above. May ereport.
+void CheckReadyColumns(TupleDesc desc);
+
 // The first B-tree index of `relation` without a predicate whose key columns
 // begin with keys[0..count); with `unique`, a unique index of exactly those
 // key columns. InvalidOid when there is none. (The direct readers find the

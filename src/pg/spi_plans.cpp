@@ -107,13 +107,6 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 " WHERE lane_id = $1 AND lane_seq >= $2 AND lane_seq < $3 AND ready_generation = $4"
 	 " ORDER BY lane_seq",
 	 4, {INT8OID, INT8OID, INT8OID, INT8OID}},
-	// kHeadRunAt: when the lane's head became due: the first ready row at or
-	// past the position, its run_at and its range [lane_seq, lane_seq + 1).
-	// $1 lane_id, $2 cursor, $3 generation
-	{Stmt::kHeadRunAt, "SELECT run_at, lane_seq, lane_seq + 1 FROM awa.ready_entries_%1$d"
-	 " WHERE lane_id = $1 AND lane_seq >= $2 AND ready_generation = $3"
-	 " ORDER BY lane_seq LIMIT 1",
-	 3, {INT8OID, INT8OID, INT8OID}},
 	// kQueueSettings: $1 queue
 	{Stmt::kQueueSettings, "SELECT paused, dlq_enabled, aging_interval, default_deadline, max_running, rate_count, rate_period,"
 	 "       rate_burst, rate_set_at, fairness = 'key', key_max_running, key_rate_count, key_rate_period,"

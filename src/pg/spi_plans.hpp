@@ -39,7 +39,6 @@ enum class Stmt {
 	kRegisterLane,
 	kInsertDeferredMany,
 	kReadyRows,
-	kHeadRunAt,
 	kQueueSettings,
 	kDeleteAttemptState,
 	kUpsertAttemptState,

@@ -101,6 +101,15 @@ BEGIN; SELECT count(*) AS claimed FROM awa.claim('il', 1); SELECT pg_temp.held()
 BEGIN; SELECT awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('il', 1) c; SELECT pg_temp.held() AS complete; ROLLBACK;
 BEGIN; SELECT awa.retry(c.job_id, c.run_lease, c.receipt_id, 'x') FROM awa.claim('il', 1) c; SELECT pg_temp.held() AS retry; ROLLBACK;
 BEGIN; SELECT awa.fail(c.job_id, c.run_lease, c.receipt_id, 'x') FROM awa.claim('il', 1) c; SELECT pg_temp.held() AS fail; ROLLBACK;
+-- A claim when the queue has two lanes with work, so the claim orders them by
+-- priority aging and looks up when each lane's head became due, reading the
+-- lane in every live generation from its floor up to the head (found by an
+-- adversarial review: that look-up read through a statement, whose lock
+-- lasts to the end of the transaction, so a worker left idle after one claim
+-- held every queue slot and the ring stopped at its cap; now a read that
+-- finds nothing of the lane keeps no lock, as the claim walk's).
+SELECT awa.enqueue('il.p1', '{}', 'il', 1) > 0 AS enqueued_priority_1;
+BEGIN; SELECT count(*) AS claimed FROM awa.claim('il', 1); SELECT pg_temp.held() AS claim_two_lanes; ROLLBACK;
 
 -- Admin writers that read through the parents: every slot they read, to the
 -- end of their transaction (docs/maintenance.md §2: keep them in short
