@@ -27,8 +27,10 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'awa_internal_reserve_lane_positions'
 LANGUAGE C VOLATILE STRICT;
 
--- Appends the given jobs to their lanes now, whatever their run_at, through
--- the enqueue path (unique keys taken again: 23505 if another job holds one).
+-- Appends the given jobs to their lanes, whatever their run_at (due now),
+-- through the enqueue path: their ready rows and lane positions at the
+-- transaction's commit, or where it reads its jobs back (unique keys taken
+-- again at the call: 23505 if another job holds one).
 -- Each row's state is the counter state the job leaves in its queue. The rows
 -- are built by their caller (a DLQ retry, a retry of a finished job, a move)
 -- and never written to deferred_jobs: a row inserted and deleted in the same

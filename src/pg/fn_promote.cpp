@@ -225,7 +225,8 @@ AWA_FUNCTION(awa_internal_unpark_queue)
 }
 
 // awa._requeue_jobs(jobs awa.deferred_jobs[]) -> number of the given jobs
-// appended to their lanes now, whatever their run_at. The array is read by a
+// appended to their lanes, whatever their run_at (due now; written at the
+// transaction's commit, or where it reads its jobs back). The array is read by a
 // statement planned per call (its type, awa.deferred_jobs[], has no fixed
 // OID for the statement table of spi_plans.cpp; a plan of an unnest is a
 // fraction of what appending the jobs costs).

@@ -31,7 +31,12 @@
 // filling has no free space recorded (0): the margin and the delay keep it
 // out. Stops at the first range that is not full (pages fill roughly in
 // order: an extension appends them and the map hands them out from its
-// search position); the next pass looks again.
+// search position) while it lies within an extension's reach of the last
+// page (kExtensionPages); the next pass looks again. A range further back is
+// summarized full or not: a page left half full there (a completer gone
+// idle, pages a VACUUM freed) would otherwise hold every later range of the
+// slot unsummarized until its prune, and its later completions widen the
+// summary at most a page's worth each (review of stop 44).
 //
 // Per slot the pass remembers the partition's relfilenode and the next range
 // to summarize (a TRUNCATE gives a new relfilenode: it starts over from 0,
@@ -77,6 +82,10 @@ SlotProgress progress[awa::core::kMaxRingSlots];
 // receipts, each widening its summarized range: the bounded cost of a
 // backend's half-full page below.)
 constexpr Size kFullPageFreeSpace = TOAST_TUPLE_THRESHOLD;
+
+// The most pages PostgreSQL extends a relation by at once
+// (RelationAddExtraBlocks: 512) and records as free.
+constexpr int64 kExtensionPages = 512;
 
 // Whether every page of the range [start, start + pages) is full.
 bool
@@ -143,7 +152,8 @@ AWA_FUNCTION(awa_internal_summarize_receipts)
 		int64 end = Min(p.blocks, blocks) - 1 - pages_per_range;
 		p.blocks = blocks;
 		while (OidIsValid(index) && p.next_range + pages_per_range <= end &&
-		       RangeIsFull(heap, p.next_range, pages_per_range)) {
+		       (p.next_range + pages_per_range + kExtensionPages <= blocks ||
+		        RangeIsFull(heap, p.next_range, pages_per_range))) {
 			CHECK_FOR_INTERRUPTS();
 			// Takes (and releases) the partition's and the index's
 			// ShareUpdateExclusiveLock again; the partition's is held here.

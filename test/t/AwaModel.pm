@@ -882,8 +882,10 @@ sub admin_candidates
 # position) -- the model's saved copies -- and leaves a dead hole in the new
 # lane, which claims must pass. A transaction that moved available jobs
 # ends in the same op half the time (end_admin_now); one that moved only
-# deferred jobs stays open across other ops. (An open one holds the new lane
-# position, so claims of that lane may stop before it: written_lanes.)
+# deferred jobs stays open across other ops. (The new lane position is taken
+# at commit, or at a later move of the same transaction, which reads its jobs
+# back first; from then on claims of that lane may stop before it:
+# written_lanes, flush_unwritten.)
 sub do_move
 {
 	my ($self, $s, $what) = @_;
