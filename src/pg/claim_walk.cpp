@@ -793,9 +793,7 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 		head.run_at = DatumGetTimestampTz(heap_getattr(row.tuple, kReadyRunAt, row.desc, &isnull));
 		return true;
 	};
-	bool found = false;
-	int64 best_next = PG_INT64_MAX;
-	TimestampTz best = fallback;
+	Head best{false, 0, fallback};
 	for (int64 generation = start; generation >= 0; generation = NextQueueGeneration(ring, generation)) {
 		CHECK_FOR_INTERRUPTS();
 		Head head{false, 0, 0};
@@ -805,13 +803,10 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 			continue;
 		if (head.first <= position)
 			return head.run_at;
-		if (!found || head.first + 1 < best_next) {
-			found = true;
-			best_next = head.first + 1;
-			best = head.run_at;
-		}
+		if (!best.found || head.first < best.first)
+			best = head;
 	}
-	return best;
+	return best.run_at;
 }
 
 }  // namespace awa::pg

@@ -228,8 +228,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	RingPositions ring = ReserveLaneSeqs(lane, n, lane_seqs);
 	// Direct inserts, no statement: the rows with one multi-insert. A ready
 	// row is its own committed range for the claim walk: nothing else is
-	// written per job.
-	// (kReadyColumns: awa.ready_entries' columns, lane_scan.hpp)
+	// written per job (kReadyColumns: lane_scan.hpp).
 	Datum *ready = static_cast<Datum *>(palloc(sizeof(Datum) * kReadyColumns * n));
 	bool *ready_nulls = static_cast<bool *>(palloc0(sizeof(bool) * kReadyColumns * n));
 	int lowest = 0;  // the row with the lowest lane_seq (the lane's head, if it is the first)

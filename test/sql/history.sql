@@ -203,30 +203,33 @@ SELECT format('ALTER TABLE awa.receipt_completion_batches_%s SET (autovacuum_ena
 -- the last prune left unsummarized write no BRIN record (each would widen
 -- the range's summary: 72 bytes).
 CREATE EXTENSION pg_walinspect;
-SELECT pg_current_wal_insert_lsn() AS lin_start \gset
--- (batch-1 claims, each completed and committed)
-DO $$
+-- n batch-1 claims of queue q, each completed (and committed, with commit_each).
+CREATE PROCEDURE pg_temp.complete_one_by_one(q text, n int, commit_each bool) LANGUAGE plpgsql AS $$
 BEGIN
-    FOR i IN 1 .. 6000 LOOP
-        PERFORM awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('h_lin', 1) c;
-        COMMIT;
+    FOR i IN 1 .. n LOOP
+        PERFORM awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim(q, 1) c;
+        IF commit_each THEN
+            COMMIT;
+        END IF;
     END LOOP;
-END
+END $$;
+-- The WAL records of resource manager rmgr that touched relation rel since
+-- the LSN (records of that relation only: autovacuum may summarize other
+-- databases' ranges meanwhile).
+CREATE FUNCTION pg_temp.wal_records(rmgr text, rel text, since pg_lsn) RETURNS bigint LANGUAGE sql AS $$
+SELECT count(*)
+  FROM pg_get_wal_records_info(since, pg_current_wal_flush_lsn()) w,
+       (SELECT format('%s/%s/%s ', t.oid, d.oid, pg_relation_filenode(rel::regclass)) AS file
+          FROM pg_database d, pg_tablespace t
+         WHERE d.datname = current_database() AND t.spcname = 'pg_default') f
+ WHERE w.resource_manager = rmgr AND w.block_ref LIKE '%' || f.file || '%'
 $$;
--- (Records of the slot's index and partition only: autovacuum may
--- summarize other databases' ranges meanwhile.)
-SELECT format('%s/%s/%s ', t.spc, d.oid, pg_relation_filenode(format('awa.receipt_completion_batches_%s_batch_id_idx', :lin_slot)))
-           AS lin_index_file,
-       format('%s/%s/%s ', t.spc, d.oid, pg_relation_filenode(format('awa.receipt_completion_batches_%s', :lin_slot)))
-           AS lin_heap_file
-  FROM pg_database d, (SELECT oid AS spc FROM pg_tablespace WHERE spcname = 'pg_default') t
- WHERE d.datname = current_database() \gset
-SELECT count(*) FILTER (WHERE w.resource_manager = 'BRIN' AND w.block_ref LIKE '%' || :'lin_index_file' || '%')
+SELECT pg_current_wal_insert_lsn() AS lin_start \gset
+CALL pg_temp.complete_one_by_one('h_lin', 6000, true);
+SELECT pg_temp.wal_records('BRIN', format('awa.receipt_completion_batches_%s_batch_id_idx', :lin_slot), :'lin_start')
            AS brin_records,
-       count(*) FILTER (WHERE w.resource_manager = 'Heap' AND w.block_ref LIKE '%' || :'lin_heap_file' || '%') > 0
-           AS receipts_written
-  FROM pg_get_wal_records_info(:'lin_start', pg_current_wal_flush_lsn()) w;
-DROP EXTENSION pg_walinspect;
+       pg_temp.wal_records('Heap', format('awa.receipt_completion_batches_%s', :lin_slot), :'lin_start') > 0
+           AS receipts_written;
 SELECT count(*) AS lin_claims, count(DISTINCT ready_slot) AS lin_slots FROM awa.ready_claim_attempt_batches WHERE queue = 'h_lin';
 BEGIN;
 SELECT awa._keep_history(:lin_slot) >= 6000 AS copied;
@@ -285,13 +288,7 @@ SELECT format('ALTER TABLE awa.receipt_completion_batches_%s SET (autovacuum_ena
            AS ext_no_autovacuum \gset
 :ext_no_autovacuum;
 BEGIN;
-DO $$
-BEGIN
-    FOR i IN 1 .. 3000 LOOP
-        PERFORM awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('h_ext', 1) c;
-    END LOOP;
-END
-$$;
+CALL pg_temp.complete_one_by_one('h_ext', 3000, false);
 ROLLBACK;
 SELECT format('VACUUM (INDEX_CLEANUP off, TRUNCATE off) awa.receipt_completion_batches_%s', :ext_slot) AS ext_vacuum \gset
 :ext_vacuum;
@@ -299,23 +296,10 @@ SELECT format('VACUUM (INDEX_CLEANUP off, TRUNCATE off) awa.receipt_completion_b
 -- the last page at both.
 SELECT outcome IS NOT NULL AS pruned_3 FROM awa.run_maintenance('prune_queue');
 SELECT outcome IS NOT NULL AS pruned_4 FROM awa.run_maintenance('prune_queue');
-CREATE EXTENSION pg_walinspect;
 SELECT pg_current_wal_insert_lsn() AS ext_start \gset
-DO $$
-BEGIN
-    FOR i IN 1 .. 3000 LOOP
-        PERFORM awa.complete(c.job_id, c.run_lease, c.receipt_id) FROM awa.claim('h_ext', 1) c;
-        COMMIT;
-    END LOOP;
-END
-$$;
-SELECT format('%s/%s/%s ', t.spc, d.oid, pg_relation_filenode(format('awa.receipt_completion_batches_%s_batch_id_idx', :ext_slot)))
-           AS ext_index_file
-  FROM pg_database d, (SELECT oid AS spc FROM pg_tablespace WHERE spcname = 'pg_default') t
- WHERE d.datname = current_database() \gset
-SELECT count(*) FILTER (WHERE w.resource_manager = 'BRIN' AND w.block_ref LIKE '%' || :'ext_index_file' || '%')
-           AS ext_brin_records
-  FROM pg_get_wal_records_info(:'ext_start', pg_current_wal_flush_lsn()) w;
+CALL pg_temp.complete_one_by_one('h_ext', 3000, true);
+SELECT pg_temp.wal_records('BRIN', format('awa.receipt_completion_batches_%s_batch_id_idx', :ext_slot), :'ext_start')
+           AS ext_brin_records;
 DROP EXTENSION pg_walinspect;
 
 -- Only awa_admin (through run_maintenance) runs it; the internals are not
