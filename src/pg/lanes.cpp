@@ -7,8 +7,19 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/generic_xlog.h"
+#include "access/heapam.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type_d.h"
+#include "executor/executor.h"
+#include "mb/pg_wchar.h"
+#include "storage/bufmgr.h"
+#include "storage/sinval.h"
+#include "storage/standby.h"
+#include "utils/timestamp.h"
 #include "common/hashfn.h"
 #include "utils/fmgroids.h"
 #include "utils/relcache.h"
@@ -21,10 +32,9 @@ namespace awa::pg {
 
 namespace {
 
-// Per-backend cache of committed lanes, keyed by (queue, priority). A lane
-// never changes once committed; entries are tied to the extension's
-// incarnation, and a lane created by the current transaction is not cached
-// until a later transaction finds it committed.
+// Per-backend cache of lanes, keyed by (queue, priority). A lane's row is
+// committed when it is inserted and never changes (its cursors are read from
+// the page, not from here); entries are tied to the extension's incarnation.
 constexpr int kLaneCacheSize = 128;
 constexpr int kMaxQueueBytes = 800;  // 200 characters of up to 4 bytes
 constexpr int kMaxKeyBytes = 255;    // core::kMaxConcurrencyKeyBytes
@@ -39,7 +49,6 @@ struct LaneCacheEntry {
 	Lane lane;
 };
 LaneCacheEntry lane_cache[kLaneCacheSize];
-TransactionId lanes_created_by = InvalidTransactionId;
 
 uint32
 LaneHash(text *queue, int16 priority, text *key)
@@ -71,7 +80,7 @@ CacheLane(Oid incarnation, uint32 hash, text *queue, text *key, const Lane &lane
 {
 	int length = VARSIZE_ANY_EXHDR(queue);
 	int key_length = key == NULL ? -1 : static_cast<int>(VARSIZE_ANY_EXHDR(key));
-	if (length > kMaxQueueBytes || key_length > kMaxKeyBytes || LaneCreatedInThisTransaction())
+	if (length > kMaxQueueBytes || key_length > kMaxKeyBytes)
 		return;
 	LaneCacheEntry &entry = lane_cache[hash % kLaneCacheSize];
 	entry.incarnation = incarnation;
@@ -85,11 +94,12 @@ CacheLane(Oid incarnation, uint32 hash, text *queue, text *key, const Lane &lane
 	entry.lane = lane;
 }
 
-// Per-backend cache of the lanes of a queue, for claims. A new lane's
-// transaction sends a relcache invalidation of awa.queue_lanes at commit;
-// that (like every pg_class invalidation) empties this cache, and
-// invalidations are processed at the start of each transaction. A claim
-// therefore sees every lane committed before its transaction began.
+// Per-backend cache of the lanes of a queue, for claims. A new lane's creator
+// sends a relcache invalidation of awa.queue_lanes once the row is in
+// (AnnounceNewLane); that (like every pg_class invalidation) empties this
+// cache, and invalidations are processed at the start of each transaction
+// and whenever a relation lock is first taken. A claim therefore sees every
+// lane inserted before its transaction began.
 constexpr int kQueueCacheSize = 64;
 struct QueueCacheEntry {
 	Oid incarnation;
@@ -188,51 +198,123 @@ FindLane(text *queue, int16 priority, text *key, bool latest, Lane *lane)
 	return true;
 }
 
-// The transaction, other than this one, that inserted the lane's row and is
-// still running (InvalidTransactionId: none). A dirty read of the unique index
-// on (queue, priority, concurrency_key), as a unique check does: the lane
-// create lock is held only while a row is inserted, so a row whose creator
-// has not committed yet is seen here, not by a snapshot.
-TransactionId
-LaneCreatorInProgress(text *queue, int16 priority, text *key)
+// Marks the row at `tid`, just inserted by this transaction with its index
+// entries, committed for every snapshot (HEAP_XMIN_FROZEN, as COPY FREEZE
+// writes rows), as one generic WAL record after the heap and index records. A
+// crash before it leaves a row of a transaction that never committed
+// (invisible; vacuum removes it), never a visible row that its unique index
+// does not know (a second lane of the same identity could then be inserted).
+void
+FreezeInsertedLaneRow(Relation rel, ItemPointer tid)
 {
-	Relation rel = table_open(known_lanes_relid, AccessShareLock);
-	Oid index = AwaObjectOid(AwaObject::kQueueLanesIdentity);
-	AttrNumber queue_column = get_attnum(RelationGetRelid(rel), "queue");
-	AttrNumber priority_column = get_attnum(RelationGetRelid(rel), "priority");
-	AttrNumber key_column = get_attnum(RelationGetRelid(rel), "concurrency_key");
-	if (!OidIsValid(index) || queue_column == InvalidAttrNumber || priority_column == InvalidAttrNumber ||
-	    key_column == InvalidAttrNumber)
-		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-		                errmsg("awa: awa.queue_lanes has no unique index on (queue, priority, concurrency_key)"),
-		                errhint("The extension's objects were changed by hand; recreate the extension.")));
-	ScanKeyData keys[3];
-	ScanKeyEntryInitialize(&keys[0], 0, queue_column, BTEqualStrategyNumber, InvalidOid,
-	                       TupleDescAttr(RelationGetDescr(rel), queue_column - 1)->attcollation, F_TEXTEQ,
-	                       PointerGetDatum(queue));
-	ScanKeyEntryInitialize(&keys[1], 0, priority_column, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT2EQ,
-	                       Int16GetDatum(priority));
-	if (key == NULL)
-		ScanKeyEntryInitialize(&keys[2], SK_ISNULL | SK_SEARCHNULL, key_column, InvalidStrategy, InvalidOid,
-		                       InvalidOid, InvalidOid, (Datum)0);
-	else
-		ScanKeyEntryInitialize(&keys[2], 0, key_column, BTEqualStrategyNumber, InvalidOid,
-		                       TupleDescAttr(RelationGetDescr(rel), key_column - 1)->attcollation, F_TEXTEQ,
-		                       PointerGetDatum(key));
-	SnapshotData dirty;
-	InitDirtySnapshot(dirty);
-	SysScanDesc scan = systable_beginscan(rel, index, true, &dirty, 3, keys);
-	TransactionId creator = InvalidTransactionId;
-	while (HeapTupleIsValid(systable_getnext(scan))) {
-		CHECK_FOR_INTERRUPTS();
-		if (TransactionIdIsValid(dirty.xmin)) {
-			creator = dirty.xmin;
-			break;
-		}
+	Buffer buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	ItemId item = PageGetItemId(BufferGetPage(buffer), ItemPointerGetOffsetNumber(tid));
+	if (!ItemIdIsNormal(item)) {
+		UnlockReleaseBuffer(buffer);
+		elog(ERROR, "awa: the new lane row is not where it was inserted");
 	}
-	systable_endscan(scan);
+	// Under wal_consistency_checking for generic records a full image, as
+	// lane_cursors.cpp writes (readers set hint bits on heap pages without WAL).
+	bool checked = wal_consistency_checking != NULL && wal_consistency_checking[RM_GENERIC_ID];
+	GenericXLogState *state = GenericXLogStart(rel);
+	Page copy = GenericXLogRegisterBuffer(state, buffer, checked ? GENERIC_XLOG_FULL_IMAGE : 0);
+	HeapTupleHeader header = reinterpret_cast<HeapTupleHeader>(
+	    PageGetItem(copy, PageGetItemId(copy, ItemPointerGetOffsetNumber(tid))));
+	HeapTupleHeaderSetXminFrozen(header);
+	(void)GenericXLogFinish(state);
+	UnlockReleaseBuffer(buffer);
+}
+
+// Inserts the lane's row and commits it at once (FreezeInsertedLaneRow): it
+// does not roll back with the creating transaction, and no other producer of
+// the lane waits for that transaction to end. The row is bookkeeping with
+// both cursors at 0; a creator that rolls back leaves the lane empty, as a
+// lane whose jobs have all run is (docs/architecture.md, "A lane's row is
+// committed when it is inserted"). The heap and index inserts go without
+// the executor: awa.queue_lanes has no expression or partial index, a
+// trigger is refused (55000), and its CHECK constraints are checked here
+// (validate.hpp checked the same bounds at the call). May ereport.
+Lane
+InsertCommittedLaneRow(text *queue, int16 priority, int64 lane_id, text *key)
+{
+	Relation rel = table_open(known_lanes_relid, RowExclusiveLock);
+	TupleDesc desc = RelationGetDescr(rel);
+	static const char *const kColumns[] = {"lane_id",  "enqueue_cursor", "claim_cursor", "enqueue_logged",
+	                                       "cursor_run", "priority",     "queue",        "created_at",
+	                                       "concurrency_key"};
+	static const Oid kTypes[] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT2OID, TEXTOID, TIMESTAMPTZOID, TEXTOID};
+	constexpr int kColumnCount = 9;
+	if (rel->trigdesc != NULL)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		                errmsg("awa: awa.queue_lanes has a trigger"),
+		                errhint("awa inserts lane rows without the executor, so a trigger there would not fire: "
+		                        "drop it.")));
+	bool layout = desc->natts == kColumnCount;
+	for (int i = 0; layout && i < kColumnCount; i++) {
+		Form_pg_attribute column = TupleDescAttr(desc, i);
+		layout = !column->attisdropped && column->atttypid == kTypes[i] && strcmp(NameStr(column->attname), kColumns[i]) == 0;
+	}
+	if (!layout)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+		                errmsg("awa: awa.queue_lanes does not have the columns awa writes"),
+		                errhint("The extension's objects were changed by hand; recreate the extension.")));
+	text *plain_queue = pg_detoast_datum_packed(queue);
+	text *plain_key = key == NULL ? NULL : pg_detoast_datum_packed(key);
+	int queue_chars = pg_mbstrlen_with_len(VARDATA_ANY(plain_queue), VARSIZE_ANY_EXHDR(plain_queue));
+	if (priority < 1 || priority > 4 || queue_chars < 1 || queue_chars > 200 ||
+	    (plain_key != NULL && (VARSIZE_ANY_EXHDR(plain_key) < 1 || VARSIZE_ANY_EXHDR(plain_key) > kMaxKeyBytes)))
+		ereport(ERROR, (errcode(ERRCODE_CHECK_VIOLATION),
+		                errmsg("awa: lane (%d, %d characters of queue) is outside awa.queue_lanes's bounds", priority,
+		                       queue_chars)));
+	Datum values[kColumnCount] = {Int64GetDatum(lane_id), Int64GetDatum(0),       Int64GetDatum(0),
+	                              Int64GetDatum(0),       Int64GetDatum(0),       Int16GetDatum(priority),
+	                              PointerGetDatum(queue), TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+	                              PointerGetDatum(key)};
+	bool nulls[kColumnCount] = {false, false, false, false, false, false, false, false, key == NULL};
+	HeapTuple tuple = heap_form_tuple(desc, values, nulls);
+	heap_insert(rel, tuple, GetCurrentCommandId(true), 0, NULL);
+
+	EState *estate = CreateExecutorState();
+	ResultRelInfo *result = makeNode(ResultRelInfo);
+	InitResultRelInfo(result, rel, 1, NULL, 0);
+	ExecOpenIndices(result, false);
+	TupleTableSlot *slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(tuple, slot, false);
+	list_free(ExecInsertIndexTuples(result, slot, estate, false, false, NULL, NIL));
+	ExecCloseIndices(result);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	FreezeInsertedLaneRow(rel, &tuple->t_self);
+
+	Lane lane;
+	lane.row = tuple->t_self;
+	lane.lane_id = lane_id;
+	lane.priority = priority;
+	lane.keyed = key != NULL;
+	lane.rows_epoch = lane_rows_epoch;
+	heap_freetuple(tuple);
 	table_close(rel, NoLock);
-	return creator;
+	return lane;
+}
+
+// Tells every backend, and every standby's, at once that awa.queue_lanes has
+// a new row: their caches of a queue's lanes (LanesOfQueue, KeyedPriorities)
+// forget it. A transactional invalidation would be sent only at commit, and
+// never if the creator rolls back, while the lane stays.
+void
+AnnounceNewLane()
+{
+	SharedInvalidationMessage message;
+	message.rc.id = SHAREDINVALRELCACHE_ID;
+	message.rc.dbId = MyDatabaseId;
+	message.rc.relId = known_lanes_relid;
+	if (XLogStandbyInfoActive())
+		LogStandbyInvalidations(1, &message, false);
+	SendSharedInvalidMessages(&message, 1);
+	// This backend reads its own message at its next lock or transaction;
+	// a claim in this transaction must see the lane before that.
+	ForgetQueues((Datum)0, 0, 0);
 }
 
 }  // namespace
@@ -255,40 +337,20 @@ EnsureLane(text *queue, int16 priority, text *key)
 	// First use: one creator per lane at a time, under the lane create lock,
 	// which is held only until the row is in: a transaction that creates
 	// 20,000 lanes must not hold 20,000 locks of the cluster's shared lock
-	// table to its end (test/t/047_lock_table_bounded.pl). A later creator
-	// finds the row with a dirty read and waits for its creator's end (as a
-	// unique check would, without raising 23505), then sees it committed or
-	// gone.
+	// table to its end (test/t/047_lock_table_bounded.pl). The row is
+	// committed as it is inserted, so a later creator finds it at once.
 	LockLaneCreate(hash);
-	for (;;) {
-		CHECK_FOR_INTERRUPTS();
-		TransactionId creator = LaneCreatorInProgress(queue, priority, key);
-		if (!TransactionIdIsValid(creator))
-			break;
-		UnlockLaneCreate(hash);
-		XactLockTableWait(creator, NULL, NULL, XLTW_None);
-		LockLaneCreate(hash);
-	}
 	if (FindLane(queue, priority, key, true, &lane)) {
 		UnlockLaneCreate(hash);
+		CacheLane(incarnation, hash, queue, key, lane);
 		return lane;
 	}
-	lanes_created_by = GetTopTransactionId();
-
 	Oid id_seq = AwaObjectOid(AwaObject::kQueueLaneIdSeq);
 	int64 lane_id = nextval_internal(id_seq, false);
-	Datum values[4] = {PointerGetDatum(queue), Int16GetDatum(priority), Int64GetDatum(lane_id), PointerGetDatum(key)};
-	char nulls[4] = {' ', ' ', ' ', key == NULL ? 'n' : ' '};
-	Execute(Stmt::kRegisterLane, 0, values, nulls, 1);
-	lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
-	lane.keyed = key != NULL;
-	// Other backends' caches of the queue's lanes forget them when this
-	// transaction commits (LanesOfQueue); this backend's at once, since no
-	// command boundary may come before its next claim reads them (a claim
-	// that writes this transaction's pending jobs first, test/t/005).
+	lane = InsertCommittedLaneRow(queue, priority, lane_id, key);
 	UnlockLaneCreate(hash);
-	CacheInvalidateRelcacheByRelid(known_lanes_relid);
-	ForgetQueues((Datum)0, 0, 0);
+	AnnounceNewLane();
+	CacheLane(incarnation, hash, queue, key, lane);
 	return lane;
 }
 
@@ -313,7 +375,7 @@ LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 	TupleDesc desc = SPI_tuptable->tupdesc;
 	for (int i = 0; i < count; i++)
 		lanes[i] = LaneOfRow(SPI_tuptable->vals[i], desc);
-	if (length <= kMaxQueueBytes && !LaneCreatedInThisTransaction()) {
+	if (length <= kMaxQueueBytes) {
 		entry.incarnation = incarnation;
 		entry.hash = hash;
 		entry.length = length;
@@ -345,7 +407,7 @@ KeyedPriorities(text *queue)
 		int16 priority = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 		keyed |= static_cast<uint8>(1u << (priority - 1));
 	}
-	if (cached && !LaneCreatedInThisTransaction()) {
+	if (cached) {
 		entry.keyed = keyed;
 		entry.keyed_known = true;
 	}
@@ -381,21 +443,10 @@ LaneById(int64 lane_id, Lane *lane)
 	if (SPI_processed == 0)
 		return false;
 	*lane = LaneOfRow(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
-	if (!LaneCreatedInThisTransaction()) {
-		entry.incarnation = incarnation;
-		entry.rows_epoch = lane_rows_epoch;
-		entry.lane = *lane;
-	}
+	entry.incarnation = incarnation;
+	entry.rows_epoch = lane_rows_epoch;
+	entry.lane = *lane;
 	return true;
-}
-
-// What this transaction sees of the lane registry may still roll back while
-// it has created a lane, so neither cache takes it then.
-bool
-LaneCreatedInThisTransaction()
-{
-	TransactionId current = GetTopTransactionIdIfAny();
-	return TransactionIdIsValid(current) && current == lanes_created_by;
 }
 
 }  // namespace awa::pg

@@ -68,7 +68,6 @@ enum class AwaObject {
 	kClaimFenceSeq,
 	kQueueLanes,
 	kQueueLanesLaneIdKey,
-	kQueueLanesIdentity,
 	kCount
 };
 

@@ -36,7 +36,6 @@ enum class Stmt {
 	kKeyRunningOne,
 	kKeyCountsScan,
 	kKeyWeight,
-	kRegisterLane,
 	kInsertDeferredMany,
 	kReadyRows,
 	kQueueSettings,

@@ -142,6 +142,21 @@ SELECT (SELECT count(*) FROM awa.ready_entries WHERE job_id = :rb1) AS ready,
        (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_rollback_new') AS lanes,
        (SELECT count(*) FROM awa.claim('enq_rollback_new')) AS claimed;
 
+-- One that wrote its job early (it read it back) created the lane then; the
+-- lane's row is committed as it is inserted (no other producer waits for
+-- this transaction), so it stays, empty, with the rolled-back position as a
+-- gap that the next producer's job follows and claims pass.
+BEGIN;
+SELECT awa.enqueue('enq.rollback', queue => 'enq_rollback_early') AS rb3 \gset
+SELECT awa.get_job(:rb3) ->> 'state' AS written_early;
+ROLLBACK;
+SELECT (SELECT count(*) FROM awa.queue_lanes WHERE queue = 'enq_rollback_early') AS lanes,
+       (SELECT enqueue_cursor FROM awa.lanes WHERE queue = 'enq_rollback_early') AS enqueue_cursor,
+       (SELECT count(*) FROM awa.claim('enq_rollback_early')) AS claimed;
+SELECT awa.enqueue('enq.after', queue => 'enq_rollback_early') IS NOT NULL AS enqueued;
+SELECT kind, (SELECT enqueue_cursor FROM awa.lanes WHERE queue = 'enq_rollback_early') AS enqueue_cursor
+  FROM awa.claim('enq_rollback_early');
+
 -- On an existing lane: no row and no lane_seq taken (positions
 -- are taken at commit): the next job gets the next one, no gap.
 SELECT awa.enqueue('enq.kept', queue => 'enq_rollback') AS kept1 \gset

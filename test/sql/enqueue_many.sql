@@ -209,12 +209,14 @@ SELECT count(*) AS ready, max(lane_seq) - min(lane_seq) + 1 AS lane_span,
           FROM awa.ready_entries WHERE queue = 'em_chunks') e;
 SELECT count(*) AS runs FROM pg_temp.ready_runs WHERE queue = 'em_chunks';
 -- Elements 1 and 20,001 share a unique key: 'error' fails the whole call (and
--- writes nothing), 'skip' gives element 20,001 the id of element 1.
+-- writes no job), 'skip' gives element 20,001 the id of element 1.
 SELECT pg_temp.footprint() AS before_unique_chunks \gset
 SELECT pg_temp.try($$SELECT count(*) FROM awa.enqueue_many(array_fill('u'::text, ARRAY[25000]), NULL, 'em_chunks_u',
     opts => (SELECT array_agg(CASE WHEN g IN (1, 20001) THEN '{"unique_key": "chunks-error"}'::jsonb END ORDER BY g)
                FROM generate_series(1, 25000) g))$$, false) AS duplicate_across_chunks;
-SELECT pg_temp.footprint() = :'before_unique_chunks'::jsonb AS nothing_written;
+-- The first chunks were written early (10,000 pending jobs), which created the
+-- lane; its row is committed as it is inserted, so only the lane is left.
+SELECT pg_temp.written(:'before_unique_chunks') AS written;
 SELECT (array_agg(id ORDER BY n))[1] = (array_agg(id ORDER BY n))[20001] AS same_id, count(DISTINCT id) AS distinct_ids
   FROM awa.enqueue_many(array_fill('u'::text, ARRAY[25000]), NULL, 'em_chunks_u',
     opts => (SELECT array_agg(CASE WHEN g IN (1, 20001)

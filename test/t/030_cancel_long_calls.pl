@@ -134,15 +134,18 @@ sub signal_and_end
 	}
 }
 
-# Nothing of the call stays: no ready row, deferred row or lane, and the
-# counters agree with an exact count.
+# Nothing of the call stays: no ready row or deferred row, and the counters
+# agree with an exact count. Its lane may stay, empty: a call stopped after it
+# wrote its first 10,000 jobs early had created the lane, whose row is
+# committed as it is inserted (docs/architecture.md, "A lane's row is
+# committed when it is inserted").
 sub nothing_left
 {
 	my ($queue, $label) = @_;
 	is($node->safe_psql('postgres', "SELECT count(*) FROM awa.deferred_jobs WHERE queue = '$queue'"),
 		'0', "$label: no deferred row");
-	is($node->safe_psql('postgres', "SELECT count(*) FROM awa.queue_lanes WHERE queue = '$queue'"),
-		'0', "$label: no lane");
+	is($node->safe_psql('postgres', "SELECT count(*) <= 1 FROM awa.queue_lanes WHERE queue = '$queue'"),
+		't', "$label: at most the lane's row");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM awa.ready_entries WHERE queue = '$queue'"),
 		'0', "$label: no ready row");
 	is( $node->safe_psql('postgres',
