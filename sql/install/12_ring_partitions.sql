@@ -5,27 +5,15 @@
 -- the queue and claim rings get awa.ring_spare_slots (16) more partitions,
 -- made up front because a partition cannot be attached while a session holds
 -- its parent without waiting for it (docs/architecture.md).
--- Which families belong to a ring is said once, by awa._slot_children: the
--- partitions are made from it, and rotation, prune and storage_status read it.
+-- Which families belong to a ring is said once, in src/core/ring.hpp
+-- (FamiliesOf), served by awa._slot_children: the partitions are made from
+-- it, and rotation, prune and storage_status read it.
 -- ---------------------------------------------------------------------------
--- The children of one ring slot, in lock order.
+-- The children of one ring slot, in lock order: 'awa.<family>_<slot>'.
 CREATE FUNCTION awa._slot_children(ring text, slot int)
 RETURNS text[]
-LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-SELECT array_agg(format('awa.%I', f || '_' || slot) ORDER BY o)
-  FROM unnest(CASE ring
-                 WHEN 'queue' THEN ARRAY['ready_entries', 'ready_tombstones',
-                                         'ready_claim_attempt_batches', 'done_entries',
-                                         'receipt_completion_batches']
-                 WHEN 'claim' THEN ARRAY['lease_claims', 'lease_claim_batches', 'lease_claim_closures',
-                                         'lease_claim_closure_batches']
-                 WHEN 'lease' THEN ARRAY['leases']
-                 WHEN 'history' THEN ARRAY['job_history']
-               END) WITH ORDINALITY AS t(f, o)
-$$;
+AS 'MODULE_PATHNAME', 'awa_internal_slot_children'
+LANGUAGE C IMMUTABLE STRICT;
 
 DO $ring$
 DECLARE

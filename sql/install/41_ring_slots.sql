@@ -39,12 +39,8 @@ $$;
 -- again (each TRUNCATE swaps the files and invalidates every backend's plans).
 CREATE FUNCTION awa._slot_has_no_blocks(ring text, slot int)
 RETURNS boolean
-LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-SELECT coalesce(bool_and(pg_relation_size(c::regclass) = 0), true) FROM unnest(awa._slot_children(ring, slot)) c
-$$;
+AS 'MODULE_PATHNAME', 'awa_internal_slot_has_no_blocks'
+LANGUAGE C VOLATILE STRICT;
 
 -- The most slots a ring may use: awa.ring_max_slots, never fewer than its
 -- width nor more than its partitions.

@@ -52,7 +52,7 @@ DECLARE
     s int;
     owner bigint;
     used int[];
-    locked int[] := '{}';
+    locked int[];  -- awa._ring_held_slots, read when a slot in use is first looked at
     keep_limit int;
     rotations int;
     unused_before boolean := false;
@@ -66,21 +66,21 @@ BEGIN
     held := '{}';
     due := false;
     keep_limit := (cap - pos.width) + pos.width / 2 - 1;
-    IF cap > pos.width THEN
-        locked := awa._ring_held_slots(ring);
-    END IF;
     FOR k IN 1 .. pos.slot_count - 1 LOOP
         s := awa._slot_of(pos.generation + k, pos.slot_count);
-        EXECUTE format('SELECT max(r.generation) FROM awa.%I r WHERE r.slot = $1', ring || '_ring_rotations')
-           INTO owner USING s;
+        -- The slot's generation (its newest in the ledger), read only where it
+        -- is used: the first unused slot and every slot in use.
         IF NOT s = ANY (used) THEN
             unused_before := unused_before OR s < cap;
             IF slot IS NULL THEN
-                generation := owner;
+                EXECUTE format('SELECT max(r.generation) FROM awa.%I r WHERE r.slot = $1', ring || '_ring_rotations')
+                   INTO generation USING s;
                 slot := s;
             END IF;
             CONTINUE;
         END IF;
+        EXECUTE format('SELECT max(r.generation) FROM awa.%I r WHERE r.slot = $1', ring || '_ring_rotations')
+           INTO owner USING s;
         IF cap > pos.width THEN
             -- Spare slots: due once width - 1 rotations have passed since its
             -- generation (left-out slots cost no rotating slot its time), or
@@ -103,6 +103,12 @@ BEGIN
         IF ring = 'queue' AND cardinality(kept) < keep_limit AND awa._slot_live_rows(s) > limit_rows THEN
             kept := kept || s;
             CONTINUE;
+        END IF;
+        -- Which slots sessions hold (pg_locks joined with pg_stat_activity,
+        -- the costly read of this function) only once a slot in use needs it:
+        -- an idle ring's prune never does.
+        IF cap > pos.width AND locked IS NULL THEN
+            locked := awa._ring_held_slots(ring);
         END IF;
         IF s = ANY (locked) THEN
             held := held || s;

@@ -89,11 +89,20 @@ BEGIN
         END IF;
         step := step + 1;
     END LOOP;
-    -- The ring's partitioned parents: slot 0's children without their suffix.
-    FOREACH family IN ARRAY (SELECT array_agg(regexp_replace(c, '_0$', '')) FROM unnest(awa._slot_children(ring, 0)) c) LOOP
-        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', family) INTO busy;
+    -- A partition without a block holds no row: an idle ring is known from
+    -- the partitions' sizes (cheap), and only a ring with blocks is read
+    -- (they may hold only rolled-back rows), through its partitioned
+    -- parents: slot 0's children without their suffix.
+    FOR s IN 0 .. pos.slot_count - 1 LOOP
+        busy := NOT awa._slot_has_no_blocks(ring, s);
         EXIT WHEN busy;
     END LOOP;
+    IF busy THEN
+        FOREACH family IN ARRAY (SELECT array_agg(regexp_replace(c, '_0$', '')) FROM unnest(awa._slot_children(ring, 0)) c) LOOP
+            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', family) INTO busy;
+            EXIT WHEN busy;
+        END LOOP;
+    END IF;
     IF NOT busy THEN
         outcome := 'skipped_idle';
         RETURN;

@@ -38,4 +38,46 @@ PruneTargetGeneration(int64_t current, int32_t slot_count) noexcept
 	return OldestLiveGeneration(current, slot_count);
 }
 
+namespace {
+
+constexpr const char *kQueueFamilies[] = {"ready_entries", "ready_tombstones", "ready_claim_attempt_batches",
+                                          "done_entries", "receipt_completion_batches"};
+constexpr const char *kClaimFamilies[] = {"lease_claims", "lease_claim_batches", "lease_claim_closures",
+                                          "lease_claim_closure_batches"};
+constexpr const char *kLeaseFamilies[] = {"leases"};
+constexpr const char *kHistoryFamilies[] = {"job_history"};
+
+bool
+Same(const char *a, const char *b) noexcept
+{
+	while (*a != '\0' && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == *b;
+}
+
+template <int32_t N>
+RingFamilies
+Families(const char *const (&names)[N]) noexcept
+{
+	return RingFamilies{names, N};
+}
+
+}  // namespace
+
+RingFamilies
+FamiliesOf(const char *ring) noexcept
+{
+	if (Same(ring, "queue"))
+		return Families(kQueueFamilies);
+	if (Same(ring, "claim"))
+		return Families(kClaimFamilies);
+	if (Same(ring, "lease"))
+		return Families(kLeaseFamilies);
+	if (Same(ring, "history"))
+		return Families(kHistoryFamilies);
+	return RingFamilies{nullptr, 0};
+}
+
 }  // namespace awa::core

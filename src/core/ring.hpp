@@ -44,4 +44,15 @@ bool IsLiveGeneration(int64_t generation, int64_t current, int32_t slot_count) n
 // filled yet (awa._prune calls awa._prune_target, which is this function).
 int64_t PruneTargetGeneration(int64_t current, int32_t slot_count) noexcept;
 
+// The families of a ring (its partitioned tables, one partition per slot), in
+// the order a prune locks and truncates them: "queue", "claim", "lease" or
+// "history". The one list: awa._slot_children (src/pg/fn_slot_children.cpp)
+// serves it to the PL/pgSQL steps. names is nullptr (count 0) for any other
+// ring name.
+struct RingFamilies {
+	const char *const *names;
+	int32_t count;
+};
+RingFamilies FamiliesOf(const char *ring) noexcept;
+
 }  // namespace awa::core

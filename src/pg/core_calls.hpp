@@ -91,6 +91,7 @@ AWA_CHECK_NOEXCEPT(OldestLiveGeneration(declval<int64_t>(), declval<int32_t>()))
 AWA_CHECK_NOEXCEPT(NextPosition(declval<RingPosition>(), declval<int32_t>()));
 AWA_CHECK_NOEXCEPT(IsLiveGeneration(declval<int64_t>(), declval<int64_t>(), declval<int32_t>()));
 AWA_CHECK_NOEXCEPT(PruneTargetGeneration(declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(FamiliesOf(declval<const char *>()));
 
 // core/token_bucket.hpp (the per-queue rate limit, counters.cpp)
 AWA_CHECK_NOEXCEPT(StartBucket(declval<TokenBucket *>(), declval<int64_t>(), declval<bool>(), declval<int32_t>()));

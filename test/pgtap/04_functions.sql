@@ -5,6 +5,7 @@
 -- SECURITY DEFINER building blocks), the six casts to awa.duration or any
 -- other awa._* building block), volatility,
 -- strictness (only the test building block _reserve_lane_positions, the internal ring arithmetic _slot_of,
+-- the ring slots' partitions _slot_children and _slot_has_no_blocks,
 -- _oldest_live_generation, _prune_target, the closure batch id range _first_closure_batch_id and
 -- _last_closure_batch_id, the internal tick arithmetic
 -- _periodic_latest, the key counters' name _key_counter_name and the ten functions of the type awa.duration are STRICT:
@@ -17,7 +18,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1561);
+SELECT plan(1563);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -636,7 +637,7 @@ INSERT INTO api VALUES
      'text[]',
      'ring text, slot integer',
      'text[]',
-     'sql', false, 'immutable', false, 0, NULL),
+     'c', false, 'immutable', true, 0, 'awa_internal_slot_children'),
     ('_ring_position',
      ARRAY['text'],
      'record',
@@ -678,7 +679,7 @@ INSERT INTO api VALUES
      'boolean',
      'ring text, slot integer',
      'boolean',
-     'sql', false, 'volatile', false, 0, NULL),
+     'c', false, 'volatile', true, 0, 'awa_internal_slot_has_no_blocks'),
     ('_queue_slot_blocker',
      ARRAY['integer', 'bigint'],
      'text',

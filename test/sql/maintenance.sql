@@ -157,6 +157,22 @@ SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
     ($$SELECT awa._note_outcome('prune_queue', '')$$),
     ($$SELECT awa._note_outcome('prune_queue', NULL)$$)
 ) AS t(call);
+-- The slots' partitions, as the steps read them (C: src/pg/fn_slot_children.cpp,
+-- the families from src/core/ring.hpp); a fresh ring's slots have no block.
+SELECT awa._slot_children('queue', 3) AS queue_3, awa._slot_children('claim', 15) AS claim_15,
+       awa._slot_children('lease', 0) AS lease_0, awa._slot_children('history', 7) AS history_7;
+SELECT awa._slot_children(NULL, 1) IS NULL AS children_null, awa._slot_has_no_blocks('queue', NULL) IS NULL AS blocks_null,
+       awa._slot_has_no_blocks('queue', 5) AS queue_5_empty, awa._slot_has_no_blocks('history', 0) AS history_0_empty;
+SELECT call, pg_temp.try(call) AS outcome FROM (VALUES
+    ($$SELECT awa._slot_children('queues', 0)$$),
+    ($$SELECT awa._slot_children('queue', -1)$$),
+    ($$SELECT awa._slot_children('queue', 64)$$),
+    ($$SELECT awa._slot_has_no_blocks('Queue', 0)$$),
+    ($$SELECT awa._slot_has_no_blocks('claim', 64)$$),
+    -- a slot number within 0..63 past the ring's partitions (8 + 8 spare for
+    -- the claim ring): its partitions do not exist
+    ($$SELECT awa._slot_has_no_blocks('claim', 40)$$)
+) AS t(call);
 -- Under a transaction snapshot (REPEATABLE READ, SERIALIZABLE) no step runs:
 -- a prune would truncate what committed after the snapshot
 -- (test/specs/maintenance_isolation.spec has the race).

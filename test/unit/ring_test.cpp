@@ -213,5 +213,27 @@ TEST(PruneTarget, IsTheIncomingSlotOnceTheRingIsFull)
 		EXPECT_EQ(SlotOf(PruneTargetGeneration(current, 8), 8), SlotOf(current + 1, 8));
 }
 
+TEST(FamiliesOf, EachRingItsFamiliesInLockOrder)
+{
+	RingFamilies queue = FamiliesOf("queue");
+	ASSERT_EQ(queue.count, 5);
+	EXPECT_STREQ(queue.names[0], "ready_entries");
+	EXPECT_STREQ(queue.names[4], "receipt_completion_batches");
+	RingFamilies claim = FamiliesOf("claim");
+	ASSERT_EQ(claim.count, 4);
+	EXPECT_STREQ(claim.names[0], "lease_claims");
+	EXPECT_STREQ(claim.names[3], "lease_claim_closure_batches");
+	EXPECT_EQ(FamiliesOf("lease").count, 1);
+	EXPECT_STREQ(FamiliesOf("history").names[0], "job_history");
+}
+
+TEST(FamiliesOf, UnknownRingHasNone)
+{
+	for (const char *ring : {"", "queues", "Queue", "que", "leasehold"}) {
+		EXPECT_EQ(FamiliesOf(ring).names, nullptr) << ring;
+		EXPECT_EQ(FamiliesOf(ring).count, 0) << ring;
+	}
+}
+
 }  // namespace
 }  // namespace awa::core
