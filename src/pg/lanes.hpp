@@ -1,6 +1,6 @@
 // lanes.hpp: the lane registry. A lane is (queue, priority), or (queue,
 // priority, concurrency_key) for keyed jobs (key_lanes.hpp); its row in
-// awa.queue_lanes is inserted on first use, committed at once, and carries the lane's two
+// awa.queue_lanes is inserted on first enqueue and carries the lane's two
 // cursors, which lane_cursors.hpp reads and moves in place.
 #pragma once
 
@@ -30,10 +30,17 @@ Lane LaneOfRow(HeapTuple tuple, TupleDesc desc);
 constexpr int kMaxLanesPerQueue = 4;
 
 // The lane, created if this is its first use; `key` NULL: the lane of jobs
-// without a key. A new lane's row is committed at once and stays if the
-// caller rolls back (an empty lane: lanes.cpp, InsertCommittedLaneRow).
+// without a key. A new lane's row is committed as it is inserted (it stays
+// if the caller rolls back), or, past 16 new lanes in the transaction, while
+// a VACUUM or a concurrent index build of awa.queue_lanes runs, or where an
+// INSERT trigger or rule is on it, inserted in the caller's transaction
+// (lanes.cpp, CommittedInsertAllowed).
 // Requires SPI. May ereport.
 Lane EnsureLane(text *queue, int16 priority, text *key = NULL);
+
+// True while the current transaction has inserted a lane's row in itself
+// (not committed at insert: it may still roll back).
+bool LaneCreatedInThisTransaction();
 
 // The queue's lanes of jobs without a key, by priority; returns how many (0
 // for an unknown queue).

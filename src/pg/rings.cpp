@@ -29,7 +29,7 @@ bool incarnation_callback_registered = false;
 
 constexpr const char *kObjectNames[static_cast<int>(AwaObject::kCount)] = {
     "job_id_seq", "queue_lane_id_seq", "claim_batch_id_seq", "attempt_state", "job_unique_claims", "queue_meta", "claim_fence_seq",
-    "queue_lanes", "queue_lanes_lane_id_key"};
+    "queue_lanes", "queue_lanes_lane_id_key", "queue_lanes_identity"};
 Oid cached_objects[static_cast<int>(AwaObject::kCount)];
 
 void

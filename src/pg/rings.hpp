@@ -68,6 +68,7 @@ enum class AwaObject {
 	kClaimFenceSeq,
 	kQueueLanes,
 	kQueueLanesLaneIdKey,
+	kQueueLanesIdentity,
 	kCount
 };
 

@@ -82,6 +82,10 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// kKeyWeight: $1 queue, $2 concurrency_key
 	{Stmt::kKeyWeight, "SELECT weight FROM awa.key_weights WHERE queue = $1 AND concurrency_key = $2",
 	 2, {TEXTOID, TEXTOID}},
+	// kRegisterLane: $1 queue, $2 priority, $3 lane_id, $4 concurrency_key; cursors start at 0
+	{Stmt::kRegisterLane, "INSERT INTO awa.queue_lanes (queue, priority, lane_id, concurrency_key)"
+	 " VALUES ($1, $2, $3, $4) RETURNING ctid, lane_id, priority",
+	 4, {TEXTOID, INT2OID, INT8OID, TEXTOID}},
 	// kInsertDeferredMany: $1 job_ids, $2 queues, $3 priorities, $4 kinds, $5 args, $6 run_ats,
 	// $7 run_leases, $8 attempts, $9 max_attempts, $10 created_ats, $11 unique keys, $12 unique states,
 	// $13 payloads, $14 state (scheduled, or available: parked)

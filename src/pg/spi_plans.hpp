@@ -36,6 +36,7 @@ enum class Stmt {
 	kKeyRunningOne,
 	kKeyCountsScan,
 	kKeyWeight,
+	kRegisterLane,
 	kInsertDeferredMany,
 	kReadyRows,
 	kQueueSettings,

@@ -157,6 +157,15 @@ SELECT awa.enqueue('enq.after', queue => 'enq_rollback_early') IS NOT NULL AS en
 SELECT kind, (SELECT enqueue_cursor FROM awa.lanes WHERE queue = 'enq_rollback_early') AS enqueue_cursor
   FROM awa.claim('enq_rollback_early');
 
+-- At most 16 lanes per transaction are committed at insert; the rest are
+-- inserted in the transaction and roll back with it (a rolled-back bulk load
+-- into thousands of new queues or keys leaves 16 rows, not thousands).
+BEGIN;
+SELECT count(awa.enqueue('enq.cap', queue => 'enq_cap_' || g)) AS enqueued FROM generate_series(1, 20) g;
+SELECT awa._flush_enqueues() AS written_early;
+ROLLBACK;
+SELECT count(*) AS lanes_left FROM awa.queue_lanes WHERE queue LIKE 'enq\_cap\_%';
+
 -- On an existing lane: no row and no lane_seq taken (positions
 -- are taken at commit): the next job gets the next one, no gap.
 SELECT awa.enqueue('enq.kept', queue => 'enq_rollback') AS kept1 \gset

@@ -89,19 +89,21 @@ SELECT priority, enqueue_cursor FROM awa.lanes WHERE queue = 'rv_newlane' ORDER 
 -- still be written at COMMIT (it was not: the failed write left the flag
 -- "a write is in progress" set, and every later write, COMMIT's included,
 -- returned at once; found in review). The error is made here by a trigger on
--- the lane table, made inside the savepoint: awa inserts a lane's row without
--- the executor and refuses a table with triggers (55000); the rollback to the
--- savepoint drops the trigger again.
+-- the lane table that raises while a setting of the savepoint is on.
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION public.rv_lane_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION public.rv_fail_lane() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF pg_catalog.current_setting('rv.fail_lane', true) = 'on' THEN
+        RAISE EXCEPTION 'rv: lane insert cancelled' USING ERRCODE = '57014';
+    END IF;
     RETURN NEW;
 END $$;
+CREATE TRIGGER rv_fail_lane BEFORE INSERT ON awa.queue_lanes
+    FOR EACH ROW EXECUTE FUNCTION public.rv_fail_lane();
 BEGIN;
 SELECT awa.enqueue('k', '{"kept": 1}', 'rv_kept') IS NOT NULL AS enqueued;
 SAVEPOINT s;
-CREATE TRIGGER rv_lane_trigger BEFORE INSERT ON awa.queue_lanes
-    FOR EACH ROW EXECUTE FUNCTION public.rv_lane_trigger();
+SET LOCAL rv.fail_lane = 'on';
 SELECT count(*) FROM awa.claim('rv_kept', 1);
 ROLLBACK TO s;
 COMMIT;
@@ -111,17 +113,18 @@ BEGIN;
 SELECT awa.enqueue('k', '{"kept": 2}', 'rv_kept2') IS NOT NULL AS enqueued;
 DO $$
 BEGIN
+    PERFORM pg_catalog.set_config('rv.fail_lane', 'on', true);
     BEGIN
-        CREATE TRIGGER rv_lane_trigger BEFORE INSERT ON awa.queue_lanes
-            FOR EACH ROW EXECUTE FUNCTION public.rv_lane_trigger();
         PERFORM awa._flush_enqueues();
-    EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    EXCEPTION WHEN query_canceled THEN
         RAISE NOTICE 'flush failed: %', SQLERRM;
     END;
+    PERFORM pg_catalog.set_config('rv.fail_lane', 'off', true);
 END $$;
 COMMIT;
 SELECT args FROM awa.claim('rv_kept2', 10);
-DROP FUNCTION public.rv_lane_trigger();
+DROP TRIGGER rv_fail_lane ON awa.queue_lanes;
+DROP FUNCTION public.rv_fail_lane();
 
 -- ---------------------------------------------------------------------------
 -- 4. DROP EXTENSION in the transaction that enqueued: the job goes with the
