@@ -29,7 +29,7 @@ FamiliesArgument(FunctionCallInfo fcinfo)
 	char *ring = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	awa::core::RingFamilies families = awa::core::FamiliesOf(ring);
 	if (families.names == nullptr)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown ring \"%s\"", ring),
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("awa: unknown ring \"%s\"", ring),
 		                errhint("The rings are queue, claim, lease and history.")));
 	return families;
 }
@@ -39,7 +39,7 @@ SlotArgument(FunctionCallInfo fcinfo)
 {
 	int32 slot = PG_GETARG_INT32(1);
 	if (slot < 0 || slot >= awa::core::kMaxRingSlots)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("slot must be between 0 and 63"),
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("awa: slot must be between 0 and 63"),
 		                errhint("Pass a slot of the ring: 0 to its slot_count - 1.")));
 	return slot;
 }

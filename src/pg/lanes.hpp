@@ -32,9 +32,10 @@ constexpr int kMaxLanesPerQueue = 4;
 // The lane, created if this is its first use; `key` NULL: the lane of jobs
 // without a key. A new lane's row is committed as it is inserted (it stays
 // if the caller rolls back), or, past 16 new lanes in the transaction, while
-// a VACUUM or a concurrent index build of awa.queue_lanes runs, or where an
-// INSERT trigger or rule is on it, inserted in the caller's transaction
-// (lanes.cpp, CommittedInsertAllowed).
+// a VACUUM, ANALYZE or concurrent index build of awa.queue_lanes runs (or
+// another creator holds its lock past 5 ms), or where an INSERT trigger or
+// rule is on it, inserted in the caller's transaction (lanes.cpp,
+// CommittedInsertAllowed).
 // Requires SPI. May ereport.
 Lane EnsureLane(text *queue, int16 priority, text *key = NULL);
 

@@ -166,6 +166,17 @@ SELECT awa._flush_enqueues() AS written_early;
 ROLLBACK;
 SELECT count(*) AS lanes_left FROM awa.queue_lanes WHERE queue LIKE 'enq\_cap\_%';
 
+-- A transaction that holds ShareUpdateExclusiveLock on awa.queue_lanes itself
+-- (ANALYZE of it) still has its new lane committed at insert, and keeps the
+-- lock: the creator gives back only its own acquisition.
+BEGIN;
+ANALYZE awa.queue_lanes;
+SELECT awa.enqueue('enq.sue', queue => 'enq_sue') IS NOT NULL AS enqueued, awa._flush_enqueues() AS written_early;
+SELECT count(*) AS sue_held FROM pg_locks
+ WHERE pid = pg_backend_pid() AND relation = 'awa.queue_lanes'::regclass AND mode = 'ShareUpdateExclusiveLock';
+ROLLBACK;
+SELECT count(*) AS lanes_left FROM awa.queue_lanes WHERE queue = 'enq_sue';
+
 -- On an existing lane: no row and no lane_seq taken (positions
 -- are taken at commit): the next job gets the next one, no gap.
 SELECT awa.enqueue('enq.kept', queue => 'enq_rollback') AS kept1 \gset
