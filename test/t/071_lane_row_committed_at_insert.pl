@@ -11,7 +11,9 @@
 # unique index (amcheck's heapallindexed agrees), the other producer's
 # committed job is claimed once, and the same holds on the promoted standby.
 # Before, the second producer's enqueue waited for the creator's end (here it
-# fails on lock_timeout instead of waiting).
+# fails on lock_timeout instead of waiting). And a standby session's cache of
+# a queue's lanes learns of a lane whose creator rolled back (tests 2-3 fail
+# when the invalidation is not logged for standbys).
 use strict;
 use warnings;
 
@@ -39,6 +41,28 @@ sub lane_state
 		SELECT count(*) FROM awa.queue_lanes WHERE queue = 'lr';
 	});
 }
+
+# A standby session that knows a queue has no lane (its claim found none, and
+# the per-backend cache keeps that) learns of a lane committed at insert by a
+# creator that then rolled back: the invalidation is logged for standbys as it
+# is sent (LogStandbyInvalidations), since no commit record will carry it. It
+# then sees the lane a later producer filled: its claim walks it and is
+# refused with 25006 (a standby cannot move a cursor), where with a stale
+# cache it returned no row.
+my $reader = $standby->background_psql('postgres', on_error_stop => 0);
+is($reader->query_safe(q{SELECT count(*) FROM awa.claim('lr2', 1)}), '0', 'a standby session finds no lane of lr2');
+$primary->safe_psql('postgres', q{
+	BEGIN;
+	SELECT awa.get_job(awa.enqueue('lr2.early', '{}', 'lr2')) IS NOT NULL;
+	ROLLBACK;
+	SELECT awa.enqueue('lr2.after', '{}', 'lr2');
+});
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+my ($claimed, $failed) = $reader->query(q{SELECT count(*) FROM awa.claim('lr2', 1)});
+is($failed, 1, 'the standby session\'s claim of lr2 fails') or diag "it returned $claimed";
+like($reader->{stderr}, qr/cannot move a lane cursor during recovery/,
+	'the same session then walks the lane that a rolled-back creator left and a producer filled');
+$reader->quit;
 
 # The creator writes its job early (it reads it back) and stays open.
 my $creator = $primary->background_psql('postgres');
