@@ -209,6 +209,14 @@ SELECT * FROM awa.run_maintenance();
 SELECT * FROM awa.run_maintenance('rotate');
 SELECT * FROM awa.run_maintenance('prune');
 SELECT pg_temp.ring('queue') AS queue, pg_temp.ring('claim') AS claim, pg_temp.ring('lease') AS lease;
+-- A ring whose partitions have blocks but only rolled-back rows is idle too:
+-- the rotation's gate asks the partitions' sizes first and, finding a block,
+-- looks for a visible row (none here).
+BEGIN;
+SELECT awa.enqueue('mt.rolled_back', '{}', 'm_rolled_back') IS NOT NULL AS enqueued, awa._flush_enqueues() AS written;
+ROLLBACK;
+SELECT NOT awa._slot_has_no_blocks('queue', 0) AS slot_0_has_blocks;
+SELECT outcome, detail FROM awa.run_maintenance('rotate_queue');
 -- Each run is recorded per task (rotate_* and prune_* ran twice).
 SELECT task, last_outcome, last_run_at IS NOT NULL AS has_run_at, runs, errors, worker_pid
   FROM awa.maintenance_status();
