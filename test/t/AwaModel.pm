@@ -943,6 +943,12 @@ sub do_move
 	for my $j (@avail)
 	{
 		$j->{lease}++;
+		# Into a paused queue the job is parked (a deferred row), not
+		# appended: a later move in the same transaction moves it as a
+		# deferred row, with no new run_lease (sync_parked cannot see it
+		# before the commit; seed 643741058 moved a job into paused qb and
+		# back in one transaction).
+		if ($self->{paused}{ $j->{queue} }) { $j->{parked} = 1; next; }
 		$self->append_at_commit($c, $j);
 	}
 	$self->end_admin_now($c) if $c && @avail;
