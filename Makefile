@@ -27,7 +27,7 @@ SHLIB_LINK += -lstdc++
 REGRESS = setup enqueue enqueue_many job_size claim complete close_cost cursor security heartbeat attempt_end cancel \
           dlq unique queue_admin get_job counts lifecycle_roles maintenance history carry durable periodic metrics metrics_oldest prepare enqueue_at_commit \
           durations concurrency ring_growth rate_limit keys key_limits list_jobs bulk move retry move_retry_records idle_locks \
-          ready_row_shape idle_backlog paused_parking claim_generations
+          ready_row_shape idle_backlog paused_parking claim_generations lane_reclaim
 REGRESS_OPTS = --inputdir=test --temp-instance=./tmp_check --temp-config=./test/regress.conf --load-extension=awa
 
 # isolationtester specs (test/specs/, test/expected/).
@@ -40,7 +40,7 @@ ISOLATION = reader_idle_after_read open_admin_passed keyed_lane_wide_reserve_gap
             limit_last_slot rescue_frees_slot rate_limit_races \
             lane_row_update_by_hand wide_reserve_gap_proof lane_create_race open_claim_many_batches \
             keyed_lane_membership key_limit key_limit_set_midway move_vs_claim retry_finished_race paused_enqueue_vs_resume \
-            settings_cache_repeatable_read
+            settings_cache_repeatable_read lane_reclaim_race
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 

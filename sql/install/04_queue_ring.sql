@@ -1,7 +1,8 @@
 -- ---------------------------------------------------------------------------
 -- Queue ring family (PARTITION BY LIST (ready_slot)); truncated together.
 -- A lane's rows are keyed by its lane_id (awa.queue_lanes.lane_id; a lane row
--- is never deleted), not by (queue, priority): the claim walk, the prune
+-- is deleted only once no row of it is left here: 51_lane_reclaim.sql), not
+-- by (queue, priority): the claim walk, the prune
 -- proofs and carry select a lane's rows by lane_id. queue and priority stay
 -- as plain columns for the readers (get_job, history, DLQ, metrics, cancel):
 -- with priority in the slot's padding, a row is no wider than before

@@ -45,14 +45,10 @@ BEGIN
             -- Scheduled or retryable: a synthetic terminal row in the current queue slot.
             SELECT q.slot, q.generation INTO ring FROM awa.queue_ring_rotations q ORDER BY q.generation DESC LIMIT 1;
             slot := ring.slot; gen := ring.generation; lane := -d.job_id; lease := d.run_lease; tries := d.attempt;
-            -- The job's lane exists since its enqueue committed (lanes are never deleted).
-            SELECT l.lane_id INTO lane_key FROM awa.queue_lanes l
-             WHERE l.queue = d.queue AND l.priority = d.priority
-               AND l.concurrency_key IS NOT DISTINCT FROM d.payload->>'concurrency_key';
-            IF lane_key IS NULL THEN
-                RAISE EXCEPTION 'awa: the lane (%, %) of job % is missing', d.queue, d.priority, p_job_id
-                    USING ERRCODE = 'internal_error';
-            END IF;
+            -- The job's lane, made again if maintenance reclaimed it while the
+            -- job waited, and kept from the reclaim until this transaction
+            -- ends: the terminal row below is keyed by it.
+            lane_key := awa._lane_held(d.queue, d.priority, d.payload->>'concurrency_key');
             PERFORM awa._count_move(d.queue, d.state, 'cancelled');
             outcome := 'cancelled';
             EXIT;

@@ -6,8 +6,10 @@
 -- ---------------------------------------------------------------------------
 
 -- Internal: creates the lane of a deferred job's new queue and priority
--- (src/pg/fn_lane_cursors.cpp): promotion and cancel find a deferred job's
--- lane, which its enqueue created.
+-- (src/pg/fn_lane_cursors.cpp), as its enqueue there would have, so the queue
+-- is listed at once. Nothing relies on it staying: maintenance reclaims an
+-- idle lane (51_lane_reclaim.sql), promotion makes it again, and a cancel takes
+-- it with awa._lane_held.
 CREATE FUNCTION awa._ensure_lane(queue text, priority int, concurrency_key text)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'awa_internal_ensure_lane'

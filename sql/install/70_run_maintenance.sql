@@ -62,6 +62,8 @@ BEGIN
             SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._dlq_retention() x;
         ELSIF t = 'history' THEN
             SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._history() x;
+        ELSIF t = 'reclaim_lanes' THEN
+            SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._reclaim_lanes() x;
         ELSIF t = 'periodic' THEN
             SELECT x.outcome, x.detail INTO step_outcome, step_detail FROM awa._periodic() x;
         ELSIF t LIKE 'prune_%' THEN

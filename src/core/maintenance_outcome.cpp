@@ -12,7 +12,7 @@ namespace {
 constexpr const char *kOutcomeNames[] = {
     "",           "rotated",  "pruned",  "already_pruned", "skipped_busy", "skipped_idle",
     "skipped_active", "blocked", "nothing_due", "promoted", "rescued",   "purged",
-    "enqueued",   "failed",   "trusted", "unavailable",    "error"};
+    "enqueued",   "failed",   "trusted", "unavailable",    "error",   "reclaimed"};
 static_assert(sizeof(kOutcomeNames) / sizeof(kOutcomeNames[0]) == kStepOutcomeCount,
               "one name per StepOutcome, in enum order");
 

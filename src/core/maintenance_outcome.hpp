@@ -2,7 +2,7 @@
 // the PL/pgSQL steps that write it and the C++ that reads it.
 //
 // The steps (awa._rotate, _prune, _history, _rescue, _promote, _dlq_retention,
-// _periodic; sql/install/4x-60) return an outcome as text. awa._note_outcome
+// _periodic, _reclaim_lanes; sql/install/4x-60) return an outcome as text. awa._note_outcome
 // parses it here and refuses a word this list does not hold, so a misspelt
 // outcome fails its step instead of silently turning a rule off (the worker's
 // prune back-off reads kSkippedActive and kBlocked). awa._outcome_names()
@@ -34,6 +34,7 @@ enum class StepOutcome : int {
 	kTrusted,        // counters: trusted (rebuilt if they were not)
 	kUnavailable,    // counters: no shared memory, or the table is full
 	kError,          // recorded for a step that raised an error
+	kReclaimed,      // reclaim_lanes: rows of drained, idle lanes deleted
 	kCount
 };
 constexpr int kStepOutcomeCount = static_cast<int>(StepOutcome::kCount);

@@ -11,7 +11,8 @@ namespace {
 
 constexpr const char *kTaskNames[kMaintenanceTaskCount] = {
     "counters",    "promote",      "periodic",     "rescue",     "prune_queue", "rotate_queue",
-    "prune_claim", "rotate_claim", "prune_lease", "rotate_lease", "dlq_retention", "history"};
+    "prune_claim", "rotate_claim", "prune_lease", "rotate_lease", "dlq_retention", "history",
+    "reclaim_lanes"};
 
 }  // namespace
 

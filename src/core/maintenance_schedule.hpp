@@ -23,6 +23,7 @@ enum class MaintenanceTask : int {
 	kRotateLease,
 	kDlqRetention,   // delete dead letters older than the retention
 	kHistory,        // reclaim history slots older than the retention, rotate the history ring
+	kReclaimLanes,   // delete the rows of lanes drained and idle for awa.lane_reclaim_after
 	kCount
 };
 constexpr int kMaintenanceTaskCount = static_cast<int>(MaintenanceTask::kCount);

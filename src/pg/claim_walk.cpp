@@ -809,4 +809,15 @@ LaneHeadRunAt(text *queue, const Lane &lane, const RingPositions &ring, Timestam
 	return best.run_at;
 }
 
+bool
+AdvanceIdleLaneCursor(text *queue, const Lane &lane, const RingPositions &ring)
+{
+	if (!TryLockLaneClaim(lane.lane_id))
+		return false;
+	LaneWalk walk = WalkLane(queue, lane, ring, 1, WalkMode::kAdvanceOnly);
+	bool moved = ApplyCursorAdvance(lane, walk);
+	UnlockLaneClaim(lane.lane_id);
+	return moved;
+}
+
 }  // namespace awa::pg

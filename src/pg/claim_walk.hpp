@@ -56,6 +56,11 @@ LaneWalk WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int3
 // and remembers the head's generation floor. Returns whether it moved.
 bool ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk);
 
+// Moves one lane's claim cursor over its spent prefix (WalkMode::kAdvanceOnly)
+// if no claimer holds the lane (try-lock); returns whether it moved. For
+// maintenance: awa._advance_cursors and the lane reclaim.
+bool AdvanceIdleLaneCursor(text *queue, const Lane &lane, const RingPositions &ring);
+
 // The lane's head now, for awa.queue_metrics: the first committed lane past
 // the claim cursor that no committed claim evidence or tombstone covers (lanes
 // claimed by other transactions still open count as available; this

@@ -21,27 +21,6 @@ extern "C" {
 #include "access/xlog.h"
 }
 
-namespace awa::pg {
-
-namespace {
-
-// Moves one lane's cursor over its spent prefix if no claimer holds the lane.
-// Returns whether it moved.
-bool
-AdvanceLaneCursor(text *queue, const Lane &lane, const RingPositions &ring)
-{
-	if (!TryLockLaneClaim(lane.lane_id))
-		return false;
-	LaneWalk walk = WalkLane(queue, lane, ring, 1, WalkMode::kAdvanceOnly);
-	bool moved = ApplyCursorAdvance(lane, walk);
-	UnlockLaneClaim(lane.lane_id);
-	return moved;
-}
-
-}  // namespace
-
-}  // namespace awa::pg
-
 using namespace awa::pg;
 
 // awa._advance_cursors() -> number of lanes whose claim cursor moved.
@@ -80,7 +59,7 @@ AWA_FUNCTION(awa_internal_advance_cursors)
 			ring = CurrentRings(&epoch);
 			have_ring = true;
 		}
-		if (AdvanceLaneCursor(queues[i], lanes[i], ring))
+		if (AdvanceIdleLaneCursor(queues[i], lanes[i], ring))
 			moved++;
 	}
 	SPI_finish();

@@ -1,9 +1,10 @@
 // fn_lane_cursors.cpp: awa.lane_cursors, the read behind the awa.lanes view
 // and maintenance's reads of claim cursors (43_carry.sql, 80_metrics.sql),
-// awa._reserve_lane_positions and awa._ensure_lane.
+// awa._reserve_lane_positions, awa._ensure_lane and awa._lane_held.
 #include "pg/arguments.hpp"
 #include "pg/guard.hpp"
 #include "pg/lane_cursors.hpp"
+#include "pg/lane_locks.hpp"
 #include "pg/spi_plans.hpp"
 
 using namespace awa::pg;
@@ -59,7 +60,10 @@ AWA_FUNCTION(awa_internal_reserve_lane_positions)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
 	Lane lane = EnsureLane(queue, static_cast<int16>(priority));
-	int64 first = ReserveLanePositions(lane, count);
+	int64 first;
+	// A lane reclaimed since this backend cached it is made again.
+	while ((first = ReserveLanePositions(lane, count)) == 0)
+		lane = RefindLane(queue, static_cast<int16>(priority));
 	SPI_finish();
 	PG_RETURN_INT64(first);
 }
@@ -77,6 +81,31 @@ AWA_FUNCTION(awa_internal_ensure_lane)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
 	Lane lane = EnsureLane(queue, priority, key);
+	SPI_finish();
+	PG_RETURN_INT64(lane.lane_id);
+}
+
+// awa._lane_held(queue, priority, concurrency_key) -> lane_id: the lane,
+// created if it is new, and kept from the lane reclaim until this transaction
+// ends (its reserve lock, as a reservation takes it): a cancel of a deferred
+// job writes a row of the lane (its terminal record) without reserving a
+// position, and a lane reclaimed meanwhile would leave that row in no lane of
+// its queue (awa.list_jobs reads a queue's rows by its lanes). A lane found
+// gone under the lock (reclaimed after this backend cached it) is made again.
+AWA_FUNCTION(awa_internal_lane_held)
+{
+	text *queue = QueueArgument(fcinfo, 0);
+	int16 priority = PriorityArgument(fcinfo, 1);
+	text *key = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "awa: SPI_connect failed");
+	Lane lane = EnsureLane(queue, priority, key);
+	for (;;) {
+		LockLaneReserve(lane.lane_id);
+		if (!ReadLaneCursors(lane).gone)
+			break;
+		lane = RefindLane(queue, priority, key);
+	}
 	SPI_finish();
 	PG_RETURN_INT64(lane.lane_id);
 }

@@ -28,5 +28,6 @@ extern int awa_promote_interval_ms;
 extern int awa_periodic_interval_ms;
 extern int awa_rescue_interval_ms;
 extern int awa_cleanup_interval_s;
+extern int awa_lane_reclaim_after_s;
 extern int awa_launcher_naptime_s;
 }

@@ -34,8 +34,13 @@ using core::JobState;
 // (lane_locks.hpp). If a rotation committed during the reservation,
 // the reserved lane_seqs are abandoned (they become gaps that claims prove
 // dead once this transaction ends) and the reservation is made again.
+//
+// A lane whose row is gone (maintenance reclaimed it, drained and idle, after
+// this backend had cached it: lane_reclaim.hpp) is found again by its
+// identity, which makes a new one, and the reservation made there; *lane is
+// the lane reserved in.
 RingPositions
-ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
+ReserveLaneSeqs(Lane *lane, text *queue, int16 priority, text *key, int count, int64 *lane_seqs)
 {
 	// This transaction sees its own, uncommitted ring generation; other
 	// sessions reserving after it would write the older one, and generations
@@ -53,7 +58,11 @@ ReserveLaneSeqs(const Lane &lane, int count, int64 *lane_seqs)
 		// An error here aborts the transaction, whose callback clears the
 		// published generation.
 		if (count > 0) {
-			int64 first = ReserveLanePositions(lane, count);
+			int64 first = ReserveLanePositions(*lane, count);
+			if (first == 0) {
+				*lane = RefindLane(queue, priority, key);
+				continue;
+			}
 			for (int i = 0; i < count; i++)
 				lane_seqs[i] = first + i;
 		}
@@ -225,7 +234,7 @@ InsertLaneRows(JobRow *rows, const int *order, int n, TimestampTz now)
 	WakeQueueAtEnd(head.queue);
 	Lane lane = EnsureLane(head.queue, head.priority, head.concurrency_key);
 	int64 *lane_seqs = static_cast<int64 *>(palloc(sizeof(int64) * (n + 1)));
-	RingPositions ring = ReserveLaneSeqs(lane, n, lane_seqs);
+	RingPositions ring = ReserveLaneSeqs(&lane, head.queue, head.priority, head.concurrency_key, n, lane_seqs);
 	// Direct inserts, no statement: the rows with one multi-insert. A ready
 	// row is its own committed range for the claim walk: nothing else is
 	// written per job (kReadyColumns: lane_scan.hpp).

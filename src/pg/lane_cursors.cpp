@@ -109,7 +109,9 @@ Field(const char *data, int offset)
 }
 
 // The lane's row found by lane_id through the unique index (a row the cached
-// location no longer holds: VACUUM FULL or CLUSTER rewrote the table).
+// location no longer holds: VACUUM FULL or CLUSTER rewrote the table), or an
+// invalid location when there is none: maintenance reclaimed the lane
+// (lane_reclaim.hpp), or the row was deleted by hand.
 ItemPointerData
 LocateLane(Relation rel, int64 lane_id)
 {
@@ -121,7 +123,7 @@ LocateLane(Relation rel, int64 lane_id)
 	ScanKeyData key;
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(lane_id));
 	// SnapshotSelf: committed rows and this transaction's own (a lane created
-	// by the current command).
+	// by the current command); a row whose delete has not committed yet too.
 	SysScanDesc scan = systable_beginscan(rel, index, true, SnapshotSelf, 1, &key);
 	HeapTuple tuple = systable_getnext(scan);
 	ItemPointerData row;
@@ -130,10 +132,6 @@ LocateLane(Relation rel, int64 lane_id)
 	else
 		row = tuple->t_self;
 	systable_endscan(scan);
-	if (!ItemPointerIsValid(&row))
-		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-		                errmsg("awa: lane " INT64_FORMAT " is missing from awa.queue_lanes", lane_id),
-		                errhint("The extension's objects were changed by hand; recreate the extension.")));
 	return row;
 }
 
@@ -161,7 +159,8 @@ struct LockedRow {
 	char *data;
 };
 
-// Pins and locks (BUFFER_LOCK_SHARE or _EXCLUSIVE) the page of the lane's row.
+// Pins and locks (BUFFER_LOCK_SHARE or _EXCLUSIVE) the page of the lane's
+// row; `data` NULL (and no buffer held) when the row is gone.
 LockedRow
 LockRow(Relation rel, const Lane &lane, int mode)
 {
@@ -170,6 +169,8 @@ LockRow(Relation rel, const Lane &lane, int mode)
 	if (!remembered)
 		row = LocateLane(rel, lane.lane_id);
 	for (;;) {
+		if (!ItemPointerIsValid(&row))
+			return LockedRow{InvalidBuffer, InvalidOffsetNumber, NULL};
 		Buffer buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(&row));
 		LockBuffer(buffer, mode);
 		OffsetNumber offset = ItemPointerGetOffsetNumber(&row);
@@ -178,8 +179,9 @@ LockRow(Relation rel, const Lane &lane, int mode)
 			// UPDATE (by hand) is replacing: the new version carries the
 			// cursors as that UPDATE read them, so the move would be lost when
 			// it commits and a lane position handed out twice
-			// (test/specs/lane_row_update_by_hand.spec). Wait for it to end,
-			// then find the row again.
+			// (test/specs/lane_row_update_by_hand.spec). Nor in a row that an
+			// open reclaim is deleting (lane_reclaim.hpp). Wait for it to end,
+			// then find the row again (gone, if the delete committed).
 			TransactionId updater = mode == BUFFER_LOCK_EXCLUSIVE ? OpenUpdater(BufferGetPage(buffer), offset)
 			                                                     : InvalidTransactionId;
 			if (!TransactionIdIsValid(updater))
@@ -315,7 +317,11 @@ ReadLaneCursors(const Lane &lane)
 {
 	Relation rel = OpenLanes(AccessShareLock);
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_SHARE);
-	LaneCursors cursors{EnqueueCursor(locked.data, ServerRunKey()), Field(locked.data, kClaimOffset)};
+	if (locked.data == NULL) {
+		table_close(rel, NoLock);
+		return LaneCursors{0, 0, true};
+	}
+	LaneCursors cursors{EnqueueCursor(locked.data, ServerRunKey()), Field(locked.data, kClaimOffset), false};
 	UnlockReleaseBuffer(locked.buffer);
 	table_close(rel, NoLock);
 	return cursors;
@@ -339,6 +345,10 @@ ReserveLanePositions(const Lane &lane, int64 count)
 	if (RelationNeedsWAL(rel))
 		(void)GetTopTransactionId();
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
+	if (locked.data == NULL) {
+		table_close(rel, NoLock);
+		return 0;
+	}
 	uint64 run = ServerRunKey();
 	int64 last = EnqueueCursor(locked.data, run);
 	if (last > PG_INT64_MAX - count) {
@@ -378,6 +388,10 @@ AdvanceClaimCursor(const Lane &lane, int64 value)
 {
 	Relation rel = OpenLanes(RowExclusiveLock);
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
+	if (locked.data == NULL) {
+		table_close(rel, NoLock);
+		return false;
+	}
 	bool moves = value > Field(locked.data, kClaimOffset);
 	if (moves && RecoveryInProgress()) {
 		UnlockReleaseBuffer(locked.buffer);

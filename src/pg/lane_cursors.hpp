@@ -30,6 +30,11 @@ namespace awa::pg {
 struct LaneCursors {
 	int64 enqueue;
 	int64 claim;
+	// The lane's row is gone: maintenance reclaimed the lane (lane_reclaim.hpp)
+	// after it had been drained and idle; both cursors read 0, so it has no
+	// work, and whoever wants to write into the lane finds it again by its
+	// identity (RefindLane), which makes a new one.
+	bool gone;
 };
 
 // Both cursors, read together; the enqueue cursor as the highest position
@@ -37,14 +42,17 @@ struct LaneCursors {
 // logged value, which covers it). May ereport.
 LaneCursors ReadLaneCursors(const Lane &lane);
 
-// Reserves `count` (>= 1) consecutive lane positions and returns the first.
-// Takes the lane's reservation lock for the top transaction first
-// (lane_locks.hpp), so a gap proof that reads the cursor after this
-// reservation finds this transaction among the lock's holders. May ereport.
+// Reserves `count` (>= 1) consecutive lane positions and returns the first,
+// or 0 when the lane's row is gone (reclaimed: the caller finds the lane
+// again with RefindLane and reserves there). Takes the lane's reservation lock
+// for the top transaction first (lane_locks.hpp), so a gap proof that reads
+// the cursor after this reservation finds this transaction among the lock's
+// holders, and a reclaim, which needs that lock in a mode that conflicts,
+// waits for it or is waited for. May ereport.
 int64 ReserveLanePositions(const Lane &lane, int64 count);
 
 // Moves the claim cursor to `value` if it is behind it; returns whether it
-// moved. May ereport.
+// moved (never for a lane whose row is gone). May ereport.
 bool AdvanceClaimCursor(const Lane &lane, int64 value);
 
 }  // namespace awa::pg

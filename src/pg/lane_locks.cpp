@@ -259,6 +259,19 @@ LockLaneReserve(int64 lane_id)
 }
 
 bool
+TryLockOutLaneReservations(int64 lane_id)
+{
+	LOCKTAG lane_tag = Tag(kLaneReserve, lane_id);
+	if (LockAcquire(&lane_tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	LOCKTAG wide_tag = Tag(kWideReserve, 0);
+	if (LockAcquire(&wide_tag, ShareLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	(void)LockRelease(&lane_tag, ShareLock, false);
+	return false;
+}
+
+bool
 ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon)
 {
 	// Every reservation up to the value read here was made by a transaction

@@ -32,7 +32,8 @@
 //               + 1 reserve locks (the shared lock table is the cluster's: a
 //               lock per lane ran it out at ~10,000 lanes, for every
 //               database). ProveLaneReservationsEnded waits for its holders
-//               too.
+//               too. A lane reclaim takes both in ShareLock mode, only if
+//               free (TryLockOutLaneReservations), to its commit.
 // The advisory-type tags use key spaces of their own, so they never collide
 // with an application's pg_advisory_lock keys.
 #pragma once
@@ -64,6 +65,16 @@ constexpr int kMaxLaneReserveLocks = 16;
 // transaction (a subtransaction's abort does not release it): the lane's
 // reserve lock, or, past kMaxLaneReserveLocks lanes, the wide reserve lock.
 void LockLaneReserve(int64 lane_id);
+// Takes the lane reserve lock and the wide reserve lock in ShareLock mode,
+// which conflicts with a reservation's RowExclusiveLock, for the current
+// transaction, only if both are free: false (and neither kept) when a
+// transaction holds either to reserve. While they are held no position of
+// the lane can be reserved: a reclaim of the lane (lane_reclaim.hpp) holds
+// them from its last look at the lane to its commit, and a producer that
+// comes meanwhile waits for that commit, then finds the lane gone. A gap
+// proof does not wait for these holders (ShareLock does not conflict with
+// itself).
+bool TryLockOutLaneReservations(int64 lane_id);
 // The proof that every transaction that reserved a lane position up to
 // *horizon (the enqueue cursor, read first) has ended: waits, at most
 // `timeout_ms` in all, for the transactions that hold the lane reserve lock

@@ -442,17 +442,24 @@ CommittedInsertAllowed()
 
 }  // namespace
 
+namespace {
+
+// EnsureLane; `fresh`: not from the cache, and looked for with the latest
+// snapshot (RefindLane: the transaction's own snapshot may still show a lane
+// that maintenance has since reclaimed).
 Lane
-EnsureLane(text *queue, int16 priority, text *key)
+FindOrCreateLane(text *queue, int16 priority, text *key, bool fresh)
 {
 	RegisterCallbacks();
 	known_lanes_relid = AwaObjectOid(AwaObject::kQueueLanes);
 	Lane lane;
 	Oid incarnation = ExtensionIncarnation();
 	uint32 hash = LaneHash(queue, priority, key);
-	if (CachedLane(incarnation, hash, queue, priority, key, &lane))
+	if (fresh)
+		lane_cache[hash % kLaneCacheSize].incarnation = InvalidOid;
+	else if (CachedLane(incarnation, hash, queue, priority, key, &lane))
 		return lane;
-	if (FindLane(queue, priority, key, false, &lane)) {
+	if (FindLane(queue, priority, key, fresh, &lane)) {
 		CacheLane(incarnation, hash, queue, key, lane);
 		return lane;
 	}
@@ -509,6 +516,21 @@ EnsureLane(text *queue, int16 priority, text *key)
 	CacheInvalidateRelcacheByRelid(known_lanes_relid);
 	ForgetQueues((Datum)0, 0, 0);
 	return lane;
+}
+
+}  // namespace
+
+Lane
+EnsureLane(text *queue, int16 priority, text *key)
+{
+	return FindOrCreateLane(queue, priority, key, false);
+}
+
+Lane
+RefindLane(text *queue, int16 priority, text *key)
+{
+	CHECK_FOR_INTERRUPTS();  // callers loop on it
+	return FindOrCreateLane(queue, priority, key, true);
 }
 
 int

@@ -39,6 +39,14 @@ constexpr int kMaxLanesPerQueue = 4;
 // Requires SPI. May ereport.
 Lane EnsureLane(text *queue, int16 priority, text *key = NULL);
 
+// The lane again, for a caller that found the row of the lane EnsureLane gave
+// it gone (ReserveLanePositions returned 0; ReadLaneCursors(...).gone):
+// maintenance reclaimed it after it had been drained and idle
+// (lane_reclaim.hpp). Looked for past this backend's cache and with the
+// latest snapshot, and created anew (a new lane_id) if it is not there.
+// Requires SPI. May ereport.
+Lane RefindLane(text *queue, int16 priority, text *key = NULL);
+
 // True while the current transaction has inserted a lane's row in itself
 // (not committed at insert: it may still roll back).
 bool LaneCreatedInThisTransaction();

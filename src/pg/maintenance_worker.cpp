@@ -398,6 +398,11 @@ IntervalMs(MaintenanceTask task)
 		return awa_queue_rotate_interval_ms;
 	case MaintenanceTask::kPeriodic:
 		return awa_periodic_interval_ms;
+	case MaintenanceTask::kReclaimLanes:
+		// A pass looks at up to 1,000 lanes (awa._reclaim_lanes): a round
+		// over 1,000,000 lanes takes under 3 hours, against a default idle
+		// time of a day.
+		return 10000;
 	case MaintenanceTask::kCount:
 		break;
 	}

@@ -51,6 +51,7 @@ constexpr int kCarryMaxRows = 1000;
 constexpr int kRingSpareSlots = 16;
 constexpr int kRingMaxSlots = 64;
 constexpr int kCleanupIntervalS = 60;
+constexpr int kLaneReclaimAfterS = 24 * 3600;
 constexpr int kCleanupBatchSize = 1000;
 constexpr int kLauncherNaptimeS = 60;
 }  // namespace boot
@@ -97,6 +98,7 @@ static int awa_carry_max_rows = boot::kCarryMaxRows;
 static int awa_ring_spare_slots = boot::kRingSpareSlots;
 static int awa_ring_max_slots = boot::kRingMaxSlots;
 int awa_cleanup_interval_s = boot::kCleanupIntervalS;
+int awa_lane_reclaim_after_s = boot::kLaneReclaimAfterS;
 static int awa_cleanup_batch_size = boot::kCleanupBatchSize;
 int awa_launcher_naptime_s = boot::kLauncherNaptimeS;
 
@@ -177,6 +179,12 @@ DefineMaintenanceVariables()
 	                        &awa_carry_max_rows, boot::kCarryMaxRows, 0, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.cleanup_interval", "How often DLQ retention runs.", NULL, &awa_cleanup_interval_s,
 	                        boot::kCleanupIntervalS, 1, 24 * 3600, PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("awa.lane_reclaim_after",
+	                        "How long a drained lane stays idle before maintenance deletes its row.",
+	                        "-1: never; 0: as soon as no row of the lane is left in the queue ring "
+	                        "(docs/architecture.md, \"A drained, idle lane's row is reclaimed\").",
+	                        &awa_lane_reclaim_after_s, boot::kLaneReclaimAfterS, -1, INT_MAX, PGC_SUSET, GUC_UNIT_S,
+	                        NULL, NULL, NULL);
 	DefineCustomIntVariable("awa.cleanup_batch_size", "Dead letters deleted per retention tick at most.", NULL,
 	                        &awa_cleanup_batch_size, boot::kCleanupBatchSize, 1, 1000000, PGC_SUSET, 0, NULL, NULL,
 	                        NULL);

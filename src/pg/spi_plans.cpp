@@ -281,6 +281,24 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	{Stmt::kReadyRowOfJob, "SELECT ready_generation FROM awa.ready_entries_%1$d"
 	 " WHERE job_id = $1 AND run_lease = $2 AND lane_id = $3 AND lane_seq = $4",
 	 4, {INT8OID, INT8OID, INT8OID, INT8OID}},
+	// kLanesAfter: the next lanes in lane_id order after $1, for the lane
+	// reclaim's pass (lane_reclaim.hpp); the limit is the caller's.
+	{Stmt::kLanesAfter, "SELECT ctid, lane_id, priority, queue, concurrency_key FROM awa.queue_lanes"
+	 " WHERE lane_id > $1 ORDER BY lane_id", 1, {INT8OID}},
+	// kLaneHasRingRows: whether any live slot of the queue ring holds a row
+	// of the lane (each family's lane index: one probe per partition). The
+	// claim ring's batches are not read: an open attempt keeps its ready row
+	// (carried), and the completions' batches share the ready rows' slots.
+	// $1 lane_id
+	{Stmt::kLaneHasRingRows, "SELECT EXISTS (SELECT FROM awa.ready_entries WHERE lane_id = $1)"
+	 "    OR EXISTS (SELECT FROM awa.ready_tombstones WHERE lane_id = $1)"
+	 "    OR EXISTS (SELECT FROM awa.done_entries WHERE lane_id = $1)"
+	 "    OR EXISTS (SELECT FROM awa.ready_claim_attempt_batches WHERE lane_id = $1)",
+	 1, {INT8OID}},
+	// kDeleteLane: the lane's row, unless a transaction holds it locked (a
+	// SELECT ... FOR UPDATE by hand): the reclaim never waits. $1 lane_id
+	{Stmt::kDeleteLane, "DELETE FROM awa.queue_lanes WHERE ctid = (SELECT l.ctid FROM awa.queue_lanes l"
+	 " WHERE l.lane_id = $1 FOR UPDATE SKIP LOCKED)", 1, {INT8OID}},
 };
 // clang-format on
 

@@ -70,6 +70,9 @@ enum class Stmt {
 	kAttemptHeartbeat,
 	kReadyRowAt,
 	kReadyRowOfJob,
+	kLanesAfter,
+	kLaneHasRingRows,
+	kDeleteLane,
 	kCount
 };
 

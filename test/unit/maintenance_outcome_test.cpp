@@ -35,6 +35,7 @@ TEST(StepOutcome, TheWordsTheStepsWrite)
 	EXPECT_STREQ(OutcomeName(StepOutcome::kEnqueued), "enqueued");
 	EXPECT_STREQ(OutcomeName(StepOutcome::kTrusted), "trusted");
 	EXPECT_STREQ(OutcomeName(StepOutcome::kUnavailable), "unavailable");
+	EXPECT_STREQ(OutcomeName(StepOutcome::kReclaimed), "reclaimed");
 	EXPECT_STREQ(OutcomeName(StepOutcome::kError), "error");
 	EXPECT_STREQ(OutcomeName(StepOutcome::kNone), "");
 	EXPECT_STREQ(OutcomeName(static_cast<StepOutcome>(kStepOutcomeCount)), "");

@@ -1,0 +1,304 @@
+// fn_reclaim_lanes.cpp: awa._reclaim_idle_lanes, maintenance's reclaim of
+// lanes that have been drained and idle (docs/architecture.md, "A drained,
+// idle lane's row is reclaimed").
+//
+// A lane's row is bookkeeping: its two cursors. Lanes are made on first use
+// (per queue and priority, and per concurrency key), so a database whose
+// keys come and go (a key per customer, per tenant) gathers rows for lanes
+// that will never be used again, as does a producer that created a lane and
+// rolled back. A lane whose claim cursor has reached its enqueue cursor, with
+// neither moving for awa.lane_reclaim_after and no row of it left in any live
+// slot of the queue ring, holds nothing: its row is deleted. A producer that
+// still has the lane cached finds its row gone when it reserves and makes the
+// lane again (RefindLane, a new lane_id); a claimer finds no work in it.
+//
+// Each pass looks at up to `max_lanes` lanes in lane_id order after the last
+// one the previous pass of this backend looked at (the maintenance worker's
+// passes go round all lanes), and remembers, for each drained lane, its
+// enqueue cursor and since when it saw it so; a later pass that finds the
+// same enqueue cursor idle_after or more later reclaims it. The memory is this
+// backend's (the worker's), at most kMaxIdleLanes entries; a new backend, or
+// one whose memory is full, starts the lanes' clocks again, which only delays
+// a reclaim.
+//
+// Correctness rests on the last look being made under locks that keep every
+// writer of the lane out until this transaction commits: the lane claim lock
+// (claims, cursor moves, cancels of ready jobs) and the lane's and the
+// database's reserve locks in a mode that conflicts with reservations
+// (TryLockOutLaneReservations; every position and every cancel of a deferred
+// job takes one of them first). None of them is waited for: a lane whose lock
+// another transaction holds is left for a later pass.
+#include "pg/claim_walk.hpp"
+#include "pg/guard.hpp"
+#include "pg/gucs.hpp"
+#include "pg/lane_cursors.hpp"
+#include "pg/lane_locks.hpp"
+#include "pg/lanes.hpp"
+#include "pg/rings.hpp"
+#include "pg/spi_plans.hpp"
+
+extern "C" {
+#include "access/xlog.h"
+#include "catalog/pg_type_d.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+}
+
+namespace awa::pg {
+
+namespace {
+
+// A drained lane as a pass of this backend last saw it.
+struct IdleLane {
+	int64 lane_id;  // hash key
+	int64 enqueue;  // its enqueue cursor (= claim cursor) then
+	TimestampTz since;  // when a pass first saw it drained at that cursor
+	uint32 round;       // the round of passes over all lanes that saw it last
+};
+static_assert(std::is_trivially_destructible_v<IdleLane>, "lives in a dynahash");
+
+constexpr long kMaxIdleLanes = 100000;  // about 4 MB of this backend's memory at most
+
+HTAB *idle_lanes = NULL;
+Oid idle_lanes_incarnation = InvalidOid;
+int64 next_after = 0;  // the lane_id the next pass starts after
+uint32 pass_round = 1;  // a round is one pass over all lanes, in pieces
+
+HTAB *
+IdleLanes()
+{
+	Oid incarnation = ExtensionIncarnation();
+	if (idle_lanes != NULL && idle_lanes_incarnation != incarnation) {
+		// The extension was made again: its lane_ids start over.
+		hash_destroy(idle_lanes);
+		idle_lanes = NULL;
+		next_after = 0;
+	}
+	if (idle_lanes == NULL) {
+		HASHCTL ctl;
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(IdleLane);
+		ctl.hcxt = TopMemoryContext;
+		idle_lanes = hash_create("awa idle lanes", 1024, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		idle_lanes_incarnation = incarnation;
+	}
+	return idle_lanes;
+}
+
+// At the end of a round: the entries of lanes no pass of it saw (reclaimed,
+// or deleted by hand) go.
+void
+ForgetUnseen(HTAB *lanes)
+{
+	HASH_SEQ_STATUS scan;
+	hash_seq_init(&scan, lanes);
+	while (IdleLane *entry = static_cast<IdleLane *>(hash_seq_search(&scan))) {
+		CHECK_FOR_INTERRUPTS();  // hash_seq_term is not needed: it is scanned to its end
+		if (entry->round != pass_round)
+			(void)hash_search(lanes, &entry->lane_id, HASH_REMOVE, NULL);
+	}
+}
+
+// Whether the lane has been seen drained at `enqueue` for idle_after_s
+// seconds (0: at once); records it as drained now if not seen so before.
+bool
+IdleLongEnough(HTAB *lanes, int64 lane_id, int64 enqueue, TimestampTz now, int32 idle_after_s)
+{
+	bool found;
+	IdleLane *entry = static_cast<IdleLane *>(hash_search(lanes, &lane_id, HASH_FIND, NULL));
+	if (entry == NULL) {
+		if (hash_get_num_entries(lanes) >= kMaxIdleLanes)
+			return idle_after_s == 0;
+		entry = static_cast<IdleLane *>(hash_search(lanes, &lane_id, HASH_ENTER, &found));
+		entry->enqueue = enqueue;
+		entry->since = now;
+	} else if (entry->enqueue != enqueue) {
+		entry->enqueue = enqueue;
+		entry->since = now;
+	}
+	entry->round = pass_round;
+	return idle_after_s == 0 || now - entry->since >= int64{idle_after_s} * USECS_PER_SEC;
+}
+
+void
+Forget(HTAB *lanes, int64 lane_id)
+{
+	(void)hash_search(lanes, &lane_id, HASH_REMOVE, NULL);
+}
+
+bool
+HasRingRows(int64 lane_id)
+{
+	Datum values[1] = {Int64GetDatum(lane_id)};
+	// The latest snapshot, taken after the caller's look at the cursors (and
+	// after its locks): every row committed before either is seen.
+	ExecuteLatest(Stmt::kLaneHasRingRows, 0, values, NULL, 1);
+	bool isnull;
+	return SPI_processed == 1 && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+struct PassLane {
+	Lane lane;
+	text *queue;
+	text *key;  // NULL: the lane of jobs without a key
+	int64 enqueue;  // the cursors as the first look read them (equal)
+};
+
+struct PassCounts {
+	int64 examined;   // lanes looked at
+	int64 drained;    // claim cursor at the enqueue cursor
+	int64 reclaimed;  // rows deleted
+	int64 busy;       // left: a transaction held one of its locks
+};
+
+// The first look, with no lock: drained (after advancing a cursor that is
+// behind, as the prune's advance would), idle long enough, no ring row.
+bool
+FirstLook(HTAB *lanes, PassLane *p, const RingPositions *ring, TimestampTz now, int32 idle_after_s,
+          PassCounts *counts)
+{
+	LaneCursors cursors = ReadLaneCursors(p->lane);
+	if (cursors.gone)
+		return false;
+	if (cursors.claim < cursors.enqueue) {
+		// A claim cursor that no claim moved on: behind its last claimed jobs,
+		// or below a hole of a producer that rolled back (a lane whose only
+		// producer rolled back is such a lane).
+		if (!AdvanceIdleLaneCursor(p->queue, p->lane, *ring))
+			cursors.claim = -1;
+		else
+			cursors = ReadLaneCursors(p->lane);
+	}
+	if (cursors.gone || cursors.claim < cursors.enqueue) {
+		Forget(lanes, p->lane.lane_id);
+		return false;
+	}
+	counts->drained++;
+	p->enqueue = cursors.enqueue;
+	if (!IdleLongEnough(lanes, p->lane.lane_id, cursors.enqueue, now, idle_after_s))
+		return false;
+	return !HasRingRows(p->lane.lane_id);
+}
+
+// The last look, under the locks that keep every writer of the lane out until
+// this transaction ends, then the delete. Returns whether the row went.
+bool
+ReclaimUnderLocks(const PassLane &p, PassCounts *counts)
+{
+	int64 lane_id = p.lane.lane_id;
+	if (!TryLockLaneClaim(lane_id)) {
+		counts->busy++;
+		return false;
+	}
+	if (!TryLockOutLaneReservations(lane_id)) {
+		UnlockLaneClaim(lane_id);
+		counts->busy++;
+		return false;
+	}
+	// Held to the commit from here (a producer waiting for them then finds
+	// the row gone). Nothing can be reserved, claimed or cancelled in the lane
+	// now; what the first look saw must still hold.
+	LaneCursors cursors = ReadLaneCursors(p.lane);
+	if (cursors.gone || cursors.claim != cursors.enqueue || cursors.enqueue != p.enqueue)
+		return false;
+	if (HasRingRows(lane_id))
+		return false;
+	Datum values[1] = {Int64GetDatum(lane_id)};
+	ExecuteLatest(Stmt::kDeleteLane, 0, values, NULL, 0);
+	if (SPI_processed != 1) {
+		counts->busy++;  // locked by hand: SELECT ... FOR UPDATE
+		return false;
+	}
+	return true;
+}
+
+}  // namespace
+
+}  // namespace awa::pg
+
+using namespace awa::pg;
+
+// awa._reclaim_idle_lanes(max_lanes int, idle_after_s int) -> bigint[]
+// {examined, drained, reclaimed, busy}: one pass of the lane reclaim over at
+// most max_lanes lanes (above). idle_after_s NULL: awa.lane_reclaim_after;
+// -1: nothing is reclaimed.
+AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("awa: max_lanes must not be NULL"),
+		                errhint("Pass the number of lanes to look at.")));
+	int32 max_lanes = PG_GETARG_INT32(0);
+	int32 idle_after_s = PG_ARGISNULL(1) ? awa_lane_reclaim_after_s : PG_GETARG_INT32(1);
+	if (idle_after_s < -1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		                errmsg("awa: a lane idle time of %d seconds is out of range", idle_after_s),
+		                errhint("Pass -1 (never reclaim), 0 (at once) or a number of seconds.")));
+	if (max_lanes < 1 || max_lanes > 1000000)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		                errmsg("awa: a lane reclaim pass over %d lanes is out of range", max_lanes),
+		                errhint("Look at 1 to 1000000 lanes per pass.")));
+	if (RecoveryInProgress())
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION), errmsg("awa: lanes cannot be reclaimed during recovery"),
+		                errhint("Run maintenance on the primary.")));
+	PassCounts counts{0, 0, 0, 0};
+	if (idle_after_s >= 0) {
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "awa: SPI_connect failed");
+		HTAB *lanes = IdleLanes();
+		Datum after[1] = {Int64GetDatum(next_after)};
+		ExecuteLatest(Stmt::kLanesAfter, 0, after, NULL, max_lanes);
+		int count = static_cast<int>(SPI_processed);
+		PassLane *pass = static_cast<PassLane *>(palloc(sizeof(PassLane) * (count + 1)));
+		for (int i = 0; i < count; i++) {
+			CHECK_FOR_INTERRUPTS();
+			HeapTuple tuple = SPI_tuptable->vals[i];
+			TupleDesc desc = SPI_tuptable->tupdesc;
+			bool isnull;
+			pass[i].lane = LaneOfRow(tuple, desc);
+			pass[i].queue = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 4, &isnull));
+			Datum key = SPI_getbinval(tuple, desc, 5, &isnull);
+			pass[i].key = isnull ? NULL : DatumGetTextPCopy(key);
+			pass[i].lane.keyed = !isnull;
+			pass[i].enqueue = 0;
+		}
+		bool round_ends = count < max_lanes;
+		next_after = round_ends || count == 0 ? 0 : pass[count - 1].lane.lane_id;
+		TimestampTz now = GetCurrentTimestamp();
+		int64 epoch;
+		RingPositions ring = CurrentRings(&epoch);
+		bool *candidate = static_cast<bool *>(palloc0(sizeof(bool) * (count + 1)));
+		for (int i = 0; i < count; i++) {
+			CHECK_FOR_INTERRUPTS();  // between lanes: no lane lock is held here
+			counts.examined++;
+			candidate[i] = FirstLook(lanes, &pass[i], &ring, now, idle_after_s, &counts);
+		}
+		// The locks last to this transaction's end, so they are taken after
+		// every first look: a producer of a lane reclaimed here waits at most
+		// for the deletes, not for the looks at the other lanes.
+		for (int i = 0; i < count; i++) {
+			CHECK_FOR_INTERRUPTS();
+			if (candidate[i] && ReclaimUnderLocks(pass[i], &counts)) {
+				counts.reclaimed++;
+				Forget(lanes, pass[i].lane.lane_id);
+			}
+		}
+		if (counts.reclaimed > 0)
+			// Every backend's caches of lanes (LanesOfQueue, LaneById) forget
+			// them when this commits; standbys' too (the commit record
+			// carries it). A backend that still holds one finds its row gone.
+			CacheInvalidateRelcacheByRelid(AwaObjectOid(AwaObject::kQueueLanes));
+		if (round_ends) {
+			ForgetUnseen(lanes);
+			pass_round++;
+		}
+		SPI_finish();
+	}
+	Datum out[4] = {Int64GetDatum(counts.examined), Int64GetDatum(counts.drained), Int64GetDatum(counts.reclaimed),
+	                Int64GetDatum(counts.busy)};
+	PG_RETURN_ARRAYTYPE_P(construct_array(out, 4, INT8OID, 8, true, TYPALIGN_DOUBLE));
+}
