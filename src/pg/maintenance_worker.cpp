@@ -401,7 +401,10 @@ IntervalMs(MaintenanceTask task)
 	case MaintenanceTask::kReclaimLanes:
 		// A pass looks at up to 1,000 lanes (awa._reclaim_lanes): a round
 		// over 1,000,000 lanes takes under 3 hours, against a default idle
-		// time of a day.
+		// time of a day. An idle time under 10 s is looked for that often
+		// (at least every second).
+		if (awa_lane_reclaim_after_s >= 0 && awa_lane_reclaim_after_s < 10)
+			return Max(awa_lane_reclaim_after_s, 1) * 1000;
 		return 10000;
 	case MaintenanceTask::kCount:
 		break;

@@ -154,6 +154,11 @@ sub open_sessions
 		$self->reset_txn($s);
 	}
 	$self->{m} = $self->connect_db;
+	# The maintenance connection reclaims a lane as soon as it is drained and
+	# no row of it is left in the queue ring (awa.run_maintenance('all') and
+	# 'reclaim_lanes' below): lanes go and are made again under the sessions'
+	# caches, open transactions and claims throughout a run.
+	$self->{m}->do('SET awa.lane_reclaim_after = 0');
 }
 
 sub reset_txn
@@ -1350,7 +1355,13 @@ sub do_maint
 		$self->logop('m', "SELECT * FROM awa.run_maintenance('prune') => " . join('; ', map { "$_->[0]:$_->[1]" } @$rows));
 		$self->pruned($rows);
 	}
-	elsif ($r < 0.85) { $self->do_promote('promote'); }
+	elsif ($r < 0.78)
+	{
+		my $rows = $self->msql("SELECT task, outcome, detail::text FROM awa.run_maintenance('reclaim_lanes')");
+		$self->logop('m', "SELECT * FROM awa.run_maintenance('reclaim_lanes') => " . join('; ', map { "$_->[0]:$_->[1] $_->[2]" } @$rows));
+		$self->{stats}{lanes_reclaimed} += ($rows->[0][2] =~ /"reclaimed": (\d+)/ ? $1 : 0);
+	}
+	elsif ($r < 0.88) { $self->do_promote('promote'); }
 	else { $self->do_promote('all'); }
 }
 
