@@ -80,7 +80,8 @@ AWA_FUNCTION(awa_internal_ensure_lane)
 	text *key = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
-	Lane lane = EnsureLane(queue, priority, key);
+	// Held: the moved job's queue stays listed while it waits (HoldLane).
+	Lane lane = HoldLane(queue, priority, key);
 	SPI_finish();
 	PG_RETURN_INT64(lane.lane_id);
 }
@@ -99,13 +100,7 @@ AWA_FUNCTION(awa_internal_lane_held)
 	text *key = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "awa: SPI_connect failed");
-	Lane lane = EnsureLane(queue, priority, key);
-	for (;;) {
-		LockLaneReserve(lane.lane_id);
-		if (!ReadLaneCursors(lane).gone)
-			break;
-		lane = RefindLane(queue, priority, key);
-	}
+	Lane lane = HoldLane(queue, priority, key);
 	SPI_finish();
 	PG_RETURN_INT64(lane.lane_id);
 }

@@ -21,13 +21,14 @@
 // one whose memory is full, starts the lanes' clocks again, which only delays
 // a reclaim.
 //
-// Correctness rests on the last look being made under locks that keep every
-// writer of the lane out until this transaction commits: the lane claim lock
-// (claims, cursor moves, cancels of ready jobs) and the lane's and the
-// database's reserve locks in a mode that conflicts with reservations
+// Correctness rests on the last look and the delete being made under locks
+// that keep every writer of the lane out: the lane claim lock (claims, cursor
+// moves, cancels of ready jobs) and the lane's and the database's reserve
+// locks in a mode that conflicts with reservations
 // (TryLockOutLaneReservations; every position and every cancel of a deferred
-// job takes one of them first). None of them is waited for: a lane whose lock
-// another transaction holds is left for a later pass.
+// job takes one of them first); then on the deleted row, which every writer
+// waits for (ReclaimUnderLocks). None of the locks is waited for: a lane whose
+// lock another transaction holds is left for a later pass.
 #include "pg/claim_walk.hpp"
 #include "pg/guard.hpp"
 #include "pg/gucs.hpp"
@@ -142,6 +143,9 @@ HasRingRows(int64 lane_id)
 	return SPI_processed == 1 && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
+struct PassLane;
+bool MayLeaveQueue(const PassLane &p);
+
 struct PassLane {
 	Lane lane;
 	text *queue;
@@ -155,6 +159,20 @@ struct PassCounts {
 	int64 reclaimed;  // rows deleted
 	int64 busy;       // left: a transaction held one of its locks
 };
+
+// Whether the lane's queue stays listed without it, or has nothing a listing
+// would show (kLaneMayLeaveQueue): the queues awa.queue_counts and
+// awa.queue_metrics list are those with a lane or settings, so the last lane
+// of a queue that still has a scheduled, retryable or parked job or a dead
+// letter stays. With the latest snapshot: this pass's own deletes count.
+bool
+MayLeaveQueue(const PassLane &p)
+{
+	Datum values[2] = {PointerGetDatum(p.queue), Int64GetDatum(p.lane.lane_id)};
+	ExecuteLatest(Stmt::kLaneMayLeaveQueue, 0, values, NULL, 1);
+	bool isnull;
+	return SPI_processed == 1 && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
 
 // The first look, with no lock: drained (after advancing a cursor that is
 // behind, as the prune's advance would), idle long enough, no ring row.
@@ -185,8 +203,18 @@ FirstLook(HTAB *lanes, PassLane *p, const RingPositions *ring, TimestampTz now, 
 	return !HasRingRows(p->lane.lane_id);
 }
 
-// The last look, under the locks that keep every writer of the lane out until
-// this transaction ends, then the delete. Returns whether the row went.
+// The last look, under the locks that keep every writer of the lane out, then
+// the delete. Returns whether the row went. The locks are given back before
+// returning, so a pass holds at most three of them at any moment, whatever
+// the number of lanes it reclaims (held to the commit, a pass of 1,000
+// reclaims held 2,001 entries of the cluster's shared lock table, and a loop
+// of passes in one transaction ran it out: "out of shared memory"). What
+// keeps a writer that comes after them from using the row before the delete
+// commits is the row itself: a reservation, a claim cursor move and
+// awa._lane_held look at it under its page's exclusive lock, find it deleted
+// by a transaction still open, wait for that transaction, and then find it
+// gone (lane_cursors.cpp, LockRow); a claim that reads it sees both cursors
+// equal and nothing to walk.
 bool
 ReclaimUnderLocks(const PassLane &p, PassCounts *counts)
 {
@@ -200,21 +228,21 @@ ReclaimUnderLocks(const PassLane &p, PassCounts *counts)
 		counts->busy++;
 		return false;
 	}
-	// Held to the commit from here (a producer waiting for them then finds
-	// the row gone). Nothing can be reserved, claimed or cancelled in the lane
-	// now; what the first look saw must still hold.
+	// Nothing can be reserved, claimed or cancelled in the lane now; what the
+	// first look saw must still hold.
+	bool deleted = false;
 	LaneCursors cursors = ReadLaneCursors(p.lane);
-	if (cursors.gone || cursors.claim != cursors.enqueue || cursors.enqueue != p.enqueue)
-		return false;
-	if (HasRingRows(lane_id))
-		return false;
-	Datum values[1] = {Int64GetDatum(lane_id)};
-	ExecuteLatest(Stmt::kDeleteLane, 0, values, NULL, 0);
-	if (SPI_processed != 1) {
-		counts->busy++;  // locked by hand: SELECT ... FOR UPDATE
-		return false;
+	if (!cursors.gone && cursors.claim == cursors.enqueue && cursors.enqueue == p.enqueue && !HasRingRows(lane_id) &&
+	    MayLeaveQueue(p)) {
+		Datum values[1] = {Int64GetDatum(lane_id)};
+		ExecuteLatest(Stmt::kDeleteLane, 0, values, NULL, 0);
+		deleted = SPI_processed == 1;
+		if (!deleted)
+			counts->busy++;  // locked by hand: SELECT ... FOR UPDATE
 	}
-	return true;
+	UnlockOutLaneReservations(lane_id);
+	UnlockLaneClaim(lane_id);
+	return deleted;
 }
 
 }  // namespace
@@ -277,9 +305,8 @@ AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 			counts.examined++;
 			candidate[i] = FirstLook(lanes, &pass[i], &ring, now, idle_after_s, &counts);
 		}
-		// The locks last to this transaction's end, so they are taken after
-		// every first look: a producer of a lane reclaimed here waits at most
-		// for the deletes, not for the looks at the other lanes.
+		// After every first look: the deletes are what the commit waits for,
+		// and a producer of a lane reclaimed here waits for that commit.
 		for (int i = 0; i < count; i++) {
 			CHECK_FOR_INTERRUPTS();
 			if (candidate[i] && ReclaimUnderLocks(pass[i], &counts)) {

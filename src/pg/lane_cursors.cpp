@@ -384,6 +384,32 @@ ReserveLanePositions(const Lane &lane, int64 count)
 }
 
 bool
+LaneRowPresent(const Lane &lane)
+{
+	Relation rel = OpenLanes(RowExclusiveLock);
+	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
+	bool present = locked.data != NULL;
+	if (present)
+		UnlockReleaseBuffer(locked.buffer);
+	table_close(rel, NoLock);
+	return present;
+}
+
+Lane
+HoldLane(text *queue, int16 priority, text *key)
+{
+	Lane lane = EnsureLane(queue, priority, key);
+	for (;;) {
+		LockLaneReserve(lane.lane_id);
+		// Under the page's exclusive lock: a reclaim's delete not committed
+		// yet is waited for (its locks are given back before its commit).
+		if (LaneRowPresent(lane))
+			return lane;
+		lane = RefindLane(queue, priority, key);
+	}
+}
+
+bool
 AdvanceClaimCursor(const Lane &lane, int64 value)
 {
 	Relation rel = OpenLanes(RowExclusiveLock);

@@ -51,6 +51,19 @@ LaneCursors ReadLaneCursors(const Lane &lane);
 // waits for it or is waited for. May ereport.
 int64 ReserveLanePositions(const Lane &lane, int64 count);
 
+// Whether the lane's row is there, looked at as a writer does: a delete of it
+// by a transaction still open (the lane reclaim) is waited for. May ereport.
+bool LaneRowPresent(const Lane &lane);
+
+// The lane (EnsureLane), kept from the lane reclaim until this transaction
+// ends: its reserve lock is taken as a reservation takes it, and a lane found
+// gone under the lock is made again (RefindLane). For what uses a lane without
+// reserving a position in it: a scheduled, retryable or parked job's lane,
+// which keeps its queue listed (awa.queue_counts lists the queues that have
+// lanes or settings), and a cancel's terminal row, keyed by it. Requires SPI.
+// May ereport.
+Lane HoldLane(text *queue, int16 priority, text *key);
+
 // Moves the claim cursor to `value` if it is behind it; returns whether it
 // moved (never for a lane whose row is gone). May ereport.
 bool AdvanceClaimCursor(const Lane &lane, int64 value);

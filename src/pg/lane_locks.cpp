@@ -271,6 +271,15 @@ TryLockOutLaneReservations(int64 lane_id)
 	return false;
 }
 
+void
+UnlockOutLaneReservations(int64 lane_id)
+{
+	LOCKTAG lane_tag = Tag(kLaneReserve, lane_id);
+	(void)LockRelease(&lane_tag, ShareLock, false);
+	LOCKTAG wide_tag = Tag(kWideReserve, 0);
+	(void)LockRelease(&wide_tag, ShareLock, false);
+}
+
 bool
 ProveLaneReservationsEnded(const Lane &lane, int timeout_ms, int64 *horizon)
 {

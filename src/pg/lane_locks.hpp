@@ -33,7 +33,8 @@
 //               lock per lane ran it out at ~10,000 lanes, for every
 //               database). ProveLaneReservationsEnded waits for its holders
 //               too. A lane reclaim takes both in ShareLock mode, only if
-//               free (TryLockOutLaneReservations), to its commit.
+//               free (TryLockOutLaneReservations), while it looks at a lane
+//               a last time and deletes its row.
 // The advisory-type tags use key spaces of their own, so they never collide
 // with an application's pg_advisory_lock keys.
 #pragma once
@@ -69,12 +70,14 @@ void LockLaneReserve(int64 lane_id);
 // which conflicts with a reservation's RowExclusiveLock, for the current
 // transaction, only if both are free: false (and neither kept) when a
 // transaction holds either to reserve. While they are held no position of
-// the lane can be reserved: a reclaim of the lane (lane_reclaim.hpp) holds
-// them from its last look at the lane to its commit, and a producer that
-// comes meanwhile waits for that commit, then finds the lane gone. A gap
-// proof does not wait for these holders (ShareLock does not conflict with
-// itself).
+// the lane can be reserved: the lane reclaim (fn_reclaim_lanes.cpp) holds
+// them from its last look at a lane until its row is deleted. A gap proof
+// does not wait for these holders (ShareLock does not conflict with itself).
 bool TryLockOutLaneReservations(int64 lane_id);
+// Gives both back (before the transaction ends: a writer that takes the
+// reserve lock after this finds the row deleted by a transaction still open
+// and waits for it, lane_cursors.hpp).
+void UnlockOutLaneReservations(int64 lane_id);
 // The proof that every transaction that reserved a lane position up to
 // *horizon (the enqueue cursor, read first) has ended: waits, at most
 // `timeout_ms` in all, for the transactions that hold the lane reserve lock

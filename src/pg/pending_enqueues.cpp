@@ -1,6 +1,8 @@
 // pending_enqueues.cpp: see pending_enqueues.hpp.
 #include "pg/pending_enqueues.hpp"
 
+#include "pg/lane_cursors.hpp"
+
 #include "pg/lanes.hpp"
 #include "pg/ring_epoch.hpp"
 #include "pg/rings.hpp"
@@ -348,7 +350,9 @@ WriteUnwritten(SubTransactionId writer)
 			AppendReadyRows(rows, order, n, now);
 		}
 		if (lane->chosen_count == 0 && lane->ensure)
-			(void)EnsureLane(lane->key.queue, lane->key.priority, lane->key.concurrency_key);
+			// A scheduled or parked job's lane: held, so a lane reclaim
+			// cannot take it from under this commit (lane_cursors.hpp).
+			(void)HoldLane(lane->key.queue, lane->key.priority, lane->key.concurrency_key);
 		if (lane->chosen != NULL)
 			pfree(lane->chosen);
 		lane->chosen = NULL;

@@ -299,6 +299,16 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	// SELECT ... FOR UPDATE by hand): the reclaim never waits. $1 lane_id
 	{Stmt::kDeleteLane, "DELETE FROM awa.queue_lanes WHERE ctid = (SELECT l.ctid FROM awa.queue_lanes l"
 	 " WHERE l.lane_id = $1 FOR UPDATE SKIP LOCKED)", 1, {INT8OID}},
+	// kLaneMayLeaveQueue: whether the queue stays listed without this lane
+	// (awa.queue_counts and awa.queue_metrics list the queues that have a
+	// lane or settings), or has no job outside the ring that a listing would
+	// show: no scheduled, retryable or parked job, no dead letter. $1 queue,
+	// $2 lane_id
+	{Stmt::kLaneMayLeaveQueue, "SELECT EXISTS (SELECT FROM awa.queue_lanes WHERE queue = $1 AND lane_id <> $2)"
+	 "    OR EXISTS (SELECT FROM awa.queue_meta WHERE queue = $1)"
+	 "    OR NOT (EXISTS (SELECT FROM awa.deferred_jobs WHERE queue = $1)"
+	 "            OR EXISTS (SELECT FROM awa.dlq_entries WHERE queue = $1))",
+	 2, {TEXTOID, INT8OID}},
 };
 // clang-format on
 

@@ -73,6 +73,7 @@ enum class Stmt {
 	kLanesAfter,
 	kLaneHasRingRows,
 	kDeleteLane,
+	kLaneMayLeaveQueue,
 	kCount
 };
 

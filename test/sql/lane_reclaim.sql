@@ -38,9 +38,9 @@ $$;
 -- A lane whose only producer wrote its job early and rolled back: its row is
 -- committed at insert and stays, empty (docs/architecture.md, "A lane's row
 -- is committed when it is inserted").
-CREATE FUNCTION pg_temp.orphan_lane(q text, key text DEFAULT NULL) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION pg_temp.orphan_lane(q text, key text DEFAULT NULL, priority int DEFAULT 2) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM awa.enqueue('orphan', queue => q,
+    PERFORM awa.enqueue('orphan', queue => q, priority => priority,
                         opts => CASE WHEN key IS NULL THEN '{}' ELSE jsonb_build_object('concurrency_key', key) END);
     PERFORM awa._flush_enqueues();
     RAISE EXCEPTION 'undo';
@@ -128,21 +128,26 @@ SELECT count(*) AS claimed_again FROM awa.claim('lr_keyed', 10);
 
 -- ---------------------------------------------------------------------------
 -- A scheduled job's lane may be reclaimed while it waits (the job is not in
--- the lane until it falls due): its cancel makes the lane again and keys its
--- terminal row there, and its promotion appends it to a lane made again.
+-- the lane until it falls due), but not the last lane of its queue: the
+-- queues awa.queue_counts lists are those with a lane or settings. Its cancel
+-- makes the lane again and keys its terminal row there; its promotion appends
+-- it to a lane made again.
 -- ---------------------------------------------------------------------------
 SELECT awa.enqueue('lr.s1', queue => 'lr_sched', run_at => now() + interval '1 day') AS s1 \gset
 SELECT awa.enqueue('lr.s2', queue => 'lr_sched', run_at => now() + interval '1 day') AS s2 \gset
-SELECT pg_temp.orphan_lane('lr_sched');
+SELECT * FROM pg_temp.lanes_of('lr_sched');
 SELECT (awa._reclaim_idle_lanes(100000))[3] AS reclaimed;
-SELECT count(*) AS lanes FROM pg_temp.lanes_of('lr_sched');
+SELECT * FROM pg_temp.lanes_of('lr_sched');
+SELECT pg_temp.orphan_lane('lr_sched', priority => 1);
+SELECT (awa._reclaim_idle_lanes(100000))[3] AS reclaimed;
+SELECT * FROM pg_temp.lanes_of('lr_sched');
+SELECT queue, scheduled FROM awa.queue_counts() WHERE queue = 'lr_sched';
 SELECT awa.cancel(:s1);
-SELECT count(*) AS lanes FROM pg_temp.lanes_of('lr_sched');
+SELECT * FROM pg_temp.lanes_of('lr_sched');
 SELECT kind, state FROM awa.list_jobs(queue => 'lr_sched', state => 'cancelled');
 UPDATE awa.deferred_jobs SET run_at = now() - interval '1 second' WHERE job_id = :s2;
 SELECT outcome FROM awa.run_maintenance('promote');
 SELECT kind FROM awa.claim('lr_sched', 10);
-
 RESET awa.lane_reclaim_after;
 
 \c contrib_regression
