@@ -33,6 +33,8 @@ AWA_FUNCTION(awa_lane_cursors)
 		HeapTuple tuple = rows->vals[i];
 		Lane lane = LaneOfRow(tuple, rows->tupdesc);
 		LaneCursors cursors = ReadLaneCursors(lane);
+		if (cursors.gone)
+			continue;  // reclaimed since the rows were read (fn_reclaim_lanes.cpp)
 		bool isnull;
 		Datum values[5] = {queue != NULL ? PointerGetDatum(queue) : SPI_getbinval(tuple, rows->tupdesc, 4, &isnull),
 		                   Int16GetDatum(lane.priority), Int64GetDatum(lane.lane_id), Int64GetDatum(cursors.enqueue),

@@ -14,12 +14,13 @@
 //
 // Each pass looks at up to `max_lanes` lanes in lane_id order after the last
 // one the previous pass of this backend looked at (the maintenance worker's
-// passes go round all lanes), and remembers, for each drained lane, its
-// enqueue cursor and since when it saw it so; a later pass that finds the
-// same enqueue cursor idle_after or more later reclaims it. The memory is this
-// backend's (the worker's), at most kMaxIdleLanes entries; a new backend, or
-// one whose memory is full, starts the lanes' clocks again, which only delays
-// a reclaim.
+// passes go round all lanes), and remembers, for each lane, its enqueue
+// cursor and since when it saw it there; a later pass that finds the same
+// enqueue cursor idle_after or more later, the lane drained and none of its
+// rows in the ring, reclaims it. The memory is this backend's (the worker's),
+// at most kMaxIdleLanes entries, and forgets at each round's end the lanes
+// that were in use; a new backend, or one whose memory is full, starts the
+// lanes' clocks again, which only delays a reclaim.
 //
 // Correctness rests on the last look and the delete being made under locks
 // that keep every writer of the lane out: the lane claim lock (claims, cursor
@@ -53,16 +54,18 @@ namespace awa::pg {
 
 namespace {
 
-// A drained lane as a pass of this backend last saw it.
+// A lane as the passes of this backend saw it: its enqueue cursor and since
+// when it has not moved.
 struct IdleLane {
 	int64 lane_id;  // hash key
-	int64 enqueue;  // its enqueue cursor (= claim cursor) then
-	TimestampTz since;  // when a pass first saw it drained at that cursor
-	uint32 round;       // the round of passes over all lanes that saw it last
+	int64 enqueue;  // its enqueue cursor
+	TimestampTz since;  // when a pass first saw it at that cursor
+	uint32 seen_round;  // the last round of passes over all lanes that saw it
+	uint32 moved_round;  // the last round in which its cursor moved (0: none)
 };
 static_assert(std::is_trivially_destructible_v<IdleLane>, "lives in a dynahash");
 
-constexpr long kMaxIdleLanes = 100000;  // about 4 MB of this backend's memory at most
+constexpr long kMaxIdleLanes = 100000;  // about 6 MB of this backend's memory at most
 
 HTAB *idle_lanes = NULL;
 Oid idle_lanes_incarnation = InvalidOid;
@@ -92,21 +95,26 @@ IdleLanes()
 }
 
 // At the end of a round: the entries of lanes no pass of it saw (reclaimed,
-// or deleted by hand) go.
+// or deleted by hand) go; and, while the memory is more than half full, those
+// of lanes whose cursor moved in it (in use: their clocks start again at their
+// next look), so lanes in use do not keep idle ones out round after round.
 void
-ForgetUnseen(HTAB *lanes)
+EndRound(HTAB *lanes)
 {
+	bool crowded = hash_get_num_entries(lanes) > kMaxIdleLanes / 2;
 	HASH_SEQ_STATUS scan;
 	hash_seq_init(&scan, lanes);
 	while (IdleLane *entry = static_cast<IdleLane *>(hash_seq_search(&scan))) {
 		CHECK_FOR_INTERRUPTS();  // hash_seq_term is not needed: it is scanned to its end
-		if (entry->round != pass_round)
+		if (entry->seen_round != pass_round || (crowded && entry->moved_round == pass_round))
 			(void)hash_search(lanes, &entry->lane_id, HASH_REMOVE, NULL);
 	}
 }
 
-// Whether the lane has been seen drained at `enqueue` for idle_after_s
-// seconds (0: at once); records it as drained now if not seen so before.
+// Whether the lane's enqueue cursor has stayed at `enqueue` for idle_after_s
+// seconds (0: at once), as far as this backend's passes have seen; records
+// the cursor, and now, if it was not seen at that value before. A lane not
+// remembered (the memory full) is not idle long enough yet.
 bool
 IdleLongEnough(HTAB *lanes, int64 lane_id, int64 enqueue, TimestampTz now, int32 idle_after_s)
 {
@@ -118,11 +126,13 @@ IdleLongEnough(HTAB *lanes, int64 lane_id, int64 enqueue, TimestampTz now, int32
 		entry = static_cast<IdleLane *>(hash_search(lanes, &lane_id, HASH_ENTER, &found));
 		entry->enqueue = enqueue;
 		entry->since = now;
+		entry->moved_round = 0;
 	} else if (entry->enqueue != enqueue) {
 		entry->enqueue = enqueue;
 		entry->since = now;
+		entry->moved_round = pass_round;
 	}
-	entry->round = pass_round;
+	entry->seen_round = pass_round;
 	return idle_after_s == 0 || now - entry->since >= int64{idle_after_s} * USECS_PER_SEC;
 }
 
@@ -174,32 +184,29 @@ MayLeaveQueue(const PassLane &p)
 	return SPI_processed == 1 && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-// The first look, with no lock: drained (after advancing a cursor that is
-// behind, as the prune's advance would), idle long enough, no ring row.
+// The first look, with no lock: idle long enough (the enqueue cursor has not
+// moved), drained (after advancing a claim cursor that is behind, as the
+// prune's advance would: only for a lane already idle, so a pass does not
+// walk, nor wait on gap proofs of, the lanes in use), no ring row.
 bool
 FirstLook(HTAB *lanes, PassLane *p, const RingPositions *ring, TimestampTz now, int32 idle_after_s,
           PassCounts *counts)
 {
 	LaneCursors cursors = ReadLaneCursors(p->lane);
-	if (cursors.gone)
+	if (cursors.gone || !IdleLongEnough(lanes, p->lane.lane_id, cursors.enqueue, now, idle_after_s))
 		return false;
 	if (cursors.claim < cursors.enqueue) {
 		// A claim cursor that no claim moved on: behind its last claimed jobs,
 		// or below a hole of a producer that rolled back (a lane whose only
 		// producer rolled back is such a lane).
 		if (!AdvanceIdleLaneCursor(p->queue, p->lane, *ring))
-			cursors.claim = -1;
-		else
-			cursors = ReadLaneCursors(p->lane);
-	}
-	if (cursors.gone || cursors.claim < cursors.enqueue) {
-		Forget(lanes, p->lane.lane_id);
-		return false;
+			return false;
+		cursors = ReadLaneCursors(p->lane);
+		if (cursors.gone || cursors.claim < cursors.enqueue)
+			return false;
 	}
 	counts->drained++;
 	p->enqueue = cursors.enqueue;
-	if (!IdleLongEnough(lanes, p->lane.lane_id, cursors.enqueue, now, idle_after_s))
-		return false;
 	return !HasRingRows(p->lane.lane_id);
 }
 
@@ -320,7 +327,7 @@ AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 			// carries it). A backend that still holds one finds its row gone.
 			CacheInvalidateRelcacheByRelid(AwaObjectOid(AwaObject::kQueueLanes));
 		if (round_ends) {
-			ForgetUnseen(lanes);
+			EndRound(lanes);
 			pass_round++;
 		}
 		SPI_finish();
