@@ -65,6 +65,7 @@ struct IdleLane {
 };
 static_assert(std::is_trivially_destructible_v<IdleLane>, "lives in a dynahash");
 
+constexpr int kMaxLanesPerPass = 100000;
 constexpr long kMaxIdleLanes = 100000;  // about 6 MB of this backend's memory at most
 
 HTAB *idle_lanes = NULL;
@@ -142,6 +143,18 @@ Forget(HTAB *lanes, int64 lane_id)
 	(void)hash_search(lanes, &lane_id, HASH_REMOVE, NULL);
 }
 
+// The one boolean the statement just run returned (false if none), its
+// result freed: a pass runs several statements per lane, and each result
+// would otherwise live until the pass's end.
+bool
+SingleBool()
+{
+	bool isnull = true;
+	bool value = SPI_processed == 1 && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return value && !isnull;
+}
+
 bool
 HasRingRows(int64 lane_id)
 {
@@ -149,8 +162,7 @@ HasRingRows(int64 lane_id)
 	// The latest snapshot, taken after the caller's look at the cursors (and
 	// after its locks): every row committed before either is seen.
 	ExecuteLatest(Stmt::kLaneHasRingRows, 0, values, NULL, 1);
-	bool isnull;
-	return SPI_processed == 1 && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return SingleBool();
 }
 
 struct PassLane;
@@ -180,8 +192,7 @@ MayLeaveQueue(const PassLane &p)
 {
 	Datum values[2] = {PointerGetDatum(p.queue), Int64GetDatum(p.lane.lane_id)};
 	ExecuteLatest(Stmt::kLaneMayLeaveQueue, 0, values, NULL, 1);
-	bool isnull;
-	return SPI_processed == 1 && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return SingleBool();
 }
 
 // The first look, with no lock: idle long enough (the enqueue cursor has not
@@ -207,7 +218,10 @@ FirstLook(HTAB *lanes, PassLane *p, const RingPositions *ring, TimestampTz now, 
 	}
 	counts->drained++;
 	p->enqueue = cursors.enqueue;
-	return !HasRingRows(p->lane.lane_id);
+	// Both again under the locks; here first, so that the relations they read
+	// are locked by this transaction before any lane lock is taken (the last
+	// look then waits for no relation lock while it holds lane locks).
+	return !HasRingRows(p->lane.lane_id) && MayLeaveQueue(*p);
 }
 
 // The last look, under the locks that keep every writer of the lane out, then
@@ -242,6 +256,7 @@ ReclaimUnderLocks(const PassLane &p, PassCounts *counts)
 	if (!cursors.gone && cursors.claim == cursors.enqueue && cursors.enqueue == p.enqueue && !HasRingRows(lane_id) &&
 	    MayLeaveQueue(p)) {
 		Datum values[1] = {Int64GetDatum(lane_id)};
+		NoteLanesReclaimed();
 		ExecuteLatest(Stmt::kDeleteLane, 0, values, NULL, 0);
 		deleted = SPI_processed == 1;
 		if (!deleted)
@@ -259,9 +274,10 @@ ReclaimUnderLocks(const PassLane &p, PassCounts *counts)
 using namespace awa::pg;
 
 // awa._reclaim_idle_lanes(max_lanes int, idle_after_s int) -> bigint[]
-// {examined, drained, reclaimed, busy}: one pass of the lane reclaim over at
-// most max_lanes lanes (above). idle_after_s NULL: awa.lane_reclaim_after;
-// -1: nothing is reclaimed.
+// {examined, drained, reclaimed, busy, skipped}: one pass of the lane reclaim
+// over at most max_lanes lanes (above). idle_after_s NULL:
+// awa.lane_reclaim_after; -1: nothing is reclaimed. skipped 1: another pass of
+// this database was running (the lane reclaim lock, lane_locks.hpp).
 AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 {
 	if (PG_ARGISNULL(0))
@@ -273,15 +289,20 @@ AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 		                errmsg("awa: a lane idle time of %d seconds is out of range", idle_after_s),
 		                errhint("Pass -1 (never reclaim), 0 (at once) or a number of seconds.")));
-	if (max_lanes < 1 || max_lanes > 1000000)
+	if (max_lanes < 1 || max_lanes > kMaxLanesPerPass)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 		                errmsg("awa: a lane reclaim pass over %d lanes is out of range", max_lanes),
-		                errhint("Look at 1 to 1000000 lanes per pass.")));
+		                errhint("Look at 1 to 100000 lanes per pass.")));
 	if (RecoveryInProgress())
 		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION), errmsg("awa: lanes cannot be reclaimed during recovery"),
 		                errhint("Run maintenance on the primary.")));
 	PassCounts counts{0, 0, 0, 0};
-	if (idle_after_s >= 0) {
+	bool skipped = false;
+	if (idle_after_s >= 0 && !TryLockLaneReclaim()) {
+		// Another pass of this database runs (the worker's, or a call):
+		// two at once could each leave the other's last lane of a queue.
+		skipped = true;
+	} else if (idle_after_s >= 0) {
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "awa: SPI_connect failed");
 		HTAB *lanes = IdleLanes();
@@ -307,10 +328,16 @@ AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 		int64 epoch;
 		RingPositions ring = CurrentRings(&epoch);
 		bool *candidate = static_cast<bool *>(palloc0(sizeof(bool) * (count + 1)));
+		// What a look allocates (a walk's view of the lane) is freed after it.
+		MemoryContext look_context = AllocSetContextCreate(CurrentMemoryContext, "awa lane reclaim look",
+		                                                   ALLOCSET_DEFAULT_SIZES);
 		for (int i = 0; i < count; i++) {
 			CHECK_FOR_INTERRUPTS();  // between lanes: no lane lock is held here
 			counts.examined++;
+			MemoryContext caller = MemoryContextSwitchTo(look_context);
 			candidate[i] = FirstLook(lanes, &pass[i], &ring, now, idle_after_s, &counts);
+			MemoryContextSwitchTo(caller);
+			MemoryContextReset(look_context);
 		}
 		// After every first look: the deletes are what the commit waits for,
 		// and a producer of a lane reclaimed here waits for that commit.
@@ -332,7 +359,7 @@ AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 		}
 		SPI_finish();
 	}
-	Datum out[4] = {Int64GetDatum(counts.examined), Int64GetDatum(counts.drained), Int64GetDatum(counts.reclaimed),
-	                Int64GetDatum(counts.busy)};
-	PG_RETURN_ARRAYTYPE_P(construct_array(out, 4, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	Datum out[5] = {Int64GetDatum(counts.examined), Int64GetDatum(counts.drained), Int64GetDatum(counts.reclaimed),
+	                Int64GetDatum(counts.busy), Int64GetDatum(skipped ? 1 : 0)};
+	PG_RETURN_ARRAYTYPE_P(construct_array(out, 5, INT8OID, 8, true, TYPALIGN_DOUBLE));
 }

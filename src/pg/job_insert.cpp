@@ -36,7 +36,7 @@ using core::JobState;
 // dead once this transaction ends) and the reservation is made again.
 //
 // A lane whose row is gone (maintenance reclaimed it, drained and idle, after
-// this backend had cached it: lane_reclaim.hpp) is found again by its
+// this backend had cached it: fn_reclaim_lanes.cpp) is found again by its
 // identity, which makes a new one, and the reservation made there; *lane is
 // the lane reserved in.
 RingPositions
@@ -413,7 +413,7 @@ InsertJobs(JobRow *rows, int n, TimestampTz now, ReadyAt ready_at, Paused paused
 			if (ready_at == ReadyAt::kCommit)
 				DeferLane(row);
 			else
-				(void)EnsureLane(row.queue, row.priority, row.concurrency_key);
+				(void)HoldLane(row.queue, row.priority, row.concurrency_key);
 		}
 	}
 	// Counter moves, one call per run of rows with the same queue and states.

@@ -111,7 +111,7 @@ Field(const char *data, int offset)
 // The lane's row found by lane_id through the unique index (a row the cached
 // location no longer holds: VACUUM FULL or CLUSTER rewrote the table), or an
 // invalid location when there is none: maintenance reclaimed the lane
-// (lane_reclaim.hpp), or the row was deleted by hand.
+// (fn_reclaim_lanes.cpp), or the row was deleted by hand.
 ItemPointerData
 LocateLane(Relation rel, int64 lane_id)
 {
@@ -180,7 +180,7 @@ LockRow(Relation rel, const Lane &lane, int mode)
 			// cursors as that UPDATE read them, so the move would be lost when
 			// it commits and a lane position handed out twice
 			// (test/specs/lane_row_update_by_hand.spec). Nor in a row that an
-			// open reclaim is deleting (lane_reclaim.hpp). Wait for it to end,
+			// open reclaim is deleting (fn_reclaim_lanes.cpp). Wait for it to end,
 			// then find the row again (gone, if the delete committed).
 			TransactionId updater = mode == BUFFER_LOCK_EXCLUSIVE ? OpenUpdater(BufferGetPage(buffer), offset)
 			                                                     : InvalidTransactionId;
@@ -193,8 +193,16 @@ LockRow(Relation rel, const Lane &lane, int mode)
 			continue;
 		}
 		UnlockReleaseBuffer(buffer);
-		if (!remembered)
-			elog(ERROR, "awa: lane " INT64_FORMAT " is not where its index points", lane.lane_id);
+		if (!remembered) {
+			// Found through the index, then gone from its page before the
+			// page was locked: a reclaim's delete committed and the page was
+			// pruned in between. Looked up once more: gone, or elsewhere.
+			ItemPointerData again = LocateLane(rel, lane.lane_id);
+			if (ItemPointerIsValid(&again) && ItemPointerEquals(&again, &row))
+				elog(ERROR, "awa: lane " INT64_FORMAT " is not where its index points", lane.lane_id);
+			row = again;
+			continue;
+		}
 		remembered = false;
 		row = LocateLane(rel, lane.lane_id);
 	}
@@ -400,7 +408,7 @@ HoldLane(text *queue, int16 priority, text *key)
 {
 	Lane lane = EnsureLane(queue, priority, key);
 	for (;;) {
-		LockLaneReserve(lane.lane_id);
+		LockLaneHold(lane.lane_id);
 		// Under the page's exclusive lock: a reclaim's delete not committed
 		// yet is waited for (its locks are given back before its commit).
 		if (LaneRowPresent(lane))

@@ -30,7 +30,7 @@ namespace awa::pg {
 struct LaneCursors {
 	int64 enqueue;
 	int64 claim;
-	// The lane's row is gone: maintenance reclaimed the lane (lane_reclaim.hpp)
+	// The lane's row is gone: maintenance reclaimed the lane (fn_reclaim_lanes.cpp)
 	// after it had been drained and idle; both cursors read 0, so it has no
 	// work, and whoever wants to write into the lane finds it again by its
 	// identity (RefindLane), which makes a new one.
@@ -56,8 +56,8 @@ int64 ReserveLanePositions(const Lane &lane, int64 count);
 bool LaneRowPresent(const Lane &lane);
 
 // The lane (EnsureLane), kept from the lane reclaim until this transaction
-// ends: its reserve lock is taken as a reservation takes it, and a lane found
-// gone under the lock is made again (RefindLane). For what uses a lane without
+// ends: its hold lock is taken (lane_locks.hpp), and a lane found gone under
+// the lock is made again (RefindLane). For what uses a lane without
 // reserving a position in it: a scheduled, retryable or parked job's lane,
 // which keeps its queue listed (awa.queue_counts lists the queues that have
 // lanes or settings), and a cancel's terminal row, keyed by it. Requires SPI.

@@ -25,6 +25,8 @@ enum KeySpace : uint16 {
 	kLaneReserve = 0x4106,
 	kQueueLimit = 0x4107,
 	kWideReserve = 0x4108,
+	kLaneReclaim = 0x4109,
+	kLaneHold = 0x410A,
 };
 
 LOCKTAG
@@ -197,6 +199,10 @@ namespace {
 LocalTransactionId reserve_lxid = InvalidLocalTransactionId;
 int reserve_locks = 0;
 bool reserve_wide = false;
+// The same for the lane hold locks (LockLaneHold).
+LocalTransactionId hold_lxid = InvalidLocalTransactionId;
+int hold_locks = 0;
+bool hold_wide = false;
 
 void
 AcquireForTopTransaction(const LOCKTAG &tag, LOCKMODE mode, LockAcquireResult *result)
@@ -258,26 +264,76 @@ LockLaneReserve(int64 lane_id)
 	reserve_wide = true;
 }
 
+void
+LockLaneHold(int64 lane_id)
+{
+	if (MyProc->lxid != hold_lxid) {
+		hold_lxid = MyProc->lxid;
+		hold_locks = 0;
+		hold_wide = false;
+	}
+	if (hold_wide)
+		return;
+	LOCKTAG tag = Tag(kLaneHold, lane_id);
+	LockAcquireResult result;
+	if (hold_locks < kMaxLaneReserveLocks) {
+		AcquireForTopTransaction(tag, RowExclusiveLock, &result);
+		if (result == LOCKACQUIRE_OK)
+			hold_locks++;
+		return;
+	}
+	if (LockHeldByMe(&tag, RowExclusiveLock))
+		return;
+	// Past 16 lanes, key 0 (no lane has it) stands for every lane.
+	AcquireForTopTransaction(Tag(kLaneHold, 0), RowExclusiveLock, &result);
+	hold_wide = true;
+}
+
+bool
+TryLockLaneReclaim()
+{
+	LOCKTAG tag = Tag(kLaneReclaim, 0);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+namespace {
+
+// The tags a reclaim takes in ShareLock mode, each only if free: the lane's
+// and the database's reserve locks, and its and every lane's hold locks.
+constexpr int kOutTags = 4;
+
+void
+OutTags(int64 lane_id, LOCKTAG tags[kOutTags])
+{
+	tags[0] = Tag(kLaneReserve, lane_id);
+	tags[1] = Tag(kWideReserve, 0);
+	tags[2] = Tag(kLaneHold, lane_id);
+	tags[3] = Tag(kLaneHold, 0);
+}
+
+}  // namespace
+
 bool
 TryLockOutLaneReservations(int64 lane_id)
 {
-	LOCKTAG lane_tag = Tag(kLaneReserve, lane_id);
-	if (LockAcquire(&lane_tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
-		return false;
-	LOCKTAG wide_tag = Tag(kWideReserve, 0);
-	if (LockAcquire(&wide_tag, ShareLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	(void)LockRelease(&lane_tag, ShareLock, false);
-	return false;
+	LOCKTAG tags[kOutTags];
+	OutTags(lane_id, tags);
+	for (int i = 0; i < kOutTags; i++)
+		if (LockAcquire(&tags[i], ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL) {
+			while (--i >= 0)
+				(void)LockRelease(&tags[i], ShareLock, false);
+			return false;
+		}
+	return true;
 }
 
 void
 UnlockOutLaneReservations(int64 lane_id)
 {
-	LOCKTAG lane_tag = Tag(kLaneReserve, lane_id);
-	(void)LockRelease(&lane_tag, ShareLock, false);
-	LOCKTAG wide_tag = Tag(kWideReserve, 0);
-	(void)LockRelease(&wide_tag, ShareLock, false);
+	LOCKTAG tags[kOutTags];
+	OutTags(lane_id, tags);
+	for (int i = 0; i < kOutTags; i++)
+		(void)LockRelease(&tags[i], ShareLock, false);
 }
 
 bool

@@ -35,6 +35,19 @@
 //               too. A lane reclaim takes both in ShareLock mode, only if
 //               free (TryLockOutLaneReservations), while it looks at a lane
 //               a last time and deletes its row.
+//  lane reclaim advisory-type tag (field4 0x4109, objsubid 16649), key 0, one
+//               per database, exclusive, only tried, to the transaction's
+//               end: one lane reclaim pass of a database at a time (two at
+//               once could each leave the other's last lane of a queue).
+//  lane hold    advisory-type tag (field4 0x410A, objsubid 16650),
+//               RowExclusiveLock mode, top transaction, to its end: taken by
+//               what uses a lane without reserving a position in it (a
+//               scheduled, retryable or parked job's commit, a cancel of
+//               one, a move of one), so the lane reclaim leaves the lane; key
+//               0 stands for every lane past a transaction's 16th. Unlike the
+//               reserve lock, a gap proof does not wait for it: an open
+//               transaction that cancelled a scheduled job holds back no
+//               claim.
 // The advisory-type tags use key spaces of their own, so they never collide
 // with an application's pg_advisory_lock keys.
 #pragma once
@@ -66,17 +79,23 @@ constexpr int kMaxLaneReserveLocks = 16;
 // transaction (a subtransaction's abort does not release it): the lane's
 // reserve lock, or, past kMaxLaneReserveLocks lanes, the wide reserve lock.
 void LockLaneReserve(int64 lane_id);
-// Takes the lane reserve lock and the wide reserve lock in ShareLock mode,
-// which conflicts with a reservation's RowExclusiveLock, for the current
-// transaction, only if both are free: false (and neither kept) when a
-// transaction holds either to reserve. While they are held no position of
-// the lane can be reserved: the lane reclaim (fn_reclaim_lanes.cpp) holds
-// them from its last look at a lane until its row is deleted. A gap proof
-// does not wait for these holders (ShareLock does not conflict with itself).
+// The lane hold lock (above) for the top transaction, or past 16 lanes the
+// one that stands for every lane.
+void LockLaneHold(int64 lane_id);
+// The lane reclaim lock (above), if free.
+bool TryLockLaneReclaim();
+// Takes the lane's reserve and hold locks and the database's wide reserve and
+// hold locks in ShareLock mode, which conflicts with the RowExclusiveLock of a
+// reservation or a hold, for the current transaction, only if all are free:
+// false (and none kept) when a transaction holds one. While they are held no
+// position of the lane can be reserved nor the lane held: the lane reclaim
+// (fn_reclaim_lanes.cpp) holds them from its last look at a lane until its
+// row is deleted. A gap proof does not wait for these holders (ShareLock does
+// not conflict with itself).
 bool TryLockOutLaneReservations(int64 lane_id);
-// Gives both back (before the transaction ends: a writer that takes the
-// reserve lock after this finds the row deleted by a transaction still open
-// and waits for it, lane_cursors.hpp).
+// Gives them back (before the transaction ends: a writer that takes its lock
+// after this finds the row deleted by a transaction still open and waits for
+// it, lane_cursors.hpp).
 void UnlockOutLaneReservations(int64 lane_id);
 // The proof that every transaction that reserved a lane position up to
 // *horizon (the enqueue cursor, read first) has ended: waits, at most

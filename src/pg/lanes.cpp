@@ -55,6 +55,7 @@ struct LaneCacheEntry {
 };
 LaneCacheEntry lane_cache[kLaneCacheSize];
 TransactionId lanes_created_by = InvalidTransactionId;
+TransactionId lanes_reclaimed_by = InvalidTransactionId;  // NoteLanesReclaimed
 
 uint32
 LaneHash(text *queue, int16 priority, text *key)
@@ -416,6 +417,12 @@ CommittedInsertAllowed()
 	}
 	if (committed_lanes >= kMaxCommittedLanesPerTransaction)
 		return false;
+	// A transaction that deleted lanes (the lane reclaim) inserts a lane made
+	// again in itself: committed at insert, it would outlive a rollback that
+	// brings the deleted row back, and the lane would have two rows (found by
+	// the review of stop 46).
+	if (top == lanes_reclaimed_by)
+		return false;
 	Relation rel = table_open(known_lanes_relid, RowExclusiveLock);
 	const TriggerDesc *triggers = rel->trigdesc;
 	bool insert_triggers = triggers != NULL && (triggers->trig_insert_before_row || triggers->trig_insert_after_row ||
@@ -628,6 +635,12 @@ LaneById(int64 lane_id, Lane *lane)
 		entry.lane = *lane;
 	}
 	return true;
+}
+
+void
+NoteLanesReclaimed()
+{
+	lanes_reclaimed_by = GetTopTransactionId();
 }
 
 // What this transaction sees of the lane registry may still roll back while

@@ -42,10 +42,14 @@ Lane EnsureLane(text *queue, int16 priority, text *key = NULL);
 // The lane again, for a caller that found the row of the lane EnsureLane gave
 // it gone (ReserveLanePositions returned 0; ReadLaneCursors(...).gone):
 // maintenance reclaimed it after it had been drained and idle
-// (lane_reclaim.hpp). Looked for past this backend's cache and with the
+// (fn_reclaim_lanes.cpp). Looked for past this backend's cache and with the
 // latest snapshot, and created anew (a new lane_id) if it is not there.
 // Requires SPI. May ereport.
 Lane RefindLane(text *queue, int16 priority, text *key = NULL);
+
+// The current transaction deletes lanes' rows (the lane reclaim): a lane it
+// creates from now on is inserted in it, never committed at insert.
+void NoteLanesReclaimed();
 
 // True while the current transaction has inserted a lane's row in itself
 // (not committed at insert: it may still roll back).

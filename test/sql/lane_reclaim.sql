@@ -52,7 +52,7 @@ END $$;
 -- ---------------------------------------------------------------------------
 SELECT pg_temp.try('SELECT awa._reclaim_idle_lanes(NULL)');
 SELECT pg_temp.try('SELECT awa._reclaim_idle_lanes(0)');
-SELECT pg_temp.try('SELECT awa._reclaim_idle_lanes(1000001)');
+SELECT pg_temp.try('SELECT awa._reclaim_idle_lanes(100001)');
 SELECT pg_temp.try('SELECT awa._reclaim_idle_lanes(10, -2)');
 SELECT pg_temp.try('SET awa.lane_reclaim_after = -2');
 SELECT pg_temp.try('SELECT awa._lane_held(NULL, 2, NULL)', false);
@@ -149,6 +149,27 @@ UPDATE awa.deferred_jobs SET run_at = now() - interval '1 second' WHERE job_id =
 SELECT outcome FROM awa.run_maintenance('promote');
 SELECT kind FROM awa.claim('lr_sched', 10);
 RESET awa.lane_reclaim_after;
+
+-- ---------------------------------------------------------------------------
+-- A transaction that reclaims a lane and then makes it again by an enqueue
+-- that writes early inserts the new row in itself (not committed at insert):
+-- rolled back, the old row is back and the new one gone; one row per lane.
+-- ---------------------------------------------------------------------------
+SELECT pg_temp.orphan_lane('lr_again');
+SELECT lane_id AS lr_again_lane FROM awa.queue_lanes WHERE queue = 'lr_again' \gset
+BEGIN;
+SELECT (awa._reclaim_idle_lanes(100000, 0))[3] AS reclaimed;
+SELECT awa.enqueue('lr.again', queue => 'lr_again') > 0 AS enqueued, awa._flush_enqueues() AS written;
+SELECT count(*) AS lanes, bool_and(lane_id <> :lr_again_lane) AS made_again FROM awa.queue_lanes WHERE queue = 'lr_again';
+ROLLBACK;
+SELECT count(*) AS lanes, bool_and(lane_id = :lr_again_lane) AS the_old_one FROM awa.queue_lanes WHERE queue = 'lr_again';
+-- Committed, the new row stays alone.
+BEGIN;
+SELECT (awa._reclaim_idle_lanes(100000, 0))[3] AS reclaimed;
+SELECT awa.enqueue('lr.again', queue => 'lr_again') > 0 AS enqueued, awa._flush_enqueues() AS written;
+COMMIT;
+SELECT count(*) AS lanes, bool_and(lane_id <> :lr_again_lane) AS made_again FROM awa.queue_lanes WHERE queue = 'lr_again';
+SELECT kind FROM awa.claim('lr_again', 10);
 
 \c contrib_regression
 DROP DATABASE awa_lane_reclaim;
