@@ -165,9 +165,6 @@ HasRingRows(int64 lane_id)
 	return SingleBool();
 }
 
-struct PassLane;
-bool MayLeaveQueue(const PassLane &p);
-
 struct PassLane {
 	Lane lane;
 	text *queue;
@@ -226,7 +223,7 @@ FirstLook(HTAB *lanes, PassLane *p, const RingPositions *ring, TimestampTz now, 
 
 // The last look, under the locks that keep every writer of the lane out, then
 // the delete. Returns whether the row went. The locks are given back before
-// returning, so a pass holds at most three of them at any moment, whatever
+// returning, so a pass holds at most five of them at any moment, whatever
 // the number of lanes it reclaims (held to the commit, a pass of 1,000
 // reclaims held 2,001 entries of the cluster's shared lock table, and a loop
 // of passes in one transaction ran it out: "out of shared memory"). What
