@@ -42,7 +42,7 @@ namespace {
 // committed.
 constexpr int kLaneCacheSize = 128;
 constexpr int kMaxQueueBytes = 800;  // 200 characters of up to 4 bytes
-constexpr int kMaxKeyBytes = 255;    // core::kMaxConcurrencyKeyBytes
+constexpr int kMaxKeyBytes = static_cast<int>(core::kMaxConcurrencyKeyBytes);  // the longest key a lane has
 struct LaneCacheEntry {
 	Oid incarnation;
 	uint32 hash;
