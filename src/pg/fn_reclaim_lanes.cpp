@@ -18,9 +18,10 @@
 // cursor and since when it saw it there; a later pass that finds the same
 // enqueue cursor idle_after or more later, the lane drained and none of its
 // rows in the ring, reclaims it. The memory is this backend's (the worker's),
-// at most kMaxIdleLanes entries, and forgets at each round's end the lanes
-// that were in use; a new backend, or one whose memory is full, starts the
-// lanes' clocks again, which only delays a reclaim.
+// at most kMaxIdleLanes entries, and, while more than half full, forgets at
+// each round's end the lanes that were in use; a new backend, or one whose
+// memory is full, starts the lanes' clocks again, which only delays a
+// reclaim.
 //
 // Correctness rests on the last look and the delete being made under locks
 // that keep every writer of the lane out: the lane claim lock (claims, cursor
