@@ -48,7 +48,7 @@ BEGIN
             -- The job's lane, made again if maintenance reclaimed it while the
             -- job waited, and kept from the reclaim until this transaction
             -- ends: the terminal row below is keyed by it.
-            lane_key := awa._lane_held(d.queue, d.priority, d.payload->>'concurrency_key');
+            lane_key := awa._ensure_lane(d.queue, d.priority, d.payload->>'concurrency_key');
             PERFORM awa._count_move(d.queue, d.state, 'cancelled');
             outcome := 'cancelled';
             EXIT;

@@ -5,11 +5,11 @@
 -- "Acting on many jobs"; docs/lifecycle.md, "Moving a waiting job").
 -- ---------------------------------------------------------------------------
 
--- Internal: creates the lane of a deferred job's new queue and priority
--- (src/pg/fn_lane_cursors.cpp), as its enqueue there would have, so the queue
--- is listed at once. Nothing relies on it staying: maintenance reclaims an
--- idle lane (51_lane_reclaim.sql), promotion makes it again, and a cancel takes
--- it with awa._lane_held.
+-- Internal: the lane of a deferred job (src/pg/fn_lane_cursors.cpp), made if
+-- it is new and held from the lane reclaim (51_lane_reclaim.sql) until the
+-- caller's transaction ends: a move makes the lane of the job's new queue and
+-- priority, as its enqueue there would have, so the queue is listed at once;
+-- a cancel keys the job's terminal row by it.
 CREATE FUNCTION awa._ensure_lane(queue text, priority int, concurrency_key text)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'awa_internal_ensure_lane'

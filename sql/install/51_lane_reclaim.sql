@@ -29,8 +29,3 @@ BEGIN
                                  'busy', counts[4]);
 END
 $$;
-
--- The lane of a deferred job's terminal row, kept from the reclaim until the
--- caller's transaction ends (awa.cancel).
-CREATE FUNCTION awa._lane_held(queue text, priority int, concurrency_key text)
-RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_lane_held' LANGUAGE C VOLATILE;

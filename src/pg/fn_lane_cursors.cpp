@@ -1,6 +1,6 @@
 // fn_lane_cursors.cpp: awa.lane_cursors, the read behind the awa.lanes view
 // and maintenance's reads of claim cursors (43_carry.sql, 80_metrics.sql),
-// awa._reserve_lane_positions, awa._ensure_lane and awa._lane_held.
+// awa._reserve_lane_positions and awa._ensure_lane.
 #include "pg/arguments.hpp"
 #include "pg/guard.hpp"
 #include "pg/lane_cursors.hpp"
@@ -71,31 +71,14 @@ AWA_FUNCTION(awa_internal_reserve_lane_positions)
 }
 
 // awa._ensure_lane(queue, priority, concurrency_key) -> lane_id: the lane,
-// created in this transaction if it is new (a deferred job moved to another
-// queue or priority must have its lane, as one enqueued there has: promotion
-// and cancel find it; awa.move_jobs). concurrency_key NULL: the lane of jobs
-// without a key.
-AWA_FUNCTION(awa_internal_ensure_lane)
-{
-	text *queue = QueueArgument(fcinfo, 0);
-	int16 priority = PriorityArgument(fcinfo, 1);
-	text *key = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "awa: SPI_connect failed");
-	// Held: the moved job's queue stays listed while it waits (HoldLane).
-	Lane lane = HoldLane(queue, priority, key);
-	SPI_finish();
-	PG_RETURN_INT64(lane.lane_id);
-}
-
-// awa._lane_held(queue, priority, concurrency_key) -> lane_id: the lane,
 // created if it is new, and kept from the lane reclaim until this transaction
-// ends (its reserve lock, as a reservation takes it): a cancel of a deferred
-// job writes a row of the lane (its terminal record) without reserving a
-// position, and a lane reclaimed meanwhile would leave that row in no lane of
-// its queue (awa.list_jobs reads a queue's rows by its lanes). A lane found
-// gone under the lock (reclaimed after this backend cached it) is made again.
-AWA_FUNCTION(awa_internal_lane_held)
+// ends (HoldLane). For what uses a deferred job's lane without reserving a
+// position in it: awa.move_jobs (a job moved to another queue keeps that queue
+// listed) and awa.cancel (its terminal row is keyed by the lane; a lane
+// reclaimed meanwhile would leave that row in no lane of its queue, and
+// awa.list_jobs reads a queue's rows by its lanes). concurrency_key NULL: the
+// lane of jobs without a key.
+AWA_FUNCTION(awa_internal_ensure_lane)
 {
 	text *queue = QueueArgument(fcinfo, 0);
 	int16 priority = PriorityArgument(fcinfo, 1);

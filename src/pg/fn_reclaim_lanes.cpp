@@ -67,6 +67,7 @@ struct IdleLane {
 static_assert(std::is_trivially_destructible_v<IdleLane>, "lives in a dynahash");
 
 constexpr int kMaxLanesPerPass = 100000;
+constexpr int kMaxReclaimsPerPass = 100;
 constexpr long kMaxIdleLanes = 100000;  // about 6 MB of this backend's memory at most
 
 HTAB *idle_lanes = NULL;
@@ -169,7 +170,6 @@ HasRingRows(int64 lane_id)
 struct PassLane {
 	Lane lane;
 	text *queue;
-	text *key;  // NULL: the lane of jobs without a key
 	int64 enqueue;  // the cursors as the first look read them (equal)
 };
 
@@ -230,7 +230,7 @@ FirstLook(HTAB *lanes, PassLane *p, const RingPositions *ring, TimestampTz now, 
 // of passes in one transaction ran it out: "out of shared memory"). What
 // keeps a writer that comes after them from using the row before the delete
 // commits is the row itself: a reservation, a claim cursor move and
-// awa._lane_held look at it under its page's exclusive lock, find it deleted
+// awa._ensure_lane look at it under its page's exclusive lock, find it deleted
 // by a transaction still open, wait for that transaction, and then find it
 // gone (lane_cursors.cpp, LockRow); a claim that reads it sees both cursors
 // equal and nothing to walk.
@@ -313,11 +313,8 @@ AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 			HeapTuple tuple = SPI_tuptable->vals[i];
 			TupleDesc desc = SPI_tuptable->tupdesc;
 			bool isnull;
-			pass[i].lane = LaneOfRow(tuple, desc);
+			pass[i].lane = LaneOfRow(tuple, desc);  // keyed from the "keyed" column
 			pass[i].queue = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 4, &isnull));
-			Datum key = SPI_getbinval(tuple, desc, 5, &isnull);
-			pass[i].key = isnull ? NULL : DatumGetTextPCopy(key);
-			pass[i].lane.keyed = !isnull;
 			pass[i].enqueue = 0;
 		}
 		bool round_ends = count < max_lanes;
@@ -329,6 +326,13 @@ AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 		// What a look allocates (a walk's view of the lane) is freed after it.
 		MemoryContext look_context = AllocSetContextCreate(CurrentMemoryContext, "awa lane reclaim look",
 		                                                   ALLOCSET_DEFAULT_SIZES);
+		// A producer of a lane deleted here waits for this transaction's
+		// commit, so the deletes come after every first look and there are at
+		// most kMaxReclaimsPerPass of them: that wait is one pass's last looks
+		// and deletes, tens of milliseconds. A pass that finds that many
+		// candidates ends at the last of them; the next pass starts after it,
+		// and the worker runs it within a second (maintenance_worker.cpp).
+		int candidates = 0;
 		for (int i = 0; i < count; i++) {
 			CHECK_FOR_INTERRUPTS();  // between lanes: no lane lock is held here
 			counts.examined++;
@@ -336,9 +340,12 @@ AWA_FUNCTION(awa_internal_reclaim_idle_lanes)
 			candidate[i] = FirstLook(lanes, &pass[i], &ring, now, idle_after_s, &counts);
 			MemoryContextSwitchTo(caller);
 			MemoryContextReset(look_context);
+			if (candidate[i] && ++candidates == kMaxReclaimsPerPass && i < count - 1) {
+				next_after = pass[i].lane.lane_id;
+				round_ends = false;
+				count = i + 1;
+			}
 		}
-		// After every first look: the deletes are what the commit waits for,
-		// and a producer of a lane reclaimed here waits for that commit.
 		for (int i = 0; i < count; i++) {
 			CHECK_FOR_INTERRUPTS();
 			if (candidate[i] && ReclaimUnderLocks(pass[i], &counts)) {

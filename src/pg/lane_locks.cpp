@@ -194,15 +194,16 @@ UnlockLaneClaim(int64 lane_id)
 
 namespace {
 
-// How many lane reserve locks the current transaction took (`reserve_lxid`
-// names it) and whether it holds the wide reserve lock instead.
-LocalTransactionId reserve_lxid = InvalidLocalTransactionId;
-int reserve_locks = 0;
-bool reserve_wide = false;
-// The same for the lane hold locks (LockLaneHold).
-LocalTransactionId hold_lxid = InvalidLocalTransactionId;
-int hold_locks = 0;
-bool hold_wide = false;
+// How many per-lane locks of one kind the current transaction took (`lxid`
+// names it) and whether it holds the lock that stands for every lane instead.
+struct BoundedLaneLocks {
+	LocalTransactionId lxid;
+	int locks;
+	bool wide;
+};
+static_assert(std::is_trivially_destructible_v<BoundedLaneLocks>, "lives across PostgreSQL errors");
+BoundedLaneLocks reserve_locks = {InvalidLocalTransactionId, 0, false};
+BoundedLaneLocks hold_locks = {InvalidLocalTransactionId, 0, false};
 
 void
 AcquireForTopTransaction(const LOCKTAG &tag, LOCKMODE mode, LockAcquireResult *result)
@@ -237,56 +238,50 @@ WaitForHolders(const LOCKTAG &tag, TimestampTz until)
 
 }  // namespace
 
+namespace {
+
+// Takes `lane_tag` in RowExclusiveLock mode for the top transaction, or, once
+// the transaction holds kMaxLaneReserveLocks of this kind, `wide_tag`, which
+// stands for that lane and every later one (the shared lock table is the
+// cluster's: a lock per lane ran it out at ~10,000 lanes, for every database).
+void
+LockBounded(BoundedLaneLocks *state, const LOCKTAG &lane_tag, const LOCKTAG &wide_tag)
+{
+	if (MyProc->lxid != state->lxid) {
+		state->lxid = MyProc->lxid;
+		state->locks = 0;
+		state->wide = false;
+	}
+	if (state->wide)
+		return;
+	LockAcquireResult result;
+	if (state->locks < kMaxLaneReserveLocks) {
+		AcquireForTopTransaction(lane_tag, RowExclusiveLock, &result);
+		if (result == LOCKACQUIRE_OK)
+			state->locks++;
+		return;
+	}
+	if (LockHeldByMe(&lane_tag, RowExclusiveLock))
+		return;
+	AcquireForTopTransaction(wide_tag, RowExclusiveLock, &result);
+	state->wide = true;
+}
+
+}  // namespace
+
 void
 LockLaneReserve(int64 lane_id)
 {
-	if (MyProc->lxid != reserve_lxid) {
-		reserve_lxid = MyProc->lxid;
-		reserve_locks = 0;
-		reserve_wide = false;
-	}
-	if (reserve_wide)
-		return;
-	LOCKTAG tag = Tag(kLaneReserve, lane_id);
-	LockAcquireResult result;
-	if (reserve_locks < kMaxLaneReserveLocks) {
-		AcquireForTopTransaction(tag, RowExclusiveLock, &result);
-		if (result == LOCKACQUIRE_OK)
-			reserve_locks++;
-		return;
-	}
-	if (LockHeldByMe(&tag, RowExclusiveLock))
-		return;
-	// One more lane: the wide lock stands for it and for every lane this
-	// transaction reserves from now on. Taken before the lane's cursor is
-	// read, as the lane's own lock would have been.
-	AcquireForTopTransaction(Tag(kWideReserve, 0), RowExclusiveLock, &result);
-	reserve_wide = true;
+	// Past 16 lanes the wide lock is taken before the lane's cursor is read,
+	// as the lane's own lock would have been.
+	LockBounded(&reserve_locks, Tag(kLaneReserve, lane_id), Tag(kWideReserve, 0));
 }
 
 void
 LockLaneHold(int64 lane_id)
 {
-	if (MyProc->lxid != hold_lxid) {
-		hold_lxid = MyProc->lxid;
-		hold_locks = 0;
-		hold_wide = false;
-	}
-	if (hold_wide)
-		return;
-	LOCKTAG tag = Tag(kLaneHold, lane_id);
-	LockAcquireResult result;
-	if (hold_locks < kMaxLaneReserveLocks) {
-		AcquireForTopTransaction(tag, RowExclusiveLock, &result);
-		if (result == LOCKACQUIRE_OK)
-			hold_locks++;
-		return;
-	}
-	if (LockHeldByMe(&tag, RowExclusiveLock))
-		return;
 	// Past 16 lanes, key 0 (no lane has it) stands for every lane.
-	AcquireForTopTransaction(Tag(kLaneHold, 0), RowExclusiveLock, &result);
-	hold_wide = true;
+	LockBounded(&hold_locks, Tag(kLaneHold, lane_id), Tag(kLaneHold, 0));
 }
 
 bool

@@ -621,6 +621,10 @@ ScheduleAfterSuccess(WorkerState *worker, MaintenanceTask task, const StepResult
 		SchedulePromotion(worker, step);
 	else if (task == MaintenanceTask::kPeriodic)
 		SchedulePeriodic(worker, step);
+	else if (task == MaintenanceTask::kReclaimLanes && step.outcome == core::StepOutcome::kReclaimed)
+		// A pass reclaims at most 100 lanes (fn_reclaim_lanes.cpp): while
+		// there are more, the next pass comes within a second.
+		worker->clock.Ran(task, MonotonicNow(), Min(IntervalMs(task), int64{1000}) * 1000);
 }
 
 // After a step that failed: it is retried after min(2^errors s, 60 s), or its

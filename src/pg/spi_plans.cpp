@@ -283,7 +283,7 @@ constexpr StmtDef kStmts[static_cast<int>(Stmt::kCount)] = {
 	 4, {INT8OID, INT8OID, INT8OID, INT8OID}},
 	// kLanesAfter: the next lanes in lane_id order after $1, for the lane
 	// reclaim's pass (fn_reclaim_lanes.cpp); the limit is the caller's.
-	{Stmt::kLanesAfter, "SELECT ctid, lane_id, priority, queue, concurrency_key FROM awa.queue_lanes"
+	{Stmt::kLanesAfter, "SELECT ctid, lane_id, priority, queue, concurrency_key IS NOT NULL AS keyed FROM awa.queue_lanes"
 	 " WHERE lane_id > $1 ORDER BY lane_id", 1, {INT8OID}},
 	// kLaneHasRingRows: whether any live slot of the queue ring holds a row
 	// of the lane (each family's lane index: one probe per partition). The

@@ -18,7 +18,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1595);
+SELECT plan(1584);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -869,12 +869,6 @@ INSERT INTO api VALUES
      'queue text, priority integer, concurrency_key text',
      'bigint',
      'c', false, 'volatile', false, 0, 'awa_internal_ensure_lane'),
-    ('_lane_held',
-     ARRAY['text', 'integer', 'text'],
-     'bigint',
-     'queue text, priority integer, concurrency_key text',
-     'bigint',
-     'c', false, 'volatile', false, 0, 'awa_internal_lane_held'),
     ('_reclaim_idle_lanes',
      ARRAY['integer', 'integer'],
      'bigint[]',
@@ -973,12 +967,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 49 public functions and the 102 awa._* building blocks');
+                     'schema awa has exactly the 49 public functions and the 101 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 151,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 150,
           'no function is overloaded');
 
--- Per function, 10 checks: 151 x 10 = 1510
+-- Per function, 10 checks: 150 x 10 = 1500
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)
@@ -1033,7 +1027,7 @@ SELECT is(p.prorows, a.est_rows,
   JOIN pg_catalog.pg_proc p ON p.pronamespace = 'awa'::regnamespace AND p.proname = a.fn
  ORDER BY a.fn;
 
--- Per C function, its symbol in $libdir/awa: 68
+-- Per C function, its symbol in $libdir/awa: 67
 SELECT is(p.probin || ':' || p.prosrc, '$libdir/awa:' || a.symbol,
           'awa.' || a.fn || ' is ' || a.symbol || ' in $libdir/awa')
   FROM api a

@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(899);
+SELECT plan(894);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -148,7 +148,6 @@ INSERT INTO grants VALUES
     ('_relocate', ARRAY['bigint[]', 'text', 'integer'], false, false, false, false),
     ('_require_priority', ARRAY['integer', 'text'], false, false, false, false),
     ('_ensure_lane', ARRAY['text', 'integer', 'text'], false, false, false, false),
-    ('_lane_held', ARRAY['text', 'integer', 'text'], false, false, false, false),
     ('_reclaim_idle_lanes', ARRAY['integer', 'integer'], false, false, false, false),
     ('_reclaim_lanes', ARRAY[]::name[], false, false, false, false),
     ('_count_transfer', ARRAY['text', 'text', 'text', 'text', 'bigint'], false, false, false, false),
@@ -218,7 +217,7 @@ SELECT is(
     ARRAY[]::text[],
     'the privilege matrix names every awa function');
 
--- EXECUTE per function and role (PUBLIC included): 119 x 5 = 595
+-- EXECUTE per function and role (PUBLIC included): 118 x 5 = 590
 SELECT function_privs_are('awa', g.fn, g.args, r.role::name,
                           CASE WHEN r.may THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
                           r.role || ' ' || CASE WHEN r.may THEN 'may' ELSE 'may not' END

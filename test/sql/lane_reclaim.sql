@@ -55,8 +55,8 @@ SELECT pg_temp.try('SELECT awa._reclaim_idle_lanes(0)');
 SELECT pg_temp.try('SELECT awa._reclaim_idle_lanes(100001)');
 SELECT pg_temp.try('SELECT awa._reclaim_idle_lanes(10, -2)');
 SELECT pg_temp.try('SET awa.lane_reclaim_after = -2');
-SELECT pg_temp.try('SELECT awa._lane_held(NULL, 2, NULL)', false);
-SELECT pg_temp.try('SELECT awa._lane_held(''lr_x'', 5, NULL)', false);
+SELECT pg_temp.try('SELECT awa._ensure_lane(NULL, 2, NULL)', false);
+SELECT pg_temp.try('SELECT awa._ensure_lane(''lr_x'', 5, NULL)', false);
 SHOW awa.lane_reclaim_after;
 
 -- ---------------------------------------------------------------------------
