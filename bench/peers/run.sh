@@ -32,7 +32,7 @@ PEERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # ----------------------------------------------------------------------------- knobs
 # The command as typed, with the knobs that were set in the environment (for the report).
 CMD=""
-for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS L_N L_B L_BIND_N L_BIND_CONC L_BIND_RATE L_BIND_BURST L_KEYS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP; do
+for v in T REPS SYSTEMS WORKLOADS W1_N W2_N W2_B PRELOAD IDLE_MS RATE CLAIM_SAMPLE AWA_WAIT_MS P_PHASES P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS L_N L_B L_BIND_N L_BIND_CONC L_BIND_RATE L_BIND_BURST L_KEYS PGBIN PGMQ_SQL PORT OUTDIR WORKDIR KEEP WALDUMP; do
 	if [ -n "${!v+x}" ]; then CMD+="$v=$(printf %q "${!v}") "; fi
 done
 CMD+="bench/peers/run.sh"
@@ -73,6 +73,7 @@ PORT=${PORT:-5499}                            # only names the socket file (no T
 WORKDIR=${WORKDIR:-}                          # data directory + socket; default a new /tmp/awa-peers.XXXXXX
 OUTDIR=${OUTDIR:-$PEERS_DIR/results/run-$(date +%Y%m%d-%H%M%S)}
 KEEP=${KEEP:-0}                               # 1 = keep the data directory afterwards
+WALDUMP=${WALDUMP:-0}                         # 1 = each W1/W2/W4 run's WAL by record type and relation (<tag>.wal)
 FIGURES=${FIGURES:-}                          # also write the PNGs here (relative: to the repository root)
 if [ -z "${PYTHON:-}" ]; then
 	# Debian's python3-matplotlib belongs to the system interpreter, which a pyenv or venv
@@ -100,7 +101,7 @@ count_words() { set -f; set -- $1; set +f; echo $#; }
 
 check_knobs() {
 	local v x
-	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS L_BIND_N L_BIND_CONC L_BIND_RATE L_BIND_BURST; do
+	for v in T REPS PRELOAD IDLE_MS RATE PORT KEEP WALDUMP P_T P_RATE P_BURST_X P_N P_B P_WORK_MS P_READERS L_BIND_N L_BIND_CONC L_BIND_RATE L_BIND_BURST; do
 		is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
 	done
 	[ "$T" -ge 1 ] && [ "$REPS" -ge 1 ] && [ "$PRELOAD" -ge 1 ] || die "T, REPS and PRELOAD must be at least 1"
@@ -227,6 +228,8 @@ start_cluster() {
 	log_line_prefix = '%m [%p] %d %a '
 	log_autovacuum_min_duration = 0
 	EOF
+	# WALDUMP=1: keep every segment a run wrote until it has been read (wal_dump)
+	[ "$WALDUMP" != 1 ] || echo "wal_keep_size = 16GB" >>"$PGDATA_DIR/postgresql.conf"
 	as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$WORKDIR/startup.log" -w start >/dev/null
 	SERVER_STARTED=1
 }
@@ -390,12 +393,18 @@ prepare_templates() {
 		log "templates for $sys"
 		"prepare_$sys"
 	done
-	# The run databases' templates take no connections once made (CREATE DATABASE ... TEMPLATE
-	# needs none), so autovacuum leaves them alone during the measured runs, whose WAL and CPU are
-	# the whole cluster's. Before, a run's cost window could hold autovacuum freezing and pruning a
-	# fresh template's catalog pages: 19 bytes per job in an awa slow-flush cell
-	# (bench/peers/RESULTS.md, 2026-12-07).
+	# Autovacuum must find nothing to do in the harness's own databases during the measured
+	# runs, whose WAL and CPU are the whole cluster's: before, a run's cost window could hold
+	# autovacuum freezing and pruning the catalog of a fresh template or of the database it was
+	# copied from, with full-page images (19 bytes per job in an awa slow-flush cell, 211 in
+	# another; bench/peers/RESULTS.md, 2026-12-07). A template that takes no connections is still
+	# vacuumed once it has statistics. So every database but the run's is analyzed and then
+	# frozen (ANALYZE first: its own pg_statistic updates are vacuumed too), and the templates
+	# then take no connections (CREATE DATABASE ... TEMPLATE needs none).
 	local db
+	for db in $(q postgres -c "SELECT datname FROM pg_database WHERE datallowconn AND datname <> '$RUNDB'"); do
+		q "$db" -c "ANALYZE" -c "VACUUM (FREEZE)" >/dev/null
+	done
 	for db in $(q postgres -c "SELECT datname FROM pg_database WHERE datname LIKE 'bq\_t\_%'"); do
 		q postgres -c "ALTER DATABASE $db WITH ALLOW_CONNECTIONS false" >/dev/null
 	done
@@ -574,6 +583,43 @@ cost_delta() {
 		printf "%.0f\t%.0f\t%.0f\t%.2f\n", y[1] - x[1], y[2] - x[2], y[3] - x[3], (y[4] - x[4]) / hz }'
 }
 
+# wal_dump TAG SNAP0 SNAP1 JOBS (WALDUMP=1): where a run's WAL went, into $OUTDIR/TAG.wal: bytes
+# per job by resource manager and record type (pg_waldump --stats=record), then by relation (a
+# record's first block reference; its name from the run database's pg_class, "other database"
+# for another database's, "(gone)" for a relfilenode a TRUNCATE replaced during the run).
+wal_dump() {
+	[ "$WALDUMP" = 1 ] && [ -n "$2" ] && [ -n "$3" ] && [ "${4:-0}" -gt 0 ] || return 0
+	local out="$OUTDIR/$1.wal" s e jobs=$4 dboid
+	s=$(awk '{b = $1; printf "%X/%X", int(b / 4294967296), b % 4294967296}' <<<"$2")
+	e=$(awk '{b = $1; printf "%X/%X", int(b / 4294967296), b % 4294967296}' <<<"$3")
+	dboid=$(q $RUNDB -c "SELECT oid FROM pg_database WHERE datname = current_database()")
+	{
+		echo "# $1: WAL $s .. $e, $jobs jobs"
+		"$PGBIN/pg_waldump" -p "$PGDATA_DIR/pg_wal" -s "$s" -e "$e" --stats=record 2>&1
+		echo
+		echo "# bytes per job by relation (first block reference of each record)"
+		"$PGBIN/pg_waldump" -p "$PGDATA_DIR/pg_wal" -s "$s" -e "$e" 2>/dev/null |
+			awk -v db="$dboid" -v jobs="$jobs" '
+				{ n = split($0, f, "len \\(rec/tot\\): *"); split(f[2], l, "[/,]"); tot = l[2] + 0
+				  r = "(no block)"
+				  if (match($0, /blkref #0: rel [0-9]+\/[0-9]+\/[0-9]+/)) {
+					split(substr($0, RSTART + 16, RLENGTH - 16), p, "/")
+					r = (p[2] == db || p[2] == 0) ? p[3] : "other database"
+				  } else if ($0 ~ /rmgr: Transaction/) r = "(commit records)"
+				  b[r] += tot }
+				END { for (r in b) printf "%s\t%.1f\n", r, b[r] / jobs }' |
+			sort -t $'\t' -k2,2 -g -r >"$out.rel"
+		local ids
+		ids=$(cut -f1 "$out.rel" | grep -E '^[0-9]+$' | paste -sd, -)
+		local names=""
+		[ -z "$ids" ] || names=$(q $RUNDB -F $'\t' -c "SELECT f, coalesce((SELECT c.oid::regclass::text FROM pg_class c
+			WHERE pg_relation_filenode(c.oid) = f), '(gone)') FROM unnest('{$ids}'::oid[]) f")
+		awk -F'\t' -v names="$names" 'BEGIN { n = split(names, L, "\n"); for (i = 1; i <= n; i++) { split(L[i], x, "\t"); m[x[1]] = x[2] } }
+			{ printf "%8.1f  %s\n", $2, ($1 in m) ? m[$1] : $1 }' "$out.rel"
+		rm -f "$out.rel"
+	} >"$out"
+}
+
 # drain_rate MONFILE T0 REM0 DONE: jobs/s and the drain time. If a sample saw the queue empty,
 # the rate is taken over the time the queue still had jobs: (jobs done by the last sample that
 # saw some) / (that sample's time since start); drained_at = time of the first empty sample.
@@ -709,6 +755,7 @@ run_drain() {
 	tps=$(pgb_field "$lf" tps) lat=$(pgb_field "$lf" lat) txns=$(pgb_field "$lf" txns)
 	cl=$(stmt_lat "$lf" "$(claim_pat "$sys")")
 	local done=$((d1 - d0)) jps dr note=ok ef f
+	wal_dump "$tag" "$k0" "$k1" "$done"
 	read -r jps dr < <(drain_rate "$mon" "$t0" "$rem0" "$done")
 	[ "$dr" = NA ] || note=drained
 	local agg=()
@@ -767,6 +814,7 @@ run_enq() {
 	k1=$(cost_snap)
 	local enq dead tps lat jps note=ok
 	enq=$(q $RUNDB -c "SELECT enqueued FROM bench_counts()")
+	wal_dump "$tag" "$k0" "$k1" "$enq"
 	dead=$(dead_stats)
 	tps=$(pgb_field "$lf" tps) lat=$(pgb_field "$lf" lat)
 	# jobs/s from pgbench's committed transactions; `done` holds the jobs found in the database
