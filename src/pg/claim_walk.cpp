@@ -5,7 +5,13 @@
 
 #include <type_traits>
 
+extern "C" {
+#include "access/htup_details.h"
+#include "access/transam.h"
+}
+
 #include "pg/core_calls.hpp"
+#include "pg/durability.hpp"
 #include "pg/claim_head_cache.hpp"
 #include "pg/gucs.hpp"
 #include "pg/inflight.hpp"
@@ -44,6 +50,13 @@ struct LaneView {
 	int page_count;
 	int64 last_generation;    // the newest generation loaded
 	bool evidence_truncated;  // more evidence than one page: stop at what is known
+	// The WAL a cursor move over what the view read relies on (LaneWalk's
+	// passed_commits_end), and the first lane position of a row read whose
+	// commit was not flushed when it was read (durable_below): kept across
+	// ResetView, they cover every row read.
+	XLogRecPtr passed_commits_end;
+	int64 durable_below;
+	bool notes_commits;  // only a walk that may move the cursor notes them
 };
 static_assert(std::is_trivially_destructible_v<LaneView>, "lives across PostgreSQL errors");
 
@@ -242,6 +255,31 @@ ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 gen
 	}
 }
 
+// Notes the commit of another transaction's evidence or tombstone row that
+// the view read (visible, so committed), whose lanes start at `first`: a
+// synchronous commit is flushed before it is visible and its transaction
+// status carries no LSN of its own (its group's, if another transaction of
+// the group committed asynchronously); an asynchronous one's carries the end of its commit
+// record (of its group of transactions: at or past it), which a cursor move
+// over the row waits for before it is written without a record
+// (lane_cursors.hpp). A frozen row's status is not looked up (its xid may be
+// older than the status kept): the whole WAL inserted so far, as before. A
+// row whose commit is not flushed yet bounds the part of the move that may
+// be written without a record now (durable_below).
+void
+NotePassedCommit(LaneView *view, const LaneRow &row, int64 first)
+{
+	if (!view->notes_commits)
+		return;
+	XLogRecPtr end = HeapTupleHeaderXminFrozen(row.tuple->t_data) || !TransactionIdIsNormal(row.xmin)
+	                     ? InsertedWalEnd()
+	                     : TransactionIdGetCommitLSN(row.xmin);
+	if (end > view->passed_commits_end)
+		view->passed_commits_end = end;
+	if (first < view->durable_below && XLogNeedsFlush(end))
+		view->durable_below = first;
+}
+
 // `max_rows`: a claim reads up to kMaxEvidenceRows; the head lookups (priority
 // aging, queue_metrics), which have a fallback, one page.
 void
@@ -274,6 +312,8 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 		    Context &c = *static_cast<Context *>(arg);
 		    bool own = TransactionIdIsCurrentTransactionId(row.xmin);
 		    c.last = DatumGetInt64(row.values[1]);
+		    if (!own)
+			    NotePassedCommit(c.view, row, DatumGetInt64(row.values[2]));
 		    // No lane_ranges: the one range [first_lane_seq, next_lane_seq).
 		    if (row.values[0] == (Datum)0) {
 			    if (own)
@@ -310,10 +350,12 @@ LoadGeneration(LaneView *view, const LaneQuery &q, int64 generation, bool skip_e
 	    [](const LaneRow &row, void *arg) {
 		    Context &c = *static_cast<Context *>(arg);
 		    int64 lane = DatumGetInt64(row.values[0]);
-		    if (TransactionIdIsCurrentTransactionId(row.xmin))
+		    if (TransactionIdIsCurrentTransactionId(row.xmin)) {
 			    AddOwn(c.view, lane, lane + 1);
-		    else
+		    } else {
+			    NotePassedCommit(c.view, row, lane);
 			    AddSpent(c.view, lane, lane + 1);
+		    }
 		    c.last = lane;
 		    return true;
 	    },
@@ -357,6 +399,9 @@ NewView(int64 first_generation)
 	view.spent = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.spent_capacity));
 	view.own_capacity = 16;
 	view.own = static_cast<BridgeRange *>(palloc(sizeof(BridgeRange) * view.own_capacity));
+	view.passed_commits_end = InvalidXLogRecPtr;
+	view.durable_below = PG_INT64_MAX;
+	view.notes_commits = false;
 	ResetView(&view, first_generation);
 	return view;
 }
@@ -525,6 +570,7 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 	// claims move it the rest of the way.
 	int64 max_rows = advance_only ? kEvidencePage : kMaxEvidenceRows;
 	LaneView view = NewView(start);
+	view.notes_commits = true;
 	LoadGeneration(&view, q, start, false, max_rows);
 
 	// An advance plans one lane: the planner walks the spent prefix first.
@@ -654,6 +700,8 @@ WalkLane(text *queue, const Lane &lane, const RingPositions &ring, int32 max_job
 		else
 			walk.head.next = LaneHead{kHeadUnknown, 0, 0};
 	}
+	walk.passed_commits_end = view.passed_commits_end;
+	walk.durable_until = view.durable_below == PG_INT64_MAX ? PG_INT64_MAX : view.durable_below - 1;
 	return walk;
 }
 
@@ -662,12 +710,20 @@ ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk)
 {
 	if (walk.from_frontier)
 		return false;
-	RememberHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
-	bool moved = walk.plan.new_cursor > walk.cursor && AdvanceClaimCursor(lane, walk.plan.new_cursor);
+	bool reached = true;
+	bool moved = walk.plan.new_cursor > walk.cursor &&
+	             AdvanceClaimCursor(lane, walk.plan.new_cursor, walk.passed_commits_end, walk.durable_until, &reached);
 	// The lane's cursor is now at or past new_cursor (moved here, or by
 	// another walk before), and cursors only move forward: the floor holds
 	// for every claimer of the lane from now on, whatever backend it runs in.
-	ShareHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
+	// Not when the move stopped short of new_cursor, below claims not flushed
+	// yet (lane_cursors.hpp): a floor kept for new_cursor would serve no
+	// claimer until a later move, and would take the place of the one kept
+	// for the cursor as it is.
+	if (reached) {
+		RememberHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
+		ShareHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
+	}
 	return moved;
 }
 

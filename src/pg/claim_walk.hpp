@@ -46,6 +46,15 @@ struct LaneWalk {
 	// or kHeadUnknown.
 	ClaimHeadNote head;
 	int64 next_generation;
+	// At or past the end of the commit record of every claim and cancel whose
+	// evidence the walk read, where that commit may not be flushed yet (made
+	// with synchronous_commit = off); InvalidXLogRecPtr if none. The cursor
+	// move over them is written in place once the WAL is flushed up to it
+	// (lane_cursors.hpp). durable_until: the last lane position below every
+	// row whose commit was not flushed when the walk read it (PG_INT64_MAX:
+	// none), up to which a move needs no record even before that.
+	XLogRecPtr passed_commits_end;
+	int64 durable_until;
 };
 
 // Walks `lane` of `queue` (the caller holds its claim lock). Requires SPI. May

@@ -1,11 +1,15 @@
 # 065_claim_cursor_in_place.pl
 #
-# A claim cursor move is written in place, with no WAL record, only when the
-# WAL is flushed up to the insert position: every claim whose evidence the
-# move passes is then durable (src/pg/lane_cursors.cpp, AdvanceClaimCursor;
-# docs/architecture.md, "The enqueue cursor is logged ahead"). Otherwise,
-# with an asynchronous claim not yet flushed, the move is a record after that
-# claim's commit in the WAL, so no crash can keep the move and lose the claim
+# A claim cursor move is written in place, with no WAL record, only as far
+# as every claim whose evidence it passes is durable: its commit was
+# synchronous (flushed before it was visible), or the WAL is flushed past its
+# asynchronous commit (src/pg/lane_cursors.cpp, AdvanceClaimCursor;
+# docs/architecture.md, "A claim cursor move waits only for the commits it
+# passes"). WAL that other transactions left unflushed does not matter. Past
+# an asynchronous claim not flushed yet, the cursor stays below it (the next
+# walk reads it again) while that leaves at most 4 positions behind; a move
+# that would leave more is a record after those claims' commits in the WAL.
+# So no crash can keep a move and lose a claim it passed
 # (test/t/001_async_claim_lost_in_crash.pl shows the lost claim's job comes
 # back). A cursor that goes back in a crash is safe: the next claims read the
 # claims' evidence again and hand out only the jobs nobody claimed.
@@ -28,8 +32,8 @@ my $node = start_awa_node('cursorinplace', conf => $QUIET_WAL_CONF . "wal_writer
 $node->safe_psql('postgres', 'CREATE EXTENSION pageinspect');
 
 my @jobs = split /\n/,
-  $node->safe_psql('postgres', q{SELECT awa.enqueue('k', '{}', 'cc') FROM generate_series(1, 6)});
-is(scalar(@jobs), 6, 'six jobs enqueued');
+  $node->safe_psql('postgres', q{SELECT awa.enqueue('k', '{}', 'cc') FROM generate_series(1, 20)});
+is(scalar(@jobs), 20, 'twenty jobs enqueued');
 
 # Each claim and its completion, one durable transaction (the claim commits
 # with the completion's synchronous commit).
@@ -54,27 +58,115 @@ is($out, $jobs[1], 'the second job is claimed and completed');
 is(claim_cursor($node, 'cc'), '1', 'its walk moved the cursor past the first');
 is($how, 'in place', 'with the WAL flushed, the move is written in place: no record');
 
-# An asynchronous claim, left unflushed; the move past it is a record.
+# WAL another transaction left unflushed (an asynchronous commit that is no
+# claim): a move past synchronous claims is still written in place.
+# (Its xid 32 or more after the second job's claim's: the commit status of a
+# group of 32 transactions carries the latest asynchronous commit among them,
+# which would hold back a move past any of them, as it should. Each of the 32
+# writes a row, so its commit is synchronous: one with an xid that wrote
+# nothing before its commit record commits asynchronously.)
+$node->safe_psql('postgres', 'CREATE TABLE burn (i int)');
+$node->safe_psql('postgres', "INSERT INTO burn VALUES (1);\n" x 32);
 pause_wal_writer($node);
-is( $node->safe_psql('postgres', q{SELECT job_id FROM awa.claim('cc', async_commit => true)}),
-	$jobs[2], 'the third job is claimed asynchronously');
+$node->safe_psql('postgres', q{SET synchronous_commit = off; CREATE TABLE unflushed_other ()});
 is( $node->safe_psql('postgres',
 		q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
-	't', 'its commit is not flushed');
-($how, $out) = lanes_page_write($node, q{SELECT job_id FROM awa.claim('cc', async_commit => true)});
-is($out, $jobs[3], 'the fourth job is claimed asynchronously');
-is(claim_cursor($node, 'cc'), '3', 'the cursor moved past the third job, whose claim is visible');
-is($how, 'logged', 'with the WAL unflushed, the move is a record');
+	't', 'another transaction left its commit unflushed');
+($how, $out) = lanes_page_write($node, $claim_and_complete);
+is($out, $jobs[2], 'the third job is claimed and completed');
+is(claim_cursor($node, 'cc'), '2', 'its walk moved the cursor past the second');
+is($how, 'in place', 'past a synchronous claim, the move is written in place although WAL is unflushed');
 
-# A crash loses both unflushed claims and the in-place moves.
+# Asynchronous claims, left unflushed.
+my $async_claim = q{SELECT job_id FROM awa.claim('cc', async_commit => true);};
+($how, $out) = lanes_page_write($node, $async_claim);
+is($out, $jobs[3], 'the fourth job is claimed asynchronously');
+is(claim_cursor($node, 'cc'), '3', 'its walk moved the cursor past the third');
+is($how, 'in place', 'in place: the third job\'s claim was synchronous');
+is( $node->safe_psql('postgres',
+		q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
+	't', 'the fourth job\'s claim is not flushed');
+($how, $out) = lanes_page_write($node, $async_claim);
+is($out, $jobs[4], 'the fifth job is claimed asynchronously');
+is(claim_cursor($node, 'cc'), '3', 'the cursor stays below the fourth job, whose claim is not flushed');
+is($how, 'in place', 'and no record is written: the next walk reads that claim again');
+
+# Up to 4 positions are left to the next walk; a move that would leave more
+# is logged whole, past the unflushed claims (the record follows their commits).
+($how, $out) = lanes_page_write($node, $async_claim x 10);
+is($out, join("\n", @jobs[5 .. 14]), 'ten more jobs are claimed asynchronously');
+is(claim_cursor($node, 'cc'), '13',
+	'each claim that would have left 5 positions behind moved the cursor past them, the others stayed');
+is($how, 'logged', 'those moves are records');
+
+# A walk that passes flushed claims and, above them, claims not flushed yet
+# moves the cursor in place up to the first of the latter. Made with two
+# sessions: a synchronous claim and an asynchronous one, both open, the first
+# committed (its synchronous commit flushes the WAL) before the second; their
+# xids 32 apart (the group's commit LSN). (In a transaction block a claim's
+# async_commit does not apply: the block's synchronous_commit does.)
+my $sync_open = $node->background_psql('postgres');
+is($sync_open->query_safe(q{BEGIN; SELECT job_id FROM awa.claim('cc', async_commit => false);}),
+	$jobs[15], 'an open synchronous claim takes the 16th job');
+$node->safe_psql('postgres', "INSERT INTO burn VALUES (1);\n" x 32);
+my $async_open = $node->background_psql('postgres');
+is( $async_open->query_safe(
+		q{BEGIN; SET LOCAL synchronous_commit = off; SELECT job_id FROM awa.claim('cc', async_commit => true);}),
+	$jobs[16], 'an open asynchronous claim takes the 17th job');
+$sync_open->query_safe('COMMIT');
+$async_open->query_safe('COMMIT');
+$sync_open->quit;
+$async_open->quit;
+is(claim_cursor($node, 'cc'), '15',
+	'the second walk moved the cursor over the claims below, flushed by then, and stopped at the open one');
+($how, $out) = lanes_page_write($node, $async_claim);
+is($out, $jobs[17], 'the 18th job is claimed asynchronously');
+is(claim_cursor($node, 'cc'), '16',
+	'its walk moved the cursor past the flushed claim, up to the asynchronous one not flushed');
+is($how, 'in place', 'written in place');
+
+# A crash loses the unflushed claims and the in-place moves.
 $node->stop('immediate');
 $node->start;
-is(claim_cursor($node, 'cc'), '0', 'after the crash the cursor is back where the last record left it');
+is(claim_cursor($node, 'cc'), '13', 'after the crash the cursor is back where the last record left it');
 is( $node->safe_psql('postgres',
-		q{SELECT string_agg(job_id::text, ',' ORDER BY job_id) FROM awa.claim('cc', 10, async_commit => false)}),
-	join(',', @jobs[2 .. 5]),
-	'the next claim hands out the four jobs not claimed durably, and neither completed job');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM awa.claim('cc', 10)}), '0', 'and nothing more');
+		q{SELECT string_agg(job_id::text, ',' ORDER BY job_id) FROM awa.claim('cc', 100, async_commit => false)}),
+	join(',', @jobs[16 .. 19]),
+	'the next claim hands out the four jobs not claimed durably, and none claimed durably or completed');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM awa.claim('cc', 100)}), '0', 'and nothing more');
+
+# The walk reads claims above the move too. With a claim still open at the
+# first lane after the move and an unflushed asynchronous claim above it, the
+# move stops at the open claim: it is durable whole, and nothing is written
+# past the open lane (a review found the partial write going past it, whose
+# job a rollback then left behind the cursor for good).
+my @d = split /\n/,
+  $node->safe_psql('postgres', q{SELECT awa.enqueue('k', '{}', 'dd') FROM generate_series(1, 4)});
+my $walwriter = pause_wal_writer($node, 'WAL writer after the restart');
+my $s0 = $node->background_psql('postgres');
+my $s1 = $node->background_psql('postgres');
+my $s2 = $node->background_psql('postgres');
+is($s0->query_safe(q{BEGIN; SELECT job_id FROM awa.claim('dd', async_commit => false);}), $d[0],
+	'an open synchronous claim takes the first job of dd');
+is($s1->query_safe(q{BEGIN; SELECT job_id FROM awa.claim('dd');}), $d[1], 'another open claim takes the second');
+$node->safe_psql('postgres', "INSERT INTO burn VALUES (1);\n" x 32);
+is( $s2->query_safe(q{BEGIN; SET LOCAL synchronous_commit = off; SELECT job_id FROM awa.claim('dd');}),
+	$d[2], 'an open asynchronous claim takes the third');
+$s0->query_safe('COMMIT');
+$s2->query_safe('COMMIT');
+is( $node->safe_psql('postgres',
+		q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
+	't', 'the asynchronous claim is not flushed');
+is($node->safe_psql('postgres', q{SELECT job_id FROM awa.claim('dd', async_commit => true)}), $d[3],
+	'a claim takes the fourth job');
+is(claim_cursor($node, 'dd'), '1', 'its walk moved the cursor past the first job only');
+$s1->query_safe('ROLLBACK');
+is($node->safe_psql('postgres', q{SELECT job_id FROM awa.claim('dd', async_commit => false)}), $d[1],
+	'the second job, whose claim rolled back, is handed out again');
+$s0->quit;
+$s1->quit;
+$s2->quit;
+is(kill('CONT', $walwriter), 1, 'the WAL writer resumes');
 
 $node->stop;
 done_testing();
