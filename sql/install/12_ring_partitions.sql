@@ -131,6 +131,23 @@ BEGIN
         ADD COLUMN outcome       text      NOT NULL DEFAULT 'completed',
         ADD COLUMN closed_count  integer   NOT NULL DEFAULT 1,
         ADD COLUMN claim_indexes integer[] NOT NULL DEFAULT '{0}';
+    -- No autovacuum on any ring partition or its TOAST table (made by the
+    -- ADD COLUMNs above for some): a slot is reclaimed whole by TRUNCATE at
+    -- its prune, and its rows are only inserted (a cancel's rare delete
+    -- aside), so a vacuum would only set visibility bits and freeze rows that
+    -- a later wrap truncates, and an analyze describe contents the next wrap
+    -- replaces; both wrote WAL and took CPU per job under load
+    -- (docs/architecture.md, "Ring partitions are not autovacuumed"). A
+    -- VACUUM to prevent xid wraparound still runs when one is due.
+    FOREACH ring IN ARRAY ARRAY['queue', 'claim', 'lease', 'history'] LOOP
+        EXECUTE format('SELECT slot_count FROM awa.%I', ring || '_ring_state') INTO n;
+        FOR s IN 0 .. n - 1 LOOP
+            FOREACH child IN ARRAY awa._slot_children(ring, s) LOOP
+                EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)',
+                               child);
+            END LOOP;
+        END LOOP;
+    END LOOP;
 END
 $ring$;
 

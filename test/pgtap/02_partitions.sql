@@ -6,7 +6,7 @@
 -- The ring configuration rows agree with the partitions.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(322);
+SELECT plan(324);
 
 CREATE TEMP TABLE ring_family (family name, slot_column name, slots int) ON COMMIT DROP;
 INSERT INTO ring_family VALUES
@@ -120,6 +120,26 @@ SELECT throws_ok($$INSERT INTO awa.queue_ring_state (slot_count, width) VALUES (
                  '23505', NULL, 'queue_ring_state admits only one row');
 SELECT throws_ok($$INSERT INTO awa.claim_ring_rotations (generation, slot) VALUES (-1, 0)$$,
                  '23514', NULL, 'ring generations are >= 0');
+
+-- No ring partition is autovacuumed, nor its TOAST table: TRUNCATE reclaims
+-- a slot whole (12_ring_partitions.sql; docs/architecture.md, "Ring
+-- partitions are not autovacuumed"); every other table of awa is: 2
+SELECT is(
+    ARRAY(SELECT c.oid::regclass::text FROM pg_catalog.pg_class c
+            LEFT JOIN pg_catalog.pg_class t ON t.oid = c.reltoastrelid
+           WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'r' AND c.relispartition
+             AND NOT (coalesce(c.reloptions, '{}') @> '{autovacuum_enabled=false}'
+                      AND (t.oid IS NULL OR coalesce(t.reloptions, '{}') @> '{autovacuum_enabled=false}'))
+           ORDER BY 1),
+    ARRAY[]::text[],
+    'every ring partition and its TOAST table have autovacuum_enabled false');
+SELECT is(
+    ARRAY(SELECT c.oid::regclass::text FROM pg_catalog.pg_class c
+           WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind = 'r' AND NOT c.relispartition
+             AND array_to_string(c.reloptions, ',') LIKE '%autovacuum%'
+           ORDER BY 1),
+    ARRAY[]::text[],
+    'no other table of awa has an autovacuum setting');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -2,7 +2,8 @@
 #
 # The dead-tuple contract, short version (the long one is bench/'s): under a
 # steady load of producers and consumers (test/t/AwaLoad.pm), with rotation
-# every 200 ms and autovacuum on, awa's ring tables never hold a dead tuple,
+# every 200 ms and autovacuum on (for the cluster; the ring partitions are
+# never autovacuumed, docs/architecture.md), awa's ring tables never hold a dead tuple,
 # also while another session holds the xmin horizon back, and the rings keep
 # rotating and pruning meanwhile (TRUNCATE does not depend on the horizon).
 #
