@@ -264,8 +264,9 @@ ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 gen
 // over the row waits for before it is written without a record
 // (lane_cursors.hpp). A frozen row's status is not looked up (its xid may be
 // older than the status kept): the whole WAL inserted so far, as before. A
-// row whose commit is not flushed yet bounds the part of the move that may
-// be written without a record now (durable_below).
+// row whose commit is not flushed yet and lies above the move (the walk
+// reads claims above the lane where its move stops) does not hold it back
+// (durable_below).
 void
 NotePassedCommit(LaneView *view, const LaneRow &row, int64 first)
 {
@@ -710,20 +711,13 @@ ApplyCursorAdvance(const Lane &lane, const LaneWalk &walk)
 {
 	if (walk.from_frontier)
 		return false;
-	bool reached = true;
+	RememberHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
 	bool moved = walk.plan.new_cursor > walk.cursor &&
-	             AdvanceClaimCursor(lane, walk.plan.new_cursor, walk.passed_commits_end, walk.durable_until, &reached);
+	             AdvanceClaimCursor(lane, walk.plan.new_cursor, walk.passed_commits_end, walk.durable_until);
 	// The lane's cursor is now at or past new_cursor (moved here, or by
 	// another walk before), and cursors only move forward: the floor holds
 	// for every claimer of the lane from now on, whatever backend it runs in.
-	// Not when the move stopped short of new_cursor, below claims not flushed
-	// yet (lane_cursors.hpp): a floor kept for new_cursor would serve no
-	// claimer until a later move, and would take the place of the one kept
-	// for the cursor as it is.
-	if (reached) {
-		RememberHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
-		ShareHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
-	}
+	ShareHeadGenerationFloor(lane.lane_id, walk.plan.new_cursor, walk.plan.head_generation_floor);
 	return moved;
 }
 

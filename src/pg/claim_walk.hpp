@@ -52,7 +52,7 @@ struct LaneWalk {
 	// move over them is written in place once the WAL is flushed up to it
 	// (lane_cursors.hpp). durable_until: the last lane position below every
 	// row whose commit was not flushed when the walk read it (PG_INT64_MAX:
-	// none), up to which a move needs no record even before that.
+	// none): a move up to it needs no record even before that.
 	XLogRecPtr passed_commits_end;
 	int64 durable_until;
 };

@@ -46,10 +46,6 @@ constexpr const char *kFixedColumns[kFixedCount] = {"lane_id", "enqueue_cursor",
 // nextval logs 32 values ahead (SEQ_LOG_VALS): the reservations after it, up
 // to that value, write the cursor in place without a WAL record.
 constexpr int64 kLogAhead = 32;
-// How far a claim cursor may stay behind the move a walk planned, below
-// claims whose commits are not flushed yet, before the move is logged
-// instead (AdvanceClaimCursor).
-constexpr int64 kUnloggedLag = 4;
 
 Relation
 OpenLanes(LOCKMODE mode)
@@ -422,9 +418,8 @@ HoldLane(text *queue, int16 priority, text *key)
 }
 
 bool
-AdvanceClaimCursor(const Lane &lane, int64 value, XLogRecPtr passed_commits_end, int64 durable_until, bool *reached)
+AdvanceClaimCursor(const Lane &lane, int64 value, XLogRecPtr passed_commits_end, int64 durable_until)
 {
-	*reached = false;
 	Relation rel = OpenLanes(RowExclusiveLock);
 	LockedRow locked = LockRow(rel, lane, BUFFER_LOCK_EXCLUSIVE);
 	if (locked.data == NULL) {
@@ -443,46 +438,23 @@ AdvanceClaimCursor(const Lane &lane, int64 value, XLogRecPtr passed_commits_end,
 	// over for good. The move is made only while the evidence it passes is
 	// visible, so every claim it relies on has its commit record inserted
 	// (claim_walk.hpp), and passed_commits_end is at or past the end of each
-	// of those commit records that may not be flushed (a commit made with
+	// of those commit records that may not be flushed yet (a commit made with
 	// synchronous_commit = off; a synchronous one is flushed before it is
-	// visible). When the WAL is flushed up to it, each of those claims is
-	// durable, and the move may be written in place with no record: a crash,
-	// a standby or a promotion then has an older cursor, never one past a
-	// lost claim (docs/architecture.md, "The enqueue cursor is logged ahead"
-	// and "A claim cursor move waits only for the commits it passes";
+	// visible). When the WAL is flushed up to it, or when every claim not
+	// flushed yet lies above the move (durable_until: the walk also reads
+	// claims above the lane where its move stops), each claim the move passes
+	// is durable, and the move may be written in place with no record: a
+	// crash, a standby or a promotion then has an older cursor, never one past
+	// a lost claim (docs/architecture.md, "The enqueue cursor is logged
+	// ahead" and "A claim cursor move waits only for the commits it passes";
 	// test/t/065_claim_cursor_in_place.pl,
 	// test/t/001_async_claim_lost_in_crash.pl). Otherwise (an asynchronous
 	// claim not flushed yet) the record keeps the move behind the claims'
 	// commits in the WAL.
-	//
-	// While some of those claims are not flushed, the move up to the last
-	// position below them (durable_until) is written in place if it leaves
-	// at most kUnloggedLag positions to the next walk, which reads their
-	// evidence again (the WAL writer flushes them within wal_writer_delay,
-	// and every synchronous commit of any session flushes them at once): a
-	// record per move cost a batch-1 drain with asynchronous claims 36 to 42
-	// bytes of WAL per job (docs/architecture.md, "A claim cursor move waits
-	// only for the commits it passes").
-	*reached = true;
 	if (moves) {
-		int64 current = Field(locked.data, kClaimOffset);
-		// (The walk read rows above the move too: those not flushed yet may
-		// all lie past it, above a lane still held, and then the whole move
-		// is durable. durable_until is never written past `value`.)
-		if (!XLogNeedsFlush(passed_commits_end) || durable_until >= value) {
-			if (!TryWriteInPlace(rel, locked, kClaimOffset, value))
-				WriteLogged(rel, lane, locked, {{kClaimOffset, value}});
-		} else if (durable_until > current && value - durable_until <= kUnloggedLag) {
-			if (TryWriteInPlace(rel, locked, kClaimOffset, durable_until))
-				*reached = false;
-			else
-				WriteLogged(rel, lane, locked, {{kClaimOffset, value}});
-		} else if (durable_until <= current && value - current <= kUnloggedLag) {
-			moves = false;
-			*reached = false;
-		} else {
+		bool durable = !XLogNeedsFlush(passed_commits_end) || durable_until >= value;
+		if (!durable || !TryWriteInPlace(rel, locked, kClaimOffset, value))
 			WriteLogged(rel, lane, locked, {{kClaimOffset, value}});
-		}
 	}
 	UnlockReleaseBuffer(locked.buffer);
 	table_close(rel, NoLock);

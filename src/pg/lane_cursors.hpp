@@ -67,13 +67,11 @@ Lane HoldLane(text *queue, int16 priority, text *key);
 // Moves the claim cursor to `value` if it is behind it; returns whether it
 // moved (never for a lane whose row is gone). `passed_commits_end`: the WAL
 // position at or past the end of every commit record the move relies on
-// that may not be flushed yet (InvalidXLogRecPtr: none); the move is written
-// in place, with no WAL record, once the WAL is flushed up to it. Before
-// that, the part of it up to `durable_until` (every claim below it was
-// flushed when the walk read it) may be written in place, and the rest left
-// to a later move; or the whole move is logged. *reached: whether the cursor
-// is now at or past `value`. May ereport.
-bool AdvanceClaimCursor(const Lane &lane, int64 value, XLogRecPtr passed_commits_end, int64 durable_until,
-                        bool *reached);
+// that may not be flushed yet (InvalidXLogRecPtr: none); `durable_until`:
+// the last lane position below every claim whose commit was not flushed
+// when the walk read it. The move is written in place, with no WAL record,
+// once the WAL is flushed up to the former or if `value` is at or below the
+// latter; else it is logged. May ereport.
+bool AdvanceClaimCursor(const Lane &lane, int64 value, XLogRecPtr passed_commits_end, int64 durable_until);
 
 }  // namespace awa::pg
