@@ -623,12 +623,15 @@ SELECT results_eq(
 
 -- Storage parameters: the plain tables updated in place keep free space for
 -- HOT updates, each completion receipts' BRIN index has page ranges of 8
--- pages (12_ring_partitions.sql), and no other relation of awa sets any: 2
+-- pages, the ring partitions are not autovacuumed (12_ring_partitions.sql;
+-- 02_partitions.sql checks each of them and its TOAST table), and no other
+-- relation of awa sets any: 2
 SELECT results_eq(
     $$SELECT c.relname::text COLLATE "default", c.reloptions::text COLLATE "default"
         FROM pg_catalog.pg_class c
        WHERE c.relnamespace = 'awa'::regnamespace AND c.reloptions IS NOT NULL
          AND c.relname !~ '^receipt_completion_batches_[0-9]+_batch_id_idx$'
+         AND NOT (c.relispartition AND c.reloptions = '{autovacuum_enabled=false}')
        ORDER BY c.relname COLLATE "C"$$,
     $$VALUES ('attempt_state', '{fillfactor=80}'), ('job_unique_claims', '{fillfactor=80}'),
              ('queue_meta', '{fillfactor=70}')$$,
