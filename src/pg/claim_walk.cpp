@@ -259,9 +259,9 @@ ScanLanePages(LaneFamily family, int slot, int64 lane_id, int64 after, int64 gen
 // the view read (visible, so committed), whose lanes start at `first`: a
 // synchronous commit is flushed before it is visible and its transaction
 // status carries no LSN of its own (its group's, if another transaction of
-// the group committed asynchronously); an asynchronous one's carries the end of its commit
-// record (of its group of transactions: at or past it), which a cursor move
-// over the row waits for before it is written without a record
+// the group committed asynchronously); an asynchronous one's carries the end
+// of its commit record (of its group of transactions: at or past it), which
+// a cursor move over the row waits for before it is written without a record
 // (lane_cursors.hpp). A frozen row's status is not looked up (its xid may be
 // older than the status kept): the whole WAL inserted so far, as before. A
 // row whose commit is not flushed yet and lies above the move (the walk

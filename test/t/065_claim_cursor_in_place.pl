@@ -27,6 +27,14 @@ use FindBin;
 use lib $FindBin::Bin;
 use AwaTap;
 
+# WAL is inserted that is not flushed yet.
+sub wal_unflushed
+{
+	my ($node, $what) = @_;
+	is($node->safe_psql('postgres', q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
+		't', $what);
+}
+
 my $node = start_awa_node('cursorinplace', conf => $QUIET_WAL_CONF . "wal_writer_delay = '10s'\n");
 $node->safe_psql('postgres', 'CREATE EXTENSION pageinspect');
 
@@ -68,9 +76,7 @@ $node->safe_psql('postgres', 'CREATE TABLE burn (i int)');
 $node->safe_psql('postgres', "INSERT INTO burn VALUES (1);\n" x 32);
 pause_wal_writer($node);
 $node->safe_psql('postgres', q{SET synchronous_commit = off; CREATE TABLE unflushed_other ()});
-is( $node->safe_psql('postgres',
-		q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
-	't', 'another transaction left its commit unflushed');
+wal_unflushed($node, 'another transaction left its commit unflushed');
 ($how, $out) = lanes_page_write($node, $claim_and_complete);
 is($out, $jobs[2], 'the third job is claimed and completed');
 is(claim_cursor($node, 'cc'), '2', 'its walk moved the cursor past the second');
@@ -82,9 +88,7 @@ my $async_claim = q{SELECT job_id FROM awa.claim('cc', async_commit => true);};
 is($out, $jobs[3], 'the fourth job is claimed asynchronously');
 is(claim_cursor($node, 'cc'), '3', 'its walk moved the cursor past the third');
 is($how, 'in place', 'in place: the third job\'s claim was synchronous');
-is( $node->safe_psql('postgres',
-		q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
-	't', 'the fourth job\'s claim is not flushed');
+wal_unflushed($node, 'the fourth job\'s claim is not flushed');
 ($how, $out) = lanes_page_write($node, $async_claim);
 is($out, $jobs[4], 'the fifth job is claimed asynchronously');
 is(claim_cursor($node, 'cc'), '4', 'the cursor moved past the fourth job, whose claim is visible');
@@ -118,9 +122,7 @@ is( $s2->query_safe(q{BEGIN; SET LOCAL synchronous_commit = off; SELECT job_id F
 	$d[2], 'an open asynchronous claim takes the third');
 $s0->query_safe('COMMIT');
 $s2->query_safe('COMMIT');
-is( $node->safe_psql('postgres',
-		q{SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()}),
-	't', 'the asynchronous claim is not flushed');
+wal_unflushed($node, 'the asynchronous claim is not flushed');
 ($how, $out) = lanes_page_write($node, q{SELECT job_id FROM awa.claim('dd', async_commit => true)});
 is($out, $d[3], 'a claim takes the fourth job');
 is(claim_cursor($node, 'dd'), '1', 'its walk moved the cursor past the first job only');
