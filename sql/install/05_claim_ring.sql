@@ -36,16 +36,21 @@ CREATE TABLE awa.lease_claim_batches (
     lane_id          bigint      NOT NULL,
     first_lane_seq   bigint      NOT NULL,
     queue            text        NOT NULL,
-    job_ids          bigint[]    NOT NULL,
+    first_job_id     bigint      NOT NULL,
     deadline_at      timestamptz NOT NULL,
     claimed_at       timestamptz NOT NULL
-    -- Then claimed_count, run_leases, attempts, max_attempts and lane_seqs,
-    -- added by 12_ring_partitions.sql (missing values 1, {1}, {1} and {25}:
-    -- a claim of one job on its first run, with the default max_attempts,
-    -- stores none of them; lane_seqs NULL when the jobs' lane positions are
-    -- first_lane_seq, first_lane_seq + 1, ... in claim order, as a claim of
-    -- one range's are: such a row stores one bigint instead of an array,
-    -- docs/architecture.md §4, "Evidence rows store no copy of a key").
+    -- Then claimed_count, run_leases, attempts, max_attempts, lane_seqs and
+    -- job_ids, added by 12_ring_partitions.sql (missing values 1, {1}, {1}
+    -- and {25}: a claim of one job on its first run, with the default
+    -- max_attempts, stores none of them; lane_seqs NULL when the jobs' lane
+    -- positions are first_lane_seq, first_lane_seq + 1, ... in claim order, as
+    -- a claim of one range's are: such a row stores one bigint instead of an
+    -- array, docs/architecture.md §4, "Evidence rows store no copy of a key";
+    -- job_ids NULL likewise when the job ids are first_job_id,
+    -- first_job_id + 1, ..., as one job's and those of jobs enqueued together
+    -- are: 24 bytes per batch-1 claim fewer, docs/architecture.md §4, "A claim
+    -- batch stores its first job id"). Read the ids as
+    -- awa._claim_job_ids(first_job_id, claimed_count, job_ids).
     -- No primary key: each slot's table has a unique index on batch_id
     -- (12_ring_partitions.sql), 8 bytes per entry smaller than a key that
     -- holds the slot as a primary key of the parent must.

@@ -126,7 +126,8 @@ BEGIN
         ADD COLUMN run_leases    bigint[]   NOT NULL DEFAULT '{1}',
         ADD COLUMN attempts      smallint[] NOT NULL DEFAULT '{1}',
         ADD COLUMN max_attempts  smallint[] NOT NULL DEFAULT '{25}',
-        ADD COLUMN lane_seqs     bigint[];
+        ADD COLUMN lane_seqs     bigint[],
+        ADD COLUMN job_ids       bigint[];
     ALTER TABLE awa.lease_claim_closure_batches
         ADD COLUMN outcome       text      NOT NULL DEFAULT 'completed',
         ADD COLUMN closed_count  integer   NOT NULL DEFAULT 1,

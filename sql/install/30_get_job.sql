@@ -266,7 +266,7 @@ BEGIN
           -- The claim batch, in the slot it was written to or the one a prune
           -- carried it to while it was open (docs/maintenance.md §3.5).
           LEFT JOIN LATERAL (SELECT k.batch_id, k.claim_slot, k.attempts, k.claimed_at, k.deadline_at,
-                                    array_position(k.job_ids, r.job_id) AS idx
+                                    array_position(awa._claim_job_ids(k.first_job_id, k.claimed_count, k.job_ids), r.job_id) AS idx
                                FROM awa.lease_claim_batches k
                               WHERE k.batch_id = u.batch_id
                               LIMIT 1) c ON true

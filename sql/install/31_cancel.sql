@@ -126,7 +126,8 @@ BEGIN
         END IF;
         -- The claim batch, where it was written or where a prune carried it
         -- while it was open (docs/maintenance.md §3.5).
-        SELECT array_position(k.job_ids, p_job_id), k.claim_slot INTO idx, batch_slot FROM awa.lease_claim_batches k
+        SELECT array_position(awa._claim_job_ids(k.first_job_id, k.claimed_count, k.job_ids), p_job_id), k.claim_slot
+          INTO idx, batch_slot FROM awa.lease_claim_batches k
          WHERE k.batch_id = b.batch_id;
         -- The claim ring is read through its parents here (and below), its
         -- tables locked now, not before: under REPEATABLE READ a claim-ring

@@ -160,7 +160,8 @@ BEGIN
                                         AND x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id)
                                                            AND awa._last_closure_batch_id(c.batch_id)) AS indexes
                               OFFSET 0) z
-                       CROSS JOIN LATERAL unnest(c.job_ids) WITH ORDINALITY AS j(id, n)
+                       CROSS JOIN LATERAL unnest(awa._claim_job_ids(c.first_job_id, c.claimed_count, c.job_ids))
+                                         WITH ORDINALITY AS j(id, n)
                        WHERE c.claim_slot = slot AND c.batch_id > 0
                          AND (p_queue IS NULL OR c.queue = p_queue) AND j.id < below
                          AND c.claimed_count > z.closed

@@ -34,6 +34,10 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'awa_internal_claim_batch_of_closure' LANGU
 -- both rows store consecutive positions in (04_queue_ring.sql, 05_claim_ring.sql).
 CREATE FUNCTION awa._lane_positions(first_lane_seq bigint, count int, lane_seqs bigint[])
 RETURNS bigint[] AS 'MODULE_PATHNAME', 'awa_internal_lane_positions' LANGUAGE C IMMUTABLE;
+-- The job ids of a claim batch: job_ids, or when NULL first_job_id,
+-- first_job_id + 1, ... (count of them), the same form (05_claim_ring.sql).
+CREATE FUNCTION awa._claim_job_ids(first_job_id bigint, count int, job_ids bigint[])
+RETURNS bigint[] AS 'MODULE_PATHNAME', 'awa_internal_claim_job_ids' LANGUAGE C IMMUTABLE;
 -- Summarizes the completion receipts' BRIN ranges that filled since the last
 -- pass, in every queue slot (src/pg/fn_summarize_receipts.cpp); the queue
 -- prune runs it. Returns the number of ranges summarized.

@@ -44,7 +44,8 @@ BEGIN
         ), open_batches AS MATERIALIZED (
             -- Claims with an attempt still open (closures fewer than claims);
             -- most batches are closed whole and are passed over here.
-            SELECT c.batch_id, c.claim_slot, c.job_ids, c.run_leases
+            SELECT c.batch_id, c.claim_slot, awa._claim_job_ids(c.first_job_id, c.claimed_count, c.job_ids) AS job_ids,
+                   c.run_leases
               FROM awa.lease_claim_batches c
              WHERE c.ready_generation <= $3
                AND c.claimed_count > (SELECT coalesce(sum(x.closed_count), 0) FROM awa.lease_claim_closure_batches x
@@ -174,11 +175,12 @@ BEGIN
                                        WHERE x.batch_id BETWEEN awa._first_closure_batch_id(c.batch_id) AND awa._last_closure_batch_id(c.batch_id))
         ), claims AS (
             INSERT INTO awa.%3$I (claim_slot, claim_generation, batch_id, ready_slot, ready_generation, lane_id, queue,
-                                  priority, claimed_count, job_ids, run_leases, first_lane_seq, lane_seqs, attempts,
+                                  priority, claimed_count, first_job_id, job_ids, run_leases, first_lane_seq, lane_seqs, attempts,
                                   max_attempts, deadline_at, claimed_at)
             SELECT $1, b.claim_generation, b.batch_id, b.ready_slot, b.ready_generation, b.lane_id, b.queue, b.priority,
                    b.claimed_count,
-                   b.job_ids, b.run_leases, b.first_lane_seq, b.lane_seqs, b.attempts, b.max_attempts, b.deadline_at,
+                   b.first_job_id, b.job_ids, b.run_leases, b.first_lane_seq, b.lane_seqs, b.attempts, b.max_attempts,
+                   b.deadline_at,
                    b.claimed_at
               FROM open_batches b
             RETURNING 1

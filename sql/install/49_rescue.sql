@@ -32,7 +32,8 @@ BEGIN
         -- does not hold up another queue's rescue for many ticks.
         FOR r IN EXECUTE format(
             'WITH due AS MATERIALIZED (
-                 SELECT b.batch_id, b.queue, b.claim_generation, b.deadline_at, b.claimed_at, b.job_ids, b.run_leases
+                 SELECT b.batch_id, b.queue, b.claim_generation, b.deadline_at, b.claimed_at,
+                        awa._claim_job_ids(b.first_job_id, b.claimed_count, b.job_ids) AS job_ids, b.run_leases
                    FROM awa.%1$I b
                   WHERE (b.deadline_at < $1 OR b.claimed_at < $2)
                     AND b.claimed_count > (SELECT coalesce(sum(c.closed_count), 0) FROM awa.%2$I c

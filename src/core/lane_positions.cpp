@@ -8,7 +8,7 @@
 namespace awa::core {
 
 bool
-LanePositionsExpandable(int64_t first, int32_t count) noexcept
+ExpandableFromFirst(int64_t first, int32_t count) noexcept
 {
 	return count >= 1 && count <= kMaxRowLanePositions && first >= 1 &&
 	       first <= std::numeric_limits<int64_t>::max() - count;

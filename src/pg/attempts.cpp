@@ -169,8 +169,14 @@ struct ClaimBatchRow {
 	Datum queue;
 	int16 priority;
 	int32 claimed_count;
-	Datum job_ids, run_leases, lane_seqs, attempts, max_attempts;  // lane_seqs (Datum) 0 when NULL
+	// lane_seqs and job_ids (Datum) 0 when NULL
+	Datum job_ids, run_leases, lane_seqs, attempts, max_attempts;
 	int64 first_lane_seq;
+	int64 first_job_id;
+	// The row version read: with the batch id, what a backend's copy of
+	// the arrays is keyed by (ReadClaimArrays).
+	ItemPointerData tid;
+	TransactionId xmin;
 	TimestampTz claimed_at;
 	TimestampTz deadline_at;
 	int64 claim_generation;
@@ -182,12 +188,12 @@ static_assert(std::is_trivially_destructible_v<ClaimBatchRow>, "lives across Pos
 // The column numbers of a claim child, by name, per slot and incarnation.
 enum ClaimColumn {
 	kReadySlot, kReadyGeneration, kQueue, kPriority, kClaimedCount, kJobIds, kRunLeases, kLaneSeqs, kAttemptsColumn,
-	kMaxAttemptsColumn, kClaimedAt, kDeadlineAt, kClaimGeneration, kLaneId, kFirstLaneSeq, kClaimColumns
+	kMaxAttemptsColumn, kClaimedAt, kDeadlineAt, kClaimGeneration, kLaneId, kFirstJobId, kFirstLaneSeq, kClaimColumns
 };
 const char *const kClaimColumnNames[kClaimColumns] = {
     "ready_slot", "ready_generation", "queue",       "priority",   "claimed_count",    "job_ids", "run_leases",
     "lane_seqs",  "attempts",         "max_attempts", "claimed_at", "deadline_at", "claim_generation", "lane_id",
-    "first_lane_seq"};
+    "first_job_id", "first_lane_seq"};
 
 const AttrNumber *
 ClaimColumnsOf(int slot)
@@ -228,7 +234,12 @@ VisitClaimBatch(const BatchRow &batch, void *arg)
 	row.queue = varlena(kQueue);
 	row.priority = DatumGetInt16(value(kPriority));
 	row.claimed_count = DatumGetInt32(value(kClaimedCount));
-	row.job_ids = varlena(kJobIds);
+	// NULL: the ids are first_job_id, first_job_id + 1, ... (05_claim_ring.sql).
+	Datum job_ids = value(kJobIds);
+	row.job_ids = isnull ? (Datum)0 : datumCopy(job_ids, false, -1);
+	row.first_job_id = DatumGetInt64(value(kFirstJobId));
+	row.tid = batch.tuple->t_self;
+	row.xmin = HeapTupleHeaderGetRawXmin(batch.tuple->t_data);
 	row.run_leases = varlena(kRunLeases);
 	// NULL: the positions are first_lane_seq, first_lane_seq + 1, ... (05_claim_ring.sql).
 	Datum lane_seqs = value(kLaneSeqs);
@@ -336,10 +347,11 @@ LocateReadyRow(int64 lane_id, int64 lane_seq, int64 job_id, int64 row_run_lease,
 // The per-position arrays of a claim batch (job_ids .. max_attempts).
 struct ClaimArrays {
 	int64 claim_batch_id;
-	// The toast pointer of job_ids: with the batch id, what the backend's
-	// copy is keyed by (below).
-	Oid toast_relid;
-	Oid toast_valueid;
+	// With the batch id, what the backend's copy is keyed by (below): the
+	// extension's incarnation and the row version the arrays were read from.
+	Oid incarnation;
+	ItemPointerData tid;
+	TransactionId xmin;
 	int count;
 	const int64 *job_ids;
 	const int64 *run_leases;
@@ -353,11 +365,14 @@ struct ClaimArrays {
 // does not detoast and unpack all its arrays (hundreds of KB at 10,000 jobs)
 // in every call. A claim batch row is never updated, its batch id is never
 // issued again (a global sequence, fenced after a crash), and a carried copy
-// holds the same arrays; the copy is also keyed by the toast value job_ids is
-// stored as, which a re-created extension or a truncated slot does not give
-// back. Every call still reads the row (ReadClaimBatch) under the claim batch's
-// lock: the copy is only used for a batch that exists. kCopyArraysFrom: small
-// batches' arrays are stored in the row itself and cost little to unpack.
+// holds the same arrays; the copy is also keyed by the extension's
+// incarnation and the row version (its tid and xmin), which a re-created
+// extension or a truncated slot does not give back. (It was keyed by the
+// toast value of job_ids until a batch of consecutive ids stored no job_ids,
+// and its other arrays, compressed in the row, had no toast value.) Every
+// call still reads the row (ReadClaimBatch) under the claim batch's lock: the
+// copy is only used for a batch that exists. kCopyArraysFrom: small batches'
+// arrays cost little to unpack.
 constexpr int kCopyArraysFrom = 256;
 MemoryContext claim_arrays_context = NULL;
 ClaimArrays claim_arrays_copy;  // valid when claim_batch_id != 0
@@ -371,37 +386,39 @@ CopyInto(MemoryContext context, const T *values, int count)
 	return copy;
 }
 
+// A claim batch's job ids or lane positions: the stored array, or when the
+// row stores none ((Datum)0) first, first + 1, ... (core/lane_positions.hpp).
+const int64 *
+StoredOrFromFirst(Datum stored, int64 first, int count, int *count_out)
+{
+	if (stored != (Datum)0)
+		return Elements<int64>(stored, INT8OID, 8, true, TYPALIGN_DOUBLE, count_out);
+	int64 *values = static_cast<int64 *>(palloc(sizeof(int64) * (count + 1)));
+	for (int i = 0; i < count; i++)
+		values[i] = core::ValueFromFirst(first, i);
+	*count_out = count;
+	return values;
+}
+
 ClaimArrays
 ReadClaimArrays(int64 claim_batch_id, int claimed_count, const ClaimBatchRow &row)
 {
-	Datum job_ids_datum = row.job_ids;
 	ClaimArrays arrays;
 	memset(&arrays, 0, sizeof(arrays));
-	bool copyable = false;
-	if (claimed_count >= kCopyArraysFrom && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(job_ids_datum))) {
-		varatt_external pointer;
-		VARATT_EXTERNAL_GET_POINTER(pointer, DatumGetPointer(job_ids_datum));
-		arrays.toast_relid = pointer.va_toastrelid;
-		arrays.toast_valueid = pointer.va_valueid;
-		copyable = true;
-		if (claim_arrays_copy.claim_batch_id == claim_batch_id && claim_arrays_copy.count == claimed_count &&
-		    claim_arrays_copy.toast_relid == arrays.toast_relid &&
-		    claim_arrays_copy.toast_valueid == arrays.toast_valueid)
-			return claim_arrays_copy;
-	}
+	arrays.incarnation = ExtensionIncarnation();
+	arrays.tid = row.tid;
+	arrays.xmin = row.xmin;
+	bool copyable = claimed_count >= kCopyArraysFrom;
+	if (copyable && claim_arrays_copy.claim_batch_id == claim_batch_id && claim_arrays_copy.count == claimed_count &&
+	    claim_arrays_copy.incarnation == arrays.incarnation && ItemPointerEquals(&claim_arrays_copy.tid, &arrays.tid) &&
+	    TransactionIdEquals(claim_arrays_copy.xmin, arrays.xmin))
+		return claim_arrays_copy;
 	int counts[5];
 	arrays.claim_batch_id = claim_batch_id;
 	arrays.count = claimed_count;
-	arrays.job_ids = Elements<int64>(job_ids_datum, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[0]);
+	arrays.job_ids = StoredOrFromFirst(row.job_ids, row.first_job_id, claimed_count, &counts[0]);
 	arrays.run_leases = Elements<int64>(row.run_leases, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[1]);
-	if (row.lane_seqs == (Datum)0) {
-		int64 *positions = static_cast<int64 *>(palloc(sizeof(int64) * (claimed_count + 1)));
-		for (int i = 0; i < claimed_count; i++)
-			positions[i] = core::LanePositionFromFirst(row.first_lane_seq, i);
-		arrays.lane_seqs = positions;
-		counts[2] = claimed_count;
-	} else
-		arrays.lane_seqs = Elements<int64>(row.lane_seqs, INT8OID, 8, true, TYPALIGN_DOUBLE, &counts[2]);
+	arrays.lane_seqs = StoredOrFromFirst(row.lane_seqs, row.first_lane_seq, claimed_count, &counts[2]);
 	arrays.attempts = Elements<int16>(row.attempts, INT2OID, 2, true, TYPALIGN_SHORT, &counts[3]);
 	arrays.max_attempts = Elements<int16>(row.max_attempts, INT2OID, 2, true, TYPALIGN_SHORT, &counts[4]);
 	for (int count : counts)
@@ -620,7 +637,7 @@ ProcessClaimBatch(Attempt *attempts, const int *order, int n, AttemptAction acti
 			// 12_ring_partitions.sql). No job ids: the jobs are the slot's
 			// ready rows at their lane positions, stored as lane_seqs only
 			// when they are not first, first + 1, ...
-			bool consecutive = core::LanePositionsFollowFirst(
+			bool consecutive = core::FollowFirst(
 			    run_length, [&closed_lanes, run_start](int32 i) { return DatumGetInt64(closed_lanes[run_start + i]); });
 			Datum completion[12] = {
 			    Int16GetDatum(ready_slot),

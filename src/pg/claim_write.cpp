@@ -243,8 +243,11 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	InsertRingRow(RingTable::kAttemptBatches, ready_slot, attempt_batch, attempt_nulls, 13);
 	// lane_seqs is NULL when the positions are first, first + 1, ... in claim
 	// order (core/lane_positions.hpp): a batch-1 claim's row then ends before it.
-	bool consecutive = core::LanePositionsFollowFirst(n, [lane_seqs](int32 i) { return DatumGetInt64(lane_seqs[i]); });
-	Datum claim_batch[17] = {
+	bool consecutive = core::FollowFirst(n, [lane_seqs](int32 i) { return DatumGetInt64(lane_seqs[i]); });
+	// job_ids likewise when the ids are first, first + 1, ... (one job, or
+	// jobs enqueued together): the row stores first_job_id only.
+	bool consecutive_ids = core::FollowFirst(n, [job_ids](int32 i) { return DatumGetInt64(job_ids[i]); });
+	Datum claim_batch[18] = {
 	    Int16GetDatum(ring.claim_slot),
 	    Int16GetDatum(ready_slot),
 	    Int16GetDatum(lane.priority),
@@ -254,17 +257,19 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	    Int64GetDatum(lane.lane_id),
 	    lane_seqs[0],
 	    PointerGetDatum(queue),
-	    PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	    job_ids[0],
 	    deadline_at,
 	    TimestampTzGetDatum(claimed_at),
 	    Int32GetDatum(n),
 	    PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 	    PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
 	    PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
-	    consecutive ? (Datum)0 : PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE))};
-	bool claim_nulls[17] = {false};
+	    consecutive ? (Datum)0 : PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	    consecutive_ids ? (Datum)0 : PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE))};
+	bool claim_nulls[18] = {false};
 	claim_nulls[16] = consecutive;
-	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 17);
+	claim_nulls[17] = consecutive_ids;
+	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 18);
 	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
 	CountKeyedAttemptsStarted(queue, lane.lane_id, lane.keyed, n);
 	if (lane.keyed)

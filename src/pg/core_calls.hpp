@@ -70,9 +70,9 @@ AWA_CHECK_NOEXCEPT(CheckJobBytes(declval<int64_t>(), declval<int64_t>(), declval
 AWA_CHECK_NOEXCEPT(CheckCallBytes(declval<int64_t>(), declval<size_t>(), declval<int64_t>(), declval<Violation *>()));
 
 // core/lane_positions.hpp
-AWA_CHECK_NOEXCEPT(LanePositionFromFirst(declval<int64_t>(), declval<int32_t>()));
-AWA_CHECK_NOEXCEPT(LanePositionsExpandable(declval<int64_t>(), declval<int32_t>()));
-AWA_CHECK_NOEXCEPT(LanePositionsFollowFirst(declval<int32_t>(), declval<int64_t (*)(int32_t)>()));
+AWA_CHECK_NOEXCEPT(ValueFromFirst(declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(ExpandableFromFirst(declval<int64_t>(), declval<int32_t>()));
+AWA_CHECK_NOEXCEPT(FollowFirst(declval<int32_t>(), declval<int64_t (*)(int32_t)>()));
 
 // core/receipt.hpp
 AWA_CHECK_NOEXCEPT(EncodeReceipt(declval<const Receipt &>()));

@@ -1,11 +1,14 @@
 // fn_lane_positions.cpp: awa._lane_positions(first_lane_seq, count, lane_seqs),
-// the lane positions of a claim batch or completion receipt for the SQL side.
+// the lane positions of a claim batch or completion receipt for the SQL side,
+// and awa._claim_job_ids(first_job_id, count, job_ids), a claim batch's job ids.
 // Both rows store their jobs' positions as lane_seqs only when they are not
 // first_lane_seq, first_lane_seq + 1, ... (then lane_seqs is NULL: a batch-1
 // row stores one bigint instead of a 32-byte array; 04_queue_ring.sql,
 // 05_claim_ring.sql). The rule and its expansion are core/lane_positions.hpp's,
 // which the C++ readers call too (attempts.cpp).
-// IMMUTABLE, not STRICT: lane_seqs, when not NULL, is returned as it is;
+// A claim batch stores its job ids the same way (first_job_id, and job_ids
+// only when they are not first_job_id, first_job_id + 1, ...).
+// IMMUTABLE, not STRICT: the array, when not NULL, is returned as it is;
 // otherwise NULL first or count gives NULL, and a count outside 1 .. 16,384
 // (a claim batch's size) is refused (22023).
 #include "pg/core_calls.hpp"
@@ -16,8 +19,12 @@ extern "C" {
 #include "utils/array.h"
 }
 
-// awa._lane_positions(first_lane_seq bigint, count integer, lane_seqs bigint[]) -> bigint[]
-AWA_FUNCTION(awa_internal_lane_positions)
+namespace {
+
+// The values a row stores as `first` with `count` of them, or `stored` when
+// the row stores them whole; `first_name` names the row's column in errors.
+Datum
+ExpandFromFirst(FunctionCallInfo fcinfo, const char *first_name)
 {
 	if (!PG_ARGISNULL(2))
 		PG_RETURN_DATUM(PG_GETARG_DATUM(2));
@@ -26,17 +33,33 @@ AWA_FUNCTION(awa_internal_lane_positions)
 	int64 first = PG_GETARG_INT64(0);
 	int32 count = PG_GETARG_INT32(1);
 	constexpr int32 kMaxCount = awa::core::kMaxRowLanePositions;
-	if (!awa::core::LanePositionsExpandable(first, count)) {
+	if (!awa::core::ExpandableFromFirst(first, count)) {
 		if (count < 1 || count > kMaxCount)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			                errmsg("count must be between 1 and %d", kMaxCount),
 			                errhint("Pass a claim batch's claimed_count or a completion receipt's completed_count.")));
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-		                errmsg("first_lane_seq must be between 1 and " INT64_FORMAT " - count", PG_INT64_MAX),
-		                errhint("Pass the row's first_lane_seq.")));
+		                errmsg("%s must be between 1 and " INT64_FORMAT " - count", first_name, PG_INT64_MAX),
+		                errhint("Pass the row's %s.", first_name)));
 	}
-	Datum *positions = static_cast<Datum *>(palloc(sizeof(Datum) * count));
-	for (int32 i = 0; i < count; i++)
-		positions[i] = Int64GetDatum(awa::core::LanePositionFromFirst(first, i));
-	PG_RETURN_ARRAYTYPE_P(construct_array(positions, count, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	Datum *values = static_cast<Datum *>(palloc(sizeof(Datum) * count));
+	for (int32 i = 0; i < count; i++) {
+		CHECK_FOR_INTERRUPTS();
+		values[i] = Int64GetDatum(awa::core::ValueFromFirst(first, i));
+	}
+	PG_RETURN_ARRAYTYPE_P(construct_array(values, count, INT8OID, 8, true, TYPALIGN_DOUBLE));
+}
+
+}  // namespace
+
+// awa._lane_positions(first_lane_seq bigint, count integer, lane_seqs bigint[]) -> bigint[]
+AWA_FUNCTION(awa_internal_lane_positions)
+{
+	return ExpandFromFirst(fcinfo, "first_lane_seq");
+}
+
+// awa._claim_job_ids(first_job_id bigint, count integer, job_ids bigint[]) -> bigint[]
+AWA_FUNCTION(awa_internal_claim_job_ids)
+{
+	return ExpandFromFirst(fcinfo, "first_job_id");
 }

@@ -4,7 +4,7 @@
 -- (awa--0.6.sql).
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(470);
+SELECT plan(471);
 
 -- Every relation of kind table (regular or partitioned, partitions included)
 -- in schema awa, and nothing else.
@@ -156,8 +156,8 @@ SELECT columns_are('awa', t::name, cols::name[], 'awa.' || t || ' has exactly it
                            'materialized_at', 'closed_at', 'deadline_at']),
     ('lease_claim_batches', ARRAY['claim_slot', 'ready_slot', 'priority', 'claim_generation', 'batch_id',
                                   'ready_generation', 'lane_id', 'first_lane_seq', 'queue', 'claimed_count',
-                                  'job_ids', 'run_leases', 'lane_seqs', 'attempts', 'max_attempts', 'deadline_at',
-                                  'claimed_at']),
+                                  'first_job_id', 'job_ids', 'run_leases', 'lane_seqs', 'attempts', 'max_attempts',
+                                  'deadline_at', 'claimed_at']),
     ('lease_claim_closures', ARRAY['claim_slot', 'job_id', 'run_lease', 'outcome', 'closed_at']),
     ('lease_claim_closure_batches', ARRAY['claim_slot', 'ready_slot', 'batch_id', 'ready_generation', 'outcome',
                                           'closed_count', 'claim_indexes', 'closed_at']),
@@ -323,6 +323,7 @@ SELECT col_type_is('awa', t::name, c::name, ty, 'awa.' || t || '.' || c || ' is 
     ('lease_claim_batches', 'queue', 'text'),
     ('lease_claim_batches', 'priority', 'smallint'),
     ('lease_claim_batches', 'claimed_count', 'integer'),
+    ('lease_claim_batches', 'first_job_id', 'bigint'),
     ('lease_claim_batches', 'job_ids', 'bigint[]'),
     ('lease_claim_batches', 'run_leases', 'bigint[]'),
     ('lease_claim_batches', 'lane_seqs', 'bigint[]'),
@@ -486,7 +487,7 @@ SELECT results_eq(
              ('done_entries', 'args'), ('done_entries', 'created_at'), ('done_entries', 'max_attempts'),
              ('done_entries', 'payload'), ('done_entries', 'run_at'), ('done_entries', 'unique_key'),
              ('job_history', 'attempted_at'), ('job_history', 'payload'), ('job_history', 'unique_key'),
-             ('lease_claim_batches', 'lane_seqs'),
+             ('lease_claim_batches', 'job_ids'), ('lease_claim_batches', 'lane_seqs'),
              ('lease_claims', 'closed_at'), ('lease_claims', 'deadline_at'), ('lease_claims', 'materialized_at'),
              ('leases', 'callback_id'), ('leases', 'callback_timeout_at'), ('leases', 'deadline_at'),
              ('leases', 'heartbeat_at'),

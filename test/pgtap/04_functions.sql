@@ -18,7 +18,7 @@
 -- symbol of every C function.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(1584);
+SELECT plan(1595);
 
 CREATE TEMP TABLE api (fn name, args name[], returns text, arguments text, result text, lang name,
                        definer boolean, volatility text, strict boolean, est_rows real, symbol text)
@@ -486,6 +486,12 @@ INSERT INTO api VALUES
      'first_lane_seq bigint, count integer, lane_seqs bigint[]',
      'bigint[]',
      'c', false, 'immutable', false, 0, 'awa_internal_lane_positions'),
+    ('_claim_job_ids',
+     ARRAY['bigint', 'integer', 'bigint[]'],
+     'bigint[]',
+     'first_job_id bigint, count integer, job_ids bigint[]',
+     'bigint[]',
+     'c', false, 'immutable', false, 0, 'awa_internal_claim_job_ids'),
     ('_summarize_receipts',
      ARRAY[]::name[],
      'integer',
@@ -967,12 +973,12 @@ INSERT INTO api VALUES
 
 -- Exactly these functions in schema awa: 1
 SELECT functions_are('awa', ARRAY(SELECT fn FROM api),
-                     'schema awa has exactly the 49 public functions and the 101 awa._* building blocks');
+                     'schema awa has exactly the 49 public functions and the 102 awa._* building blocks');
 -- ... and one overload each: 1
-SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 150,
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_proc WHERE pronamespace = 'awa'::regnamespace), 151,
           'no function is overloaded');
 
--- Per function, 10 checks: 150 x 10 = 1500
+-- Per function, 10 checks: 151 x 10 = 1510
 SELECT has_function('awa', fn, args, 'awa.' || fn || '(' || array_to_string(args, ', ') || ') exists')
   FROM api ORDER BY fn;
 SELECT function_returns('awa', fn, args, returns, 'awa.' || fn || ' returns ' || returns)

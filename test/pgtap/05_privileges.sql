@@ -9,7 +9,7 @@
 -- blocks, and nobody but the owner writes tables.
 BEGIN;
 SET LOCAL search_path = public;
-SELECT plan(894);
+SELECT plan(899);
 
 -- Roles: 5 + 5 + 2
 SELECT has_role(r::name, 'role ' || r || ' exists')
@@ -127,6 +127,7 @@ INSERT INTO grants VALUES
     ('_last_closure_batch_id', ARRAY['bigint'], false, false, false, false),
     ('_claim_batch_of_closure', ARRAY['bigint'], false, false, false, false),
     ('_lane_positions', ARRAY['bigint', 'integer', 'bigint[]'], false, false, false, false),
+    ('_claim_job_ids', ARRAY['bigint', 'integer', 'bigint[]'], false, false, false, false),
     ('_summarize_receipts', ARRAY[]::name[], false, false, false, false),
     ('_task_names', ARRAY[]::name[], false, false, false, false),
     ('_outcome_names', ARRAY[]::name[], false, false, false, false),

@@ -89,7 +89,7 @@ SELECT b.batch_id = :receipt_id >> 18 AS receipt_names_batch,
        (:receipt_id >> 4) & 16383 AS receipt_index,
        :receipt_id & 15 AS receipt_slot,
        b.claim_slot, b.claim_generation, b.ready_slot, b.ready_generation, b.priority, b.claimed_count,
-       b.job_ids = ARRAY[:cols_id]::bigint[] AS job_ids, b.run_leases, b.first_lane_seq, b.lane_seqs, b.attempts, b.max_attempts,
+       b.first_job_id = :cols_id AS first_job_id, b.job_ids, b.run_leases, b.first_lane_seq, b.lane_seqs, b.attempts, b.max_attempts,
        b.deadline_at = :'cols_deadline' AS deadline_kept,
        b.deadline_at - b.claimed_at = interval '10 minutes' AS deadline_is_claimed_at_plus_10_minutes
   FROM awa.lease_claim_batches b WHERE b.queue = 'cl_cols';

@@ -273,6 +273,14 @@ SELECT awa._lane_positions(7, 3, NULL) AS consecutive, awa._lane_positions(7, 3,
 SELECT pg_temp.try($$SELECT awa._lane_positions(7, 0, NULL)$$);
 SELECT pg_temp.try($$SELECT awa._lane_positions(7, 16385, NULL)$$);
 SELECT pg_temp.try($$SELECT awa._lane_positions(0, 1, NULL)$$);
+-- A claim batch's job ids, stored the same way: job_ids when stored, else
+-- first_job_id and the next count - 1.
+SELECT awa._claim_job_ids(40, 3, NULL) AS consecutive, awa._claim_job_ids(40, 2, '{40,57}') AS stored,
+       awa._claim_job_ids(NULL, 3, NULL) IS NULL AS null_first, awa._claim_job_ids(40, NULL, NULL) IS NULL AS null_count,
+       cardinality(awa._claim_job_ids(1, 16384, NULL)) AS largest;
+SELECT pg_temp.try($$SELECT awa._claim_job_ids(40, 0, NULL)$$);
+SELECT pg_temp.try($$SELECT awa._claim_job_ids(40, 16385, NULL)$$);
+SELECT pg_temp.try($$SELECT awa._claim_job_ids(0, 1, NULL)$$);
 
 -- ---------------------------------------------------------------------------
 -- A receipt of no claim batch takes no lock that outlives the call: a long

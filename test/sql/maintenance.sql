@@ -565,7 +565,7 @@ SELECT pg_temp.job(:late) AS late_before;
 SELECT pg_temp.rotate_claim(5) AS rotations;
 SELECT ring, generation, oldest_live_generation FROM awa.storage_status() WHERE ring = 'claim';
 SELECT task, outcome, detail FROM awa.run_maintenance('prune_claim');
-SELECT count(*) AS late_claim_rows FROM awa.lease_claim_batches b WHERE :late = ANY (b.job_ids);
+SELECT count(*) AS late_claim_rows FROM awa.lease_claim_batches b WHERE :late = ANY (awa._claim_job_ids(b.first_job_id, b.claimed_count, b.job_ids));
 SELECT pg_temp.job(:late) AS late_after, awa.get_job(:late) ->> 'run_lease' AS run_lease;
 
 -- ---------------------------------------------------------------------------

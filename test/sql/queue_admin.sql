@@ -176,7 +176,7 @@ SELECT kind, deadline_at - now() BETWEEN interval '3 hours' - interval '1 minute
   FROM awa.claim('qa_deadline');
 -- The deadline is recorded in the claim batch and shown by get_job.
 SELECT b.deadline_at - b.claimed_at = interval '3 hours' AS batch_deadline_3_hours,
-       (awa.get_job(b.job_ids[1]) ->> 'deadline_at')::timestamptz = b.deadline_at AS get_job_shows_it
+       (awa.get_job(b.first_job_id) ->> 'deadline_at')::timestamptz = b.deadline_at AS get_job_shows_it
   FROM awa.lease_claim_batches b WHERE b.queue = 'qa_deadline' ORDER BY b.batch_id DESC LIMIT 1;
 SELECT awa.enqueue('nd1', '{}', 'qa_nodeadline') IS NOT NULL AS ok;
 SELECT awa.configure_queue('qa_nodeadline', aging_interval => '10 seconds');

@@ -112,7 +112,7 @@ SELECT kind, run_lease FROM awa.claim('rs_q', 10) ORDER BY job_id;
 SELECT awa.enqueue('one', queue => 'rs_ev') AS one \gset
 SELECT run_lease AS l1, receipt_id AS r1 FROM awa.claim('rs_ev') \gset
 SELECT awa.complete(:one, :l1, :r1) AS completed;
-SELECT batch_id AS cb FROM awa.lease_claim_batches WHERE :one = ANY (job_ids) \gset
+SELECT batch_id AS cb FROM awa.lease_claim_batches WHERE first_job_id = :one \gset
 SELECT 'attempt batch' AS row_of, stored_columns, of_columns FROM pg_temp.stored('ready_claim_attempt_batches', 'ready_slot', 'batch_id = ' || :cb)
 UNION ALL
 SELECT 'claim batch', stored_columns, of_columns FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb)
@@ -121,7 +121,7 @@ SELECT 'closure batch', stored_columns, of_columns FROM pg_temp.stored('lease_cl
 UNION ALL
 SELECT 'completion batch', stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'awa._claim_batch_of_closure(batch_id) = ' || :cb);
 SELECT claimed_count FROM awa.ready_claim_attempt_batches WHERE batch_id = :cb;
-SELECT claimed_count, job_ids = ARRAY[:one]::bigint[] AS job_ids, run_leases, attempts, max_attempts
+SELECT claimed_count, first_job_id = :one AS first_job_id, job_ids, run_leases, attempts, max_attempts
   FROM awa.lease_claim_batches WHERE batch_id = :cb;
 SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :cb;
 SELECT completed_count, run_leases,
@@ -136,12 +136,28 @@ SELECT awa.enqueue('two_b', queue => 'rs_ev', max_attempts => 3) AS two_b \gset
 SELECT array_agg(job_id ORDER BY job_id) AS jobs, array_agg(run_lease ORDER BY job_id) AS leases,
        array_agg(receipt_id ORDER BY job_id) AS receipts
   FROM awa.claim('rs_ev', 2) \gset
-SELECT batch_id AS cb2 FROM awa.lease_claim_batches WHERE :two_a = ANY (job_ids) \gset
+SELECT batch_id AS cb2 FROM awa.lease_claim_batches WHERE first_job_id = :two_a \gset
 SELECT stored_columns, of_columns FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb2);
-SELECT claimed_count, run_leases, attempts, max_attempts FROM awa.lease_claim_batches WHERE batch_id = :cb2;
+SELECT claimed_count, job_ids, run_leases, attempts, max_attempts FROM awa.lease_claim_batches WHERE batch_id = :cb2;
 SELECT count(*) FILTER (WHERE accepted) AS completed FROM awa.complete_many(:'jobs', :'leases', :'receipts');
 SELECT stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batches', 'ready_slot', 'awa._claim_batch_of_closure(batch_id) = ' || :cb2);
 SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :cb2;
+
+-- Two jobs whose ids are not consecutive (another queue's job between them):
+-- the claim batch stores job_ids whole, and the completion reads them.
+SELECT awa.enqueue('gap_a', queue => 'rs_ev') AS gap_a \gset
+SELECT awa.enqueue('between', queue => 'rs_other') IS NOT NULL AS other_queue;
+SELECT awa.enqueue('gap_b', queue => 'rs_ev') AS gap_b \gset
+SELECT array_agg(job_id ORDER BY job_id) AS gjobs, array_agg(run_lease ORDER BY job_id) AS gleases,
+       array_agg(receipt_id ORDER BY job_id) AS greceipts
+  FROM awa.claim('rs_ev', 2) \gset
+SELECT batch_id AS cb3 FROM awa.lease_claim_batches WHERE first_job_id = :gap_a \gset
+SELECT stored_columns, of_columns FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb3);
+SELECT job_ids = ARRAY[:gap_a, :gap_b]::bigint[] AS job_ids_stored,
+       awa._claim_job_ids(first_job_id, claimed_count, job_ids) = ARRAY[:gap_a, :gap_b]::bigint[] AS read_back
+  FROM awa.lease_claim_batches WHERE batch_id = :cb3;
+SELECT count(*) FILTER (WHERE accepted) AS completed FROM awa.complete_many(:'gjobs', :'gleases', :'greceipts');
+SELECT awa.get_job(:gap_b) ->> 'state' AS gap_b_state;
 
 -- A table whose columns are of other types where awa writes (a database made
 -- by an earlier build of 0.6, with the same number of columns in another

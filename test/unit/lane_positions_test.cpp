@@ -1,4 +1,4 @@
-// lane_positions_test.cpp: lane positions stored as their first
+// lane_positions_test.cpp: lane positions and job ids stored as their first
 // (src/core/lane_positions.hpp).
 #include "core/lane_positions.hpp"
 
@@ -14,60 +14,60 @@ namespace {
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 bool
-FollowFirst(const std::vector<int64_t> &positions)
+StoredAsFirst(const std::vector<int64_t> &values)
 {
-	return LanePositionsFollowFirst(static_cast<int32_t>(positions.size()),
-	                                [&positions](int32_t i) { return positions[static_cast<size_t>(i)]; });
+	return FollowFirst(static_cast<int32_t>(values.size()),
+	                   [&values](int32_t i) { return values[static_cast<size_t>(i)]; });
 }
 
 TEST(LanePositions, OnePositionIsStoredAsItsFirst)
 {
-	EXPECT_TRUE(FollowFirst({1}));
-	EXPECT_TRUE(FollowFirst({kInt64Max}));
+	EXPECT_TRUE(StoredAsFirst({1}));
+	EXPECT_TRUE(StoredAsFirst({kInt64Max}));
 }
 
 TEST(LanePositions, ConsecutiveAscendingPositionsAreStoredAsTheirFirst)
 {
-	EXPECT_TRUE(FollowFirst({7, 8}));
-	EXPECT_TRUE(FollowFirst({100, 101, 102, 103, 104}));
+	EXPECT_TRUE(StoredAsFirst({7, 8}));
+	EXPECT_TRUE(StoredAsFirst({100, 101, 102, 103, 104}));
 	std::vector<int64_t> full;
 	for (int32_t i = 0; i < kMaxRowLanePositions; i++)
 		full.push_back(kInt64Max - kMaxRowLanePositions + i);
-	EXPECT_TRUE(FollowFirst(full));
+	EXPECT_TRUE(StoredAsFirst(full));
 }
 
 TEST(LanePositions, AnyOtherOrderIsStoredWhole)
 {
-	EXPECT_FALSE(FollowFirst({7, 9}));         // a hole: a held position between them
-	EXPECT_FALSE(FollowFirst({8, 7}));         // descending
-	EXPECT_FALSE(FollowFirst({7, 7}));         // repeated
-	EXPECT_FALSE(FollowFirst({1, 2, 3, 5}));   // a hole at the end
-	EXPECT_FALSE(FollowFirst({1, 3, 4, 5}));   // a hole at the start
-	EXPECT_FALSE(FollowFirst({5, 6, 7, 6}));   // back
+	EXPECT_FALSE(StoredAsFirst({7, 9}));         // a hole: a held position between them
+	EXPECT_FALSE(StoredAsFirst({8, 7}));         // descending
+	EXPECT_FALSE(StoredAsFirst({7, 7}));         // repeated
+	EXPECT_FALSE(StoredAsFirst({1, 2, 3, 5}));   // a hole at the end
+	EXPECT_FALSE(StoredAsFirst({1, 3, 4, 5}));   // a hole at the start
+	EXPECT_FALSE(StoredAsFirst({5, 6, 7, 6}));   // back
 }
 
 TEST(LanePositions, ExpandingGivesBackWhatWasStored)
 {
 	std::vector<int64_t> stored = {40, 41, 42, 43};
-	ASSERT_TRUE(FollowFirst(stored));
+	ASSERT_TRUE(StoredAsFirst(stored));
 	for (int32_t i = 0; i < 4; i++)
-		EXPECT_EQ(LanePositionFromFirst(stored[0], i), stored[static_cast<size_t>(i)]);
+		EXPECT_EQ(ValueFromFirst(stored[0], i), stored[static_cast<size_t>(i)]);
 }
 
 TEST(LanePositions, ExpandableBounds)
 {
 	EXPECT_EQ(kMaxRowLanePositions, 16384);
-	EXPECT_TRUE(LanePositionsExpandable(1, 1));
-	EXPECT_TRUE(LanePositionsExpandable(1, kMaxRowLanePositions));
-	EXPECT_TRUE(LanePositionsExpandable(kInt64Max - 1, 1));
-	EXPECT_TRUE(LanePositionsExpandable(kInt64Max - kMaxRowLanePositions, kMaxRowLanePositions));
-	EXPECT_FALSE(LanePositionsExpandable(kInt64Max, 1));  // first + count would overflow
-	EXPECT_FALSE(LanePositionsExpandable(kInt64Max - kMaxRowLanePositions + 1, kMaxRowLanePositions));
-	EXPECT_FALSE(LanePositionsExpandable(0, 1));           // lane positions start at 1
-	EXPECT_FALSE(LanePositionsExpandable(-5, 1));
-	EXPECT_FALSE(LanePositionsExpandable(1, 0));
-	EXPECT_FALSE(LanePositionsExpandable(1, -1));
-	EXPECT_FALSE(LanePositionsExpandable(1, kMaxRowLanePositions + 1));
+	EXPECT_TRUE(ExpandableFromFirst(1, 1));
+	EXPECT_TRUE(ExpandableFromFirst(1, kMaxRowLanePositions));
+	EXPECT_TRUE(ExpandableFromFirst(kInt64Max - 1, 1));
+	EXPECT_TRUE(ExpandableFromFirst(kInt64Max - kMaxRowLanePositions, kMaxRowLanePositions));
+	EXPECT_FALSE(ExpandableFromFirst(kInt64Max, 1));  // first + count would overflow
+	EXPECT_FALSE(ExpandableFromFirst(kInt64Max - kMaxRowLanePositions + 1, kMaxRowLanePositions));
+	EXPECT_FALSE(ExpandableFromFirst(0, 1));           // lane positions start at 1
+	EXPECT_FALSE(ExpandableFromFirst(-5, 1));
+	EXPECT_FALSE(ExpandableFromFirst(1, 0));
+	EXPECT_FALSE(ExpandableFromFirst(1, -1));
+	EXPECT_FALSE(ExpandableFromFirst(1, kMaxRowLanePositions + 1));
 }
 
 }  // namespace
