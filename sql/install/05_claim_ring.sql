@@ -39,8 +39,8 @@ CREATE TABLE awa.lease_claim_batches (
     first_job_id     bigint      NOT NULL,
     deadline_at      timestamptz NOT NULL,
     claimed_at       timestamptz NOT NULL
-    -- Then claimed_count, run_leases, attempts, max_attempts, lane_seqs and
-    -- job_ids, added by 12_ring_partitions.sql (missing values 1, {1}, {1}
+    -- Then claimed_count, run_leases, attempts, max_attempts, job_ids and
+    -- lane_seqs, added by 12_ring_partitions.sql (missing values 1, {1}, {1}
     -- and {25}: a claim of one job on its first run, with the default
     -- max_attempts, stores none of them; lane_seqs NULL when the jobs' lane
     -- positions are first_lane_seq, first_lane_seq + 1, ... in claim order, as

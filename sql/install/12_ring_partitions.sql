@@ -126,8 +126,11 @@ BEGIN
         ADD COLUMN run_leases    bigint[]   NOT NULL DEFAULT '{1}',
         ADD COLUMN attempts      smallint[] NOT NULL DEFAULT '{1}',
         ADD COLUMN max_attempts  smallint[] NOT NULL DEFAULT '{25}',
-        ADD COLUMN lane_seqs     bigint[],
-        ADD COLUMN job_ids       bigint[];
+        -- job_ids before lane_seqs: a claim whose ids are not consecutive
+        -- (another producer's between them) mostly has consecutive lane
+        -- positions, and its row then ends after job_ids, with no null bitmap.
+        ADD COLUMN job_ids       bigint[],
+        ADD COLUMN lane_seqs     bigint[];
     ALTER TABLE awa.lease_claim_closure_batches
         ADD COLUMN outcome       text      NOT NULL DEFAULT 'completed',
         ADD COLUMN closed_count  integer   NOT NULL DEFAULT 1,

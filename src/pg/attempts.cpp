@@ -359,6 +359,7 @@ struct ClaimArrays {
 	const int16 *attempts;
 	const int16 *max_attempts;
 };
+static_assert(std::is_trivially_destructible_v<ClaimArrays>, "lives across PostgreSQL errors");
 
 // The backend's copy of the arrays of the last big claim batch it read, so
 // that a worker (or the rescue) ending a big claim's attempts one call each

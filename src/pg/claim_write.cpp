@@ -264,11 +264,11 @@ WriteClaim(text *queue, const Lane &lane, const RingPositions &ring, const LaneW
 	    PointerGetDatum(construct_array(run_leases, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
 	    PointerGetDatum(construct_array(attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
 	    PointerGetDatum(construct_array(max_attempts, n, INT2OID, 2, true, TYPALIGN_SHORT)),
-	    consecutive ? (Datum)0 : PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
-	    consecutive_ids ? (Datum)0 : PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE))};
+	    consecutive_ids ? (Datum)0 : PointerGetDatum(construct_array(job_ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE)),
+	    consecutive ? (Datum)0 : PointerGetDatum(construct_array(lane_seqs, n, INT8OID, 8, true, TYPALIGN_DOUBLE))};
 	bool claim_nulls[18] = {false};
-	claim_nulls[16] = consecutive;
-	claim_nulls[17] = consecutive_ids;
+	claim_nulls[16] = consecutive_ids;
+	claim_nulls[17] = consecutive;
 	InsertRingRow(RingTable::kClaimBatches, ring.claim_slot, claim_batch, claim_nulls, 18);
 	CountMove(queue, static_cast<int>(core::JobState::kAvailable), static_cast<int>(core::JobState::kRunning), n);
 	CountKeyedAttemptsStarted(queue, lane.lane_id, lane.keyed, n);

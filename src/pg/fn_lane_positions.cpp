@@ -22,9 +22,10 @@ extern "C" {
 namespace {
 
 // The values a row stores as `first` with `count` of them, or `stored` when
-// the row stores them whole; `first_name` names the row's column in errors.
+// the row stores them whole; `first_name` names the row's column and
+// `count_hint` where a count comes from, in errors.
 Datum
-ExpandFromFirst(FunctionCallInfo fcinfo, const char *first_name)
+ExpandFromFirst(FunctionCallInfo fcinfo, const char *first_name, const char *count_hint)
 {
 	if (!PG_ARGISNULL(2))
 		PG_RETURN_DATUM(PG_GETARG_DATUM(2));
@@ -37,7 +38,7 @@ ExpandFromFirst(FunctionCallInfo fcinfo, const char *first_name)
 		if (count < 1 || count > kMaxCount)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			                errmsg("count must be between 1 and %d", kMaxCount),
-			                errhint("Pass a claim batch's claimed_count or a completion receipt's completed_count.")));
+			                errhint("%s", count_hint)));
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 		                errmsg("%s must be between 1 and " INT64_FORMAT " - count", first_name, PG_INT64_MAX),
 		                errhint("Pass the row's %s.", first_name)));
@@ -55,11 +56,12 @@ ExpandFromFirst(FunctionCallInfo fcinfo, const char *first_name)
 // awa._lane_positions(first_lane_seq bigint, count integer, lane_seqs bigint[]) -> bigint[]
 AWA_FUNCTION(awa_internal_lane_positions)
 {
-	return ExpandFromFirst(fcinfo, "first_lane_seq");
+	return ExpandFromFirst(fcinfo, "first_lane_seq",
+	                       "Pass a claim batch's claimed_count or a completion receipt's completed_count.");
 }
 
 // awa._claim_job_ids(first_job_id bigint, count integer, job_ids bigint[]) -> bigint[]
 AWA_FUNCTION(awa_internal_claim_job_ids)
 {
-	return ExpandFromFirst(fcinfo, "first_job_id");
+	return ExpandFromFirst(fcinfo, "first_job_id", "Pass the claim batch's claimed_count.");
 }

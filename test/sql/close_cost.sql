@@ -9,7 +9,7 @@
 -- batch's arrays: the backend keeps a copy of the last big claim batch's
 -- arrays, so the calls after the first read none of its toast rows
 -- (pg_stat_xact_all_tables of the claim children's toast tables).
--- Queues used here: cc_big, cc_gap.
+-- Queues used here: cc_big, cc_gap, cc_run.
 --
 \set VERBOSITY default
 -- (A schema of its own, not pg_temp: a second session uses it below.)
@@ -119,5 +119,30 @@ SELECT count(*) AS positions, count(DISTINCT i) AS distinct_positions, min(i), m
   FROM awa.lease_claim_closure_batches x, unnest(x.claim_indexes) AS i
  WHERE awa._claim_batch_of_closure(x.batch_id) = (SELECT min(receipt_id) >> 18 FROM close_cost.cc);
 SELECT pos, awa.get_job(job_id) ->> 'state' AS state FROM close_cost.cc WHERE pos IN (0, 1999, 2000, 2005, 2011, 2099) ORDER BY pos;
+
+-- A big batch of consecutive ids stores no job_ids (05_claim_ring.sql). Its
+-- jobs have max_attempts of many values, so that array is stored out of line.
+-- The backend's copy is keyed by the row version, not by job_ids' TOAST value
+-- (which this row has none of), so the calls after the first read none of
+-- the batch's toast rows either.
+SELECT count(*) AS jobs
+  FROM (SELECT awa.enqueue('run', queue => 'cc_run', max_attempts => 1 + (g * 7919) % 500)
+          FROM generate_series(1, 10000) g) e;
+CREATE TABLE close_cost.run AS
+SELECT ((receipt_id >> 4) & 16383)::int AS pos, job_id, run_lease, receipt_id FROM awa.claim('cc_run', 10000);
+SELECT job_ids IS NULL AS job_ids_not_stored, lane_seqs IS NULL AS lane_seqs_not_stored
+  FROM awa.lease_claim_batches WHERE batch_id = (SELECT min(receipt_id) >> 18 FROM close_cost.run);
+\c
+BEGIN;
+SELECT close_cost.claim_toast_rows_read() AS t0 \gset
+SELECT awa.heartbeat(job_id, run_lease, receipt_id) AS heartbeat FROM close_cost.run WHERE pos = 0;
+SELECT close_cost.claim_toast_rows_read() - :t0 > 0 AS first_call_reads_toast;
+COMMIT;
+BEGIN;
+SELECT close_cost.claim_toast_rows_read() AS t0 \gset
+SELECT count(*) FILTER (WHERE awa.complete(job_id, run_lease, receipt_id)) AS completed_one_call_each
+  FROM (SELECT * FROM close_cost.run WHERE pos BETWEEN 1 AND 50 ORDER BY pos) r;
+SELECT close_cost.claim_toast_rows_read() - :t0 AS later_calls_claim_toast_rows_read;
+COMMIT;
 
 DROP SCHEMA close_cost CASCADE;

@@ -144,7 +144,9 @@ SELECT stored_columns, of_columns FROM pg_temp.stored('receipt_completion_batche
 SELECT outcome, closed_count, claim_indexes FROM awa.lease_claim_closure_batches WHERE awa._claim_batch_of_closure(batch_id) = :cb2;
 
 -- Two jobs whose ids are not consecutive (another queue's job between them):
--- the claim batch stores job_ids whole, and the completion reads them.
+-- the claim batch stores job_ids whole, and the completion reads them. Their
+-- lane positions follow each other, so the row ends after job_ids: 17 of 18
+-- columns and no null bitmap (24-byte header).
 SELECT awa.enqueue('gap_a', queue => 'rs_ev') AS gap_a \gset
 SELECT awa.enqueue('between', queue => 'rs_other') IS NOT NULL AS other_queue;
 SELECT awa.enqueue('gap_b', queue => 'rs_ev') AS gap_b \gset
@@ -152,7 +154,8 @@ SELECT array_agg(job_id ORDER BY job_id) AS gjobs, array_agg(run_lease ORDER BY 
        array_agg(receipt_id ORDER BY job_id) AS greceipts
   FROM awa.claim('rs_ev', 2) \gset
 SELECT batch_id AS cb3 FROM awa.lease_claim_batches WHERE first_job_id = :gap_a \gset
-SELECT stored_columns, of_columns FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb3);
+SELECT stored_columns, of_columns, header_bytes, null_bitmap
+  FROM pg_temp.stored('lease_claim_batches', 'claim_slot', 'batch_id = ' || :cb3);
 SELECT job_ids = ARRAY[:gap_a, :gap_b]::bigint[] AS job_ids_stored,
        awa._claim_job_ids(first_job_id, claimed_count, job_ids) = ARRAY[:gap_a, :gap_b]::bigint[] AS read_back
   FROM awa.lease_claim_batches WHERE batch_id = :cb3;
