@@ -144,5 +144,11 @@ SELECT count(*) FILTER (WHERE awa.complete(job_id, run_lease, receipt_id)) AS co
   FROM (SELECT * FROM close_cost.run WHERE pos BETWEEN 1 AND 50 ORDER BY pos) r;
 SELECT close_cost.claim_toast_rows_read() - :t0 AS later_calls_claim_toast_rows_read;
 COMMIT;
+-- The rest completed, so that no attempt of this test stays open.
+SELECT count(*) FILTER (WHERE t.accepted) AS completed_rest
+  FROM awa.complete_many((SELECT array_agg(job_id ORDER BY pos) FROM close_cost.run WHERE pos = 0 OR pos > 50),
+                         (SELECT array_agg(run_lease ORDER BY pos) FROM close_cost.run WHERE pos = 0 OR pos > 50),
+                         (SELECT array_agg(receipt_id ORDER BY pos) FROM close_cost.run WHERE pos = 0 OR pos > 50)) t;
+SELECT count(*) AS attempt_state_rows FROM awa.attempt_state;
 
 DROP SCHEMA close_cost CASCADE;
