@@ -54,6 +54,7 @@ DECLARE
     held int[] := '{}';
     due boolean := true;
     blocker text;
+    filled text;  -- the slot's children with a block, to truncate
 BEGIN
     pos := awa._ring_position(ring);
     -- The target is the oldest slot in use once the ring uses its width, so
@@ -167,7 +168,19 @@ BEGIN
     -- (published at commit: a REPEATABLE READ reader whose snapshot is older
     -- is refused, awa._hold_rings)
     PERFORM awa._note_ring_truncation();
-    EXECUTE format('TRUNCATE %s', array_to_string(awa._slot_children(ring, target_slot), ', '));
+    -- Only the children with a block: every child is locked ACCESS EXCLUSIVE
+    -- already (awa._lock_slot), so none can gain one before commit, and one
+    -- with none holds nothing (no row; a heap's indexes and TOAST take
+    -- entries only with its rows). A TRUNCATE gives each table, index and
+    -- TOAST table a new file and a new pg_class row version: the families a
+    -- workload does not use (tombstones, done entries, the per-job claim
+    -- tables in a batch-1 drain) cost that catalog WAL and pg_class's dead
+    -- rows every prune (docs/maintenance.md, "History, carry, truncate").
+    SELECT string_agg(c, ', ') INTO filled FROM unnest(awa._slot_children(ring, target_slot)) c
+     WHERE pg_catalog.pg_relation_size(c::regclass) > 0;
+    IF filled IS NOT NULL THEN
+        EXECUTE format('TRUNCATE %s', filled);
+    END IF;
     IF ring = 'queue' THEN
         -- TRUNCATE rebuilt the completion receipts' BRIN index, whose build
         -- summarizes the first page range as empty: every completion written

@@ -564,7 +564,16 @@ SELECT pg_temp.job(:late) AS late_before;
 -- (slot 7), where the claim of 'late' is.
 SELECT pg_temp.rotate_claim(5) AS rotations;
 SELECT ring, generation, oldest_live_generation FROM awa.storage_status() WHERE ring = 'claim';
+-- The prune truncates only the slot's tables that have a block: each of
+-- those gets a new file, the empty ones keep theirs (no new pg_class row
+-- version, no catalog WAL; 47_prune.sql).
+CREATE TEMP TABLE slot7_before AS
+SELECT c AS child, pg_relation_filenode(c::regclass) AS filenode, pg_relation_size(c::regclass) > 0 AS had_blocks
+  FROM unnest(awa._slot_children('claim', 7)) c;
 SELECT task, outcome, detail FROM awa.run_maintenance('prune_claim');
+SELECT b.child, b.had_blocks, pg_relation_filenode(b.child::regclass) <> b.filenode AS new_file,
+       pg_relation_size(b.child::regclass) AS bytes_after
+  FROM slot7_before b ORDER BY b.child;
 SELECT count(*) AS late_claim_rows FROM awa.lease_claim_batches b WHERE :late = ANY (awa._claim_job_ids(b.first_job_id, b.claimed_count, b.job_ids));
 SELECT pg_temp.job(:late) AS late_after, awa.get_job(:late) ->> 'run_lease' AS run_lease;
 
