@@ -168,22 +168,29 @@ BEGIN
     -- (published at commit: a REPEATABLE READ reader whose snapshot is older
     -- is refused, awa._hold_rings)
     PERFORM awa._note_ring_truncation();
-    -- Only the children with a block: every child is locked ACCESS EXCLUSIVE
-    -- already (awa._lock_slot), so none can gain one before commit, and one
-    -- with none holds nothing (no row; a heap's indexes and TOAST take
-    -- entries only with its rows). A TRUNCATE gives each table, index and
-    -- TOAST table a new file and a new pg_class row version: the families a
-    -- workload does not use (tombstones, done entries, the per-job claim
-    -- tables in a batch-1 drain) cost that catalog WAL and pg_class's dead
-    -- rows every prune (docs/maintenance.md, "History, carry, truncate").
-    SELECT string_agg(c, ', ') INTO filled FROM unnest(awa._slot_children(ring, target_slot)) c
-     WHERE pg_catalog.pg_relation_size(c::regclass) > 0;
+    -- Only the children with a block in their heap or its TOAST table (an
+    -- insert that failed after writing its TOAST chunks leaves blocks there
+    -- alone): every child is locked ACCESS EXCLUSIVE already (awa._lock_slot),
+    -- so none can gain one before commit, and one with none holds no row. A
+    -- TRUNCATE gives each table, index and TOAST table a new file and a new
+    -- pg_class row version: the families a workload does not use
+    -- (tombstones, done entries, the per-job claim tables in a batch-1
+    -- drain) cost that catalog WAL and pg_class's dead rows every prune
+    -- (docs/maintenance.md, "History, carry, truncate"). What a kept child
+    -- can still hold is an index's dead pages after a manual VACUUM emptied
+    -- its heap: nothing anyone reads.
+    SELECT string_agg(c, ', ') INTO filled
+      FROM unnest(awa._slot_children(ring, target_slot)) c
+      JOIN pg_catalog.pg_class k ON k.oid = c::regclass
+     WHERE pg_catalog.pg_relation_size(k.oid) > 0
+        OR (k.reltoastrelid <> 0 AND pg_catalog.pg_relation_size(k.reltoastrelid) > 0);
     IF filled IS NOT NULL THEN
         EXECUTE format('TRUNCATE %s', filled);
     END IF;
     IF ring = 'queue' THEN
-        -- TRUNCATE rebuilt the completion receipts' BRIN index, whose build
-        -- summarizes the first page range as empty: every completion written
+        -- TRUNCATE (of a receipts table with a block) rebuilt the completion
+        -- receipts' BRIN index, whose build summarizes the first page range
+        -- as empty: every completion written
         -- there would widen that summary, 72 bytes of WAL each. Unsummarized,
         -- it costs a completion nothing (12_ring_partitions.sql).
         PERFORM pg_catalog.brin_desummarize_range(

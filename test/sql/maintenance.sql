@@ -339,7 +339,7 @@ SELECT q, pg_temp.counts(q) AS before_prune FROM unnest(ARRAY['m_keep', 'm_late'
 SELECT * FROM awa.run_maintenance('prune_queue');
 SELECT q, pg_temp.counts(q) AS after_prune FROM unnest(ARRAY['m_keep', 'm_late', 'm_prune', 'm_unique']) q;
 SELECT pg_temp.queue_slot(0) AS slot_0, pg_temp.queue_slot(1) AS slot_1_untouched;
--- Every child of slot 0 was truncated: no block left.
+-- Every child of slot 0 with a block was truncated: no block left.
 SELECT count(*) FILTER (WHERE pg_relation_size(c.oid) > 0) AS children_with_blocks, count(*) AS children
   FROM pg_class c
  WHERE c.relnamespace = 'awa'::regnamespace
