@@ -40,7 +40,7 @@ ISOLATION = reader_idle_after_read open_admin_passed keyed_lane_wide_reserve_gap
             limit_last_slot rescue_frees_slot rate_limit_races \
             lane_row_update_by_hand wide_reserve_gap_proof lane_create_race open_claim_many_batches \
             keyed_lane_membership key_limit key_limit_set_midway move_vs_claim retry_finished_race paused_enqueue_vs_resume \
-            settings_cache_repeatable_read lane_reclaim_race
+            settings_cache_repeatable_read lane_reclaim_race claim_sees_new_lanes_in_transaction
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_iso --temp-config=./test/regress.conf --load-extension=awa \
                  --outputdir=./output_iso
 

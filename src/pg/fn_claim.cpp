@@ -714,6 +714,15 @@ AWA_FUNCTION(awa_claim)
 	// Jobs this transaction enqueued are claimable by it, as they were when
 	// an enqueue appended them at once.
 	FlushPendingEnqueues();
+	// A claim sees the lanes and settings that other transactions committed
+	// before it began (a new lane, a resumed queue), as a READ COMMITTED
+	// statement sees their rows: the invalidations that empty the
+	// per-backend caches of both (lanes.cpp, queue_settings.cpp) are taken
+	// now, not at this transaction's next new lock, which a claim inside a
+	// transaction block that has locked everything already never takes
+	// (a new keyed lane's committed job was passed over for a less urgent
+	// lane; found by test/t/012_model_stress.pl, seed 681389946).
+	AcceptInvalidationMessages();
 	request.wake_bucket = QueueWakeBucket(request.queue);
 	request.waiting = wait_micros > 0;
 	request.unsure = false;

@@ -104,9 +104,10 @@ CacheLane(Oid incarnation, uint32 hash, text *queue, text *key, const Lane &lane
 // Per-backend cache of the lanes of a queue, for claims. A lane committed at
 // insert is announced by a relcache invalidation of awa.queue_lanes at once
 // (AnnounceNewLane); one inserted in its transaction, at that commit;
-// that (like every pg_class invalidation) empties this cache, and
-// invalidations are processed at the start of each transaction. A claim
-// therefore sees every lane committed before its transaction began.
+// that (like every pg_class invalidation) empties this cache, and a claim
+// takes the invalidations at its start (awa_claim), so it sees every lane
+// committed before it began; other readers, every lane committed before
+// their transaction began or took its last new lock.
 constexpr int kQueueCacheSize = 64;
 struct QueueCacheEntry {
 	Oid incarnation;

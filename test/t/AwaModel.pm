@@ -644,8 +644,10 @@ sub do_claim
 	$self->logop($s->{id}, ($s->{txn} ? '[txn] ' : '') . ($inwindow ? '[wal paused] ' : '') . "$sql => "
 		  . ($err // ('[' . join(' ', map { "$_->[0]/$_->[1]/$_->[2]" } @$rows) . ']')));
 	$self->bad("claim failed: $err") if $err;
-	# The pause state is certain unless this transaction began before the last pause/resume.
-	my $certain = !$s->{txn} || $s->{begin_op} > ($self->{pause_op}{$queue} // -1);
+	# A claim takes the settings and lanes other transactions committed
+	# before it began, also inside a transaction block begun earlier
+	# (awa_claim, AcceptInvalidationMessages): the pause state is certain.
+	my $certain = 1;
 	$self->check_claim($s, $queue, $max, $rows, $certain);
 	for my $r (@$rows)
 	{
