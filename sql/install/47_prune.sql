@@ -190,9 +190,9 @@ BEGIN
     IF ring = 'queue' THEN
         -- TRUNCATE (of a receipts table with a block) rebuilt the completion
         -- receipts' BRIN index, whose build summarizes the first page range
-        -- as empty: every completion written
-        -- there would widen that summary, 72 bytes of WAL each. Unsummarized,
-        -- it costs a completion nothing (12_ring_partitions.sql).
+        -- as empty: every completion written there would widen that
+        -- summary, 72 bytes of WAL each. Unsummarized, it costs a completion
+        -- nothing (12_ring_partitions.sql).
         PERFORM pg_catalog.brin_desummarize_range(
             format('awa.%I', 'receipt_completion_batches_' || target_slot || '_batch_id_idx')::regclass, 0);
     END IF;

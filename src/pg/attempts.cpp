@@ -17,7 +17,6 @@
 #include "pg/spi_plans.hpp"
 
 extern "C" {
-#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "utils/datum.h"
 #include "access/relation.h"
