@@ -82,6 +82,8 @@ namespace {
 
 // awa is in shared_preload_libraries: the shared memory exists.
 bool preloaded = false;
+// DispatchEveryTransaction.
+bool dispatch_every_transaction = false;
 shmem_request_hook_type previous_request_hook = NULL;
 shmem_startup_hook_type previous_startup_hook = NULL;
 
@@ -116,7 +118,7 @@ StartupShmem()
 }
 
 void
-OnTransactionEvent(XactEvent event, void *)
+DispatchTransactionEvent(XactEvent event)
 {
 	OnPendingEnqueuesTransactionEvent(event);
 	OnPlannerTransactionEvent(event);
@@ -149,8 +151,21 @@ OnTransactionEvent(XactEvent event, void *)
 }
 
 void
+OnTransactionEvent(XactEvent event, void *)
+{
+	if (!transaction_entered_awa && !dispatch_every_transaction)
+		return;
+	DispatchTransactionEvent(event);
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
+	    event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
+		transaction_entered_awa = false;
+}
+
+void
 OnSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTransactionId parent, void *)
 {
+	if (!transaction_entered_awa && !dispatch_every_transaction)
+		return;
 	OnPendingEnqueuesSubTransactionEvent(event, subtransaction, parent);
 	OnRingEpochSubTransactionEvent(event, subtransaction, parent);
 	OnPlannerSubTransactionEvent(event, subtransaction);
@@ -166,6 +181,14 @@ OnSubTransactionEvent(SubXactEvent event, SubTransactionId subtransaction, SubTr
 }
 
 }  // namespace
+
+bool transaction_entered_awa = false;
+
+void
+DispatchEveryTransaction()
+{
+	dispatch_every_transaction = true;
+}
 
 void
 InstallCallbacks(bool preloading)

@@ -17,4 +17,24 @@ namespace awa::pg {
 // (the planner flags, the ring epoch's per-transaction flag) are called.
 void InstallCallbacks(bool preloading);
 
+// Whether this transaction entered awa's code: set by every entry that can
+// leave transaction-local or shared state behind for the callbacks (each
+// AWA_FUNCTION, the ProcessUtility hook's DDL hold), cleared after the
+// top-level end's callbacks. A transaction that never entered awa runs none
+// of the modules' callbacks: one load of this flag instead of some fifteen
+// calls into modules whose state, cold after a commit's flush wait, cost a
+// transaction that never calls awa about 2 % of its CPU (perf, a SKIP LOCKED
+// insert per transaction beside preloaded awa; bench/peers/RESULTS.md).
+extern bool transaction_entered_awa;
+
+inline void
+NoteAwaEntered()
+{
+	transaction_entered_awa = true;
+}
+
+// awa's own background workers (the launcher, the maintenance workers) run
+// every callback in every transaction: their loops call awa's code directly.
+void DispatchEveryTransaction();
+
 }  // namespace awa::pg

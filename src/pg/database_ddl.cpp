@@ -1,6 +1,8 @@
 // database_ddl.cpp: see database_ddl.hpp.
 #include "pg/database_ddl.hpp"
 
+#include "pg/callbacks.hpp"
+
 #include "pg/ddl_holds.hpp"
 #include "pg/postgres_headers.hpp"
 
@@ -80,8 +82,10 @@ HoldingDatabase(PlannedStmt *pstmt, const char *query, bool read_only_tree, Proc
 	// superuser) moves the worker: anyone else's attempt fails on its own,
 	// and must not keep the database's maintenance away by repeating it.
 	Oid database = name != NULL ? get_database_oid(name, true) : InvalidOid;
-	if (OidIsValid(database) && pg_database_ownercheck(database, GetUserId()))
+	if (OidIsValid(database) && pg_database_ownercheck(database, GetUserId())) {
+		NoteAwaEntered();  // the hold ends in the transaction callbacks
 		HoldDatabaseForDdl(database);
+	}
 	RunNext(pstmt, query, read_only_tree, context, params, environment, dest, completion);
 }
 

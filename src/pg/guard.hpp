@@ -19,6 +19,7 @@
 #pragma once
 
 #include "pg/postgres_headers.hpp"
+#include "pg/callbacks.hpp"
 
 #include <cstdio>
 #include <exception>
@@ -74,6 +75,7 @@ ReportCppException(const char *message, sigjmp_buf *exception_stack, ErrorContex
 		char awa_error_[512];                                                                      \
 		bool awa_failed_ = false;                                                                  \
 		Datum awa_result_ = (Datum)0;                                                              \
+		awa::pg::NoteAwaEntered();                                                                 \
 		try {                                                                                      \
 			awa_result_ = name##_body(fcinfo);                                                     \
 		} catch (...) {                                                                            \

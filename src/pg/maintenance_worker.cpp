@@ -21,6 +21,7 @@
 // maintenance nor makes every task due at once ("Clocks" below).
 #include "core/maintenance_outcome.hpp"
 #include "core/maintenance_schedule.hpp"
+#include "pg/callbacks.hpp"
 #include "pg/gucs.hpp"
 #include "pg/ddl_holds.hpp"
 #include "pg/maintenance_shmem.hpp"
@@ -877,6 +878,7 @@ awa_launcher_main(Datum)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("awa launcher");
+	DispatchEveryTransaction();
 	RegisterLauncher();
 	// Recovery has finished: this run is a primary from now (the first
 	// start of the run counts; a rate limit set before starts empty).
@@ -905,6 +907,7 @@ awa_maintenance_main(Datum argument)
 {
 	WorkerState worker = {};
 	worker.database = DatumGetObjectId(argument);
+	DispatchEveryTransaction();
 	ConnectOrExit(worker.database);
 	ConfigureSession();
 	ereport(LOG, (errmsg("awa: maintenance worker started for database %u", worker.database)));
