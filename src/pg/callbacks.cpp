@@ -37,8 +37,10 @@
 //     ranges; after an abort it then wakes the queues' waiting claims itself,
 //     once the ranges are gone, so a waiter that 5 woke while they were still
 //     registered is woken again.
-// PRE_PREPARE is refused by 2 (a rotation), 3 (pending moves) and 6 (claimed
-// lanes), in that order: the first refusal is the error the PREPARE reports.
+// PRE_PREPARE is refused by 2 (a rotation), 3 (pending moves), then the key
+// lanes (a concurrency key's weight noted for the fair-share scheduler) and 6
+// (claimed lanes), in that order: the first refusal is the error the PREPARE
+// reports.
 //
 // Subtransaction events: the pending enqueues (an abort drops the
 // subtransaction's jobs), the ring epoch (an abort forgets a rotation begun
@@ -134,6 +136,8 @@ DispatchTransactionEvent(XactEvent event)
 	OnDdlHoldTransactionEvent(event);
 	OnWorkerRegistryTransactionEvent(event);
 	OnCountersTransactionEvent(event);
+	if (event == XACT_EVENT_PRE_PREPARE)
+		RefusePrepareWithKeyLaneNotes();
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 		OnRateTokensAbort(InvalidSubTransactionId);
 	// After the counters: a committed claim's running attempts are applied

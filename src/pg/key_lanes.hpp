@@ -39,6 +39,11 @@ namespace awa::pg {
 void RequestKeyLanesShmem();
 void StartupKeyLanesShmem();
 void OnKeyLanesTransactionEvent(XactEvent event);
+// At PRE_PREPARE, after the counters (callbacks.cpp): refuses PREPARE while
+// this transaction holds notes for the fair-share scheduler. Only a key's
+// weight gets here: an enqueue or a claim that noted a lane moved jobs, and
+// the counters refused it first.
+void RefusePrepareWithKeyLaneNotes();
 void OnKeyLanesSubTransactionEvent(SubXactEvent event);
 
 // An enqueue appended jobs to `lane` of (queue, lane.priority); `key` is its

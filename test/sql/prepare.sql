@@ -5,7 +5,7 @@
 -- ..., in-flight registry). test/regress.conf sets max_prepared_transactions,
 -- so PREPARE itself is allowed. After each refusal nothing is prepared and
 -- nothing of the transaction stays.
--- Queues used here: prep, prep_claim.
+-- Queues used here: prep, prep_claim, prep_keyed.
 --
 \set VERBOSITY default
 SET client_min_messages = warning;
@@ -71,4 +71,19 @@ PREPARE TRANSACTION 'awa_prep_prune';
 SELECT count(*) AS prepared FROM pg_prepared_xacts;
 SELECT outcome FROM awa.run_maintenance('prune_queue');
 SELECT awa.get_job(:finished) ->> 'state' AS still_completed;
+
+-- A concurrency key's weight (awa.set_key_weight) on a queue with a keyed
+-- lane moves no job, but it is noted for the fair-share scheduler, which a
+-- prepared transaction's commit never reaches: refused. Nothing is prepared,
+-- the weight is not stored, and the next change of it runs (the notes were
+-- freed with the prepared transaction, and the next one read them: found by
+-- the review of stop 49).
+SELECT awa.enqueue('prep.k', queue => 'prep_keyed', opts => '{"concurrency_key": "a"}') IS NOT NULL AS enqueued;
+BEGIN;
+SELECT awa.set_key_weight('prep_keyed', 'a', 5);
+PREPARE TRANSACTION 'awa_prep_weight';
+SELECT count(*) AS prepared FROM pg_prepared_xacts;
+SELECT count(*) AS weights FROM awa.key_weights WHERE queue = 'prep_keyed';
+SELECT awa.set_key_weight('prep_keyed', 'a', 3);
+SELECT concurrency_key, weight FROM awa.key_weights WHERE queue = 'prep_keyed';
 RESET client_min_messages;
