@@ -57,6 +57,8 @@ DECLARE
     rotations int;
     unused_before boolean := false;
     limit_rows bigint := current_setting('awa.carry_max_rows')::bigint;
+    -- A slot's generation: the newest the ledger maps to it.
+    slot_generation text := format('SELECT max(r.generation) FROM awa.%I r WHERE r.slot = $1', ring || '_ring_rotations');
 BEGIN
     pos := awa._ring_position(ring);
     cap := awa._ring_slot_cap(ring);
@@ -68,19 +70,17 @@ BEGIN
     keep_limit := (cap - pos.width) + pos.width / 2 - 1;
     FOR k IN 1 .. pos.slot_count - 1 LOOP
         s := awa._slot_of(pos.generation + k, pos.slot_count);
-        -- The slot's generation (its newest in the ledger), read only where it
-        -- is used: the first unused slot and every slot in use.
+        -- The slot's generation, read only where it is used: the first unused
+        -- slot and every slot in use.
         IF NOT s = ANY (used) THEN
             unused_before := unused_before OR s < cap;
             IF slot IS NULL THEN
-                EXECUTE format('SELECT max(r.generation) FROM awa.%I r WHERE r.slot = $1', ring || '_ring_rotations')
-                   INTO generation USING s;
+                EXECUTE slot_generation INTO generation USING s;
                 slot := s;
             END IF;
             CONTINUE;
         END IF;
-        EXECUTE format('SELECT max(r.generation) FROM awa.%I r WHERE r.slot = $1', ring || '_ring_rotations')
-           INTO owner USING s;
+        EXECUTE slot_generation INTO owner USING s;
         IF cap > pos.width THEN
             -- Spare slots: due once width - 1 rotations have passed since its
             -- generation (left-out slots cost no rotating slot its time), or
