@@ -845,6 +845,11 @@ NoteLaneWork(text *queue, const Lane &lane, text *key, int64 head_job_id)
 void
 NoteKeyWeight(text *queue, text *key, int32 weight)
 {
+	// Without preloading there is no scheduler, and no callback would ever
+	// forget the notes, which live in this transaction's memory (found by
+	// the review of stop 49).
+	if (shared == NULL)
+		return;
 	Datum values[1] = {PointerGetDatum(queue)};
 	for (int16 priority = 1; priority <= kMaxLanesPerQueue; priority++) {
 		Datum lane_values[3] = {values[0], Int16GetDatum(priority), PointerGetDatum(key)};

@@ -541,6 +541,25 @@ RefindLane(text *queue, int16 priority, text *key)
 	return FindOrCreateLane(queue, priority, key, true);
 }
 
+namespace {
+
+// Whether a read of a queue's lanes (LanesOfQueue, KeyedPriorities) may be
+// kept past this transaction: not while it created a lane (that may roll
+// back), and not under REPEATABLE READ or SERIALIZABLE, whose snapshot may
+// predate a lane another transaction committed (and announced) since: the
+// cache would keep the list without it until the next invalidation, which
+// on an idle ring may be long (a claim takes the invalidations at its start,
+// so under those levels every claim read them again and cached the old view;
+// found by the review of stop 49). A lane found is real under any snapshot,
+// so the cache of single lanes (CacheLane, LaneById) needs no such rule.
+bool
+LaneListsCacheable()
+{
+	return !LaneCreatedInThisTransaction() && !IsolationUsesXactSnapshot();
+}
+
+}  // namespace
+
 int
 LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 {
@@ -562,7 +581,7 @@ LanesOfQueue(text *queue, Lane lanes[kMaxLanesPerQueue])
 	TupleDesc desc = SPI_tuptable->tupdesc;
 	for (int i = 0; i < count; i++)
 		lanes[i] = LaneOfRow(SPI_tuptable->vals[i], desc);
-	if (length <= kMaxQueueBytes && !LaneCreatedInThisTransaction()) {
+	if (length <= kMaxQueueBytes && LaneListsCacheable()) {
 		entry.incarnation = incarnation;
 		entry.hash = hash;
 		entry.length = length;
@@ -594,7 +613,7 @@ KeyedPriorities(text *queue)
 		int16 priority = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 		keyed |= static_cast<uint8>(1u << (priority - 1));
 	}
-	if (cached && !LaneCreatedInThisTransaction()) {
+	if (cached && LaneListsCacheable()) {
 		entry.keyed = keyed;
 		entry.keyed_known = true;
 	}
