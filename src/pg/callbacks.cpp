@@ -37,10 +37,10 @@
 //     ranges; after an abort it then wakes the queues' waiting claims itself,
 //     once the ranges are gone, so a waiter that 5 woke while they were still
 //     registered is woken again.
-// PRE_PREPARE is refused by 2 (a rotation), 3 (pending moves), then the key
-// lanes (a concurrency key's weight noted for the fair-share scheduler) and 6
-// (claimed lanes), in that order: the first refusal is the error the PREPARE
-// reports.
+// PRE_PREPARE is refused by 2 (a rotation; the ring truncations, a prune), 3
+// (pending moves), then the key lanes (a concurrency key's weight noted for
+// the fair-share scheduler) and 6 (claimed lanes), in that order: the first
+// refusal is the error the PREPARE reports.
 //
 // Subtransaction events: the pending enqueues (an abort drops the
 // subtransaction's jobs), the ring epoch (an abort forgets a rotation begun

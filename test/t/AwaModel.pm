@@ -65,7 +65,6 @@ sub new
 		paused  => {},    # queue -> 1
 		dlq     => {},    # queue -> 1: dlq_enabled (awa.configure_queue)
 		dlq_op  => {},    # queue -> op index of the last DLQ switch
-		pause_op => {},   # queue -> op index of the last pause/resume
 		dead    => [],    # closed or rolled-back attempts (stale probes)
 		sess    => [],
 		inwindow => [],   # claims made while the WAL writer was stopped
@@ -571,19 +570,18 @@ sub do_enqueue
 
 sub check_claim
 {
-	my ($self, $s, $queue, $max, $rows, $certain) = @_;
+	my ($self, $s, $queue, $max, $rows) = @_;
 	$self->sync_parked;
 	my $by = $self->claimable_by_lane;
 	my $label = "claim by $s->{id} of $queue (max $max)";
-	if ($self->{paused}{$queue} && $certain)
+	if ($self->{paused}{$queue})
 	{
 		$self->bad("$label: the queue is paused but the claim returned jobs") if @$rows;
 		return;
 	}
 	if (!@$rows)
 	{
-		# A transaction begun before the last pause or resume may still see the queue paused.
-		return if $self->{paused}{$queue} || !$certain;
+		return if $self->{paused}{$queue};
 		for my $p (1 .. 4)
 		{
 			for my $lane (lanes_at($by, $queue, $p))
@@ -647,8 +645,7 @@ sub do_claim
 	# A claim takes the settings and lanes other transactions committed
 	# before it began, also inside a transaction block begun earlier
 	# (awa_claim, AcceptInvalidationMessages): the pause state is certain.
-	my $certain = 1;
-	$self->check_claim($s, $queue, $max, $rows, $certain);
+	$self->check_claim($s, $queue, $max, $rows);
 	for my $r (@$rows)
 	{
 		my ($id, $lease, $receipt, $attempt) = @$r;
@@ -1178,7 +1175,6 @@ sub do_pause
 	$self->msql("SELECT awa.pause_queue('$queue')");
 	$self->logop('m', "SELECT awa.pause_queue('$queue')");
 	$self->{paused}{$queue} = 1;
-	$self->{pause_op}{$queue} = $self->{op};
 }
 
 # awa.resume_queue: the queue's parked jobs join their lanes in (run_at,
@@ -1205,7 +1201,6 @@ sub resume
 	}
 	$self->{stats}{unparked} += @out;
 	delete $self->{paused}{$queue};
-	$self->{pause_op}{$queue} = $self->{op};
 }
 
 # Waits until every deferral is due, then runs the promote step (or 'all'):
@@ -1545,7 +1540,7 @@ sub finish
 			my ($rows, $err) = $self->sq($s->{dbh}, $sql);
 			$self->bad("drain claim failed: $err") if $err;
 			$self->logop($s->{id}, "[drain] $sql => [" . join(' ', map { $_->[0] } @$rows) . "]");
-			$self->check_claim($s, $q, 10, $rows, 1);
+			$self->check_claim($s, $q, 10, $rows);
 			last unless @$rows;
 			for my $r (@$rows)
 			{
