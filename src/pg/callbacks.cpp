@@ -119,6 +119,14 @@ StartupShmem()
 	StartupHeadFloorsShmem();
 }
 
+// The events that end a (top-level, or a parallel worker's) transaction.
+bool
+EndsTransaction(XactEvent event)
+{
+	return event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
+	       event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE;
+}
+
 void
 DispatchTransactionEvent(XactEvent event)
 {
@@ -149,8 +157,7 @@ DispatchTransactionEvent(XactEvent event)
 	OnWakeupsTransactionEvent(event);
 	OnInflightTransactionEvent(event);
 	// Last: no callback touches a counters entry after it.
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
-	    event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
+	if (EndsTransaction(event))
 		EndKeyEntryUse();
 }
 
@@ -160,8 +167,7 @@ OnTransactionEvent(XactEvent event, void *)
 	if (!transaction_entered_awa && !dispatch_every_transaction)
 		return;
 	DispatchTransactionEvent(event);
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
-	    event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
+	if (EndsTransaction(event))
 		transaction_entered_awa = false;
 }
 

@@ -2,7 +2,6 @@
 #include "pg/database_ddl.hpp"
 
 #include "pg/callbacks.hpp"
-
 #include "pg/ddl_holds.hpp"
 #include "pg/postgres_headers.hpp"
 

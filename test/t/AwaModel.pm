@@ -581,7 +581,6 @@ sub check_claim
 	}
 	if (!@$rows)
 	{
-		return if $self->{paused}{$queue};
 		for my $p (1 .. 4)
 		{
 			for my $lane (lanes_at($by, $queue, $p))
